@@ -1,0 +1,36 @@
+"""gpunda: MXNet 1.x's imperative core on CuPy, with NumPy/SciPy on the CPU.
+
+``import gpunda as mx`` gives ``mx.nd``, ``mx.autograd``, ``mx.sym``,
+``mx.gluon``, ``mx.cpu()``/``mx.gpu()`` with MXNet 1.x semantics.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import base
+from .base import GpundaError, MXNetError
+from . import context
+from .context import Context, Device, cpu, gpu, cpu_pinned, current_context, num_gpus, gpu_memory_info
+from . import util
+from . import autograd
+from . import ndarray
+from . import ndarray as nd
+from . import random
+from . import name, attribute, runtime
+
+for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
+           "metric", "initializer", "kvstore", "io", "profiler", "recordio"):
+    try:
+        __import__(f"{__name__}.{_m}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"{__name__}.{_m}":
+            raise
+
+if "symbol" in dir():
+    sym = symbol  # noqa: F821
+if "cached_op" in dir():
+    from .cached_op import CachedOp  # noqa: E402
+if "kvstore" in dir():
+    kv = kvstore  # noqa: F821
+if "initializer" in dir():
+    init = initializer  # noqa: F821

@@ -1,0 +1,46 @@
+"""Array libraries behind one interface; the only place that imports CuPy or NVML.
+
+``cpu_backend()`` is NumPy + SciPy. ``gpu_backend(i)`` is CuPy + cupyx for CUDA
+ordinal ``i``; it raises ``GpundaError`` when no GPU is usable. Ops never branch
+on the device: they receive ``xp`` (numpy or cupy) and write one body.
+"""
+from __future__ import annotations
+
+from ..base import GpundaError
+from ._numpy import NumpyBackend
+
+__all__ = ["Backend", "cpu_backend", "gpu_backend", "backend_of_xp", "discovery"]
+
+_cpu = NumpyBackend()
+_gpus = {}
+
+
+def cpu_backend():
+    """The NumPy/SciPy backend (a singleton)."""
+    return _cpu
+
+
+def gpu_backend(device_id):
+    """The CuPy backend bound to CUDA ordinal ``device_id``."""
+    b = _gpus.get(device_id)
+    if b is None:
+        from . import discovery
+        n, why = discovery.probe()
+        if n == 0:
+            raise GpundaError(f"gpu({device_id}) is not usable: {why}")
+        if device_id >= n:
+            raise GpundaError(f"gpu({device_id}) does not exist: {n} GPU(s) visible (0..{n - 1})")
+        from ._cupy import CupyBackend
+        b = _gpus[device_id] = CupyBackend(device_id)
+    return b
+
+
+def backend_of_xp(xp):
+    """The backend whose array module is ``xp`` (device 0 for CuPy)."""
+    if xp is _cpu.xp:
+        return _cpu
+    return gpu_backend(xp.cuda.Device().id)
+
+
+from . import discovery  # noqa: E402
+from ._numpy import Backend  # noqa: E402

@@ -1,0 +1,212 @@
+"""``invoke``: the dispatcher every op call goes through (MXImperativeInvoke).
+
+It reads top to bottom: find the context (inputs must agree), choose the path
+(dense, or the storage-type path when a sparse array is involved), compute on
+the backend's array module, wrap the outputs, honour ``out=``, record on the
+autograd tape. It runs for every op of every step, so the dense path avoids
+allocating helper objects and re-validating what cannot have changed: params
+are parsed once per distinct call site (``OpDef.parse_params``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd as _ag
+from .base import GpundaError
+from .context import current_context, Context
+from .ops.registry import OpDef, get_op
+
+__all__ = ["invoke", "invoke_parsed"]
+
+_state = _ag._state
+_NDArray = None     # set by gpunda.ndarray once the class exists
+_new = None         # fast NDArray constructor: _new(data, ctx)
+_sparse_invoke = None   # set by gpunda.ndarray.sparse
+
+
+def invoke(op, inputs, out=None, **params):
+    """Run operator ``op`` (an OpDef or name) on NDArray ``inputs``.
+
+    Params may be Python values or MXNet strings. Returns the visible outputs
+    (one NDArray, or a list), or ``out`` when given.
+    """
+    if not isinstance(op, OpDef):
+        op = get_op(op)
+    return invoke_parsed(op, tuple(inputs), op.parse_params(params), out)
+
+
+def _op_error(op, inputs, p, e):
+    shapes = ", ".join(f"{n}{tuple(x.shape)}:{np.dtype(x.dtype).name}"
+                       for n, x in zip(_input_names(op, p, len(inputs)), inputs))
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return GpundaError(f"Operator {op.name}: {msg} (inputs: {shapes or 'none'}; params: "
+                       f"{p._given if p is not None else {}})")
+
+
+def _input_names(op, p, n):
+    try:
+        names = list(op.input_names(p, n) if op.variadic else op.inputs)
+    except Exception:
+        names = []
+    while len(names) < n:
+        names.append(f"arg{len(names)}")
+    return names
+
+
+def _check_inputs(op, p, inputs):
+    """Slow path: explain what is wrong with the inputs."""
+    names = _input_names(op, p, len(inputs))
+    ctx0 = None
+    for name, x in zip(names, inputs):
+        if not isinstance(x, _NDArray):
+            raise GpundaError(f"Operator {op.name}: input {name} must be an NDArray, "
+                              f"got {type(x).__name__}")
+        if ctx0 is None:
+            ctx0, name0 = x._ctx, name
+        elif x._ctx != ctx0:
+            raise GpundaError(f"Operator {op.name}: input {name} is on {x._ctx} but input "
+                              f"{name0} is on {ctx0}; copy one with as_in_context()")
+
+
+def invoke_parsed(op, inputs, p, out=None, ctx=None):
+    """``invoke`` with params already parsed; the hot path."""
+    if inputs:
+        x0 = inputs[0]
+        if type(x0) is not _NDArray:
+            if isinstance(x0, _NDArray) and x0.stype != "default" or any(
+                    isinstance(x, _NDArray) and x.stype != "default" for x in inputs):
+                return _sparse_invoke(op, inputs, p, out)
+            _check_inputs(op, p, inputs)
+        ctx = x0._ctx
+        if len(inputs) == 1:
+            arrays = (x0._data,)
+        else:
+            arrays = []
+            for x in inputs:
+                if type(x) is not _NDArray or x._ctx is not ctx:
+                    if isinstance(x, _NDArray) and x.stype != "default":
+                        return _sparse_invoke(op, inputs, p, out)
+                    _check_inputs(op, p, inputs)
+                arrays.append(x._data)
+    else:
+        if ctx is None:
+            ctx = getattr(p, "ctx", None)
+            ctx = current_context() if ctx is None else Context(ctx)
+        arrays = ()
+    xp = ctx._xp
+    if xp is None:
+        xp = ctx.backend.xp
+    try:
+        if xp is np:
+            res = op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+        else:
+            with ctx._backend.device_scope():
+                res = op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    except GpundaError:
+        raise
+    except Exception as e:
+        raise _op_error(op, inputs, p, e) from e
+    nout = op.fixed_nout
+    if nout == 1:
+        outs = [_new(res, ctx)]
+    else:
+        outs = [_new(r, ctx) for r in res]
+    if op.mutates:
+        for i in op.mutates:
+            x = inputs[i]
+            (x._base or x)._version += 1
+    if _state.recording and not op.nondiff:
+        _ag._record(op, p, inputs, outs)
+    if out is not None:
+        return _write_out(op, p, outs, out)
+    nvis = op.fixed_nvis
+    if nvis == 1:
+        return outs[0]
+    if nvis is None:
+        nvis = op.n_visible(p)
+    return outs[:nvis]
+
+
+_alloc = object.__new__
+
+
+def fast_unary(op, x):
+    """``op(x)`` with default params: the common case without the general machinery."""
+    ctx = x._ctx
+    if type(x) is _NDArray and ctx._xp is np and not _state.recording:
+        try:
+            r = op.compute(np, op.default_params, x._data)
+        except Exception:
+            pass    # let the general path raise a proper error
+        else:
+            o = _alloc(_NDArray)
+            o._data = r
+            o._ctx = ctx
+            return o
+    return invoke_parsed(op, (x,), op.default_params)
+
+
+def fast_binary(op, a, b):
+    """``op(a, b)`` with default params: the common case without the general machinery."""
+    ctx = a._ctx
+    if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np \
+            and not _state.recording:
+        try:
+            r = op.compute(np, op.default_params, a._data, b._data)
+        except Exception:
+            pass
+        else:
+            o = _alloc(_NDArray)
+            o._data = r
+            o._ctx = ctx
+            return o
+    return invoke_parsed(op, (a, b), op.default_params)
+
+
+def fast_scalar(op, x, s):
+    """``op(x, scalar=s)``, with the parsed params cached per scalar value."""
+    cache = op._scalar_cache
+    p = cache.get(s)
+    if p is None or type(s) is bool:
+        p = op.parse_params({"scalar": s})
+        if len(cache) < 1024:
+            cache[s] = p
+    ctx = x._ctx
+    if type(x) is _NDArray and ctx._xp is np and not _state.recording:
+        try:
+            r = op.compute(np, p, x._data)
+        except Exception:
+            pass
+        else:
+            o = _alloc(_NDArray)
+            o._data = r
+            o._ctx = ctx
+            return o
+    return invoke_parsed(op, (x,), p)
+
+
+def _write_out(op, p, outs, out):
+    """Copy results into the caller's arrays (``out=``), which may alias inputs."""
+    single = isinstance(out, _NDArray)
+    targets = [out] if single else list(out)
+    nall, nvis = len(outs), op.n_visible(p)
+    if len(targets) not in (nall, nvis):
+        raise GpundaError(f"Operator {op.name} expects {nall} (all) or {nvis} (visible only) "
+                          f"outputs, but got {len(targets)} instead")
+    for i, (t, r) in enumerate(zip(targets, outs)):
+        if not isinstance(t, _NDArray):
+            raise GpundaError(f"Operator {op.name}: out[{i}] must be an NDArray, got {type(t).__name__}")
+        if t.shape != r.shape:
+            raise GpundaError(f"Operator {op.name}: out[{i}] has shape {t.shape} but the "
+                              f"output has shape {r.shape}")
+        if t._ctx is not r._ctx:
+            raise GpundaError(f"Operator {op.name}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
+    recorded = outs[0]._ag is not None
+    if recorded:
+        for t in targets:
+            _ag.check_writable(t, f"Operator {op.name}")
+    for i, (t, r) in enumerate(zip(targets, outs)):
+        t._assign_from(r)
+        if recorded:
+            _ag._retarget_output(r._ag[0], i, t)
+    return out

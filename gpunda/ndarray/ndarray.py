@@ -1,0 +1,717 @@
+"""NDArray: a dense array on a context, with MXNet 1.x semantics.
+
+The payload ``_data`` is a backend array (numpy.ndarray or cupy.ndarray).
+Views made by basic indexing share memory with their root (``_base``); every
+in-place write bumps the root's ``_version`` (autograd checks it).
+"""
+from __future__ import annotations
+
+import operator
+import weakref
+
+import numpy as np
+
+from .. import autograd as _ag
+from .. import imperative as _imp
+from ..base import GpundaError, numeric_types
+from ..context import Context, current_context, cpu
+
+__all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
+           "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
+
+_state = _ag._state
+
+
+class NDArray:
+    """A dense n-dimensional array on a device (``cpu(0)``, ``gpu(1)``).
+
+    Create one with ``nd.array``, ``nd.zeros`` and friends; every ``nd.<op>``
+    returns NDArrays. Arithmetic follows MXNet (broadcasting, scalars on
+    either side); ``asnumpy()`` copies the values to the host.
+    """
+
+    # _ag, _base and _version live in the lazily created __dict__ and default to
+    # the class values, so a fresh array costs two slot writes
+    __slots__ = ("_data", "_ctx", "__dict__", "__weakref__")
+    stype = "default"
+    _ag = None          # autograd entry: (Node or Leaf, output index)
+    _base = None        # the array a view was taken from
+    _version = 0        # bumped by every in-place write to a root array
+    __array_priority__ = 1000.0
+
+    # -- basic properties -----------------------------------------------------
+    @property
+    def shape(self):
+        """The shape, a tuple of ints."""
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The element type as a NumPy type (``numpy.float32``)."""
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        """Number of elements."""
+        return self._data.size
+
+    @property
+    def ndim(self):
+        """Number of dimensions."""
+        return self._data.ndim
+
+    @property
+    def context(self):
+        """The device this array lives on."""
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def handle(self):
+        return self
+
+    @property
+    def writable(self):
+        return True
+
+    @property
+    def T(self):
+        """Transpose (reverses the axes)."""
+        from . import _op
+        return _op.transpose(self)
+
+    def __len__(self):
+        return self._data.shape[0] if self._data.ndim else 0
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        if self._data.size == 1:
+            return bool(self.asnumpy().reshape(-1)[0])
+        if self._data.size == 0:
+            return False
+        raise GpundaError("The truth value of an NDArray with more than one element is "
+                          "ambiguous")
+
+    __nonzero__ = __bool__
+
+    def __iter__(self):
+        for i in range(self.shape[0] if self.ndim else 0):
+            yield self[i]
+
+    # -- conversion -------------------------------------------------------------
+    def asnumpy(self):
+        """A NumPy copy of the values (waits for pending work)."""
+        d = self._data
+        if type(d) is np.ndarray:
+            return d.copy()
+        return self._ctx.backend.to_host(d)
+
+    def asscalar(self):
+        """The single value of a size-1 array as a NumPy scalar."""
+        if self.size != 1:
+            raise GpundaError(f"asscalar: the array has shape {self.shape}; only a size-1 "
+                              f"array converts to a scalar")
+        return self.asnumpy().reshape(-1)[0]
+
+    def item(self):
+        """The single value as a Python scalar."""
+        return self.asscalar().item()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        if self.dtype is not None and np.dtype(self.dtype).kind in "iub" and self.size == 1:
+            return int(self.asscalar())
+        raise GpundaError("only integer size-1 NDArrays can be used as an index")
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def astype(self, dtype, copy=True):
+        """This array converted to ``dtype`` (a copy unless ``copy=False`` and same dtype)."""
+        from ..ops.registry import parse_dtype
+        dt = parse_dtype(dtype, "astype")
+        if not copy and self._data.dtype == dt:
+            return self
+        from . import _op
+        return _op.Cast(self, dtype=dt)
+
+    def copy(self):
+        """A new array with the same values on the same context."""
+        return self.copyto(self._ctx)
+
+    def copyto(self, other):
+        """Copy into NDArray ``other`` (any context) or to a new array on Context ``other``."""
+        if isinstance(other, NDArray):
+            if other is self:
+                return other
+            if other.shape != self.shape:
+                raise GpundaError(f"copyto: target has shape {other.shape} but the source "
+                                  f"has shape {self.shape}")
+            _ag.check_writable(other, "copyto")
+            other._assign_from(_transfer(self, other._ctx))
+            return other
+        if isinstance(other, Context):
+            if other is self._ctx:
+                from . import _op
+                return _op._copy(self)
+            return _transfer(self, other)
+        raise GpundaError(f"copyto: target must be an NDArray or Context, got {type(other).__name__}")
+
+    def as_in_context(self, context):
+        """This array on ``context``: itself when already there, else a copy."""
+        context = Context(context)
+        if context is self._ctx:
+            return self
+        return _transfer(self, context)
+
+    as_in_ctx = as_in_context
+
+    def to_device(self, device):
+        return self.as_in_context(device)
+
+    def tostype(self, stype):
+        """Convert to storage type 'default', 'csr' or 'row_sparse'."""
+        from . import _op
+        return _op.cast_storage(self, stype=stype)
+
+    def wait_to_read(self):
+        """Block until pending writes to this array are done."""
+        if self._ctx.device_type == "gpu":
+            self._ctx.backend.synchronize()
+
+    def wait_to_write(self):
+        self.wait_to_read()
+
+    # -- DLPack -----------------------------------------------------------------
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def to_dlpack_for_read(self):
+        """A DLPack capsule sharing this array's memory."""
+        return self._data.__dlpack__()
+
+    to_dlpack_for_write = to_dlpack_for_read
+
+    # -- pickling and printing ------------------------------------------------------
+    def __reduce__(self):
+        return (_unpickle, (self.asnumpy(), self._ctx.device_type, self._ctx.device_id))
+
+    def __repr__(self):
+        shape_info = "x".join(str(d) for d in self.shape)
+        return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape_info} @{self._ctx}>"
+
+    def __str__(self):
+        return self.__repr__()
+
+    # -- autograd ---------------------------------------------------------------------
+    def attach_grad(self, grad_req="write", stype=None):
+        """Allocate a gradient buffer and mark this array as a variable."""
+        from . import _op
+        if stype is not None and stype != "default":
+            from . import sparse
+            g = sparse.zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
+        else:
+            g = _new(self._ctx.backend.xp.zeros(self.shape, self._data.dtype) if self._ctx._xp is not np
+                     else np.zeros(self.shape, self._data.dtype), self._ctx)
+        _ag.mark_variables([self], [g], grad_req)
+
+    @property
+    def grad(self):
+        """The gradient buffer of a variable (None before ``attach_grad``)."""
+        e = self._ag
+        if e is not None and e[0].is_leaf:
+            return e[0].grad if e[0].grad_req != "null" else None
+        return None
+
+    @property
+    def _fresh_grad(self):
+        return False
+
+    def detach(self):
+        """The same values, cut from the autograd graph."""
+        a = _new(self._data, self._ctx)
+        a._base = self._base or self
+        return a
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Gradients of this array into the variables' ``.grad``."""
+        _ag.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    # -- in-place writes ----------------------------------------------------------
+    def _assign_from(self, src):
+        """Write values of NDArray ``src`` (same context, broadcastable) into self."""
+        d = src._data if isinstance(src, NDArray) else src
+        self._data[...] = d
+        (self._base or self)._version += 1
+
+    def __setitem__(self, key, value):
+        _ag.check_writable(self, "__setitem__")
+        key = _raw_key(key, self._ctx)
+        if isinstance(value, NDArray):
+            if value._ctx is not self._ctx:
+                raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
+                                  f"{self._ctx}")
+            value = value._data
+        elif not isinstance(value, numeric_types):
+            value = np.asarray(value)
+            if self._ctx._xp is not np:
+                value = self._ctx.backend.from_host(value)
+        try:
+            self._data[key] = value
+        except (IndexError, ValueError, TypeError) as e:
+            raise GpundaError(f"__setitem__: cannot assign to index {key!r} of an array of "
+                              f"shape {self.shape}: {e}") from None
+        (self._base or self)._version += 1
+
+    def __getitem__(self, key):
+        if _state.recording and self._ag is not None:
+            from . import _op
+            return _op._getitem(self, key)
+        rkey = _raw_key(key, self._ctx)
+        try:
+            r = self._data[rkey]
+        except (IndexError, ValueError, TypeError) as e:
+            raise GpundaError(f"__getitem__: index {key!r} does not fit an array of shape "
+                              f"{self.shape}: {e}") from None
+        if r.ndim == 0:
+            from ..util import is_np_shape
+            if not is_np_shape():
+                r = r.reshape(1)
+        a = _new(r, self._ctx)
+        if r.base is not None and _shares(r, self._data):
+            a._base = self._base or self
+        return a
+
+    # -- shape helpers that take MXNet's calling styles ------------------------------
+    def reshape(self, *shape, **kwargs):
+        """Reshape with MXNet's codes (0, -1, -2, -3, -4); ``reverse=True`` reads right to left."""
+        from . import _op
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        return _op.Reshape(self, shape=shape, **kwargs)
+
+    def reshape_like(self, other):
+        from . import _op
+        return _op.reshape_like(self, other)
+
+    def zeros_like(self):
+        from . import _op
+        return _op.zeros_like(self)
+
+    def ones_like(self):
+        from . import _op
+        return _op.ones_like(self)
+
+    def broadcast_to(self, shape):
+        from . import _op
+        return _op.broadcast_to(self, shape=shape)
+
+    def broadcast_like(self, other):
+        from . import _op
+        return _op.broadcast_like(self, other)
+
+    def expand_dims(self, axis):
+        from . import _op
+        return _op.expand_dims(self, axis=axis)
+
+    def transpose(self, *axes, **kwargs):
+        from . import _op
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if axes:
+            kwargs["axes"] = axes
+        return _op.transpose(self, **kwargs)
+
+    def flatten(self, inplace=False):
+        from . import _op
+        return _op.Flatten(self)
+
+    def split(self, *args, **kwargs):
+        from . import _op
+        return _op.split(self, *args, **kwargs)
+
+    def as_np_ndarray(self):
+        return self
+
+    def as_nd_ndarray(self):
+        return self
+
+    # -- arithmetic ------------------------------------------------------------
+    def __neg__(self):
+        return _imp.fast_unary(_OPS["negative"], self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _imp.invoke_parsed(_OPS["abs"], (self,), _OPS["abs"].default_params)
+
+    def __add__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
+
+    def __radd__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
+
+    def __sub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar", "_rminus_scalar")
+
+    def __rsub__(self, other):
+        return _rbinary(self, other, "broadcast_sub", "_rminus_scalar")
+
+    def __mul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
+
+    def __rmul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
+
+    def __truediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar", "_rdiv_scalar")
+
+    def __rtruediv__(self, other):
+        return _rbinary(self, other, "broadcast_div", "_rdiv_scalar")
+
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+
+    def __floordiv__(self, other):
+        q = self / other
+        return q.floor() if hasattr(q, "floor") else q
+
+    def __mod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar", "_rmod_scalar")
+
+    def __rmod__(self, other):
+        return _rbinary(self, other, "broadcast_mod", "_rmod_scalar")
+
+    def __pow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar", "_rpower_scalar")
+
+    def __rpow__(self, other):
+        return _rbinary(self, other, "broadcast_power", "_rpower_scalar")
+
+    def __matmul__(self, other):
+        from . import _op
+        return _op.dot(self, other)
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _binary(self, other, "broadcast_equal", "_equal_scalar", "_equal_scalar")
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+
+    def __gt__(self, other):
+        return _binary(self, other, "broadcast_greater", "_greater_scalar", "_lesser_scalar")
+
+    def __ge__(self, other):
+        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar",
+                       "_lesser_equal_scalar")
+
+    def __lt__(self, other):
+        return _binary(self, other, "broadcast_lesser", "_lesser_scalar", "_greater_scalar")
+
+    def __le__(self, other):
+        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar",
+                       "_greater_equal_scalar")
+
+    def _inplace(self, other, opname, scalar_opname):
+        if isinstance(other, NDArray):
+            op = _OPS[opname]
+            return _imp.invoke_parsed(op, (self, other), op.default_params, out=self)
+        if isinstance(other, numeric_types):
+            op = _OPS[scalar_opname]
+            return _imp.invoke_parsed(op, (self,), op.parse_params({"scalar": other}), out=self)
+        raise GpundaError(f"{opname}: cannot combine an NDArray with {type(other).__name__}")
+
+    def __iadd__(self, other):
+        return self._inplace(other, "broadcast_add", "_plus_scalar")
+
+    def __isub__(self, other):
+        return self._inplace(other, "broadcast_sub", "_minus_scalar")
+
+    def __imul__(self, other):
+        return self._inplace(other, "broadcast_mul", "_mul_scalar")
+
+    def __itruediv__(self, other):
+        return self._inplace(other, "broadcast_div", "_div_scalar")
+
+    __idiv__ = __itruediv__
+
+    def __imod__(self, other):
+        return self._inplace(other, "broadcast_mod", "_mod_scalar")
+
+
+_OPS = {}   # filled by gpunda.ndarray after the op families load
+_alloc = NDArray.__new__
+_SCALAR_TYPES = (int, float, np.generic, bool)
+
+
+def _new(data, ctx):
+    """Wrap backend array ``data`` on ``ctx`` (no copy, no checks)."""
+    a = _alloc(NDArray)
+    a._data = data
+    a._ctx = ctx
+    return a
+
+
+def _binary(self, other, opname, scalar_opname, _unused):
+    if isinstance(other, NDArray):
+        return _imp.fast_binary(_OPS[opname], self, other)
+    if isinstance(other, _SCALAR_TYPES):
+        return _imp.fast_scalar(_OPS[scalar_opname], self, other)
+    if isinstance(other, np.ndarray):
+        return _binary(self, array(other, ctx=self._ctx, dtype=other.dtype), opname,
+                       scalar_opname, None)
+    return NotImplemented
+
+
+def _rbinary(self, other, opname, rscalar_opname):
+    if isinstance(other, _SCALAR_TYPES):
+        return _imp.fast_scalar(_OPS[rscalar_opname], self, other)
+    if isinstance(other, np.ndarray):
+        op = _OPS[opname]
+        return _imp.invoke_parsed(op, (array(other, ctx=self._ctx, dtype=other.dtype), self),
+                                  op.default_params)
+    return NotImplemented
+
+
+def _shares(view, base):
+    try:
+        return np.shares_memory(view, base) if isinstance(view, np.ndarray) else True
+    except Exception:
+        return True
+
+
+def _raw_key(key, ctx):
+    """An index with NDArrays replaced by backend arrays on ``ctx``."""
+    if isinstance(key, NDArray):
+        if key._ctx is not ctx:
+            raise GpundaError(f"index array is on {key._ctx} but the array is on {ctx}")
+        k = key._data
+        return k.astype(np.int64) if k.dtype.kind == "f" else k
+    if isinstance(key, tuple):
+        return tuple(_raw_key(k, ctx) for k in key)
+    if isinstance(key, list):
+        arr = np.asarray(key)
+        if ctx._xp is not np:
+            arr = ctx.backend.from_host(arr)
+        return arr
+    return key
+
+
+def _transfer(src, ctx):
+    """A copy of ``src`` on context ``ctx`` (recorded as a differentiable copy)."""
+    from . import _op
+    if ctx.device_type == src._ctx.device_type and ctx.device_id == src._ctx.device_id:
+        return _op._copy(src)
+    return _op._copyto(src, ctx=ctx)
+
+
+def _unpickle(data, dev_type, dev_id):
+    try:
+        ctx = Context(dev_type, dev_id)
+        ctx.backend
+    except GpundaError:
+        ctx = cpu()
+    return array(data, ctx=ctx, dtype=data.dtype)
+
+
+# -- creation ---------------------------------------------------------------------
+
+def _ctx_of(ctx):
+    return current_context() if ctx is None else Context(ctx)
+
+
+def _dtype_of(dtype, default=np.float32):
+    from ..ops.registry import parse_dtype
+    return np.dtype(default) if dtype is None else parse_dtype(dtype, "dtype")
+
+
+def _check_shape(shape, where):
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise GpundaError(f"{where}: shape={shape!r} must be an int or a tuple of ints") from None
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise GpundaError(f"{where}: shape={shape!r} must hold non-negative integers")
+    return tuple(int(d) for d in shape)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray copied from a list, NumPy array, NDArray or scalar.
+
+    dtype defaults to float32, or to the source's dtype for an NDArray/NumPy array
+    (as in MXNet).
+    """
+    ctx = _ctx_of(ctx)
+    if isinstance(source_array, NDArray):
+        if source_array.stype != "default":
+            raise GpundaError("array: use tostype('default') to densify a sparse array")
+        dt = _dtype_of(dtype, source_array._data.dtype)
+        src = source_array.as_in_context(ctx)._data
+        xp = ctx.backend.xp
+        return _new(xp.array(src, dtype=dt, copy=True), ctx)
+    if hasattr(source_array, "__cuda_array_interface__") and ctx.device_type == "gpu":
+        xp = ctx.backend.xp
+        with ctx.backend.device_scope():
+            src = xp.asarray(source_array)
+            return _new(xp.array(src, dtype=_dtype_of(dtype, src.dtype), copy=True), ctx)
+    if isinstance(source_array, np.ndarray):
+        dt = _dtype_of(dtype, source_array.dtype)
+        host = np.array(source_array, dtype=dt, copy=True)
+    else:
+        if hasattr(source_array, "__cuda_array_interface__"):
+            source_array = _cuda_to_host(source_array)
+        try:
+            host = np.array(source_array, dtype=_dtype_of(dtype) if dtype is not None else None)
+        except (ValueError, TypeError) as e:
+            raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
+        if host.dtype == object:
+            raise GpundaError(f"array: source of type {type(source_array).__name__} is not numeric")
+        if dtype is None:
+            host = host.astype(np.float32 if host.dtype.kind in "fiub" or host.ndim else host.dtype)
+    if ctx._xp is np:
+        return _new(host, ctx)
+    return _new(ctx.backend.from_host(host), ctx)
+
+
+def _cuda_to_host(obj):
+    import cupy
+    return cupy.asnumpy(cupy.asarray(obj))
+
+
+def _make(where, shape, ctx, dtype, fill):
+    shape = _check_shape(shape, where)
+    ctx = _ctx_of(ctx)
+    dt = _dtype_of(dtype)
+    xp = ctx.backend.xp
+    if xp is np:
+        return _new(fill(np, shape, dt), ctx)
+    with ctx.backend.device_scope():
+        return _new(fill(xp, shape, dt), ctx)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialised array."""
+    return _make("empty", shape, ctx, dtype, lambda xp, s, d: xp.empty(s, d))
+
+
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    """An array of zeros; ``stype`` 'csr'/'row_sparse' gives a sparse one."""
+    if stype is not None and stype != "default":
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    return _make("zeros", shape, ctx, dtype, lambda xp, s, d: xp.zeros(s, d))
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    """An array of ones."""
+    return _make("ones", shape, ctx, dtype, lambda xp, s, d: xp.ones(s, d))
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """An array filled with ``val``."""
+    r = _make("full", shape, ctx, dtype, lambda xp, s, d: xp.full(s, val, d))
+    if out is not None:
+        out._assign_from(r)
+        return out
+    return r
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
+    if step == 0:
+        raise GpundaError("arange: step=0 is not allowed")
+    if stop is None:
+        start, stop = 0, start
+    host = np.arange(start, stop, step, dtype=np.float64)
+    if repeat != 1:
+        if not isinstance(repeat, int) or repeat < 1:
+            raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")
+        host = np.repeat(host, repeat)
+    return array(host.astype(_dtype_of(dtype)), ctx=ctx, dtype=_dtype_of(dtype))
+
+
+def waitall():
+    """Wait for all queued work on every device."""
+    from ..backends import _gpus
+    for b in list(_gpus.values()):
+        b.synchronize()
+
+
+def from_dlpack(ext_tensor, ctx=None):
+    """An NDArray sharing the memory of a DLPack producer (NumPy, CuPy, PyTorch)."""
+    dev = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
+    if dev[0] in (2, 13):    # CUDA / managed
+        from ..context import gpu
+        c = gpu(int(dev[1]))
+        xp = c.backend.xp
+        with c.backend.device_scope():
+            return _new(xp.from_dlpack(ext_tensor), c)
+    try:
+        data = np.from_dlpack(ext_tensor)
+    except TypeError:   # an old-style capsule
+        raise GpundaError("from_dlpack: pass an object with __dlpack__ (a tensor), not a capsule") from None
+    if not data.flags.writeable:
+        # NumPy marks DLPack imports read-only; the memory is still shared
+        data = _writable_view(data)
+    return _new(data, cpu())
+
+
+def _writable_view(a):
+    iface = dict(a.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+
+    class _Holder:
+        __array_interface__ = iface
+    out = np.asarray(_Holder())
+    return out
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Join arrays along ``axis``."""
+    from . import _op
+    return _op.concat(*arrays, dim=axis)
+
+
+def moveaxis(tensor, source, destination):
+    """Move an axis to a new position."""
+    axes = list(range(tensor.ndim))
+    src = source % tensor.ndim
+    axes.pop(src)
+    axes.insert(destination % tensor.ndim, src)
+    from . import _op
+    return _op.transpose(tensor, axes=tuple(axes))
+
+
+def onehot_encode(indices, out):
+    """One-hot encode ``indices`` into ``out`` (MXNet's legacy helper)."""
+    from . import _op
+    return _op.one_hot(indices, depth=out.shape[1], out=out)
+
+
+def imdecode(*args, **kwargs):
+    raise GpundaError("imdecode: image decoding is not part of gpunda; decode with Pillow "
+                      "and pass the array to nd.array")

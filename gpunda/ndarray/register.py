@@ -1,0 +1,121 @@
+"""Generate ``nd.<op>`` functions and NDArray methods from the registry.
+
+Functions are closures with ``functools.wraps``-style metadata (no exec of
+generated source), so tracebacks and grep find them. Calling conventions as
+MXNet's generated functions: NDArray inputs positionally or by input name,
+further positional values fill params in declaration order, ``out=`` and
+``name=`` keywords.
+"""
+from __future__ import annotations
+
+from .. import imperative as _imp
+from ..base import GpundaError
+from ..ops.registry import all_names
+
+_invoke = _imp.invoke_parsed
+
+
+def make_function(op, fname):
+    """The ``nd.<fname>`` function for OpDef ``op``."""
+    from .ndarray import NDArray
+    params = op.params
+    fixed_inputs = None if op.variadic else op.inputs
+    var_key = op.key_var_num_args
+
+    dp = op.default_params
+    fast = dp is not None and fixed_inputs is not None and len(fixed_inputs) == 1
+    fast_unary = _imp.fast_unary
+
+    def fn(*args, out=None, name=None, **kwargs):
+        if fast and not kwargs and out is None and len(args) == 1 and type(args[0]) is NDArray:
+            return fast_unary(op, args[0])
+        inputs = []
+        extra = []
+        for a in args:
+            if isinstance(a, NDArray) and not extra:
+                inputs.append(a)
+            elif isinstance(a, (list, tuple)) and a and all(isinstance(v, NDArray) for v in a) \
+                    and op.variadic and not extra and not inputs:
+                inputs.extend(a)
+            else:
+                extra.append(a)
+        if extra:
+            free = [s.name for s in params if s.name not in kwargs]
+            if var_key in free:
+                free.remove(var_key)
+            if len(extra) > len(free):
+                raise GpundaError(f"Operator {op.name}: too many positional arguments "
+                                  f"({len(args)}); pass parameters by name")
+            for k, v in zip(free, extra):
+                kwargs[k] = v
+        if fixed_inputs is not None:
+            if kwargs and len(inputs) < len(fixed_inputs):
+                for nm in fixed_inputs[len(inputs):]:
+                    if nm in kwargs:
+                        v = kwargs.pop(nm)
+                        if v is not None:
+                            inputs.append(v)
+            p = op.parse_params(kwargs) if kwargs else op.default_params
+            if p is None:
+                p = op.parse_params(kwargs)
+            if len(inputs) != len(fixed_inputs):
+                _missing(op, fixed_inputs, inputs)
+        else:
+            if var_key is not None and var_key not in kwargs:
+                kwargs[var_key] = len(inputs)
+            names = None
+            # inputs given by name (e.g. FullyConnected(data=..., weight=...))
+            if any(isinstance(v, NDArray) for v in kwargs.values()):
+                nd_kw = {k: kwargs.pop(k) for k in list(kwargs) if isinstance(kwargs[k], NDArray)}
+                p = op.parse_params(kwargs)
+                names = op.input_names(p)
+                for nm in names[len(inputs):]:
+                    if nm in nd_kw:
+                        inputs.append(nd_kw.pop(nm))
+                if nd_kw:
+                    raise GpundaError(f"Operator {op.name}: unexpected inputs {sorted(nd_kw)}; "
+                                      f"inputs are {list(names)}")
+            else:
+                for k in [k for k, v in kwargs.items() if v is None and k not in op.param_map]:
+                    kwargs.pop(k)
+                p = op.parse_params(kwargs)
+            if names is None and not op.key_var_num_args:
+                names = op.input_names(p)
+            if names is not None and len(inputs) != len(names):
+                _missing(op, names, inputs)
+        return _invoke(op, tuple(inputs), p, out)
+
+    fn.__name__ = fname
+    fn.__qualname__ = fname
+    fn.__doc__ = op.describe()
+    fn.__module__ = "gpunda.ndarray"
+    fn.op = op
+    return fn
+
+
+def _missing(op, names, inputs):
+    raise GpundaError(f"Operator {op.name}: expects {len(names)} inputs ({', '.join(names)}) "
+                      f"but got {len(inputs)}")
+
+
+def populate(namespace_module, ndarray_cls):
+    """Fill a module with one function per registered name and add NDArray methods."""
+    made = {}
+    for name, op in all_names().items():
+        fn = made.get(id(op), {}).get(name)
+        fn = make_function(op, name)
+        setattr(namespace_module, name, fn)
+        if name.startswith("_") or op.hidden:
+            continue
+        meth = op.method if op.method else (name if name.islower() else None)
+        if meth and not hasattr(ndarray_cls, meth) and not op.variadic and op.inputs \
+                and not op.wants_ctx:
+            setattr(ndarray_cls, meth, _as_method(fn))
+
+
+def _as_method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method

@@ -1,0 +1,14 @@
+"""Operator families. Importing this package registers every op."""
+from . import registry
+from .registry import OpDef, Param, register, get_op, all_ops
+
+from . import elemwise  # noqa: F401
+
+_families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
+             "custom", "creation"]
+for _f in _families:
+    try:
+        __import__(f"{__name__}.{_f}")
+    except ModuleNotFoundError as _e:   # a family not written yet
+        if _e.name != f"{__name__}.{_f}":
+            raise

@@ -1,0 +1,385 @@
+"""Element-wise ops: unary math, binary broadcast arithmetic, scalar variants, add_n.
+
+Each op is one ``register(OpDef(...))`` record. Gradient rules follow NOTE
+[Gradient rules] in registry.py: ``rule(F, p, ins, outs, ograds)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register, parse_dtype
+from ._util import special, scalar_for, sum_to_shape
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_SQRT_PI = math.sqrt(math.pi)
+
+# ----------------------------------------------------------------------------
+# unary
+
+
+def _unary(name, f, grad=None, *, aliases=(), save=("inputs", "outputs"), nondiff=False,
+           doc="", ufunc=None, capture="ok"):
+    return register(OpDef(
+        name, f, gradient=grad, aliases=aliases, save=save,
+        nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc, capture=capture))
+
+
+def _zero_grad(F, p, ins, outs, og):
+    return [F.zeros_like(og[0])]
+
+
+def _sign(F, x):
+    return F.sign(x)
+
+
+_unary("abs", lambda xp, p, x: xp.abs(x), lambda F, p, i, o, g: [g[0] * F.sign(i[0])],
+       save=("inputs",), doc="Absolute value, element-wise.")
+_unary("sign", lambda xp, p, x: xp.sign(x), _zero_grad, save=(), doc="Sign (-1, 0, 1).")
+_unary("negative", lambda xp, p, x: -x, lambda F, p, i, o, g: [-g[0]], save=(),
+       doc="Negation, element-wise.")
+_unary("reciprocal", lambda xp, p, x: 1 / x, lambda F, p, i, o, g: [-g[0] * o[0] * o[0]],
+       save=("outputs",), doc="1/x, element-wise.")
+_unary("square", lambda xp, p, x: x * x, lambda F, p, i, o, g: [2 * i[0] * g[0]],
+       save=("inputs",), doc="x*x, element-wise.")
+_unary("sqrt", lambda xp, p, x: xp.sqrt(x), lambda F, p, i, o, g: [g[0] / (2 * o[0])],
+       save=("outputs",), doc="Square root, element-wise.")
+_unary("rsqrt", lambda xp, p, x: 1 / xp.sqrt(x), lambda F, p, i, o, g: [-0.5 * g[0] * o[0] * o[0] * o[0]],
+       save=("outputs",), doc="1/sqrt(x), element-wise.")
+_unary("cbrt", lambda xp, p, x: xp.cbrt(x), lambda F, p, i, o, g: [g[0] / (3 * o[0] * o[0])],
+       save=("outputs",), doc="Cube root, element-wise.")
+_unary("exp", lambda xp, p, x: xp.exp(x), lambda F, p, i, o, g: [g[0] * o[0]],
+       save=("outputs",), doc="e**x, element-wise.")
+_unary("expm1", lambda xp, p, x: xp.expm1(x), lambda F, p, i, o, g: [g[0] * (o[0] + 1)],
+       save=("outputs",), doc="exp(x) - 1, accurate near 0.")
+_unary("log", lambda xp, p, x: xp.log(x), lambda F, p, i, o, g: [g[0] / i[0]],
+       save=("inputs",), doc="Natural logarithm.")
+_unary("log1p", lambda xp, p, x: xp.log1p(x), lambda F, p, i, o, g: [g[0] / (i[0] + 1)],
+       save=("inputs",), doc="log(1 + x), accurate near 0.")
+_unary("log2", lambda xp, p, x: xp.log2(x), lambda F, p, i, o, g: [g[0] / (i[0] * _LN2)],
+       save=("inputs",), doc="Base-2 logarithm.")
+_unary("log10", lambda xp, p, x: xp.log10(x), lambda F, p, i, o, g: [g[0] / (i[0] * _LN10)],
+       save=("inputs",), doc="Base-10 logarithm.")
+_unary("sin", lambda xp, p, x: xp.sin(x), lambda F, p, i, o, g: [g[0] * F.cos(i[0])],
+       save=("inputs",), doc="Sine.")
+_unary("cos", lambda xp, p, x: xp.cos(x), lambda F, p, i, o, g: [-g[0] * F.sin(i[0])],
+       save=("inputs",), doc="Cosine.")
+_unary("tan", lambda xp, p, x: xp.tan(x), lambda F, p, i, o, g: [g[0] * (1 + o[0] * o[0])],
+       save=("outputs",), doc="Tangent.")
+_unary("arcsin", lambda xp, p, x: xp.arcsin(x),
+       lambda F, p, i, o, g: [g[0] * F.rsqrt(1 - i[0] * i[0])], save=("inputs",), doc="Inverse sine.")
+_unary("arccos", lambda xp, p, x: xp.arccos(x),
+       lambda F, p, i, o, g: [-g[0] * F.rsqrt(1 - i[0] * i[0])], save=("inputs",), doc="Inverse cosine.")
+_unary("arctan", lambda xp, p, x: xp.arctan(x),
+       lambda F, p, i, o, g: [g[0] / (1 + i[0] * i[0])], save=("inputs",), doc="Inverse tangent.")
+_unary("sinh", lambda xp, p, x: xp.sinh(x), lambda F, p, i, o, g: [g[0] * F.cosh(i[0])],
+       save=("inputs",), doc="Hyperbolic sine.")
+_unary("cosh", lambda xp, p, x: xp.cosh(x), lambda F, p, i, o, g: [g[0] * F.sinh(i[0])],
+       save=("inputs",), doc="Hyperbolic cosine.")
+_unary("tanh", lambda xp, p, x: xp.tanh(x), lambda F, p, i, o, g: [g[0] * (1 - o[0] * o[0])],
+       save=("outputs",), doc="Hyperbolic tangent.")
+_unary("arcsinh", lambda xp, p, x: xp.arcsinh(x),
+       lambda F, p, i, o, g: [g[0] * F.rsqrt(i[0] * i[0] + 1)], save=("inputs",),
+       doc="Inverse hyperbolic sine.")
+_unary("arccosh", lambda xp, p, x: xp.arccosh(x),
+       lambda F, p, i, o, g: [g[0] * F.rsqrt(i[0] * i[0] - 1)], save=("inputs",),
+       doc="Inverse hyperbolic cosine.")
+_unary("arctanh", lambda xp, p, x: xp.arctanh(x),
+       lambda F, p, i, o, g: [g[0] / (1 - i[0] * i[0])], save=("inputs",),
+       doc="Inverse hyperbolic tangent.")
+_unary("degrees", lambda xp, p, x: xp.degrees(x), lambda F, p, i, o, g: [g[0] * (180.0 / math.pi)],
+       save=(), doc="Radians to degrees.")
+_unary("radians", lambda xp, p, x: xp.radians(x), lambda F, p, i, o, g: [g[0] * (math.pi / 180.0)],
+       save=(), doc="Degrees to radians.")
+
+
+def _sigmoid(xp, p, x):
+    # exp(-|x|) never overflows; pick the stable form on each side of 0
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+_unary("sigmoid", _sigmoid, lambda F, p, i, o, g: [g[0] * o[0] * (1 - o[0])],
+       save=("outputs",), doc="Logistic sigmoid 1/(1+exp(-x)).")
+_unary("relu", lambda xp, p, x: xp.maximum(x, 0).astype(x.dtype, copy=False),
+       lambda F, p, i, o, g: [g[0] * F._greater_scalar(i[0], scalar=0.0)],
+       save=("inputs",), doc="max(x, 0).")
+_unary("softsign", lambda xp, p, x: x / (1 + xp.abs(x)),
+       lambda F, p, i, o, g: [g[0] / F.square(1 + F.abs(i[0]))], save=("inputs",),
+       doc="x / (1 + |x|).")
+for _n in ("floor", "ceil", "rint", "trunc"):
+    _unary(_n, (lambda f: lambda xp, p, x: getattr(xp, f)(x))(_n), _zero_grad, save=(),
+           doc=f"{_n}, element-wise (gradient zero).")
+_unary("round", lambda xp, p, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)).astype(x.dtype, copy=False),
+       _zero_grad, save=(), doc="Round half away from zero (MXNet's round).")
+_unary("fix", lambda xp, p, x: xp.fix(x), _zero_grad, save=(), doc="Round toward zero.")
+_unary("erf", lambda xp, p, x: special(xp).erf(x).astype(x.dtype, copy=False),
+       lambda F, p, i, o, g: [g[0] * (2 / _SQRT_PI) * F.exp(-i[0] * i[0])], save=("inputs",),
+       doc="Gauss error function.")
+_unary("erfinv", lambda xp, p, x: special(xp).erfinv(x).astype(x.dtype, copy=False),
+       lambda F, p, i, o, g: [g[0] * (_SQRT_PI / 2) * F.exp(o[0] * o[0])], save=("outputs",),
+       doc="Inverse error function.")
+_unary("gamma", lambda xp, p, x: special(xp).gamma(x).astype(x.dtype, copy=False),
+       lambda F, p, i, o, g: [g[0] * o[0] * F._digamma(i[0])], save=("inputs", "outputs"),
+       doc="Gamma function.")
+_unary("gammaln", lambda xp, p, x: special(xp).gammaln(x).astype(x.dtype, copy=False),
+       lambda F, p, i, o, g: [g[0] * F._digamma(i[0])], save=("inputs",),
+       doc="log|Gamma(x)|.")
+register(OpDef("_digamma", lambda xp, p, x: special(xp).digamma(x).astype(x.dtype, copy=False),
+               gradient=lambda F, p, i, o, g: [g[0] * F._polygamma(i[0], n=1)], save=("inputs",),
+               doc="Digamma function psi(x) (derivative of gammaln).", hidden=True))
+register(OpDef("_polygamma",
+               lambda xp, p, x: special(xp).polygamma(p.n, x).astype(x.dtype, copy=False),
+               params=[Param("n", "int", 1)],
+               gradient=lambda F, p, i, o, g: [g[0] * F._polygamma(i[0], n=p.n + 1)],
+               save=("inputs",), doc="Polygamma function of order n.", hidden=True))
+
+
+def _cast(xp, p, x):
+    return x.astype(p.dtype)
+
+
+register(OpDef("Cast", _cast, params=[Param("dtype", "dtype")], aliases=("cast",),
+               gradient=lambda F, p, i, o, g: [F.Cast(g[0], dtype=i[0].dtype)],
+               save=("inputs",), doc="Convert to another dtype.", family="elemwise"))
+
+
+def _like_grad(F, p, i, o, g):
+    return [None]
+
+
+register(OpDef("zeros_like", lambda xp, p, x: xp.zeros_like(x), gradient=_like_grad, save=(),
+               doc="Zeros with the shape and dtype of the input.", family="elemwise"))
+register(OpDef("ones_like", lambda xp, p, x: xp.ones_like(x), gradient=_like_grad, save=(),
+               doc="Ones with the shape and dtype of the input.", family="elemwise"))
+register(OpDef("_copy", lambda xp, p, x: x.copy(), aliases=("identity",),
+               gradient=lambda F, p, i, o, g: [g[0]], save=(), doc="A copy of the input."))
+
+
+def _clip_check(p):
+    if p.a_min > p.a_max:
+        raise GpundaError(f"Operator clip: a_min={p.a_min} must be <= a_max={p.a_max}")
+
+
+register(OpDef(
+    "clip", lambda xp, p, x: xp.clip(x, scalar_for(x, p.a_min), scalar_for(x, p.a_max)),
+    params=[Param("a_min", "float"), Param("a_max", "float")], check=_clip_check,
+    gradient=lambda F, p, i, o, g: [g[0] * F._greater_equal_scalar(i[0], scalar=p.a_min)
+                                    * F._lesser_equal_scalar(i[0], scalar=p.a_max)],
+    save=("inputs",), doc="Clip values into [a_min, a_max].", family="elemwise"))
+
+# ----------------------------------------------------------------------------
+# binary, broadcasting
+
+
+def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", same_shape=False):
+    if same_shape:
+        def compute(xp, p, a, b):
+            if a.shape != b.shape:
+                raise GpundaError(f"Operator {name}: lhs shape {a.shape} and rhs shape "
+                                  f"{b.shape} must be equal (use broadcast_* to broadcast)")
+            return f(xp, p, a, b)
+    else:
+        compute = f
+    return register(OpDef(name, compute, inputs=("lhs", "rhs"), gradient=grad, aliases=aliases,
+                          save=save, nondiff=nondiff, doc=doc, family="elemwise"))
+
+
+def _g_add(F, p, i, o, g):
+    return [sum_to_shape(F, g[0], i[0].shape), sum_to_shape(F, g[0], i[1].shape)]
+
+
+def _g_sub(F, p, i, o, g):
+    return [sum_to_shape(F, g[0], i[0].shape), sum_to_shape(F, -g[0], i[1].shape)]
+
+
+def _g_mul(F, p, i, o, g):
+    return [sum_to_shape(F, g[0] * i[1], i[0].shape), sum_to_shape(F, g[0] * i[0], i[1].shape)]
+
+
+def _g_div(F, p, i, o, g):
+    ga = g[0] / i[1]
+    return [sum_to_shape(F, ga, i[0].shape), sum_to_shape(F, -ga * i[0] / i[1], i[1].shape)]
+
+
+def _g_mod(F, p, i, o, g):
+    return [sum_to_shape(F, g[0], i[0].shape),
+            sum_to_shape(F, -g[0] * F.floor(i[0] / i[1]), i[1].shape)]
+
+
+def _g_pow(F, p, i, o, g):
+    a, b = i
+    y = F.broadcast_power(a, b)
+    return [sum_to_shape(F, g[0] * b * F.broadcast_power(a, b - 1), a.shape),
+            sum_to_shape(F, g[0] * y * F.log(a), b.shape)]
+
+
+def _g_max(F, p, i, o, g):
+    m = F.broadcast_greater_equal(i[0], i[1])
+    return [sum_to_shape(F, g[0] * m, i[0].shape), sum_to_shape(F, g[0] * (1 - m), i[1].shape)]
+
+
+def _g_min(F, p, i, o, g):
+    m = F.broadcast_lesser_equal(i[0], i[1])
+    return [sum_to_shape(F, g[0] * m, i[0].shape), sum_to_shape(F, g[0] * (1 - m), i[1].shape)]
+
+
+def _g_hypot(F, p, i, o, g):
+    y = F.broadcast_hypot(i[0], i[1])
+    return [sum_to_shape(F, g[0] * i[0] / y, i[0].shape), sum_to_shape(F, g[0] * i[1] / y, i[1].shape)]
+
+
+def _same_dtype(f):
+    def g(xp, p, a, b):
+        r = f(xp, p, a, b)
+        return r if r.dtype == a.dtype else r.astype(a.dtype)
+    return g
+
+
+def _mod(xp, p, a, b):
+    # MXNet's mod follows the sign of the divisor like Python's %
+    return xp.mod(a, b)
+
+
+_ARITH = [
+    ("add", lambda xp, p, a, b: a + b, _g_add, ("_plus", "_add")),
+    ("sub", lambda xp, p, a, b: a - b, _g_sub, ("_minus", "_sub")),
+    ("mul", lambda xp, p, a, b: a * b, _g_mul, ("_mul",)),
+    ("div", _same_dtype(lambda xp, p, a, b: a / b), _g_div, ("_div",)),
+]
+for _n, _f, _g, _al in _ARITH:
+    _bin("broadcast_" + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
+         aliases=_al if _n != "add" else ("_plus", "_add", "broadcast_plus"))
+    _bin("elemwise_" + _n, _f, _g, same_shape=True, doc=f"Element-wise {_n} of equal shapes.")
+_bin("broadcast_mod", _same_dtype(_mod), _g_mod, aliases=("_mod",), doc="Remainder with broadcasting.")
+_bin("broadcast_power", _same_dtype(lambda xp, p, a, b: xp.power(a, b)), _g_pow,
+     aliases=("_power", "_Power"), doc="a ** b with broadcasting.")
+_bin("broadcast_maximum", lambda xp, p, a, b: xp.maximum(a, b), _g_max, aliases=("_maximum", "_Maximum"),
+     doc="Element-wise maximum with broadcasting.")
+_bin("broadcast_minimum", lambda xp, p, a, b: xp.minimum(a, b), _g_min, aliases=("_minimum", "_Minimum"),
+     doc="Element-wise minimum with broadcasting.")
+_bin("broadcast_hypot", _same_dtype(lambda xp, p, a, b: xp.hypot(a, b)), _g_hypot, aliases=("_hypot",),
+     doc="sqrt(a**2 + b**2) with broadcasting.")
+
+
+def _cmp(f):
+    def g(xp, p, a, b):
+        return f(xp, p, a, b).astype(a.dtype)
+    return g
+
+
+_COMPARE = [
+    ("equal", lambda xp, p, a, b: a == b), ("not_equal", lambda xp, p, a, b: a != b),
+    ("greater", lambda xp, p, a, b: a > b), ("greater_equal", lambda xp, p, a, b: a >= b),
+    ("lesser", lambda xp, p, a, b: a < b), ("lesser_equal", lambda xp, p, a, b: a <= b),
+    ("logical_and", lambda xp, p, a, b: xp.logical_and(a, b)),
+    ("logical_or", lambda xp, p, a, b: xp.logical_or(a, b)),
+    ("logical_xor", lambda xp, p, a, b: xp.logical_xor(a, b)),
+]
+for _n, _f in _COMPARE:
+    _bin("broadcast_" + _n, _cmp(_f), None, nondiff=True, save=(), aliases=("_" + _n,),
+         doc=f"Element-wise {_n} (1 or 0 in the input dtype) with broadcasting.")
+_unary("logical_not", lambda xp, p, x: xp.logical_not(x).astype(x.dtype), None, nondiff=True,
+       save=(), doc="Logical not (1 or 0 in the input dtype).")
+
+# ----------------------------------------------------------------------------
+# scalar variants
+
+_SCALAR = [Param("scalar", "float", 1.0, "the scalar operand"),
+           Param("is_int", "bool", True, "accepted for MXNet compatibility")]
+
+
+def _sc(name, f, grad, *, save=("inputs",), nondiff=False, doc="", aliases=()):
+    def compute(xp, p, x):
+        return f(xp, x, scalar_for(x, p.scalar))
+    return register(OpDef(name, compute, params=_SCALAR, gradient=grad, save=save,
+                          nondiff=nondiff, doc=doc, family="elemwise", aliases=aliases))
+
+
+_sc("_plus_scalar", lambda xp, x, s: x + s, lambda F, p, i, o, g: [g[0]], save=(),
+    doc="x + scalar.", aliases=("_PlusScalar",))
+_sc("_minus_scalar", lambda xp, x, s: x - s, lambda F, p, i, o, g: [g[0]], save=(),
+    doc="x - scalar.", aliases=("_MinusScalar",))
+_sc("_rminus_scalar", lambda xp, x, s: s - x, lambda F, p, i, o, g: [-g[0]], save=(),
+    doc="scalar - x.", aliases=("_RMinusScalar",))
+_sc("_mul_scalar", lambda xp, x, s: x * s, lambda F, p, i, o, g: [g[0] * p.scalar], save=(),
+    doc="x * scalar.", aliases=("_MulScalar",))
+_sc("_div_scalar", lambda xp, x, s: (x / s).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [g[0] / p.scalar], save=(), doc="x / scalar.", aliases=("_DivScalar",))
+_sc("_rdiv_scalar", lambda xp, x, s: (s / x).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [-g[0] * p.scalar / (i[0] * i[0])], doc="scalar / x.",
+    aliases=("_RDivScalar",))
+_sc("_mod_scalar", lambda xp, x, s: xp.mod(x, s), lambda F, p, i, o, g: [g[0]], save=(),
+    doc="x mod scalar.", aliases=("_ModScalar",))
+_sc("_rmod_scalar", lambda xp, x, s: xp.mod(s, x).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [-g[0] * F.floor(p.scalar / i[0])], doc="scalar mod x.",
+    aliases=("_RModScalar",))
+_sc("_power_scalar", lambda xp, x, s: xp.power(x, s).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [g[0] * p.scalar * F._power_scalar(i[0], scalar=p.scalar - 1)],
+    doc="x ** scalar.", aliases=("_PowerScalar",))
+_sc("_rpower_scalar", lambda xp, x, s: xp.power(s, x).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [g[0] * o[0] * math.log(p.scalar)], save=("outputs",),
+    doc="scalar ** x.", aliases=("_RPowerScalar",))
+_sc("_maximum_scalar", lambda xp, x, s: xp.maximum(x, s),
+    lambda F, p, i, o, g: [g[0] * F._greater_equal_scalar(i[0], scalar=p.scalar)],
+    doc="max(x, scalar).", aliases=("_MaximumScalar",))
+_sc("_minimum_scalar", lambda xp, x, s: xp.minimum(x, s),
+    lambda F, p, i, o, g: [g[0] * F._lesser_equal_scalar(i[0], scalar=p.scalar)],
+    doc="min(x, scalar).", aliases=("_MinimumScalar",))
+_sc("_hypot_scalar", lambda xp, x, s: xp.hypot(x, s).astype(x.dtype, copy=False),
+    lambda F, p, i, o, g: [g[0] * i[0] / F._hypot_scalar(i[0], scalar=p.scalar)],
+    doc="sqrt(x**2 + scalar**2).", aliases=("_HypotScalar",))
+for _n, _f in [("equal", lambda xp, x, s: x == s), ("not_equal", lambda xp, x, s: x != s),
+               ("greater", lambda xp, x, s: x > s), ("greater_equal", lambda xp, x, s: x >= s),
+               ("lesser", lambda xp, x, s: x < s), ("lesser_equal", lambda xp, x, s: x <= s),
+               ("logical_and", lambda xp, x, s: xp.logical_and(x, s)),
+               ("logical_or", lambda xp, x, s: xp.logical_or(x, s)),
+               ("logical_xor", lambda xp, x, s: xp.logical_xor(x, s))]:
+    _sc(f"_{_n}_scalar", (lambda f: lambda xp, x, s: f(xp, x, s).astype(x.dtype))(_f), None,
+        nondiff=True, save=(), doc=f"x {_n} scalar (1 or 0 in the input dtype).")
+
+# ----------------------------------------------------------------------------
+# n-ary
+
+
+def _add_n(xp, p, *xs):
+    if not xs:
+        raise GpundaError("Operator add_n: needs at least one input")
+    r = xs[0].copy()
+    for x in xs[1:]:
+        r += x
+    return r
+
+
+register(OpDef(
+    "add_n", _add_n, inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args)),
+    params=[Param("num_args", "int", 1)], key_var_num_args="num_args",
+    aliases=("ElementWiseSum", "_grad_add"),
+    gradient=lambda F, p, i, o, g: [g[0]] * p.num_args, save=(),
+    doc="Sum of all inputs (same shapes).", family="elemwise"))
+
+
+def _sum_to(xp, p, g):
+    shape = tuple(p.shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                      if d == 1 and g.shape[i + lead] != 1)
+    r = g.sum(axis=axes, keepdims=True) if axes else g
+    return r.reshape(shape)
+
+
+register(OpDef("_sum_to", _sum_to, params=[Param("shape", "shape")],
+               gradient=lambda F, p, i, o, g: [F._broadcast_back(g[0], like_shape=i[0].shape)],
+               save=("inputs",), hidden=True,
+               doc="Sum over broadcast axes down to `shape` (gradient of broadcasting)."))
+register(OpDef("_broadcast_back",
+               lambda xp, p, g: xp.broadcast_to(
+                   g.reshape((1,) * (len(p.like_shape) - g.ndim) + g.shape), p.like_shape).copy(),
+               params=[Param("like_shape", "shape")],
+               gradient=lambda F, p, i, o, g: [F._sum_to(g[0], shape=i[0].shape)],
+               save=("inputs",), hidden=True, doc="Broadcast back to `like_shape`."))

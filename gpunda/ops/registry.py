@@ -1,0 +1,410 @@
+"""The operator registry: one declarative record per op.
+
+An ``OpDef`` carries everything gpunda knows about an operator: its MXNet name
+and aliases, the parameter schema (parsing MXNet's string forms), input names,
+all/visible output counts, shape/dtype inference for Symbol, the compute body
+(written once against ``xp``), optional sparse kernels, the gradient rule and
+the inputs it mutates. ``nd.*``, ``sym.*`` and NDArray methods are generated
+from these records.
+
+# NOTE [Gradient rules]
+A rule is ``gradient(F, p, ins, outs, ograds) -> list`` (one entry per input,
+``None`` where there is no gradient). ``F`` is a namespace of registry ops and
+``ins``/``outs``/``ograds`` are arrays of the same kind: during a plain backward
+``F`` runs op bodies directly on raw backend arrays (fast, nothing recorded);
+with ``create_graph=True`` ``F`` is ``gpunda.nd`` and the arrays are recorded
+NDArrays, so the gradient is itself differentiable. Rules therefore use only
+``F.<op>(...)``, arithmetic operators and ``.shape``/``.ndim``/``.dtype``.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+import numpy as np
+
+from ..base import GpundaError
+
+__all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
+           "Params"]
+
+
+class _Required:
+    def __repr__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+_DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
+                  "bool_": "bool", "int": "int32", "long": "int64"}
+_MX_DTYPES = ("float32", "float64", "float16", "uint8", "int8", "int32", "int64", "bool",
+              "int16", "uint16", "uint32", "uint64")
+
+
+def parse_dtype(value, where="dtype"):
+    """A NumPy dtype from a name, NumPy type or dtype; GpundaError otherwise."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, str):
+        name = _DTYPE_ALIASES.get(value, value)
+        if name in _MX_DTYPES:
+            return np.dtype(name)
+        raise GpundaError(f"{where}: dtype={value!r} is not a dtype gpunda knows; "
+                          f"valid: {', '.join(_MX_DTYPES)}")
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise GpundaError(f"{where}: dtype={value!r} is not a dtype") from None
+    if dt.name not in _MX_DTYPES:
+        raise GpundaError(f"{where}: dtype={dt.name!r} is not supported; valid: {', '.join(_MX_DTYPES)}")
+    return dt
+
+
+def _literal(s):
+    s = s.strip()
+    if s in ("None", "none", ""):
+        return None
+    try:
+        return ast.literal_eval(s)
+    except (ValueError, SyntaxError):
+        return s
+
+
+def _as_int(v, where):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, str):
+        lit = _literal(v)
+        if isinstance(lit, (int, float)) and not isinstance(lit, bool):
+            return _as_int(lit, where)
+        if v.strip() in ("True", "False"):
+            return int(v.strip() == "True")
+    raise ValueError(f"expects an integer")
+
+
+def _as_float(v, where):
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip()
+        if s.lower() in ("inf", "+inf", "infinity"):
+            return float("inf")
+        if s.lower() in ("-inf", "-infinity"):
+            return float("-inf")
+        if s.lower() == "nan":
+            return float("nan")
+        try:
+            return float(s)
+        except ValueError:
+            pass
+    raise ValueError("expects a number")
+
+
+def _as_bool(v, where):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip() in ("True", "False", "true", "false", "1", "0"):
+        return v.strip() in ("True", "true", "1")
+    raise ValueError("expects a boolean (True/False/1/0)")
+
+
+def _as_tuple(v, where, allow_none_items=False):
+    if isinstance(v, str):
+        lit = _literal(v)
+        if lit is None or isinstance(lit, str):
+            raise ValueError("expects a tuple of integers such as (3, 3)")
+        v = lit
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    if isinstance(v, (tuple, list)):
+        out = []
+        for item in v:
+            if item is None and allow_none_items:
+                out.append(None)
+            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                out.append(int(item))
+            else:
+                raise ValueError("expects a tuple of integers such as (3, 3)")
+        return tuple(out)
+    if hasattr(v, "__iter__"):
+        return _as_tuple(list(v), where, allow_none_items)
+    raise ValueError("expects a tuple of integers such as (3, 3)")
+
+
+class Param:
+    """One op parameter: name, kind, default, choices, description.
+
+    kinds: int, float, bool, str, enum, shape, shape_none (items may be None),
+    dtype, axis (None, int or tuple), any. ``optional=True`` accepts None/"None".
+    """
+
+    __slots__ = ("name", "kind", "default", "choices", "doc", "optional")
+
+    def __init__(self, name, kind, default=REQUIRED, doc="", choices=None, optional=False):
+        self.name, self.kind, self.default, self.doc = name, kind, default, doc
+        self.choices = tuple(choices) if choices is not None else None
+        self.optional = optional or default is None
+
+    def parse(self, value, opname):
+        where = f"Operator {opname}"
+        try:
+            if value is None or (isinstance(value, str) and value.strip() == "None"):
+                if self.optional:
+                    return None
+                raise ValueError("cannot be None")
+            k = self.kind
+            if k == "int":
+                return _as_int(value, where)
+            if k == "float":
+                return _as_float(value, where)
+            if k == "bool":
+                return _as_bool(value, where)
+            if k == "shape":
+                return _as_tuple(value, where)
+            if k == "shape_none":
+                return _as_tuple(value, where, allow_none_items=True)
+            if k == "axis":
+                if isinstance(value, str):
+                    value = _literal(value)
+                    if value is None:
+                        return None
+                if isinstance(value, (tuple, list)):
+                    return _as_tuple(value, where)
+                return _as_int(value, where)
+            if k == "dtype":
+                return parse_dtype(value, where)
+            if k == "enum":
+                s = value if isinstance(value, str) else str(value)
+                s = s.strip().strip("'\"")
+                if s not in self.choices:
+                    raise ValueError(f"is not one of {list(self.choices)}")
+                return s
+            if k == "str":
+                return str(value)
+            if k == "float_or_tuple":
+                if isinstance(value, str):
+                    value = _literal(value)
+                if isinstance(value, (tuple, list)):
+                    return tuple(_as_float(x, where) for x in value)
+                return _as_float(value, where)
+            return value
+        except ValueError as e:
+            raise GpundaError(f"Operator {opname}: parameter {self.name}={value!r} "
+                              f"{e}") from None
+        except GpundaError as e:
+            raise GpundaError(f"Operator {opname}: parameter {self.name}: {e}") from None
+
+
+def to_attr_string(value):
+    """A parameter value as MXNet writes it in symbol JSON attrs."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join("None" if v is None else to_attr_string(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if value is None:
+        return "None"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return repr(value.item())
+    return str(value)
+
+
+class Params:
+    """Parsed parameters of one call; attribute access by name. Immutable by convention.
+
+    ``_given`` keeps the parameters the caller set (for symbol attrs).
+    """
+
+    __slots__ = ("__dict__",)
+
+    def __init__(self, values, given):
+        self.__dict__.update(values)
+        self.__dict__["_given"] = given
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k != "_given")
+        return f"Params({items})"
+
+    def attrs(self):
+        """The given parameters as MXNet's string attrs."""
+        return {k: to_attr_string(v) for k, v in self._given.items()}
+
+    def replace(self, **kw):
+        values = {k: v for k, v in self.__dict__.items() if k != "_given"}
+        values.update(kw)
+        given = dict(self._given)
+        given.update(kw)
+        return Params(values, given)
+
+
+def _one(x):
+    return 1
+
+
+class OpDef:
+    """The declaration of one operator. See the module docstring."""
+
+    def __init__(self, name, compute, *, params=(), inputs=("data",), num_outputs=1,
+                 num_visible=None, gradient=None, nondiff=False, aliases=(),
+                 infer_shape=None, infer_type=None, mutates=(), wants_ctx=False,
+                 random=False, doc="", family="", save=("inputs", "outputs"),
+                 output_names=None, key_var_num_args=None, sparse=None, capture="ok",
+                 check=None, aux_inputs=(), no_grad_inputs=(), ufunc=None,
+                 method=None, hidden=False):
+        self.name = name
+        self.compute = compute
+        self.params = tuple(params)
+        self.param_map = {p.name: p for p in self.params}
+        self.inputs = inputs          # tuple of names, or callable(p) -> names (variadic)
+        self.num_outputs = num_outputs  # int or callable(p)
+        self.num_visible = num_visible if num_visible is not None else num_outputs
+        self.gradient = gradient
+        self.nondiff = nondiff
+        self.aliases = tuple(aliases)
+        self.infer_shape = infer_shape
+        self.infer_type = infer_type
+        self.mutates = tuple(mutates)
+        self.wants_ctx = wants_ctx
+        self.random = random
+        self.doc = doc
+        self.family = family
+        self.save = save
+        self.output_names = output_names
+        self.key_var_num_args = key_var_num_args
+        self.sparse = sparse or {}
+        self.capture = capture        # "ok" or a reason it cannot join a CUDA graph
+        self.check = check
+        self.aux_inputs = tuple(aux_inputs)   # input names that are auxiliary states
+        self.no_grad_inputs = tuple(no_grad_inputs)
+        self.ufunc = ufunc
+        self.method = method          # NDArray method name, when it differs
+        self.hidden = hidden          # internal op, not exported as nd.<name>
+        self.fixed_nout = num_outputs if isinstance(num_outputs, int) else None
+        self.fixed_nvis = self.num_visible if isinstance(self.num_visible, int) else None
+        self._cache = {}
+        self._scalar_cache = {}
+        self.variadic = callable(inputs)
+        self.required = tuple(p.name for p in self.params if p.default is REQUIRED)
+        self.default_params = None if self.required else self._build({})
+
+    # -- parameters ---------------------------------------------------------
+    def _build(self, kwargs):
+        values = {}
+        given = {}
+        pm = self.param_map
+        for k, v in kwargs.items():
+            spec = pm.get(k)
+            if spec is None:
+                valid = ", ".join(p.name for p in self.params) or "none"
+                raise GpundaError(f"Operator {self.name}: unknown parameter {k}={v!r}; "
+                                  f"valid parameters: {valid}")
+            values[k] = given[k] = spec.parse(v, self.name)
+        for spec in self.params:
+            if spec.name not in values:
+                if spec.default is REQUIRED:
+                    raise GpundaError(f"Operator {self.name}: required parameter "
+                                      f"{spec.name} is missing")
+                values[spec.name] = spec.default
+        p = Params(values, given)
+        if self.check is not None:
+            self.check(p)
+        return p
+
+    def parse_params(self, kwargs):
+        """Parsed ``Params`` for keyword arguments (cached per distinct call)."""
+        if not kwargs:
+            p = self.default_params
+            if p is None:
+                return self._build(kwargs)
+            return p
+        try:
+            key = tuple(kwargs.items())
+            p = self._cache.get(key)
+        except TypeError:      # an unhashable value (a list): parse every time
+            return self._build(kwargs)
+        if p is None:
+            p = self._build(kwargs)
+            if len(self._cache) < 4096:
+                self._cache[key] = p
+        return p
+
+    # -- structure ------------------------------------------------------------
+    def input_names(self, p, n=None):
+        """Input names for params ``p`` (ops whose inputs depend on params compute them)."""
+        if self.variadic:
+            return tuple(self.inputs(p))
+        return self.inputs
+
+    def n_outputs(self, p):
+        n = self.fixed_nout
+        return n if n is not None else self.num_outputs(p)
+
+    def n_visible(self, p):
+        n = self.fixed_nvis
+        return n if n is not None else self.num_visible(p)
+
+    def describe(self):
+        """A docstring listing inputs and params."""
+        lines = [self.doc.strip() or f"The {self.name} operator.", ""]
+        if not self.variadic:
+            lines.append("Inputs: " + (", ".join(self.inputs) or "none"))
+        else:
+            lines.append("Inputs: variable number")
+        if self.params:
+            lines.append("Parameters:")
+            for s in self.params:
+                d = "required" if s.default is REQUIRED else f"default {s.default!r}"
+                ch = f", one of {list(s.choices)}" if s.choices else ""
+                lines.append(f"    {s.name} ({s.kind}, {d}{ch}){': ' + s.doc if s.doc else ''}")
+        if self.aliases:
+            lines.append("Aliases: " + ", ".join(self.aliases))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<OpDef {self.name}>"
+
+
+_REGISTRY: dict[str, OpDef] = {}
+_CANONICAL: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add ``op`` under its name and aliases; a duplicate name is a bug."""
+    for n in (op.name,) + op.aliases:
+        if n in _REGISTRY and _REGISTRY[n] is not op:
+            raise GpundaError(f"op {n!r} registered twice")
+        _REGISTRY[n] = op
+    _CANONICAL[op.name] = op
+    return op
+
+
+def get_op(name) -> OpDef:
+    """The OpDef registered as ``name`` (or alias); GpundaError for an unknown name."""
+    op = _REGISTRY.get(name)
+    if op is None:
+        raise GpundaError(f"unknown operator {name!r}")
+    return op
+
+
+def all_ops():
+    """Every registered op once (canonical names)."""
+    return dict(_CANONICAL)
+
+
+def all_names():
+    return dict(_REGISTRY)
