@@ -141,7 +141,7 @@ def _record(op, p, inputs, outs):
     save = op.save
     if "inputs" in save:
         saved_in = inputs
-        in_versions = tuple((x._base or x)._version for x in inputs)
+        in_versions = tuple((x._base if x._base is not None else x)._version for x in inputs)
     else:
         saved_in, in_versions = None, None
     if "outputs" in save:
@@ -157,7 +157,7 @@ def _record(op, p, inputs, outs):
 
 def _retarget_output(node, i, target):
     """``out=`` moved output ``i`` of ``node`` into ``target``: track that array instead."""
-    root = target._base or target
+    root = target._base if target._base is not None else target
     target._ag = (node, i)
     if node.out_refs is not None:
         refs = list(node.out_refs)
@@ -178,7 +178,7 @@ def _check_versions(node):
     op = node.op
     if node.saved_in is not None:
         for i, (x, v) in enumerate(zip(node.saved_in, node.in_versions)):
-            if (x._base or x)._version != v:
+            if (x._base if x._base is not None else x)._version != v:
                 raise GpundaError(
                     f"Operator {op.name}: input {i} was modified in place after it was used "
                     f"in a recorded computation, so its gradient would be wrong; copy it "
@@ -438,7 +438,7 @@ def _write_grad(leaf, g):
         buf._data += g.astype(buf.dtype, copy=False) if g.dtype != buf.dtype else g
     else:
         buf._data[...] = g
-    (buf._base or buf)._version += 1
+    (buf._base if buf._base is not None else buf)._version += 1
 
 
 # ---------------------------------------------------------------------------

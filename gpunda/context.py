@@ -188,7 +188,7 @@ def _choose_default():
         msg = f"no usable GPU ({why_none}); using cpu(0)"
         if require_gpu:
             raise GpundaError(f"GPUNDA_REQUIRE_GPU=1 but {msg.split(';')[0]}")
-        if "GPUNDA_DEFAULT_DEVICE" in os.environ and val != "auto":
+        if "GPUNDA_DEFAULT_DEVICE" in os.environ:
             _log.warning("gpunda: GPUNDA_DEFAULT_DEVICE=%s but %s", raw, msg)
         else:
             _log.info("gpunda: %s", msg)

@@ -107,14 +107,16 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     except Exception as e:
         raise _op_error(op, inputs, p, e) from e
     nout = op.fixed_nout
-    if nout == 1:
+    if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
+        ctx = op.out_ctx(p)
+    if nout == 1 or (nout is None and not isinstance(res, (tuple, list))):
         outs = [_new(res, ctx)]
     else:
         outs = [_new(r, ctx) for r in res]
     if op.mutates:
         for i in op.mutates:
             x = inputs[i]
-            (x._base or x)._version += 1
+            (x._base if x._base is not None else x)._version += 1
     if _state.recording and not op.nondiff:
         _ag._record(op, p, inputs, outs)
     if out is not None:
@@ -124,6 +126,8 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         return outs[0]
     if nvis is None:
         nvis = op.n_visible(p)
+        if nvis == 1:
+            return outs[0]
     return outs[:nvis]
 
 

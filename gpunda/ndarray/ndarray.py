@@ -245,7 +245,7 @@ class NDArray:
     def detach(self):
         """The same values, cut from the autograd graph."""
         a = _new(self._data, self._ctx)
-        a._base = self._base or self
+        a._base = self._base if self._base is not None else self
         return a
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
@@ -257,7 +257,7 @@ class NDArray:
         """Write values of NDArray ``src`` (same context, broadcastable) into self."""
         d = src._data if isinstance(src, NDArray) else src
         self._data[...] = d
-        (self._base or self)._version += 1
+        (self._base if self._base is not None else self)._version += 1
 
     def __setitem__(self, key, value):
         _ag.check_writable(self, "__setitem__")
@@ -276,7 +276,7 @@ class NDArray:
         except (IndexError, ValueError, TypeError) as e:
             raise GpundaError(f"__setitem__: cannot assign to index {key!r} of an array of "
                               f"shape {self.shape}: {e}") from None
-        (self._base or self)._version += 1
+        (self._base if self._base is not None else self)._version += 1
 
     def __getitem__(self, key):
         if _state.recording and self._ag is not None:
@@ -294,7 +294,7 @@ class NDArray:
                 r = r.reshape(1)
         a = _new(r, self._ctx)
         if r.base is not None and _shares(r, self._data):
-            a._base = self._base or self
+            a._base = self._base if self._base is not None else self
         return a
 
     # -- shape helpers that take MXNet's calling styles ------------------------------

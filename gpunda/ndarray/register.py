@@ -38,6 +38,10 @@ def make_function(op, fname):
                     and op.variadic and not extra and not inputs:
                 inputs.extend(a)
             else:
+                if fixed_inputs is not None and not extra and len(inputs) < len(fixed_inputs) \
+                        and not isinstance(a, (int, float, str, tuple)) and a is not None:
+                    raise GpundaError(f"Operator {op.name}: input {fixed_inputs[len(inputs)]} "
+                                      f"must be an NDArray, got {type(a).__name__}")
                 extra.append(a)
         if extra:
             free = [s.name for s in params if s.name not in kwargs]

@@ -259,6 +259,8 @@ def _one(x):
 class OpDef:
     """The declaration of one operator. See the module docstring."""
 
+    out_ctx = None      # callable(p) -> Context when outputs live on another context (_copyto)
+
     def __init__(self, name, compute, *, params=(), inputs=("data",), num_outputs=1,
                  num_visible=None, gradient=None, nondiff=False, aliases=(),
                  infer_shape=None, infer_type=None, mutates=(), wants_ctx=False,

@@ -1,0 +1,79 @@
+"""Command line: ``python -m gpunda {info,demo,inspect}``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def info(argv=()):
+    """Print versions, GPUs found and which default device is chosen, and why."""
+    import platform
+
+    import numpy
+    import scipy
+
+    import gpunda
+    from gpunda.backends import discovery
+    from gpunda.context import default_device_choice
+
+    print(f"gpunda {gpunda.__version__}  (python {platform.python_version()}, "
+          f"{platform.machine()})")
+    print(f"numpy {numpy.__version__}  scipy {scipy.__version__}  "
+          f"cupy {discovery.cupy_version() or 'not installed'}")
+    n, why = discovery.probe()
+    if n:
+        print(f"GPUs: {n}")
+        for g in discovery.list_gpus():
+            tot = f"{g.total_bytes / 2**30:.1f} GiB" if g.total_bytes else "?"
+            free = f"{g.free_bytes / 2**30:.1f} GiB free" if g.free_bytes is not None else ""
+            print(f"  gpu({g.ordinal}): {g.name}, {tot} {free}"
+                  + (f" [nvml {g.nvml_index}]" if g.nvml_index is not None else ""))
+    else:
+        print(f"GPUs: none ({why})")
+    try:
+        ctx, reason = default_device_choice()
+        print(f"default device: {ctx} ({reason})")
+    except gpunda.GpundaError as e:
+        print(f"default device: error: {e}")
+        return 1
+    feats = gpunda.runtime.Features()
+    print("features: " + ", ".join(f"{k}={'on' if f.enabled else 'off'}" for k, f in feats.items()))
+    return 0
+
+
+def main(argv=None):
+    """Entry point of ``python -m gpunda``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m gpunda",
+                                     description="gpunda: MXNet 1.x's imperative core on CuPy/NumPy")
+    parser.add_argument("command", choices=["info", "demo", "inspect"],
+                        help="info: versions and devices; demo: train a small CNN on digits; "
+                             "inspect: show an NDArray file or symbol JSON")
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in ("info", "demo", "inspect"):
+        parser.error(f"unknown command {cmd!r}")
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        if cmd == "info":
+            return info(rest)
+        if cmd == "demo":
+            from gpunda import demo
+            return demo.main(rest)
+        from gpunda import _inspect
+        return _inspect.main(rest)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:   # noqa: BLE001 -- a CLI reports, it does not dump a traceback
+        from gpunda.base import GpundaError
+        if isinstance(e, GpundaError):
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

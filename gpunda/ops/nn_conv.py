@@ -1,0 +1,632 @@
+"""Convolution, Deconvolution, Pooling and UpSampling (imported by ``nn.py``).
+
+Every spatial op is im2col on an ``as_strided`` window view plus one batched
+matmul; the only Python loops run over kernel positions (col2im accumulation),
+never over output pixels, and the same code runs on NumPy and CuPy.
+
+Gradients stay differentiable by closing the set of linear maps under
+adjointness: for convolution ``C(x, W)`` (bilinear), the data gradient
+``D(gy, W)`` and weight gradient ``Wg(gy, x)`` are hidden ops whose own
+gradients are again ``C``, ``D`` and ``Wg``. Pooling works the same way:
+average/sum pooling and ``_pool_avg_backward`` are adjoint, and max pooling
+routes through ``_pool_max_route``/``_pool_max_pick`` (adjoint given the
+argmax, whose derivative with respect to the data is zero).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+# ---------------------------------------------------------------------------
+# geometry helpers
+
+
+def _tuple(v, nd, fill, opname, name):
+    if v is None or v == ():
+        return (fill,) * nd
+    if len(v) != nd:
+        raise GpundaError(f"Operator {opname}: parameter {name}={v} must have {nd} values "
+                          f"(one per spatial dimension of kernel)")
+    return tuple(v)
+
+
+def _check_layout(p, nd, opname):
+    lay = getattr(p, "layout", None)
+    if lay is not None and lay != _LAYOUTS.get(nd):
+        raise GpundaError(f"Operator {opname}: layout={lay!r} is not supported; only "
+                          f"channel-first layouts ({_LAYOUTS.get(nd, 'NC...')}) are")
+
+
+def _conv_geo(p, x_ndim, opname):
+    """(kernel, stride, dilate, pad) as full tuples, validated against the data rank."""
+    kernel = tuple(p.kernel)
+    nd = len(kernel)
+    if nd not in (1, 2, 3):
+        raise GpundaError(f"Operator {opname}: kernel={kernel} must have 1, 2 or 3 dimensions")
+    if x_ndim != nd + 2:
+        raise GpundaError(f"Operator {opname}: input data must have {nd + 2} dimensions for "
+                          f"kernel={kernel}, got {x_ndim}")
+    _check_layout(p, nd, opname)
+    stride = _tuple(p.stride, nd, 1, opname, "stride")
+    dilate = _tuple(getattr(p, "dilate", ()), nd, 1, opname, "dilate")
+    pad = _tuple(p.pad, nd, 0, opname, "pad")
+    if any(k <= 0 for k in kernel) or any(s <= 0 for s in stride) or any(d <= 0 for d in dilate):
+        raise GpundaError(f"Operator {opname}: kernel={kernel}, stride={stride} and "
+                          f"dilate={dilate} must be positive")
+    if any(q < 0 for q in pad):
+        raise GpundaError(f"Operator {opname}: pad={pad} must be non-negative")
+    return kernel, stride, dilate, pad
+
+
+def _windows(xp, xpad, kernel, stride, dilate, out_sp):
+    """View (N, C, *out, *kernel) of padded data: element [n,c,o..,k..] = xpad[n,c,o*s+k*d]."""
+    st = xpad.strides
+    nd = len(kernel)
+    shape = tuple(xpad.shape[:2]) + tuple(out_sp) + tuple(kernel)
+    strides = tuple(st[:2]) + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilate[i] for i in range(nd))
+    return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+
+
+def _pad(xp, x, before, after, value=0):
+    if not any(before) and not any(after):
+        return x
+    widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
+    return xp.pad(x, widths, mode="constant", constant_values=value)
+
+
+def _conv_out(sp, kernel, stride, dilate, pad, opname):
+    out = []
+    for i, s in enumerate(sp):
+        dk = dilate[i] * (kernel[i] - 1) + 1
+        o = (s + 2 * pad[i] - dk) // stride[i] + 1
+        if o <= 0:
+            raise GpundaError(f"Operator {opname}: kernel={kernel} (dilate={dilate}) is larger "
+                              f"than the padded input {tuple(sp)} with pad={pad}")
+        out.append(o)
+    return tuple(out)
+
+
+def _im2col(xp, x, kernel, stride, dilate, pad, groups, opname):
+    """Columns (N, G, Cg*K, P) of ``x`` and the output spatial shape."""
+    N, C = x.shape[:2]
+    nd = len(kernel)
+    out_sp = _conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
+    xpad = _pad(xp, x, pad, pad)
+    win = _windows(xp, xpad, kernel, stride, dilate, out_sp)
+    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    kp, P = math.prod(kernel), math.prod(out_sp)
+    cols = win.transpose(perm).reshape(N, groups, (C // groups) * kp, P)
+    return cols, out_sp
+
+
+def _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp, dtype):
+    """Sum column gradients (N, C, *kernel, *out) back into an array of ``data_shape``."""
+    N, C = data_shape[:2]
+    sp = data_shape[2:]
+    nd = len(kernel)
+    full = tuple(max(sp[i] + 2 * pad[i], (out_sp[i] - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1)
+                 for i in range(nd))
+    dx = xp.zeros((N, C) + full, dtype=dtype)
+    lead = (slice(None), slice(None))
+    for kidx in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(kidx[i] * dilate[i], kidx[i] * dilate[i] + stride[i] * (out_sp[i] - 1) + 1,
+                         stride[i]) for i in range(nd))
+        dx[lead + sl] += dcols[lead + kidx]
+    crop = lead + tuple(slice(pad[i], pad[i] + sp[i]) for i in range(nd))
+    return dx[crop]
+
+
+def _conv_core(xp, x, w, kernel, stride, dilate, pad, groups, opname):
+    N, C = x.shape[:2]
+    F = w.shape[0]
+    cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, groups, opname)
+    wm = w.reshape(groups, F // groups, -1)
+    y = xp.matmul(wm, cols)             # (G, Fg, CK) @ (N, G, CK, P) -> (N, G, Fg, P)
+    return y.reshape((N, F) + out_sp)
+
+
+def _data_grad_core(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape):
+    N, F = gy.shape[:2]
+    out_sp = tuple(gy.shape[2:])
+    C = data_shape[1]
+    P = math.prod(out_sp)
+    gym = gy.reshape(N, groups, F // groups, P)
+    wm = w.reshape(groups, F // groups, -1)
+    dcols = xp.matmul(wm.transpose(0, 2, 1), gym)   # (N, G, CK, P)
+    dcols = dcols.reshape((N, C) + tuple(kernel) + out_sp)
+    return _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp,
+                   np.result_type(gy.dtype, w.dtype))
+
+
+def _weight_grad_core(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
+    N, F = gy.shape[:2]
+    C = x.shape[1]
+    cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, groups, opname)
+    if tuple(out_sp) != tuple(gy.shape[2:]):
+        raise GpundaError(f"Operator {opname}: output gradient spatial shape "
+                          f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
+    G = groups
+    P = math.prod(out_sp)
+    gym = gy.reshape(N, G, F // G, P).transpose(1, 2, 0, 3).reshape(G, F // G, N * P)
+    colm = cols.transpose(1, 0, 3, 2).reshape(G, N * P, -1)
+    dw = xp.matmul(gym, colm)            # (G, Fg, CK)
+    return dw.reshape((F, C // G) + tuple(kernel))
+
+
+def _bias_shape(F, nd):
+    return (1, F) + (1,) * nd
+
+
+# ---------------------------------------------------------------------------
+# Convolution
+
+_CUDNN = [Param("workspace", "int", 1024, "accepted, ignored"),
+          Param("cudnn_tune", "str", None, "accepted, ignored"),
+          Param("cudnn_off", "bool", False, "accepted, ignored"),
+          Param("layout", "str", None, "NCW, NCHW or NCDHW")]
+
+_CONV_PARAMS = [Param("kernel", "shape", doc="kernel size (w,), (h, w) or (d, h, w)"),
+                Param("stride", "shape", (), doc="stride, default 1 per dimension"),
+                Param("dilate", "shape", (), doc="dilation, default 1 per dimension"),
+                Param("pad", "shape", (), doc="zero padding, default 0 per dimension"),
+                Param("num_filter", "int", doc="number of output channels"),
+                Param("num_group", "int", 1, doc="number of groups"),
+                Param("no_bias", "bool", False, doc="no bias input")] + _CUDNN
+
+
+def _check_groups(opname, C, F, G):
+    if G <= 0 or C % G or F % G:
+        raise GpundaError(f"Operator {opname}: num_group={G} must divide the input channels "
+                          f"({C}) and num_filter ({F})")
+
+
+def _convolution(xp, p, x, w, b=None):
+    kernel, stride, dilate, pad = _conv_geo(p, x.ndim, "Convolution")
+    C, F, G = x.shape[1], p.num_filter, p.num_group
+    _check_groups("Convolution", C, F, G)
+    want = (F, C // G) + kernel
+    if tuple(w.shape) != want:
+        raise GpundaError(f"Operator Convolution: input weight has shape {tuple(w.shape)}, "
+                          f"expected {want} for data {tuple(x.shape)}")
+    y = _conv_core(xp, x, w, kernel, stride, dilate, pad, G, "Convolution")
+    if b is not None:
+        if tuple(b.shape) != (F,):
+            raise GpundaError(f"Operator Convolution: input bias has shape {tuple(b.shape)}, "
+                              f"expected ({F},)")
+        y += b.reshape(_bias_shape(F, len(kernel)))
+    return y
+
+
+def _geo_kw(p, x_ndim, opname):
+    kernel, stride, dilate, pad = _conv_geo(p, x_ndim, opname)
+    return dict(kernel=kernel, stride=stride, dilate=dilate, pad=pad, num_group=p.num_group)
+
+
+def _grad_convolution(F, p, ins, outs, og):
+    x, w = ins[0], ins[1]
+    g = og[0]
+    geo = _geo_kw(p, x.ndim, "Convolution")
+    dx = F._conv_data_grad(g, w, data_shape=x.shape, **geo)
+    dw = F._conv_weight_grad(g, x, **geo)
+    res = [dx, dw]
+    if not p.no_bias:
+        res.append(F._nn_axis_sum(g, axis=1))
+    return res
+
+
+def _infer_conv(p, in_shapes):
+    data = in_shapes[0]
+    shapes = list(in_shapes)
+    if data is None:
+        return shapes, None
+    kernel, stride, dilate, pad = _conv_geo(p, len(data), "Convolution")
+    C = data[1]
+    shapes[1] = (p.num_filter, C // p.num_group) + kernel
+    if not p.no_bias:
+        shapes[2] = (p.num_filter,)
+    out = (data[0], p.num_filter) + _conv_out(data[2:], kernel, stride, dilate, pad, "Convolution")
+    return shapes, [out]
+
+
+register(OpDef(
+    "Convolution", _convolution, params=_CONV_PARAMS,
+    inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
+    gradient=_grad_convolution, save=("inputs",), infer_shape=_infer_conv,
+    capture="cuBLAS", family="nn", aliases=("Convolution_v1",),
+    doc="N-d convolution (1-D, 2-D, 3-D), channel-first, with groups, dilation and padding."))
+
+_GEO_PARAMS = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
+               Param("pad", "shape", ()), Param("num_group", "int", 1)]
+
+
+def _hidden_geo(p, nd, opname):
+    k = tuple(p.kernel)
+    return (k, _tuple(p.stride, nd, 1, opname, "stride"), _tuple(p.dilate, nd, 1, opname, "dilate"),
+            _tuple(p.pad, nd, 0, opname, "pad"))
+
+
+def _conv_data_grad(xp, p, gy, w):
+    kernel, stride, dilate, pad = _hidden_geo(p, len(p.kernel), "_conv_data_grad")
+    return _data_grad_core(xp, gy, w, kernel, stride, dilate, pad, p.num_group, tuple(p.data_shape))
+
+
+def _grad_conv_data_grad(F, p, ins, outs, og):
+    gy, w = ins
+    geo = dict(kernel=p.kernel, stride=p.stride, dilate=p.dilate, pad=p.pad, num_group=p.num_group)
+    return [F.Convolution(og[0], w, no_bias=True, num_filter=gy.shape[1], **geo),
+            F._conv_weight_grad(gy, og[0], **geo)]
+
+
+register(OpDef(
+    "_conv_data_grad", _conv_data_grad, inputs=("ograd", "weight"),
+    params=_GEO_PARAMS + [Param("data_shape", "shape")], gradient=_grad_conv_data_grad,
+    save=("inputs",), hidden=True, capture="cuBLAS", family="nn",
+    doc="Gradient of Convolution with respect to its data (transposed convolution)."))
+
+
+def _conv_weight_grad(xp, p, gy, x):
+    kernel, stride, dilate, pad = _hidden_geo(p, len(p.kernel), "_conv_weight_grad")
+    return _weight_grad_core(xp, gy, x, kernel, stride, dilate, pad, p.num_group, "_conv_weight_grad")
+
+
+def _grad_conv_weight_grad(F, p, ins, outs, og):
+    gy, x = ins
+    geo = dict(kernel=p.kernel, stride=p.stride, dilate=p.dilate, pad=p.pad, num_group=p.num_group)
+    return [F.Convolution(x, og[0], no_bias=True, num_filter=gy.shape[1], **geo),
+            F._conv_data_grad(gy, og[0], data_shape=x.shape, **geo)]
+
+
+register(OpDef(
+    "_conv_weight_grad", _conv_weight_grad, inputs=("ograd", "data"), params=_GEO_PARAMS,
+    gradient=_grad_conv_weight_grad, save=("inputs",), hidden=True, capture="cuBLAS",
+    family="nn", doc="Gradient of Convolution with respect to its weight."))
+
+# ---------------------------------------------------------------------------
+# Deconvolution (transposed convolution): forward is Convolution's data gradient
+
+
+def _deconv_geo(p, in_sp):
+    """(kernel, stride, dilate, pad, out_spatial) honouring adj and target_shape."""
+    nd = len(p.kernel)
+    kernel, stride, dilate, pad = _conv_geo(p, nd + 2, "Deconvolution")
+    adj = _tuple(p.adj, nd, 0, "Deconvolution", "adj")
+    target = p.target_shape
+    if target is not None and target != () and any(t > 0 for t in target):
+        target = _tuple(target, nd, 0, "Deconvolution", "target_shape")
+        pad, adj = [], []
+        for i in range(nd):
+            full = stride[i] * (in_sp[i] - 1) + dilate[i] * (kernel[i] - 1) + 1
+            if full < target[i]:
+                raise GpundaError(f"Operator Deconvolution: target_shape={target} is too big "
+                                  f"for input spatial shape {tuple(in_sp)}")
+            tot = full - target[i]
+            adj.append(tot % 2)
+            pad.append((tot + 1) // 2)
+        pad, adj = tuple(pad), tuple(adj)
+    out = []
+    for i in range(nd):
+        o = stride[i] * (in_sp[i] - 1) + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] + adj[i]
+        if o <= 0:
+            raise GpundaError(f"Operator Deconvolution: pad={pad} leaves no output for input "
+                              f"spatial shape {tuple(in_sp)}")
+        out.append(o)
+    return kernel, stride, dilate, pad, tuple(out)
+
+
+def _deconvolution(xp, p, x, w, b=None):
+    nd = len(p.kernel)
+    if x.ndim != nd + 2:
+        raise GpundaError(f"Operator Deconvolution: input data must have {nd + 2} dimensions "
+                          f"for kernel={tuple(p.kernel)}, got {x.ndim}")
+    kernel, stride, dilate, pad, out_sp = _deconv_geo(p, x.shape[2:])
+    C, F, G = x.shape[1], p.num_filter, p.num_group
+    _check_groups("Deconvolution", C, F, G)
+    want = (C, F // G) + kernel
+    if tuple(w.shape) != want:
+        raise GpundaError(f"Operator Deconvolution: input weight has shape {tuple(w.shape)}, "
+                          f"expected {want} for data {tuple(x.shape)}")
+    y = _data_grad_core(xp, x, w, kernel, stride, dilate, pad, G, (x.shape[0], F) + out_sp)
+    if b is not None:
+        if tuple(b.shape) != (F,):
+            raise GpundaError(f"Operator Deconvolution: input bias has shape {tuple(b.shape)}, "
+                              f"expected ({F},)")
+        y = y + b.reshape(_bias_shape(F, nd))
+    return y
+
+
+def _grad_deconvolution(F, p, ins, outs, og):
+    x, w = ins[0], ins[1]
+    kernel, stride, dilate, pad, _ = _deconv_geo(p, x.shape[2:])
+    geo = dict(kernel=kernel, stride=stride, dilate=dilate, pad=pad, num_group=p.num_group)
+    g = og[0]
+    res = [F.Convolution(g, w, no_bias=True, num_filter=x.shape[1], **geo),
+           F._conv_weight_grad(x, g, **geo)]
+    if not p.no_bias:
+        res.append(F._nn_axis_sum(g, axis=1))
+    return res
+
+
+def _infer_deconv(p, in_shapes):
+    data = in_shapes[0]
+    shapes = list(in_shapes)
+    if data is None:
+        return shapes, None
+    kernel, stride, dilate, pad, out_sp = _deconv_geo(p, data[2:])
+    shapes[1] = (data[1], p.num_filter // p.num_group) + kernel
+    if not p.no_bias:
+        shapes[2] = (p.num_filter,)
+    return shapes, [(data[0], p.num_filter) + out_sp]
+
+
+register(OpDef(
+    "Deconvolution", _deconvolution,
+    params=[Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
+            Param("pad", "shape", ()), Param("adj", "shape", ()),
+            Param("target_shape", "shape", (), doc="output spatial shape; sets pad and adj"),
+            Param("num_filter", "int"), Param("num_group", "int", 1),
+            Param("no_bias", "bool", True)] + _CUDNN,
+    inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
+    gradient=_grad_deconvolution, save=("inputs",), infer_shape=_infer_deconv,
+    capture="cuBLAS", family="nn",
+    doc="Transposed convolution (1-D, 2-D, 3-D); weight (in_channels, num_filter/num_group, *kernel)."))
+
+# ---------------------------------------------------------------------------
+# Pooling
+
+
+def _pool_geo(p, shape):
+    """(kernel, stride, pad, out_spatial, extra_end_pad) for Pooling params and data shape."""
+    if len(shape) < 3:
+        raise GpundaError(f"Operator Pooling: input data must have 3 to 5 dimensions, got "
+                          f"shape {tuple(shape)}")
+    sp = tuple(shape[2:])
+    nd = len(sp)
+    if p.global_pool:
+        kernel, stride, pad = sp, (1,) * nd, (0,) * nd
+    else:
+        kernel = tuple(p.kernel)
+        if len(kernel) != nd:
+            raise GpundaError(f"Operator Pooling: kernel={kernel} does not match the "
+                              f"{nd} spatial dimension(s) of data {tuple(shape)}")
+        stride = _tuple(p.stride, nd, 1, "Pooling", "stride")
+        pad = _tuple(p.pad, nd, 0, "Pooling", "pad")
+    _check_layout(p, nd, "Pooling")
+    if any(k <= 0 for k in kernel) or any(s <= 0 for s in stride) or any(q < 0 for q in pad):
+        raise GpundaError(f"Operator Pooling: kernel={kernel}, stride={stride}, pad={pad} "
+                          f"must be positive (pad non-negative)")
+    out, extra = [], []
+    for i in range(nd):
+        span = sp[i] + 2 * pad[i] - kernel[i]
+        if span < 0:
+            raise GpundaError(f"Operator Pooling: kernel={kernel} is larger than the padded "
+                              f"input {sp} with pad={pad}")
+        if p.pooling_convention == "full":
+            o = -(-span // stride[i]) + 1
+        else:
+            o = span // stride[i] + 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * stride[i] + kernel[i] - (sp[i] + 2 * pad[i])))
+    return kernel, stride, pad, tuple(out), tuple(extra)
+
+
+def _pool_counts(xp, sp, kernel, stride, pad, out, include_pad, dtype):
+    """Divisor of average pooling per output position (MXNet's window clipping)."""
+    cnt = None
+    for i in range(len(sp)):
+        o = np.arange(out[i]) * stride[i]
+        if include_pad:
+            c = np.minimum(o + kernel[i], sp[i] + 2 * pad[i]) - o
+        else:
+            c = np.minimum(o + kernel[i], pad[i] + sp[i]) - np.maximum(o, pad[i])
+        c = np.maximum(c, 1)
+        cnt = c if cnt is None else np.multiply.outer(cnt, c)
+    return xp.asarray(cnt.astype(dtype))
+
+
+def _min_value(dtype):
+    if dtype.kind == "f":
+        return -np.inf
+    return np.iinfo(dtype).min
+
+
+def _pool_windows(xp, x, kernel, stride, pad, out, extra, value):
+    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
+    return _windows(xp, xpad, kernel, stride, (1,) * len(kernel), out)
+
+
+def _pool_type(p):
+    if p.pool_type == "lp":
+        raise GpundaError("Operator Pooling: pool_type='lp' is not supported")
+    return p.pool_type
+
+
+def _pooling(xp, p, x):
+    kind = _pool_type(p)
+    kernel, stride, pad, out, extra = _pool_geo(p, x.shape)
+    nd = len(kernel)
+    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
+    if kind == "max":
+        win = _pool_windows(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype))
+        return win.max(axis=kaxes)
+    win = _pool_windows(xp, x, kernel, stride, pad, out, extra, 0)
+    s = win.sum(axis=kaxes, dtype=x.dtype)
+    if kind == "sum":
+        return s
+    include = True if p.count_include_pad is None else p.count_include_pad
+    return (s / _pool_counts(xp, x.shape[2:], kernel, stride, pad, out, include, x.dtype)).astype(
+        x.dtype, copy=False)
+
+
+def _pool_kw(p, shape):
+    kernel, stride, pad, _, _ = _pool_geo(p, shape)
+    inc = True if p.count_include_pad is None else p.count_include_pad
+    return dict(kernel=kernel, stride=stride, pad=pad, pooling_convention=p.pooling_convention,
+                count_include_pad=inc)
+
+
+def _grad_pooling(F, p, ins, outs, og):
+    x = ins[0]
+    kw = _pool_kw(p, x.shape)
+    if _pool_type(p) == "max":
+        return [F._pool_max_route(x, og[0], **kw)]
+    return [F._pool_avg_backward(og[0], pool_type=p.pool_type, data_shape=x.shape, **kw)]
+
+
+def _infer_pool(p, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return list(in_shapes), None
+    _, _, _, out, _ = _pool_geo(p, data)
+    return list(in_shapes), [tuple(data[:2]) + out]
+
+
+register(OpDef(
+    "Pooling", _pooling,
+    params=[Param("kernel", "shape", ()),
+            Param("pool_type", "enum", "max", choices=("max", "avg", "sum", "lp")),
+            Param("global_pool", "bool", False),
+            Param("cudnn_off", "bool", False, "accepted, ignored"),
+            Param("pooling_convention", "enum", "valid", choices=("valid", "full")),
+            Param("stride", "shape", ()), Param("pad", "shape", ()),
+            Param("p_value", "int", None, "lp pooling (not supported)"),
+            Param("count_include_pad", "bool", None, "avg: count padded cells (default True)"),
+            Param("layout", "str", None, "NCW, NCHW or NCDHW")],
+    gradient=_grad_pooling, save=("inputs",), infer_shape=_infer_pool, family="nn",
+    aliases=("Pooling_v1",),
+    doc="Max/avg/sum pooling over 1-3 spatial dimensions (valid or full convention)."))
+
+_HPOOL = [Param("kernel", "shape"), Param("stride", "shape"), Param("pad", "shape"),
+          Param("pooling_convention", "enum", "valid", choices=("valid", "full")),
+          Param("count_include_pad", "bool", True)]
+
+
+class _G:
+    """Plain geometry holder so hidden pooling ops can reuse ``_pool_geo``."""
+
+    global_pool = False
+    layout = None
+
+    def __init__(self, p):
+        self.kernel, self.stride, self.pad = p.kernel, p.stride, p.pad
+        self.pooling_convention = p.pooling_convention
+
+
+def _argmax_windows(xp, p, x):
+    kernel, stride, pad, out, extra = _pool_geo(_G(p), x.shape)
+    win = _pool_windows(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype))
+    kp = math.prod(kernel)
+    return win.reshape(tuple(x.shape[:2]) + out + (kp,)).argmax(axis=-1), (kernel, stride, pad, out, extra)
+
+
+def _pool_max_route(xp, p, x, h):
+    """Send each pooled value ``h`` to the (first) argmax position of its window in ``x``."""
+    arg, (kernel, stride, pad, out, extra) = _argmax_windows(xp, p, x)
+    nd = len(kernel)
+    full = tuple(x.shape[2 + i] + 2 * pad[i] + extra[i] for i in range(nd))
+    dx = xp.zeros(tuple(x.shape[:2]) + full, dtype=h.dtype)
+    lead = (slice(None), slice(None))
+    for j, kidx in enumerate(itertools.product(*(range(k) for k in kernel))):
+        sl = tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
+        dx[lead + sl] += xp.where(arg == j, h, 0).astype(h.dtype, copy=False)
+    return dx[lead + tuple(slice(pad[i], pad[i] + x.shape[2 + i]) for i in range(nd))]
+
+
+def _pool_max_pick(xp, p, x, g):
+    """Value of ``g`` (data-shaped) at the argmax of each pooling window of ``x``."""
+    arg, (kernel, stride, pad, out, extra) = _argmax_windows(xp, p, x)
+    win = _pool_windows(xp, g, kernel, stride, pad, out, extra, 0)
+    w = win.reshape(tuple(g.shape[:2]) + out + (math.prod(kernel),))
+    return xp.take_along_axis(w, arg[..., None], axis=-1)[..., 0]
+
+
+def _hkw(p):
+    return dict(kernel=p.kernel, stride=p.stride, pad=p.pad,
+                pooling_convention=p.pooling_convention, count_include_pad=p.count_include_pad)
+
+
+register(OpDef(
+    "_pool_max_route", _pool_max_route, inputs=("data", "ograd"), params=_HPOOL,
+    gradient=lambda F, p, i, o, g: [None, F._pool_max_pick(i[0], g[0], **_hkw(p))],
+    save=("inputs",), hidden=True, family="nn",
+    doc="Max-pooling gradient: route pooled values to the argmax of each window."))
+register(OpDef(
+    "_pool_max_pick", _pool_max_pick, inputs=("data", "ograd"), params=_HPOOL,
+    gradient=lambda F, p, i, o, g: [None, F._pool_max_route(i[0], g[0], **_hkw(p))],
+    save=("inputs",), hidden=True, family="nn",
+    doc="Adjoint of _pool_max_route: pick values at the argmax of each window."))
+
+
+def _pool_avg_backward(xp, p, g):
+    shape = tuple(p.data_shape)
+    kernel, stride, pad, out, extra = _pool_geo(_G(p), shape)
+    nd = len(kernel)
+    if tuple(g.shape[2:]) != out:
+        raise GpundaError(f"Operator _pool_avg_backward: gradient spatial shape "
+                          f"{tuple(g.shape[2:])} does not match pooled shape {out}")
+    if p.pool_type == "avg":
+        g = (g / _pool_counts(xp, shape[2:], kernel, stride, pad, out, p.count_include_pad,
+                              g.dtype)).astype(g.dtype, copy=False)
+    full = tuple(shape[2 + i] + 2 * pad[i] + extra[i] for i in range(nd))
+    dx = xp.zeros(tuple(shape[:2]) + full, dtype=g.dtype)
+    lead = (slice(None), slice(None))
+    for kidx in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
+        dx[lead + sl] += g
+    return dx[lead + tuple(slice(pad[i], pad[i] + shape[2 + i]) for i in range(nd))]
+
+
+register(OpDef(
+    "_pool_avg_backward", _pool_avg_backward, inputs=("ograd",),
+    params=_HPOOL + [Param("pool_type", "enum", "avg", choices=("avg", "sum")),
+                     Param("data_shape", "shape")],
+    gradient=lambda F, p, i, o, g: [F.Pooling(g[0], pool_type=p.pool_type, **_hkw(p))],
+    save=(), hidden=True, family="nn",
+    doc="Gradient of avg/sum pooling (the adjoint of Pooling)."))
+
+# ---------------------------------------------------------------------------
+# UpSampling (nearest)
+
+
+def _upsampling(xp, p, *xs):
+    if p.sample_type != "nearest":
+        raise GpundaError(f"Operator UpSampling: sample_type={p.sample_type!r} is not "
+                          f"supported; only 'nearest'")
+    if len(xs) != 1:
+        raise GpundaError(f"Operator UpSampling: num_args={len(xs)} is not supported; only 1")
+    x = xs[0]
+    if x.ndim != 4:
+        raise GpundaError(f"Operator UpSampling: input data must be 4-D (NCHW), got shape "
+                          f"{tuple(x.shape)}")
+    if p.scale < 1:
+        raise GpundaError(f"Operator UpSampling: scale={p.scale} must be >= 1")
+    s = p.scale
+    return xp.repeat(xp.repeat(x, s, axis=2), s, axis=3)
+
+
+def _infer_upsampling(p, in_shapes):
+    d = in_shapes[0]
+    if d is None:
+        return list(in_shapes), None
+    return list(in_shapes), [(d[0], d[1], d[2] * p.scale, d[3] * p.scale)]
+
+
+register(OpDef(
+    "UpSampling", _upsampling,
+    inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args)), key_var_num_args="num_args",
+    params=[Param("scale", "int"), Param("num_filter", "int", 0),
+            Param("sample_type", "enum", "nearest", choices=("nearest", "bilinear")),
+            Param("multi_input_mode", "enum", "concat", choices=("concat", "sum")),
+            Param("num_args", "int", 1), Param("workspace", "int", 512)],
+    gradient=lambda F, p, i, o, g: [F.Pooling(g[0], pool_type="sum", kernel=(p.scale, p.scale),
+                                              stride=(p.scale, p.scale))],
+    save=(), infer_shape=_infer_upsampling, family="nn",
+    doc="Nearest-neighbour upsampling of NCHW data by an integer scale."))

@@ -1,0 +1,134 @@
+"""Element-wise ops against NumPy/SciPy references."""
+import math
+
+import numpy as np
+import pytest
+import scipy.special as sps
+
+import gpunda as mx
+from gpunda import nd
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+UNARY = {
+    "abs": (np.abs, (-2, 2)), "sign": (np.sign, (-2, 2)), "negative": (np.negative, (-2, 2)),
+    "reciprocal": (np.reciprocal, (0.5, 2)), "square": (np.square, (-2, 2)),
+    "sqrt": (np.sqrt, (0.1, 4)), "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 4)),
+    "cbrt": (np.cbrt, (-3, 3)),
+    "exp": (np.exp, (-3, 3)), "expm1": (np.expm1, (-1, 1)), "log": (np.log, (0.1, 4)),
+    "log1p": (np.log1p, (-0.5, 3)), "log2": (np.log2, (0.1, 4)), "log10": (np.log10, (0.1, 4)),
+    "sin": (np.sin, (-3, 3)), "cos": (np.cos, (-3, 3)), "tan": (np.tan, (-1, 1)),
+    "arcsin": (np.arcsin, (-0.9, 0.9)), "arccos": (np.arccos, (-0.9, 0.9)),
+    "arctan": (np.arctan, (-3, 3)), "sinh": (np.sinh, (-2, 2)), "cosh": (np.cosh, (-2, 2)),
+    "tanh": (np.tanh, (-3, 3)), "arcsinh": (np.arcsinh, (-2, 2)), "arccosh": (np.arccosh, (1.1, 3)),
+    "arctanh": (np.arctanh, (-0.9, 0.9)), "degrees": (np.degrees, (-3, 3)),
+    "radians": (np.radians, (-90, 90)),
+    "sigmoid": (_sigmoid, (-5, 5)), "relu": (lambda x: np.maximum(x, 0), (-2, 2)),
+    "softsign": (lambda x: x / (1 + np.abs(x)), (-3, 3)),
+    "floor": (np.floor, (-3, 3)), "ceil": (np.ceil, (-3, 3)), "rint": (np.rint, (-3, 3)),
+    "trunc": (np.trunc, (-3, 3)), "fix": (np.fix, (-3, 3)),
+    "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), (-3, 3)),
+    "erf": (sps.erf, (-2, 2)), "erfinv": (sps.erfinv, (-0.9, 0.9)),
+    "gamma": (sps.gamma, (0.5, 4)), "gammaln": (sps.gammaln, (0.5, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_matches_reference(rng, name, dtype):
+    ref, (lo, hi) = UNARY[name]
+    x = rng.uniform(lo, hi, (3, 4)).astype(dtype)
+    if name == "round":
+        x[0, :2] = [0.5, -2.5]           # half away from zero, as MXNet
+    r = getattr(nd, name)(nd.array(x, dtype=dtype))
+    assert r.dtype == np.dtype(dtype) and r.shape == x.shape
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(r.asnumpy(), ref(x.astype(np.float64)), rtol=tol, atol=tol)
+    # the method form exists too (MXNet: x.exp())
+    if hasattr(nd.NDArray, name):
+        np.testing.assert_array_equal(getattr(nd.array(x, dtype=dtype), name)().asnumpy(),
+                                      r.asnumpy())
+
+
+def test_sigmoid_is_stable_for_large_inputs():
+    r = nd.sigmoid(nd.array([-1000.0, 1000.0])).asnumpy()
+    assert r.tolist() == [0.0, 1.0] and np.isfinite(r).all()
+
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "mod": np.mod, "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "hypot": np.hypot, "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "lesser": np.less, "lesser_equal": np.less_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_broadcast_binary(rng, name):
+    x = np.round(rng.uniform(0.5, 3, (2, 1, 3)), 1).astype(np.float32)
+    y = np.round(rng.uniform(0.5, 3, (4, 1)), 1).astype(np.float32)
+    x[0, 0, 0] = y[0, 0]                 # exercise equality
+    r = getattr(nd, "broadcast_" + name)(nd.array(x), nd.array(y))
+    np.testing.assert_allclose(r.asnumpy(), BINARY[name](x, y).astype(np.float32), rtol=1e-5)
+    assert r.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_elemwise_requires_equal_shapes(rng, name):
+    x = rng.uniform(1, 2, (2, 3)).astype(np.float32)
+    y = rng.uniform(1, 2, (2, 3)).astype(np.float32)
+    r = getattr(nd, "elemwise_" + name)(nd.array(x), nd.array(y))
+    np.testing.assert_allclose(r.asnumpy(), BINARY[name](x, y), rtol=1e-6)
+    with pytest.raises(mx.GpundaError, match=f"elemwise_{name}.*\\(2, 3\\).*\\(3,\\)"):
+        getattr(nd, "elemwise_" + name)(nd.array(x), nd.ones((3,)))
+
+
+SCALAR = {
+    "_plus_scalar": lambda x, s: x + s, "_minus_scalar": lambda x, s: x - s,
+    "_rminus_scalar": lambda x, s: s - x, "_mul_scalar": lambda x, s: x * s,
+    "_div_scalar": lambda x, s: x / s, "_rdiv_scalar": lambda x, s: s / x,
+    "_mod_scalar": np.mod, "_rmod_scalar": lambda x, s: np.mod(s, x),
+    "_power_scalar": np.power, "_rpower_scalar": lambda x, s: np.power(s, x),
+    "_maximum_scalar": np.maximum, "_minimum_scalar": np.minimum, "_hypot_scalar": np.hypot,
+    "_equal_scalar": np.equal, "_greater_scalar": np.greater, "_lesser_equal_scalar": np.less_equal,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+def test_scalar_ops(rng, name):
+    x = rng.uniform(0.5, 3, (5,)).astype(np.float32)
+    x[0] = 1.5
+    r = getattr(nd._internal, name)(nd.array(x), scalar=1.5)
+    np.testing.assert_allclose(r.asnumpy(), SCALAR[name](x, np.float32(1.5)).astype(np.float32),
+                               rtol=1e-5)
+
+
+def test_add_n_and_aliases(rng):
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(4)]
+    r = nd.add_n(*[nd.array(x) for x in xs])
+    np.testing.assert_allclose(r.asnumpy(), sum(xs), rtol=1e-6)
+    r2 = nd.ElementWiseSum(*[nd.array(x) for x in xs])
+    np.testing.assert_array_equal(r.asnumpy(), r2.asnumpy())
+
+
+def test_clip_and_cast(rng):
+    x = rng.uniform(-3, 3, (10,)).astype(np.float32)
+    np.testing.assert_array_equal(nd.clip(nd.array(x), -1, 2).asnumpy(), np.clip(x, -1, 2))
+    with pytest.raises(mx.GpundaError, match="a_min=3.0 must be <= a_max=1.0"):
+        nd.clip(nd.array(x), 3, 1)
+    c = nd.cast(nd.array([1.7, -1.7]), dtype="int32")
+    assert c.dtype == np.int32 and c.asnumpy().tolist() == [1, -1]
+
+
+def test_zeros_like_ones_like(rng):
+    x = nd.array(rng.standard_normal((2, 2)), dtype="float64")
+    assert nd.zeros_like(x).dtype == np.float64 and nd.ones_like(x).asnumpy().sum() == 4
+
+
+def test_logical_not():
+    r = nd.logical_not(nd.array([0.0, 2.0]))
+    assert r.asnumpy().tolist() == [1.0, 0.0]

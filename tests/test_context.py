@@ -1,0 +1,201 @@
+"""Contexts, default-device selection and GPU discovery (CPU-only machine paths)."""
+import logging
+import pickle
+import sys
+import threading
+
+import pytest
+
+import gpunda as mx
+from gpunda import context as ctxmod
+from gpunda.backends import discovery
+
+
+def test_context_value_semantics():
+    assert mx.cpu(0) is mx.cpu(0) is mx.Context("cpu", 0) is mx.Context(mx.cpu())
+    assert mx.gpu(1) == mx.Context("gpu", 1) and mx.gpu(1) != mx.gpu(0) and mx.gpu(0) != mx.cpu(0)
+    assert repr(mx.gpu(1)) == "gpu(1)" and str(mx.cpu()) == "cpu(0)"
+    assert len({mx.cpu(0), mx.cpu(0), mx.gpu(0), mx.gpu(1)}) == 3
+    assert pickle.loads(pickle.dumps(mx.gpu(3))) is mx.gpu(3)
+    assert mx.cpu().device_typeid == 1 and mx.gpu().device_typeid == 2
+
+
+def test_context_bad_values():
+    with pytest.raises(mx.GpundaError, match="'tpu'"):
+        mx.Context("tpu", 0)
+    with pytest.raises(mx.GpundaError, match="device_id=-1"):
+        mx.gpu(-1)
+    with pytest.raises(mx.GpundaError, match="device_id='a'"):
+        mx.cpu("a")
+
+
+def test_with_scope_nests_and_restores():
+    base = mx.current_context()
+    with mx.cpu(1):
+        assert mx.current_context() == mx.cpu(1)
+        assert mx.nd.zeros((2,)).context == mx.cpu(1)
+        with mx.cpu(2):
+            assert mx.current_context() == mx.cpu(2)
+        assert mx.current_context() == mx.cpu(1)
+    assert mx.current_context() == base
+
+
+def test_scope_is_thread_local():
+    seen = []
+    with mx.cpu(5):
+        t = threading.Thread(target=lambda: seen.append(mx.current_context()))
+        t.start()
+        t.join()
+    assert seen[0] != mx.cpu(5)
+
+
+def test_cpu_arrays_compute_on_cpu_contexts():
+    a = mx.nd.ones((2,), ctx=mx.cpu(1))
+    b = mx.nd.ones((2,), ctx=mx.cpu(1))
+    assert (a + b).context == mx.cpu(1)
+
+
+def test_mixing_contexts_is_an_error_naming_both():
+    a = mx.nd.ones((2,), ctx=mx.cpu(0))
+    b = mx.nd.ones((2,), ctx=mx.cpu(1))
+    with pytest.raises(mx.GpundaError) as e:
+        a + b
+    assert "cpu(0)" in str(e.value) and "cpu(1)" in str(e.value)
+
+
+@pytest.fixture
+def fresh_default(monkeypatch):
+    monkeypatch.setattr(discovery, "_probe_result", None)
+    ctxmod._reset_default_for_tests()
+    yield monkeypatch
+    discovery._probe_result = None
+    ctxmod._reset_default_for_tests()
+
+
+def _no_cupy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)   # import cupy -> ImportError
+
+
+@pytest.mark.parametrize("value", ["gpu:x", "tpu", "gpu:", "cuda", "gpu:-1"])
+def test_malformed_default_device_quotes_value(fresh_default, value):
+    fresh_default.setenv("GPUNDA_DEFAULT_DEVICE", value)
+    with pytest.raises(mx.GpundaError, match=repr(value).replace("(", r"\(")):
+        ctxmod.default_device_choice()
+
+
+@pytest.mark.parametrize("value", ["gpu", "gpu:0", "auto", "GPU"])
+def test_fallback_to_cpu_without_gpu_logs_once(fresh_default, caplog, value):
+    _no_cupy(fresh_default)
+    fresh_default.setenv("GPUNDA_DEFAULT_DEVICE", value)
+    fresh_default.delenv("GPUNDA_REQUIRE_GPU", raising=False)
+    with caplog.at_level(logging.INFO, logger="gpunda"):
+        ctx, reason = ctxmod.default_device_choice()
+        ctxmod.default_device_choice()
+    assert ctx == mx.cpu(0)
+    assert "CuPy is not installed" in reason
+    msgs = [r for r in caplog.records if "no usable GPU" in r.getMessage()]
+    assert len(msgs) == 1
+
+
+def test_require_gpu_turns_fallback_into_error(fresh_default):
+    _no_cupy(fresh_default)
+    fresh_default.setenv("GPUNDA_DEFAULT_DEVICE", "gpu")
+    fresh_default.setenv("GPUNDA_REQUIRE_GPU", "1")
+    with pytest.raises(mx.GpundaError, match="GPUNDA_REQUIRE_GPU=1"):
+        ctxmod.default_device_choice()
+
+
+def test_cpu_choice_needs_no_probe(fresh_default):
+    fresh_default.setenv("GPUNDA_DEFAULT_DEVICE", "cpu")
+    assert ctxmod.default_device_choice()[0] == mx.cpu(0)
+
+
+def test_probe_reports_empty_visible_devices(fresh_default):
+    fresh_default.setenv("CUDA_VISIBLE_DEVICES", "")
+    n, why = discovery.probe()
+    assert n == 0 and "CUDA_VISIBLE_DEVICES" in why
+
+
+class _FakeRuntimeError(RuntimeError):
+    pass
+
+
+def test_probe_survives_a_broken_driver(fresh_default):
+    class FakeRuntime:
+        @staticmethod
+        def getDeviceCount():
+            raise _FakeRuntimeError("cudaErrorInsufficientDriver: driver too old")
+
+    class FakeCuda:
+        runtime = FakeRuntime
+
+    class FakeCupy:
+        cuda = FakeCuda
+        __version__ = "14.2.0"
+
+    fresh_default.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fresh_default.setitem(sys.modules, "cupy", FakeCupy)
+    n, why = discovery.probe()
+    assert n == 0 and "InsufficientDriver" in why
+
+
+def test_gpu_context_without_gpu_raises_on_use(fresh_default):
+    _no_cupy(fresh_default)
+    from gpunda import backends
+    fresh_default.setattr(backends, "_gpus", {})
+    g = mx.Context("gpu", 7)
+    g._backend = None
+    with pytest.raises(mx.GpundaError, match="gpu\\(7\\) is not usable"):
+        mx.nd.zeros((2,), ctx=g)
+    assert mx.num_gpus() == 0
+
+
+@pytest.mark.parametrize("value, uuids, expected", [
+    (None, ["GPU-a", "GPU-b"], [0, 1]),
+    ("1,0", ["GPU-a", "GPU-b"], [1, 0]),
+    ("1", ["GPU-a", "GPU-b"], [1]),
+    ("0,-1,1", ["GPU-a", "GPU-b"], [0]),        # an invalid entry ends the list
+    ("0,0", ["GPU-a", "GPU-b"], []),            # a repeated device hides all
+    ("GPU-b", ["GPU-aaa", "GPU-bbb"], [1]),     # UUID prefix
+    ("GPU-x", ["GPU-aaa", "GPU-bbb"], []),      # unknown UUID
+    ("5", ["GPU-a"], []),                       # out of range
+    ("", ["GPU-a"], []),
+])
+def test_parse_visible_devices(value, uuids, expected):
+    assert discovery.parse_visible_devices(value, uuids) == expected
+
+
+def test_info_command_runs(capsys):
+    from gpunda.__main__ import main
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "numpy" in out and "default device:" in out
+
+
+def test_features_report_sparse_and_cuda():
+    f = mx.runtime.Features()
+    assert f.is_enabled("sparse") is True
+    assert f.is_enabled("CUDA") == (mx.num_gpus() > 0)
+    with pytest.raises(mx.GpundaError, match="unknown feature"):
+        f.is_enabled("quantum")
+
+
+@pytest.mark.gpu
+def test_gpu_context_computes_on_gpu():
+    a = mx.nd.array([1.0, 2.0], ctx=mx.gpu(0))
+    assert a.context == mx.gpu(0)
+    assert type(a._data).__module__.startswith("cupy")
+    assert ((a * 2).asnumpy() == [2.0, 4.0]).all()
+    gpus = discovery.list_gpus()
+    assert gpus and gpus[0].total_bytes and gpus[0].name
+    free, total = mx.gpu_memory_info(0)
+    assert 0 < free <= total
+
+
+@pytest.mark.gpu
+def test_gpu_cpu_mixing_is_an_error():
+    a = mx.nd.ones((2,), ctx=mx.gpu(0))
+    b = mx.nd.ones((2,), ctx=mx.cpu(0))
+    with pytest.raises(mx.GpundaError, match="gpu\\(0\\).*cpu\\(0\\)|cpu\\(0\\).*gpu\\(0\\)"):
+        a + b
+    assert (a.as_in_context(mx.cpu()) + b).asnumpy().tolist() == [2.0, 2.0]

@@ -1,0 +1,395 @@
+"""nd.save / nd.load against MXNet 1.9.1's own files, plus safety of saving and loading."""
+import hashlib
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda.base import GpundaError
+
+FIX = "/work/shared/fixtures/mxnet"
+pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
+
+
+@pytest.fixture
+def sparse():
+    return pytest.importorskip("gpunda.ndarray.sparse")
+
+
+def _fixture(name):
+    with open(os.path.join(FIX, name + ".json")) as f:
+        manifest = json.load(f)
+    npz = np.load(os.path.join(FIX, name + ".npz"))
+    with open(os.path.join(FIX, name + ".nd"), "rb") as f:
+        raw = f.read()
+    return manifest, npz, raw
+
+
+def _same_bits(a, b):
+    """Exact equality including NaN payloads and -0.0: compare the raw bytes."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def _check_against_manifest(loaded, manifest, npz):
+    entries = manifest["arrays"]
+    if manifest["container"] == "dict":
+        assert isinstance(loaded, dict)
+        assert list(loaded) == [e["name"] for e in entries]   # file order
+        arrays = list(loaded.values())
+    else:
+        assert isinstance(loaded, list)
+        arrays = loaded
+    assert len(arrays) == len(entries)
+    for a, e in zip(arrays, entries):
+        assert a.stype == e["stype"]
+        assert np.dtype(a.dtype) == np.dtype(e["dtype"])
+        assert a.shape == tuple(e["shape"])
+        assert a.context == mx.cpu(0)
+        if e["stype"] == "default":
+            _same_bits(a.asnumpy(), npz[e["npz"]["dense_value"]])
+        else:
+            _same_bits(a.data.asnumpy(), npz[e["npz"]["data"]])
+            _same_bits(a.indices.asnumpy().astype(np.int64), npz[e["npz"]["indices"]])
+            if e["stype"] == "csr":
+                _same_bits(a.indptr.asnumpy().astype(np.int64), npz[e["npz"]["indptr"]])
+            _same_bits(a.tostype("default").asnumpy(), npz[e["npz"]["dense_value"]])
+
+
+DENSE_FIXTURES = ["nd_list", "nd_dict", "nd_legacy_v1", "nd_legacy_v0"]
+
+
+@pytest.mark.parametrize("name", DENSE_FIXTURES)
+def test_load_fixture_values_exact(name):
+    manifest, npz, _ = _fixture(name)
+    _check_against_manifest(mx.nd.load(os.path.join(FIX, name + ".nd")), manifest, npz)
+
+
+def test_load_npshape_fixture():
+    manifest, npz, raw = _fixture("nd_npshape")
+    with mx.util.np_shape(True):
+        loaded = mx.nd.load(os.path.join(FIX, "nd_npshape.nd"))
+        _check_against_manifest(loaded, manifest, npz)
+        assert mx.nd.save_to_bytes(loaded) == raw
+
+
+def test_load_sparse_fixture(sparse):
+    manifest, npz, raw = _fixture("nd_sparse")
+    loaded = mx.nd.load(os.path.join(FIX, "nd_sparse.nd"))
+    assert isinstance(loaded["csr0"], sparse.CSRNDArray)
+    assert isinstance(loaded["rsp0"], sparse.RowSparseNDArray)
+    _check_against_manifest(loaded, manifest, npz)
+    assert mx.nd.save_to_bytes(loaded) == raw
+
+
+def test_sparse_built_from_npz_is_byte_identical(sparse):
+    manifest, npz, raw = _fixture("nd_sparse")
+    out = {}
+    for e in manifest["arrays"]:
+        k = e["npz"]
+        if e["stype"] == "csr":
+            out[e["name"]] = sparse.csr_matrix((npz[k["data"]], npz[k["indices"]], npz[k["indptr"]]),
+                                               shape=tuple(e["shape"]), dtype=e["dtype"])
+        elif e["stype"] == "row_sparse":
+            out[e["name"]] = sparse.row_sparse_array((npz[k["data"]], npz[k["indices"]]),
+                                                     shape=tuple(e["shape"]), dtype=e["dtype"])
+        else:
+            out[e["name"]] = mx.nd.array(npz[k["dense_value"]], dtype=e["dtype"])
+    assert mx.nd.save_to_bytes(out) == raw
+
+
+@pytest.mark.parametrize("name", ["nd_list", "nd_dict"])
+def test_save_from_npz_is_byte_identical_to_mxnet(name, tmp_path):
+    # build the arrays from the npz (not from our reader) and compare with MXNet's bytes
+    manifest, npz, raw = _fixture(name)
+    arrays = [mx.nd.array(npz[e["npz"]["dense_value"]], dtype=e["dtype"]) for e in manifest["arrays"]]
+    data = arrays if manifest["container"] == "list" else {
+        e["name"]: a for e, a in zip(manifest["arrays"], arrays)}
+    assert mx.nd.save_to_bytes(data) == raw
+    path = tmp_path / "out.nd"
+    mx.nd.save(str(path), data)
+    assert path.read_bytes() == raw
+    assert os.listdir(tmp_path) == ["out.nd"]
+
+
+@pytest.mark.parametrize("name", ["nd_legacy_v1", "nd_legacy_v0"])
+def test_legacy_files_resave_as_v2(name):
+    manifest, npz, raw = _fixture(name)
+    loaded = mx.nd.load(os.path.join(FIX, name + ".nd"))
+    buf = mx.nd.save_to_bytes(loaded)
+    assert buf != raw and struct.unpack_from("<I", buf, 24)[0] == 0xF993FAC9
+    _check_against_manifest(mx.nd.load_frombuffer(buf), manifest, npz)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "textemb"])
+def test_params_fixture_checksums_and_roundtrip(model):
+    path = os.path.join(FIX, f"{model}-0000.params")
+    with open(os.path.join(FIX, f"{model}-manifest.json")) as f:
+        manifest = json.load(f)
+    params = mx.nd.load(path)
+    assert list(params) == [p["file_key"] for p in manifest["params"]]
+    for p in manifest["params"]:
+        a = params[p["file_key"]].asnumpy()
+        assert a.shape == tuple(p["shape"]) and a.dtype == np.dtype(p["dtype"])
+        assert hashlib.sha256(a.tobytes()).hexdigest() == p["sha256"]
+    with open(path, "rb") as f:
+        assert mx.nd.save_to_bytes(params) == f.read()
+
+
+def test_load_ctx_argument():
+    path = os.path.join(FIX, "nd_list.nd")
+    arrays = mx.nd.load(path, ctx=mx.cpu(1))
+    assert all(a.context == mx.cpu(1) for a in arrays)
+
+
+@pytest.mark.gpu
+def test_load_to_gpu_and_save_from_gpu():
+    manifest, npz, raw = _fixture("nd_dict")
+    loaded = mx.nd.load(os.path.join(FIX, "nd_dict.nd"), ctx=mx.gpu(0))
+    assert all(a.context == mx.gpu(0) for a in loaded.values())
+    _same_bits(loaded["arg:fc1_weight"].asnumpy(), npz["arr0"])
+    assert mx.nd.save_to_bytes(loaded) == raw    # written as cpu(0) like the fixture
+
+
+# -- round trips written by gpunda --------------------------------------------------------
+
+ALL_DTYPES = ["float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool",
+              "int16", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_roundtrip_every_dtype(dtype, rng, tmp_path):
+    host = (rng.standard_normal((3, 4)) * 50).astype(dtype)
+    if dtype.startswith("float"):
+        host.reshape(-1)[:3] = [np.nan, -0.0, np.inf]
+    path = str(tmp_path / "a.nd")
+    mx.nd.save(path, [mx.nd.array(host, dtype=dtype), mx.nd.zeros((0, 2), dtype=dtype)])
+    out = mx.nd.load(path)
+    _same_bits(out[0].asnumpy(), host)
+    _same_bits(out[1].asnumpy(), np.zeros((0, 2), dtype))
+
+
+def test_dtype_codes_on_disk():
+    expected = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+                "int64": 6, "bool": 7}
+    for dt, code in expected.items():
+        buf = mx.nd.save_to_bytes(mx.nd.zeros((2,), dtype=dt))
+        # header 24 + magic 4 + stype 4 + shape (4 + 8) + context 8 -> dtype at 52
+        assert struct.unpack_from("<i", buf, 52)[0] == code
+
+
+def test_nan_payload_and_negative_zero_survive():
+    host = np.array([0x7FC00001, 0xFFC12345, 0x80000000, 0x7F800001], dtype=np.uint32).view(np.float32)
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes([mx.nd.array(host, dtype=np.float32)]))
+    _same_bits(out[0].asnumpy(), host)
+
+
+def test_single_array_tuple_and_names(tmp_path):
+    x = mx.nd.array([[1, 2], [3, 4]])
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes(x))
+    assert isinstance(out, list) and len(out) == 1
+    _same_bits(out[0].asnumpy(), x.asnumpy())
+    assert isinstance(mx.nd.load_frombuffer(mx.nd.save_to_bytes((x, x))), list)
+    names = {"": x, "with space": x * 2, "ünïcödé/键": x * 3}
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes(names))
+    assert list(out) == list(names)
+    for k in names:
+        _same_bits(out[k].asnumpy(), names[k].asnumpy())
+    assert mx.nd.load_frombuffer(mx.nd.save_to_bytes([])) == []
+    assert mx.nd.load_frombuffer(mx.nd.save_to_bytes({})) == []   # as MXNet: no names -> list
+
+
+def test_non_contiguous_arrays_are_saved_by_value():
+    from gpunda.ndarray.ndarray import _new
+    host = np.arange(24, dtype=np.float32).reshape(4, 6)
+    base = mx.nd.array(host)
+    view = base[:, 1:3]          # a strided view of base's memory
+    transposed = _new(host.T, mx.cpu())
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes([view, transposed]))
+    _same_bits(out[0].asnumpy(), host[:, 1:3])
+    _same_bits(out[1].asnumpy(), np.ascontiguousarray(host.T))
+
+
+def test_loaded_arrays_are_writable_and_independent(tmp_path):
+    path = str(tmp_path / "a.nd")
+    mx.nd.save(path, [mx.nd.ones((2, 2)), mx.nd.ones((3,))])
+    a, b = mx.nd.load(path)
+    a[:] = 5
+    assert b.asnumpy().tolist() == [1, 1, 1]
+    assert a.asnumpy().sum() == 20
+
+
+def test_zero_d_arrays():
+    x = mx.nd.array(np.float32(3.5))
+    if x.shape == ():
+        with pytest.raises(GpundaError, match="0-d"):
+            mx.nd.save_to_bytes([x])
+    with mx.util.np_shape(True):
+        buf = mx.nd.save_to_bytes([mx.nd.array(np.float32(3.5)), mx.nd.ones((2,))])
+        assert struct.unpack_from("<I", buf, 24)[0] == 0xF993FACA
+        out = mx.nd.load_frombuffer(buf)
+    assert out[0].shape == () and out[0].asnumpy() == np.float32(3.5)
+    assert out[1].shape == (2,)
+
+
+def test_none_records_load_as_none():
+    # V2: ndim 0 = no array; V3: ndim -1 = no array (MXNet's empty handles)
+    v2_none = struct.pack("<Iii", 0xF993FAC9, 0, 0)
+    v3_none = struct.pack("<Iii", 0xF993FACA, 0, -1)
+    buf = struct.pack("<QQQ", 0x112, 0, 2) + v2_none + v3_none + struct.pack("<Q", 0)
+    assert mx.nd.load_frombuffer(buf) == [None, None]
+
+
+def test_sparse_roundtrip(sparse, rng):
+    dense = rng.standard_normal((5, 7)).astype(np.float32)
+    dense[dense < 0.5] = 0
+    csr = mx.nd.array(dense).tostype("csr")
+    rdense = dense.copy()
+    rdense[[0, 2]] = 0
+    rsp = mx.nd.array(rdense).tostype("row_sparse")
+    empty = mx.nd.zeros((3, 4)).tostype("csr")
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes({"c": csr, "r": rsp, "e": empty}))
+    assert out["c"].stype == "csr" and out["r"].stype == "row_sparse"
+    _same_bits(out["c"].tostype("default").asnumpy(), dense)
+    _same_bits(out["r"].tostype("default").asnumpy(), rdense)
+    _same_bits(out["e"].tostype("default").asnumpy(), np.zeros((3, 4), np.float32))
+    with mx.util.np_shape(True):
+        with pytest.raises(GpundaError, match="sparse"):
+            mx.nd.save_to_bytes([csr])
+
+
+# -- safe writing -------------------------------------------------------------------------
+
+def test_failed_save_leaves_previous_file_intact(tmp_path):
+    path = tmp_path / "model.params"
+    mx.nd.save(str(path), {"w": mx.nd.ones((1000,))})
+    before = path.read_bytes()
+    big = mx.nd.ones((100000,))
+    with pytest.raises(GpundaError, match=r"array 2 .*str.*not an NDArray"):
+        # the first two records are written to the temporary file before element 2 fails
+        mx.nd.save(str(path), [big, big, "oops", big])
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.params"]
+    with pytest.raises(GpundaError, match="'b'"):
+        mx.nd.save(str(path), {"a": big, "b": np.ones(3)})
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.params"]
+
+
+def test_save_replaces_and_keeps_mode_and_symlink(tmp_path):
+    target = tmp_path / "real.params"
+    mx.nd.save(str(target), [mx.nd.ones((2,))])
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.params"
+    os.symlink(target, link)
+    mx.nd.save(str(link), [mx.nd.zeros((3,))])
+    assert os.path.islink(link)
+    assert (os.stat(target).st_mode & 0o777) == 0o640
+    assert mx.nd.load(str(target))[0].shape == (3,)
+    assert sorted(os.listdir(tmp_path)) == ["link.params", "real.params"]
+
+
+def test_save_bad_arguments(tmp_path):
+    with pytest.raises(GpundaError, match="data must be"):
+        mx.nd.save(str(tmp_path / "x"), 3)
+    with pytest.raises(GpundaError, match="keys must be str"):
+        mx.nd.save(str(tmp_path / "x"), {1: mx.nd.ones(1)})
+    with pytest.raises(GpundaError, match="fname"):
+        mx.nd.save(42, [mx.nd.ones(1)])
+    with pytest.raises(GpundaError, match="cannot write"):
+        mx.nd.save(str(tmp_path / "missing_dir" / "x"), [mx.nd.ones(1)])
+    assert os.listdir(tmp_path) == []
+
+
+def test_pathlike_accepted(tmp_path):
+    mx.nd.save(tmp_path / "p.nd", [mx.nd.ones((2,))])
+    assert mx.nd.load(tmp_path / "p.nd")[0].shape == (2,)
+
+
+# -- defensive loading --------------------------------------------------------------------
+
+def _dense_record(shape, code=0, data=None, magic=0xF993FAC9):
+    rec = struct.pack(f"<Iii{len(shape)}q", magic, 0, len(shape), *shape) + struct.pack("<iii", 1, 0, code)
+    return rec + (data if data is not None else b"")
+
+
+def _file(records, names=()):
+    out = struct.pack("<QQQ", 0x112, 0, len(records)) + b"".join(records)
+    out += struct.pack("<Q", len(names))
+    for n in names:
+        b = n.encode()
+        out += struct.pack("<Q", len(b)) + b
+    return out
+
+
+def _load_bytes_via_file(tmp_path, buf):
+    path = tmp_path / "bad.params"
+    path.write_bytes(buf)
+    return mx.nd.load(str(path))
+
+
+def test_handmade_file_loads():
+    buf = _file([_dense_record((2,), 4, struct.pack("<ii", 7, -1))], ["x"])
+    assert mx.nd.load_frombuffer(buf)["x"].asnumpy().tolist() == [7, -1]
+
+
+@pytest.mark.parametrize("buf, msg", [
+    (b"", "truncated"),
+    (b"PK\x03\x04 this is a zip file, not MXNet.....", "bad magic"),
+    (struct.pack("<QQQ", 0x112, 0, 2 ** 62), "claims"),
+    (_file([_dense_record((2,), 99, b"\0" * 8)]), "unknown dtype code 99"),
+    (_file([_dense_record((2,), 12, b"\0" * 4)]), "bfloat16"),
+    (_file([_dense_record((2, 3), 0, b"\0" * 20)])[:-8], "needs 24 bytes"),
+    (_file([_dense_record((2 ** 40, 2 ** 40, 2 ** 40), 0)]), "absurdly large"),
+    (_file([_dense_record((2 ** 30, 2 ** 20), 0)]), "needs 4503599627370496 bytes"),
+    (_file([_dense_record((-3,), 0)]), "negative"),
+    (_file([struct.pack("<Iii", 0xF993FAC9, 0, 1000)]), "ndim=1000"),
+    (_file([struct.pack("<Iii", 0xF993FAC9, 7, 1)]), "storage type code 7"),
+    (_file([struct.pack("<I", 0xDEADBEEF)]), "magic"),
+    (_file([_dense_record((1,), 0, b"\0" * 4)]) + b"junk", "unexpected bytes"),
+    (_file([_dense_record((1,), 0, b"\0" * 4)])[:-8] + struct.pack("<Q", 5), "5 names for 1"),
+    (_file([_dense_record((1,), 0, b"\0" * 4)], ["ab"])[:-2] + b"\xff\xfe", "UTF-8"),
+    (_file([_dense_record((2,), 7, b"\x00\x02")]), "bool"),
+], ids=["empty", "zip", "huge-count", "dtype-99", "bfloat16", "short-data", "overflow",
+        "too-big", "negative-dim", "ndim", "stype", "record-magic", "trailing", "name-count",
+        "utf8", "bool-byte"])
+def test_corrupt_files_raise_named_errors(buf, msg, tmp_path):
+    with pytest.raises(GpundaError, match=msg):
+        mx.nd.load_frombuffer(buf)
+    with pytest.raises(GpundaError, match="bad.params") as e:
+        _load_bytes_via_file(tmp_path, buf)
+    assert msg in str(e.value) or msg.split()[0] in str(e.value)
+
+
+def test_corrupt_sparse_structure_is_refused():
+    def csr(indptr, indices, shape=(2, 3)):
+        vals = np.ones(len(indices), np.float32)
+        head = struct.pack("<Ii", 0xF993FAC9, 2) + struct.pack("<iq", 1, len(indices))
+        head += struct.pack("<iqq", 2, *shape) + struct.pack("<iii", 1, 0, 0)
+        head += struct.pack("<iiq", 6, 1, len(indptr)) + struct.pack("<iiq", 6, 1, len(indices))
+        return head + vals.tobytes() + np.array(indptr, "<i8").tobytes() + np.array(indices, "<i8").tobytes()
+    with pytest.raises(GpundaError, match="indptr"):
+        mx.nd.load_frombuffer(_file([csr([0, 2, 1], [0])]))
+    with pytest.raises(GpundaError, match="column index"):
+        mx.nd.load_frombuffer(_file([csr([0, 1, 1], [5])]))
+    with pytest.raises(GpundaError, match="csr needs"):
+        mx.nd.load_frombuffer(_file([csr([0, 1], [0])]))
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(GpundaError, match="nope.params"):
+        mx.nd.load(str(tmp_path / "nope.params"))
+    with pytest.raises(GpundaError, match="cannot read"):
+        mx.nd.load(str(tmp_path))
+    with pytest.raises(GpundaError, match="must be bytes"):
+        mx.nd.load_frombuffer("a string")
+
+
+def test_symbol_json_is_not_an_ndarray_file():
+    with pytest.raises(GpundaError, match="bad magic"):
+        mx.nd.load(os.path.join(FIX, "mlp-symbol.json"))
