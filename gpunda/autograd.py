@@ -3,9 +3,11 @@
 Each recorded call becomes a ``Node`` holding its op, params, the autograd
 entries of its inputs and what its gradient rule needs. An NDArray produced
 under ``record()`` carries ``_ag = (node, output_index)``; a variable (after
-``attach_grad``) carries ``(Leaf, 0)``. ``backward`` sorts the nodes reachable
-from the heads and applies each op's gradient rule in reverse order (see
-NOTE [Gradient rules] in ops/registry.py).
+``attach_grad``) carries ``(Leaf, 0)``. Nodes are numbered in recording order,
+and an op's inputs are always recorded before it, so ``backward`` collects the
+nodes reachable from the heads, sorts them by number (newest first) and applies
+each op's gradient rule in that order (see NOTE [Gradient rules] in
+ops/registry.py).
 
 In-place safety: every NDArray root has a version counter bumped by every
 in-place write; a node remembers the versions of the arrays it saved and
@@ -13,14 +15,16 @@ backward refuses to use one that changed.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
+from operator import attrgetter
 
 from .base import GpundaError
 
 __all__ = ["is_recording", "is_training", "set_recording", "set_training", "record", "pause",
            "train_mode", "predict_mode", "mark_variables", "backward", "grad", "get_symbol",
-           "Function"]
+           "Function", "record_node"]
 
 
 class _State(threading.local):
@@ -57,13 +61,16 @@ def set_training(train_mode):
 
 
 class _Scope:
+    """``with`` block setting recording and/or training; restores both on exit."""
+
     __slots__ = ("_rec", "_train", "_prev")
 
     def __init__(self, is_record, train_mode):
-        self._rec, self._train, self._prev = is_record, train_mode, None
+        self._rec, self._train = is_record, train_mode
+        self._prev = []     # a stack, so one scope object may be entered re-entrantly
 
     def __enter__(self):
-        self._prev = (_state.recording, _state.training)
+        self._prev.append((_state.recording, _state.training))
         if self._rec is not None:
             _state.recording = self._rec
         if self._train is not None:
@@ -71,18 +78,18 @@ class _Scope:
         return self
 
     def __exit__(self, *exc):
-        _state.recording, _state.training = self._prev
+        _state.recording, _state.training = self._prev.pop()
         return False
 
 
 def record(train_mode=True):
     """Scope that records ops for autograd (``with autograd.record():``)."""
-    return _Scope(True, train_mode)
+    return _Scope(True, bool(train_mode))
 
 
 def pause(train_mode=False):
     """Scope that stops recording (e.g. for a metric inside ``record``)."""
-    return _Scope(False, train_mode)
+    return _Scope(False, bool(train_mode))
 
 
 def train_mode():
@@ -109,6 +116,8 @@ class Leaf:
     is_leaf = True
     freed = False
     inputs = ()
+    seq = -1            # sorts after every node
+    op = None
 
     def __init__(self, grad, grad_req, var=None):
         self.grad, self.grad_req, self._g = grad, grad_req, None
@@ -116,43 +125,123 @@ class Leaf:
 
 
 class Node:
-    """One recorded op call."""
+    """One recorded op call.
+
+    ``inputs``: the inputs' autograd entries (None for constants); ``saved_in``:
+    the input NDArrays when the rule needs them, with ``in_versions``;
+    ``out_data``: raw outputs when the rule needs them, with ``out_refs``
+    (weakref, version) to detect in-place writes; ``out_meta``: (shape, dtype)
+    per output of multi-output nodes, to make zero gradients; ``fn``: a rule
+    for this node alone (autograd.Function, CachedOp) used instead of the op's.
+    """
 
     __slots__ = ("op", "p", "inputs", "saved_in", "in_versions", "out_data", "out_refs",
-                 "nout", "training", "freed", "_g", "ctx", "__weakref__", "fn")
+                 "out_meta", "nout", "training", "freed", "_g", "ctx", "seq", "fn",
+                 "__weakref__")
     is_leaf = False
 
-    def __init__(self, op, p, inputs, saved_in, in_versions, out_data, out_refs, nout, training, ctx):
-        self.op, self.p, self.inputs = op, p, inputs
-        self.saved_in, self.in_versions = saved_in, in_versions
-        self.out_data, self.out_refs = out_data, out_refs
-        self.nout, self.training, self.freed, self._g, self.ctx = nout, training, False, None, ctx
-        self.fn = None
+    def __init__(self, op, p, inputs, saved_in, in_versions, out_data, out_refs, nout,
+                 training, ctx, seq, fn=None, out_meta=None):
+        self.op = op
+        self.p = p
+        self.inputs = inputs
+        self.saved_in = saved_in
+        self.in_versions = in_versions
+        self.out_data = out_data
+        self.out_refs = out_refs
+        self.out_meta = out_meta
+        self.nout = nout
+        self.training = training
+        self.freed = False
+        self._g = None
+        self.ctx = ctx
+        self.seq = seq
+        self.fn = fn
+
+
+_next_seq = itertools.count().__next__
+_save_flags = {}    # OpDef -> (saves inputs, saves outputs), filled on first record
+
+
+def _flags_of(op):
+    save = op.save or ()
+    f = _save_flags[op] = ("inputs" in save, "outputs" in save)
+    return f
 
 
 def _record(op, p, inputs, outs):
-    """Put one op call on the tape (called by invoke when recording)."""
-    entries = tuple(x._ag for x in inputs)
-    for e in entries:
-        if e is not None:
-            break
+    """Put one op call on the tape (called by invoke for every op while recording)."""
+    n = len(inputs)
+    if n == 1:
+        x = inputs[0]
+        e = x._ag
+        if e is None:
+            return      # no input depends on a variable: nothing to differentiate
+        entries = (e,)
+    elif n == 2:
+        a, b = inputs
+        ea, eb = a._ag, b._ag
+        if ea is None and eb is None:
+            return
+        entries = (ea, eb)
     else:
-        return      # no input depends on a variable: nothing to differentiate
-    save = op.save
-    if "inputs" in save:
+        entries = tuple([x._ag for x in inputs])
+        if entries.count(None) == n:
+            return
+    flags = _save_flags.get(op)
+    if flags is None:
+        flags = _flags_of(op)
+    if flags[0]:
         saved_in = inputs
+        in_versions = tuple([(x._base if x._base is not None else x)._version
+                             for x in inputs])
+    else:
+        saved_in = in_versions = None
+    nout = len(outs)
+    if flags[1]:
+        out_data = tuple([o._data for o in outs])
+        out_refs = tuple([(weakref.ref(o), 0) for o in outs])
+    else:
+        out_data = out_refs = None
+    node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, nout,
+                _state.training, outs[0]._ctx, _next_seq())
+    if nout == 1:
+        outs[0]._ag = (node, 0)
+    else:
+        node.out_meta = tuple([(o.shape, o._data.dtype) for o in outs])
+        for i, o in enumerate(outs):
+            o._ag = (node, i)
+
+
+def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=False):
+    """Record ``outs`` as computed from NDArray ``inputs`` by one node, whatever ran.
+
+    For calls that are not a single registry op (``autograd.Function``,
+    CachedOp): ``op`` names the node (an ``OpDef``; its ``gradient`` is used
+    unless ``rule`` is given), ``rule(F, p, ins, outs, ograds)`` follows NOTE
+    [Gradient rules]. Returns the node, or None when no input depends on a
+    variable (nothing is recorded then).
+    """
+    entries = tuple(x._ag for x in inputs)
+    if all(e is None for e in entries):
+        return None
+    if save_inputs:
+        saved_in = tuple(inputs)
         in_versions = tuple((x._base if x._base is not None else x)._version for x in inputs)
     else:
-        saved_in, in_versions = None, None
-    if "outputs" in save:
+        saved_in = in_versions = None
+    if save_outputs:
         out_data = tuple(o._data for o in outs)
-        out_refs = tuple((weakref.ref(o), 0) for o in outs)
+        out_refs = tuple((weakref.ref(o), (o._base if o._base is not None else o)._version)
+                         for o in outs)
     else:
         out_data = out_refs = None
     node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, len(outs),
-                _state.training, outs[0]._ctx)
+                _state.training, outs[0]._ctx, _next_seq(), fn=rule,
+                out_meta=tuple((o.shape, o._data.dtype) for o in outs))
     for i, o in enumerate(outs):
         o._ag = (node, i)
+    return node
 
 
 def _retarget_output(node, i, target):
@@ -186,37 +275,50 @@ def _check_versions(node):
     if node.out_refs is not None:
         for i, (r, v) in enumerate(node.out_refs):
             o = r()
-            if o is not None and o._version != v:
+            if o is not None and (o._base if o._base is not None else o)._version != v:
                 raise GpundaError(
                     f"Operator {op.name}: output {i} was modified in place after it was "
-                    f"recorded, so its gradient would be wrong")
+                    f"recorded, so its gradient would be wrong; copy it before modifying it")
 
 
-def _topo(heads):
-    """Nodes reachable from head entries, inputs before users."""
-    order, seen = [], set()
-    stack = [(h[0], False) for h in heads]
+_by_seq = attrgetter("seq")
+
+
+def _collect(head_nodes):
+    """Every node and leaf reachable from ``head_nodes``, newest first (leaves last).
+
+    Marks each by giving it a gradient slot list (``_g``); the caller resets them.
+    """
+    found = []
+    stack = []
+    for n in head_nodes:
+        if n._g is None:
+            n._g = [None] * n.nout
+            found.append(n)
+            stack.append(n)
+    pop, push, add = stack.pop, stack.append, found.append
     while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        nid = id(node)
-        if nid in seen:
-            continue
-        seen.add(nid)
-        stack.append((node, True))
-        for e in node.inputs:
-            if e is not None and id(e[0]) not in seen:
-                stack.append((e[0], False))
-    return order
+        for e in pop().inputs:
+            if e is not None:
+                m = e[0]
+                if m._g is None:
+                    m._g = [None] * m.nout
+                    add(m)
+                    if not m.is_leaf:
+                        push(m)
+    found.sort(key=_by_seq, reverse=True)
+    return found
 
 
-def _as_list(x):
+def _as_list(x, where, what):
     from .ndarray.ndarray import NDArray
     if isinstance(x, NDArray):
         return [x], True
-    return list(x), False
+    try:
+        return list(x), False
+    except TypeError:
+        raise GpundaError(f"{where}: {what} must be an NDArray or a list of NDArrays, got "
+                          f"{type(x).__name__}") from None
 
 
 class _RawF:
@@ -227,19 +329,21 @@ class _RawF:
 
     def __getattr__(self, name):
         from .ops.registry import get_op
+        if name.startswith("__"):
+            raise AttributeError(name)
         op = get_op(name)
         xp, ctx = self._xp, self._ctx
         compute = op.compute
         nvis = op.fixed_nvis
+        kw_ctx = {"ctx": ctx} if op.wants_ctx else {}
 
-        if op.wants_ctx:
-            def f(*arrays, **kw):
-                r = compute(xp, op.parse_params(kw), *arrays, ctx=ctx)
-                return r if nvis == 1 or op.fixed_nout == 1 else list(r)[:nvis or op.n_visible(op.parse_params(kw))]
-        else:
-            def f(*arrays, **kw):
-                r = compute(xp, op.parse_params(kw), *arrays)
-                return r if nvis == 1 or op.fixed_nout == 1 else list(r)[:nvis or op.n_visible(op.parse_params(kw))]
+        def f(*arrays, **kw):
+            p = op.parse_params(kw)
+            r = compute(xp, p, *arrays, **kw_ctx)
+            if op.fixed_nout == 1:
+                return r
+            n = nvis if nvis is not None else op.n_visible(p)
+            return r[0] if n == 1 else list(r)[:n]
         f.__name__ = name
         setattr(self, name, f)
         return f
@@ -255,190 +359,275 @@ def _raw_namespace(ctx):
     return f
 
 
-def _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode, where):
-    """Core of backward/grad. Returns gradients for ``variables`` entries (or None)."""
-    from .ndarray import ndarray as _nda
-    from . import ndarray as nd
-    NDArray = _nda.NDArray
-    head_list, _ = _as_list(heads)
+def _check_heads(heads, head_grads, where):
+    from .ndarray.ndarray import NDArray
+    head_list, _ = _as_list(heads, where, "heads")
+    if not head_list:
+        raise GpundaError(f"{where}: heads is empty")
     if head_grads is None:
         hg_list = [None] * len(head_list)
     else:
-        hg_list, _ = _as_list(head_grads)
+        hg_list, _ = _as_list(head_grads, where, "head_grads")
         if len(hg_list) != len(head_list):
-            raise GpundaError(f"{where}: got {len(hg_list)} head_grads for {len(head_list)} heads")
+            raise GpundaError(f"{where}: got {len(hg_list)} head_grads for "
+                              f"{len(head_list)} heads")
     for i, h in enumerate(head_list):
         if not isinstance(h, NDArray):
-            raise GpundaError(f"{where}: head {i} must be an NDArray, got {type(h).__name__}")
+            raise GpundaError(f"{where}: heads[{i}] must be an NDArray, got {type(h).__name__}")
         if h._ag is None:
             raise GpundaError(
-                f"{where}: head {i} (shape {h.shape}) was not recorded or is not connected to "
+                f"{where}: heads[{i}] (shape {h.shape}) was not recorded or is not connected to "
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
         if h._data.dtype.kind not in "fc":
-            raise GpundaError(f"{where}: head {i} has dtype {h._data.dtype.name}; only floating "
-                              f"point arrays can be differentiated")
+            raise GpundaError(f"{where}: heads[{i}] has dtype {h._data.dtype.name}; only "
+                              f"floating point arrays can be differentiated")
+        node = h._ag[0]
+        if node.freed:
+            raise GpundaError(
+                f"{where}: heads[{i}] comes from {node.op.name} whose graph was already freed "
+                f"by an earlier backward; pass retain_graph=True to the first backward to "
+                f"run backward through it again")
     for i, (h, g) in enumerate(zip(head_list, hg_list)):
         if g is None:
             continue
         if not isinstance(g, NDArray):
-            raise GpundaError(f"{where}: head_grads[{i}] must be an NDArray or None")
+            raise GpundaError(f"{where}: head_grads[{i}] must be an NDArray or None, got "
+                              f"{type(g).__name__}")
+        if g.stype != "default":
+            raise GpundaError(f"{where}: head_grads[{i}] has stype {g.stype}; pass a dense "
+                              f"array")
         if g.shape != h.shape:
-            raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but head {i} "
+            raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but heads[{i}] "
                               f"has shape {h.shape}")
         if g._ctx != h._ctx:
-            raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but head {i} is on {h._ctx}")
-    heads_e = [h._ag for h in head_list]
-    order = _topo(heads_e)
-    for node in order:
-        if node.freed:
-            raise GpundaError(
-                f"{where}: the graph through {node.op.name} was already freed by an earlier "
-                f"backward; pass retain_graph=True to the first backward to run it again")
-    for node in order:
-        if not node.is_leaf:
-            _check_versions(node)
+            raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but heads[{i}] is on "
+                              f"{h._ctx}")
+    return head_list, hg_list
+
+
+def _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode, where):
+    """Core of backward/grad. Returns gradients for ``variables`` (or None for backward)."""
+    from .ndarray.ndarray import NDArray, _new
+    head_list, hg_list = _check_heads(heads, head_grads, where)
+    var_entries = None
     if variables is not None:
         var_entries = []
         for i, v in enumerate(variables):
-            if not isinstance(v, NDArray) or v._ag is None:
+            if not isinstance(v, NDArray) or v._ag is None or not v._ag[0].is_leaf:
                 raise GpundaError(f"{where}: variables[{i}] is not marked for gradients; "
                                   f"call attach_grad() or mark_variables() first")
             var_entries.append(v._ag)
-        reach = {id(n) for n in order}
-        for i, e in enumerate(var_entries):
-            if id(e[0]) not in reach:
-                raise GpundaError(f"{where}: variables[{i}] (shape {variables[i].shape}) is "
-                                  f"not part of the graph that computed the heads")
-    else:
-        if not any(n.is_leaf for n in order):
-            raise GpundaError(f"{where}: the heads are not connected to any variable with "
-                              f"attach_grad()")
-
-    ctx = head_list[0]._ctx
-    if create_graph:
-        F = nd
-        wrap = lambda data, node, i: _wrap_out(NDArray, data, ctx, node, i)  # noqa: E731
-    else:
-        F = _raw_namespace(ctx)
-        wrap = None
-    for node in order:
-        node._g = [None] * node.nout
-    prev = (_state.recording, _state.training)
-    _state.recording = bool(create_graph)
-    _state.training = bool(train_mode)
+    heads_e = [h._ag for h in head_list]
+    found = _collect([e[0] for e in heads_e])
     try:
+        if var_entries is not None:
+            for i, (leaf, _) in enumerate(var_entries):
+                if leaf._g is None:
+                    raise GpundaError(f"{where}: variables[{i}] (shape {variables[i].shape}) "
+                                      f"is not part of the graph that computed the heads")
+        # seeds: head gradients (ones by default)
         for h, g, (node, idx) in zip(head_list, hg_list, heads_e):
             if g is None:
-                g = nd.ones_like(h) if create_graph else h._ctx.backend.xp.ones(h.shape, h.dtype)
+                xp = h._ctx.backend.xp
+                g = xp.ones(h.shape, h._data.dtype)
+                if create_graph:
+                    g = _new(g, h._ctx)
             elif not create_graph:
                 g = g._data
-            _accum(node, idx, g)
-        for node in reversed(order):
-            if node.is_leaf:
-                continue
-            gs = node._g
-            if all(g is None for g in gs):
-                continue
-            _apply_rule(node, F, create_graph, wrap, ctx)
-    except GpundaError:
-        for node in order:
-            node._g = None
-        raise
+            cur = node._g[idx]
+            node._g[idx] = g if cur is None else cur + g
+        prev = (_state.recording, _state.training)
+        _state.recording = bool(create_graph)
+        try:
+            _walk(found, create_graph, bool(train_mode))
+        finally:
+            _state.recording, _state.training = prev
+        if var_entries is not None:
+            result = _gather(variables, var_entries, create_graph, head_list, hg_list)
+        else:
+            _write_grads(found, where)
+            result = None
     finally:
-        _state.recording, _state.training = prev
-
-    result = None
-    if variables is not None:
-        result = []
-        for v, (node, idx) in zip(variables, var_entries):
-            g = node._g[idx]
-            if g is None:
-                g = nd.zeros_like(v) if create_graph else None
-                if g is None:
-                    g = v._ctx.backend.xp.zeros(v.shape, v.dtype)
-            if not create_graph:
-                g = _nda._new(g, v._ctx)
-            result.append(g)
-    else:
-        for node in order:
-            if node.is_leaf and node.grad_req != "null" and node.grad is not None:
-                g = node._g[0]
-                if g is None:
-                    g = node.grad._ctx.backend.xp.zeros(node.grad.shape, node.grad.dtype)
-                if isinstance(g, NDArray):
-                    g = g._data
-                _write_grad(node, g)
-    for node in order:
-        node._g = None
-        if not retain_graph and not node.is_leaf:
-            node.freed = True
-            node.saved_in = node.out_data = node.out_refs = None
+        for n in found:
+            n._g = None
+    if not retain_graph:
+        for n in found:
+            if not n.is_leaf:
+                n.freed = True
+                n.saved_in = n.out_data = n.out_refs = n.in_versions = n.fn = None
+                n.inputs = ()
     return result
 
 
-def _wrap_out(NDArray, data, ctx, node, i):
-    from .ndarray.ndarray import _new
-    a = _new(data, ctx)
-    a._ag = (node, i)
-    return a
-
-
-def _accum(node, idx, g):
-    cur = node._g[idx]
-    node._g[idx] = g if cur is None else cur + g
-
-
-def _apply_rule(node, F, create_graph, wrap, ctx):
-    op, p = node.op, node.p
-    rule = op.gradient
-    if rule is None:
-        raise GpundaError(f"Operator {op.name} has no gradient rule; it cannot be "
-                          f"differentiated")
-    xp = ctx._xp
+def _walk(found, create_graph, train_mode):
+    """Apply the gradient rules of ``found`` (newest first), accumulating into inputs."""
+    _state.training = cur_train = train_mode
+    F = ctx = None
+    node = None
     if create_graph:
-        ins = list(node.saved_in) if node.saved_in is not None else None
-        outs = ([wrap(d, node, i) for i, d in enumerate(node.out_data)]
-                if node.out_data is not None else None)
         from . import ndarray as nd
-        ograds = [g if g is not None else nd.zeros_like(outs[i]) if outs is not None else None
-                  for i, g in enumerate(node._g)]
-    else:
-        ins = [x._data for x in node.saved_in] if node.saved_in is not None else None
-        outs = node.out_data
-        ograds = node._g
-        if any(g is None for g in ograds):
-            ograds = [g if g is not None else
-                      (xp.zeros_like(outs[i]) if outs is not None else None)
-                      for i, g in enumerate(ograds)]
-    prev_train = _state.training
-    _state.training = node.training
+        from .ndarray.ndarray import _new
+        F = nd
     try:
-        if node.fn is not None:
-            grads = node.fn(F, p, ins, outs, ograds)
-        else:
-            grads = rule(F, p, ins, outs, ograds)
+        for node in found:
+            if node.is_leaf:
+                break       # leaves sort last
+            gs = node._g
+            if node.nout == 1:
+                if gs[0] is None:
+                    continue
+            elif all(g is None for g in gs):
+                continue
+            if node.freed:
+                raise GpundaError(
+                    f"backward: the graph through {node.op.name} was already freed by an "
+                    f"earlier backward; pass retain_graph=True to the first backward to run "
+                    f"backward through it again")
+            if node.saved_in is not None or node.out_refs is not None:
+                _check_versions(node)
+            rule = node.fn or node.op.gradient
+            if rule is None:
+                raise GpundaError(f"Operator {node.op.name} has no gradient rule; it cannot "
+                                  f"be differentiated")
+            t = node.training
+            if t is not cur_train:
+                _state.training = cur_train = t
+            if create_graph:
+                ins = list(node.saved_in) if node.saved_in is not None else None
+                if node.out_data is not None:
+                    outs = []
+                    for i, d in enumerate(node.out_data):
+                        o = _new(d, node.ctx)
+                        o._ag = (node, i)
+                        outs.append(o)
+                else:
+                    outs = None
+                if node.nout > 1:
+                    gs = [g if g is not None else _zeros(node, i, True) for i, g in enumerate(gs)]
+            else:
+                if node.ctx is not ctx:
+                    ctx = node.ctx
+                    F = _raw_namespace(ctx)
+                saved = node.saved_in
+                ins = [x._data for x in saved] if saved is not None else None
+                outs = node.out_data
+                if node.nout > 1:
+                    gs = [g if g is not None else _zeros(node, i, False) for i, g in enumerate(gs)]
+            grads = rule(F, node.p, ins, outs, gs)
+            for e, g in zip(node.inputs, grads):
+                if g is None or e is None:
+                    continue
+                tg = e[0]._g
+                c = tg[e[1]]
+                tg[e[1]] = g if c is None else c + g
     except GpundaError:
         raise
-    except Exception as e:
-        raise GpundaError(f"Operator {op.name}: gradient failed: {e}") from e
-    finally:
-        _state.training = prev_train
-    for e, g in zip(node.inputs, grads):
-        if e is None or g is None:
+    except Exception as err:
+        name = node.op.name if node is not None and node.op is not None else "?"
+        raise GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}") \
+            from err
+
+
+def _zeros(node, i, as_nd):
+    """A zero gradient for output ``i`` of a multi-output node that got none."""
+    shape, dtype = node.out_meta[i]
+    xp = node.ctx.backend.xp
+    z = xp.zeros(shape, dtype)
+    if as_nd:
+        from .ndarray.ndarray import _new
+        return _new(z, node.ctx)
+    return z
+
+
+def _gather(variables, var_entries, create_graph, head_list, hg_list):
+    """The gradients ``grad()`` returns, as fresh NDArrays."""
+    from .ndarray.ndarray import _new
+    seeds = {id(h._data) for h in head_list}
+    seeds.update(id(g._data) for g in hg_list if g is not None)
+    result = []
+    for v, (leaf, idx) in zip(variables, var_entries):
+        g = leaf._g[idx]
+        xp = v._ctx.backend.xp
+        if create_graph:
+            if g is None:
+                g = _new(xp.zeros(v.shape, v._data.dtype), v._ctx)
+            elif g.shape != v.shape:
+                g = g.broadcast_to(v.shape)
+            if g._ag is None:
+                # a gradient that does not depend on any variable (relu's mask times
+                # ones) still belongs to the graph, with derivative zero
+                g = _new(g._data, g._ctx)
+                record_node(_constant_op(), None, [v], [g], rule=_no_grad_rule)
+            result.append(g)
             continue
-        _accum(e[0], e[1], g)
+        if g is None:
+            result.append(_new(xp.zeros(v.shape, v._data.dtype), v._ctx))
+            continue
+        if g.shape != v.shape:
+            g = xp.broadcast_to(g, v.shape).copy()
+        elif id(g) in seeds:
+            g = g.copy()   # never hand back the caller's own head gradient buffer
+        wrap = getattr(g, "_gpunda_wrap", None)     # sparse storage -> its NDArray class
+        result.append(wrap(v._ctx) if wrap is not None else _new(g, v._ctx))
+    return result
 
 
-def _write_grad(leaf, g):
-    buf = leaf.grad
-    if g.shape != buf.shape:
-        g = buf._ctx.backend.xp.broadcast_to(g, buf.shape)
+_const = []
+
+
+def _constant_op():
+    if not _const:
+        from .ops.registry import OpDef
+        _const.append(OpDef("_constant_gradient", None, save=(), doc="A gradient value that "
+                            "does not depend on the variables (its derivative is zero)."))
+    return _const[0]
+
+
+def _no_grad_rule(F, p, ins, outs, ograds):
+    return [None]
+
+
+def _write_grads(found, where):
+    """Write (or add) the leaves' gradients into their ``.grad``; all checked first."""
+    todo = []
+    for leaf in reversed(found):
+        if not leaf.is_leaf:
+            break
+        if leaf.grad_req == "null" or leaf.grad is None:
+            continue
+        g = leaf._g[0]
+        buf = leaf.grad
+        if g is not None and tuple(g.shape) != buf.shape:
+            try:
+                g = buf._ctx.backend.xp.broadcast_to(g, buf.shape)
+            except ValueError:
+                raise GpundaError(f"{where}: gradient of shape {tuple(g.shape)} does not fit "
+                                  f"the gradient buffer of shape {buf.shape}") from None
+        todo.append((leaf, buf, g))
+    for leaf, buf, g in todo:
+        if buf.stype != "default":
+            _write_sparse(leaf, buf, g)
+            continue
+        if leaf.grad_req == "add":
+            if g is None:
+                continue
+            buf._data += g if g.dtype == buf._data.dtype else g.astype(buf._data.dtype)
+        elif g is None:
+            buf._data[...] = 0
+        else:
+            buf._data[...] = g
+        (buf._base if buf._base is not None else buf)._version += 1
+
+
+def _write_sparse(leaf, buf, g):
+    """A dense gradient into a sparse gradient buffer (``attach_grad(stype=...)``)."""
+    from .ndarray.ndarray import _new
+    xp = buf._ctx.backend.xp
+    dense = _new(xp.zeros(buf.shape, buf.dtype) if g is None else g.astype(buf.dtype), buf._ctx)
     if leaf.grad_req == "add":
-        buf._data += g.astype(buf.dtype, copy=False) if g.dtype != buf.dtype else g
-    else:
-        buf._data[...] = g
-    (buf._base if buf._base is not None else buf)._version += 1
+        dense = dense + buf.tostype("default")
+    buf._assign_from(dense.tostype(buf.stype))
 
 
 # ---------------------------------------------------------------------------
@@ -448,29 +637,45 @@ def mark_variables(variables, gradients, grad_reqs="write"):
     """Mark arrays as variables whose gradients go into ``gradients``.
 
     ``grad_reqs`` is 'write', 'add' or 'null', one value or one per variable.
+    Everything is checked before any variable is marked.
     """
     from .ndarray.ndarray import NDArray
-    vs, _ = _as_list(variables)
-    gs, _ = _as_list(gradients)
+    where = "mark_variables"
+    vs, _ = _as_list(variables, where, "variables")
+    gs, _ = _as_list(gradients, where, "gradients")
     if len(vs) != len(gs):
-        raise GpundaError(f"mark_variables: {len(vs)} variables but {len(gs)} gradients")
-    reqs = [grad_reqs] * len(vs) if isinstance(grad_reqs, str) else list(grad_reqs)
+        raise GpundaError(f"{where}: {len(vs)} variables but {len(gs)} gradients")
+    if isinstance(grad_reqs, str):
+        reqs = [grad_reqs] * len(vs)
+    else:
+        reqs, _ = _as_list(grad_reqs, where, "grad_reqs")
     if len(reqs) != len(vs):
-        raise GpundaError(f"mark_variables: {len(vs)} variables but {len(reqs)} grad_reqs")
+        raise GpundaError(f"{where}: {len(vs)} variables but {len(reqs)} grad_reqs")
     for i, (v, g, r) in enumerate(zip(vs, gs, reqs)):
-        if r not in _GRAD_REQS:
-            raise GpundaError(f"mark_variables: grad_reqs[{i}]={r!r} is not one of {list(_GRAD_REQS)}")
-        if not isinstance(v, NDArray) or not isinstance(g, NDArray):
-            raise GpundaError(f"mark_variables: variables[{i}] and gradients[{i}] must be NDArrays")
+        if not isinstance(r, str) or r not in _GRAD_REQS:
+            raise GpundaError(f"{where}: grad_reqs[{i}]={r!r} is not one of {list(_GRAD_REQS)}")
+        if not isinstance(v, NDArray):
+            raise GpundaError(f"{where}: variables[{i}] must be an NDArray, got "
+                              f"{type(v).__name__}")
+        if not isinstance(g, NDArray):
+            raise GpundaError(f"{where}: gradients[{i}] must be an NDArray, got "
+                              f"{type(g).__name__}")
         if g.shape != v.shape:
-            raise GpundaError(f"mark_variables: gradients[{i}] has shape {g.shape} but "
+            raise GpundaError(f"{where}: gradients[{i}] has shape {g.shape} but "
                               f"variables[{i}] has shape {v.shape}")
+        if g._ctx != v._ctx:
+            raise GpundaError(f"{where}: gradients[{i}] is on {g._ctx} but variables[{i}] is "
+                              f"on {v._ctx}")
     for v, g, r in zip(vs, gs, reqs):
         v._ag = (Leaf(g, r, v), 0)
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
-    """Compute gradients of ``heads`` into the ``.grad`` of every variable reached."""
+    """Compute gradients of ``heads`` into the ``.grad`` of every variable reached.
+
+    ``head_grads`` default to ones. Unless ``retain_graph``, the graph is freed
+    and a second backward through it raises.
+    """
     _run_backward(heads, head_grads, None, retain_graph, False, train_mode, "backward")
 
 
@@ -478,12 +683,16 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
          train_mode=True):
     """Gradients of ``heads`` with respect to ``variables``, without touching ``.grad``.
 
-    With ``create_graph=True`` the result is recorded, so it can be
-    differentiated again. Returns a list (or one NDArray if one variable was given).
+    With ``create_graph=True`` the computation of the gradients is recorded, so
+    they can be differentiated again; ``retain_graph`` defaults to
+    ``create_graph``. Returns a list of NDArrays (one NDArray if ``variables``
+    is one NDArray).
     """
     from .ndarray.ndarray import NDArray
     single = isinstance(variables, NDArray)
-    vs = [variables] if single else list(variables)
+    vs, _ = _as_list(variables, "grad", "variables")
+    if not vs:
+        raise GpundaError("grad: variables is empty")
     if retain_graph is None:
         retain_graph = create_graph
     res = _run_backward(heads, head_grads, vs, retain_graph, create_graph, train_mode, "grad")
@@ -492,7 +701,10 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
 def get_symbol(x):
     """The recorded history of ``x`` as a Symbol."""
-    from .symbol.trace import symbol_from_tape
+    try:
+        from .symbol.trace import symbol_from_tape
+    except ImportError as e:
+        raise GpundaError(f"get_symbol: gpunda.symbol is not available ({e})") from None
     return symbol_from_tape(x)
 
 
@@ -500,8 +712,11 @@ class Function:
     """A user-defined differentiable function (MXNet's ``autograd.Function``).
 
     Subclass it, define ``forward(self, *inputs)`` and ``backward(self,
-    *output_grads)`` on NDArrays, call ``save_for_backward`` in forward, and
-    call an instance like a function.
+    *output_grads)`` on NDArrays (backward returns one gradient per input),
+    call ``save_for_backward`` in forward, and call an instance like a
+    function; each instance may be called once. Forward runs with recording
+    paused and the call is recorded as one node. Its backward is not itself
+    differentiable: differentiating it again raises ``GpundaError``.
     """
 
     def __init__(self):
@@ -513,9 +728,11 @@ class Function:
         self.saved_tensors = args
 
     def forward(self, *inputs):
+        """Compute the outputs from NDArray inputs (override)."""
         raise NotImplementedError
 
     def backward(self, *output_grads):
+        """Gradients with respect to the inputs from the outputs' gradients (override)."""
         raise NotImplementedError
 
     def __call__(self, *inputs):

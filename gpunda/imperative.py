@@ -137,7 +137,7 @@ _alloc = object.__new__
 def fast_unary(op, x):
     """``op(x)`` with default params: the common case without the general machinery."""
     ctx = x._ctx
-    if type(x) is _NDArray and ctx._xp is np and not _state.recording:
+    if type(x) is _NDArray and ctx._xp is np and op.fixed_nout == 1:
         try:
             r = op.compute(np, op.default_params, x._data)
         except Exception:
@@ -146,6 +146,8 @@ def fast_unary(op, x):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
+            if _state.recording and not op.nondiff:
+                _ag._record(op, op.default_params, (x,), (o,))
             return o
     return invoke_parsed(op, (x,), op.default_params)
 
@@ -153,8 +155,7 @@ def fast_unary(op, x):
 def fast_binary(op, a, b):
     """``op(a, b)`` with default params: the common case without the general machinery."""
     ctx = a._ctx
-    if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np \
-            and not _state.recording:
+    if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
         try:
             r = op.compute(np, op.default_params, a._data, b._data)
         except Exception:
@@ -163,6 +164,8 @@ def fast_binary(op, a, b):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
+            if _state.recording and not op.nondiff:
+                _ag._record(op, op.default_params, (a, b), (o,))
             return o
     return invoke_parsed(op, (a, b), op.default_params)
 
@@ -176,7 +179,7 @@ def fast_scalar(op, x, s):
         if len(cache) < 1024:
             cache[s] = p
     ctx = x._ctx
-    if type(x) is _NDArray and ctx._xp is np and not _state.recording:
+    if type(x) is _NDArray and ctx._xp is np:
         try:
             r = op.compute(np, p, x._data)
         except Exception:
@@ -185,6 +188,8 @@ def fast_scalar(op, x, s):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
+            if _state.recording and not op.nondiff:
+                _ag._record(op, p, (x,), (o,))
             return o
     return invoke_parsed(op, (x,), p)
 

@@ -393,3 +393,57 @@ def test_missing_file_and_directory(tmp_path):
 def test_symbol_json_is_not_an_ndarray_file():
     with pytest.raises(GpundaError, match="bad magic"):
         mx.nd.load(os.path.join(FIX, "mlp-symbol.json"))
+
+
+# -- python -m gpunda inspect -------------------------------------------------------------
+
+def test_inspect_params_file_prints_names_and_manifest_digests(capsys):
+    from gpunda import _inspect
+    with open(os.path.join(FIX, "cnn-manifest.json")) as f:
+        manifest = json.load(f)
+    assert _inspect.main([os.path.join(FIX, "cnn-0000.params"), "--full-hash"]) == 0
+    out = capsys.readouterr().out
+    assert "14 arrays saved from a dict" in out
+    for p in manifest["params"]:
+        line = next(ln for ln in out.splitlines() if ln.split()[:1] == [p["file_key"]])
+        assert p["sha256"] in line and p["dtype"] in line
+        assert "(" + ", ".join(map(str, p["shape"])) in line
+
+
+def test_inspect_sparse_and_list_files(capsys):
+    from gpunda import _inspect
+    assert _inspect.main([os.path.join(FIX, "nd_sparse.nd")]) == 0
+    out = capsys.readouterr().out
+    assert "csr0" in out and "row_sparse" in out and "stored (5,)" in out
+    assert _inspect.main([os.path.join(FIX, "nd_legacy_v0.nd")]) == 0
+    assert "records V0" in capsys.readouterr().out
+
+
+def test_inspect_symbol_json_with_shapes(capsys):
+    pytest.importorskip("gpunda.symbol")
+    from gpunda import _inspect
+    path = os.path.join(FIX, "mlp-symbol.json")
+    assert _inspect.main([path]) == 0
+    out = capsys.readouterr().out
+    assert "FullyConnected" in out and "softmax" in out and "MXNet 1.9.1" in out
+    assert "arguments: data, mlp_dense0_weight" in out
+    assert _inspect.main([path, "--shape", "data=4,20"]) == 0
+    out = capsys.readouterr().out
+    shapes = dict(ln.split(None, 1) for ln in out.splitlines()
+                  if ln.startswith("  ") and ln.strip().endswith(")"))
+    assert shapes["mlp_dense0_weight"] == "(32, 20)"
+    assert shapes["mlp_softmaxhead0_softmax0_output"] == "(4, 10)"
+
+
+def test_inspect_cli_errors(tmp_path, capsys):
+    from gpunda import __main__ as cli
+    from gpunda import _inspect
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01garbage")
+    with pytest.raises(GpundaError, match="neither an MXNet NDArray file"):
+        _inspect.main([str(junk)])
+    assert cli.main(["inspect", str(junk)]) == 1
+    assert "neither" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _inspect.main([str(junk), "--shape", "data=1,x"])
+    assert cli.main(["inspect", os.path.join(FIX, "nd_list.nd")]) == 0

@@ -130,6 +130,7 @@ class Parameter:
             self._shape = None
             return
         new_shape = tuple(int(d) for d in new_shape)
+        self._var = None
         if self._shape is None:
             self._shape = new_shape
             return

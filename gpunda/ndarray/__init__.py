@@ -39,3 +39,4 @@ except ImportError as _e:
         raise
 
 from . import ndarray  # noqa: E402,F401
+from . import random  # noqa: E402,F401

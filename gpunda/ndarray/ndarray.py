@@ -281,7 +281,7 @@ class NDArray:
     def __getitem__(self, key):
         if _state.recording and self._ag is not None:
             from . import _op
-            return _op._getitem(self, key)
+            return _op._getitem(self, key=_raw_key(key, self._ctx))
         rkey = _raw_key(key, self._ctx)
         try:
             r = self._data[rkey]

@@ -23,7 +23,8 @@ def make_function(op, fname):
     var_key = op.key_var_num_args
 
     dp = op.default_params
-    fast = dp is not None and fixed_inputs is not None and len(fixed_inputs) == 1
+    fast = dp is not None and fixed_inputs is not None and len(fixed_inputs) == 1 \
+        and op.fixed_nout == 1 and not op.wants_ctx
     fast_unary = _imp.fast_unary
 
     def fn(*args, out=None, name=None, **kwargs):

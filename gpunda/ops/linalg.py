@@ -26,46 +26,45 @@ def _prod(dims):
 
 
 def _views(ls, rs, ta, tb):
-    """Matrix views (lhs2d, rhs2d) and the output shape of MXNet's dot."""
+    """MXNet's dot as a matrix product: (lhs view, effective transpose_a, rhs view,
+    effective transpose_b, output shape). A 1-D operand is a row (lhs) or a column
+    (rhs) whatever its transpose flag says, as in MXNet's DotShape."""
     if len(ls) == 1 and len(rs) == 1:
         if ta or tb:
             raise GpundaError(f"Operator dot: cannot transpose vectors (transpose_a={ta}, "
                               f"transpose_b={tb}) with lhs shape {ls} and rhs shape {rs}")
         if ls[0] != rs[0]:
             raise GpundaError(f"Operator dot: shape mismatch: lhs shape {ls} and rhs shape {rs}")
-        return (1, ls[0]), (rs[0], 1), ()
-    if ta:
+        return (1, ls[0]), False, (rs[0], 1), False, ()
+    if len(ls) == 1:
+        lv, ta, keep_l = (1, ls[0]), False, ()
+    elif ta:
         lv, keep_l = (ls[0], _prod(ls[1:])), ls[1:]
-        k_l = ls[0]
     else:
         lv, keep_l = (_prod(ls[:-1]), ls[-1]), ls[:-1]
-        k_l = ls[-1]
-    if tb:
+    if len(rs) == 1:
+        rv, tb, keep_r = (rs[0], 1), False, ()
+    elif tb:
         rv, keep_r = (_prod(rs[:-1]), rs[-1]), rs[:-1]
-        k_r = rs[-1]
     else:
         rv, keep_r = (rs[0], _prod(rs[1:])), rs[1:]
-        k_r = rs[0]
+    k_l = lv[0] if ta else lv[1]
+    k_r = rv[1] if tb else rv[0]
     if k_l != k_r:
-        raise GpundaError(f"Operator dot: shape mismatch: lhs shape {ls} "
-                          f"(transpose_a={ta}) and rhs shape {rs} (transpose_b={tb}) do not "
-                          f"share a contracted dimension ({k_l} vs {k_r})")
-    out = (tuple(keep_l) if len(ls) > 1 else ()) + (tuple(rs and keep_r) if len(rs) > 1 else ())
-    return lv, rv, out
+        raise GpundaError(f"Operator dot: shape mismatch: lhs shape {tuple(ls)} "
+                          f"(transpose_a={ta}) and rhs shape {tuple(rs)} (transpose_b={tb}) "
+                          f"contract dimensions of different sizes ({k_l} vs {k_r})")
+    return lv, ta, rv, tb, tuple(keep_l) + tuple(keep_r)
 
 
 def _dot(xp, p, a, b):
     if a.ndim == 0 or b.ndim == 0:
         raise GpundaError(f"Operator dot: inputs must have at least one dimension, got lhs "
                           f"shape {a.shape} and rhs shape {b.shape}")
-    lv, rv, out = _views(a.shape, b.shape, p.transpose_a, p.transpose_b)
+    lv, ta, rv, tb, out = _views(a.shape, b.shape, p.transpose_a, p.transpose_b)
     a2 = a.reshape(lv)
     b2 = b.reshape(rv)
-    if p.transpose_a and a.ndim > 1:
-        a2 = a2.T
-    if p.transpose_b and b.ndim > 1:
-        b2 = b2.T
-    r = xp.matmul(a2, b2)
+    r = xp.matmul(a2.T if ta else a2, b2.T if tb else b2)
     if out == ():
         return legacy_scalar(xp, r.reshape(()))
     return r.reshape(out)
@@ -78,14 +77,7 @@ def _view(F, x, shape):
 def _g_dot(F, p, ins, outs, og):
     a, b = ins
     g = og[0]
-    ta, tb = p.transpose_a, p.transpose_b
-    lv, rv, _ = _views(a.shape, b.shape, ta, tb)
-    if a.ndim == 1:     # a vector is a row whichever flag is set
-        ta = False
-        lv = (1, a.shape[0])
-    if b.ndim == 1:
-        tb = False
-        rv = (b.shape[0], 1)
+    lv, ta, rv, tb, _ = _views(a.shape, b.shape, p.transpose_a, p.transpose_b)
     a2, b2 = _view(F, a, lv), _view(F, b, rv)
     m = lv[1] if ta else lv[0]
     n = rv[0] if tb else rv[1]
@@ -132,7 +124,7 @@ def _batch_dot(xp, p, a, b):
     return xp.matmul(a2, b2)
 
 
-def _g_batch_dot(F, p, ins, og_unused, og):
+def _g_batch_dot(F, p, ins, outs, og):
     a, b = ins
     g = og[0]
     ta, tb = p.transpose_a, p.transpose_b
@@ -143,7 +135,8 @@ def _g_batch_dot(F, p, ins, og_unused, og):
         return [bd(b, g, transpose_b=True), bd(a, g)]
     if not ta and tb:
         return [bd(g, b), bd(g, a, transpose_a=True)]
-    return [bd(b, g, transpose_a=True, transpose_b=True), bd(g, a, transpose_a=True, transpose_b=True)]
+    return [bd(b, g, transpose_a=True, transpose_b=True),
+            bd(g, a, transpose_a=True, transpose_b=True)]
 
 
 register(OpDef("batch_dot", _batch_dot, inputs=("lhs", "rhs"), params=_TRANSPOSE,

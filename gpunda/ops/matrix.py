@@ -281,10 +281,11 @@ _reg("squeeze", _squeeze, params=[Param("axis", "axis", None)],
 def _perm(op, axes, ndim):
     if not axes:
         return tuple(reversed(range(ndim)))
-    if len(axes) != ndim or sorted(a % ndim if -ndim <= a < ndim else -1 - ndim
-                                   for a in axes) != list(range(ndim)):
+    norm = tuple(a % ndim if -ndim <= a < ndim else None for a in axes)
+    if len(axes) != ndim or sorted(norm, key=lambda a: -1 if a is None else a) != \
+            list(range(ndim)):
         raise _err(op, f"axes={axes} is not a permutation of the {ndim} axes of the input")
-    return tuple(a % ndim for a in axes)
+    return norm
 
 
 def _transpose(xp, p, x):
@@ -550,7 +551,9 @@ def _split(xp, p, x):
 
 
 def _g_split(F, p, i, o, g):
-    gs = list(g)
+    # parts are equal in shape, so an unused part's gradient is zeros like a used one's
+    present = next(x for x in g if x is not None)
+    gs = [x if x is not None else F.zeros_like(present) for x in g]
     n = p.num_outputs
     ax = p.axis % (gs[0].ndim + (1 if p.squeeze_axis else 0))
     if p.squeeze_axis:
@@ -562,7 +565,7 @@ _reg("SliceChannel", _split, aliases=("split",),
      params=[Param("num_outputs", "int", doc="number of equal parts"),
              Param("axis", "int", 1, "axis to split"),
              Param("squeeze_axis", "bool", False, "drop the split axis (parts of size 1)")],
-     num_outputs=lambda p: p.num_outputs, gradient=_g_split, save=("outputs",),
+     num_outputs=lambda p: p.num_outputs, gradient=_g_split, save=(),
      doc="Split into `num_outputs` equal parts along `axis`.")
 
 # ----------------------------------------------------------------------------

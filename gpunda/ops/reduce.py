@@ -148,8 +148,6 @@ _REDUCE_PARAMS = [
 def _reduction(name, body, grad, *, aliases=(), save=("inputs",), doc=""):
     def compute(xp, p, x):
         axes = reduce_axes(p.axis, p.exclude, x.ndim, name)
-        if not axes:
-            return x.copy()
         return _finish(xp, body(xp, x, axes, p.keepdims), x.dtype)
 
     def rule(F, p, ins, outs, og):
@@ -369,7 +367,8 @@ def _argsort(xp, p, x):
 
 
 register(OpDef("argsort", _argsort,
-               params=_ORDER + [Param("dtype", "dtype", np.dtype("float32"), "dtype of the indices")],
+               params=_ORDER + [Param("dtype", "dtype", np.dtype("float32"),
+                                      "dtype of the indices")],
                nondiff=True, save=(), family="reduce",
                doc="Indices that sort the input along an axis (stable)."))
 

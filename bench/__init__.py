@@ -1,0 +1,1 @@
+"""gpunda's benchmark suite (``python -m bench``); see bench/run.py."""

@@ -1,0 +1,584 @@
+"""One class per framework: ``setup(case)`` returns ``(step, check)``.
+
+``step()`` runs one unit of the case; ``check`` is a NumPy value compared with
+the NumPy floor's before timing (None when there is nothing to compare). A
+case a framework cannot run raises ``Unavailable`` with the reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import common as C
+
+
+class Unavailable(Exception):
+    """This framework cannot run this case (the message says why)."""
+
+
+class Framework:
+    name = "?"
+    device = "cpu"
+
+    def setup(self, case):
+        fn = getattr(self, case, None)
+        if fn is None:
+            raise Unavailable(f"{self.name} has no implementation of {case}")
+        return fn()
+
+    def sync(self):
+        pass
+
+
+# ---------------------------------------------------------------------------
+class NumpyFloor(Framework):
+    name = "numpy"
+
+    def _w1(self, case):
+        a, b = C.w1_inputs(case)
+        if "exp" in case:
+            return (lambda: np.exp(a)), np.exp(a)
+        return (lambda: a + b), a + b
+
+    def w1_add_1(self):
+        return self._w1("w1_add_1")
+
+    def w1_add_1000(self):
+        return self._w1("w1_add_1000")
+
+    def w1_add_1000x1000(self):
+        return self._w1("w1_add_1000x1000")
+
+    def w1_exp_1(self):
+        return self._w1("w1_exp_1")
+
+    def w2_chain100(self):
+        x, c = C.chain_inputs()
+        return (lambda: C.numpy_chain(x, c)), C.numpy_chain(x, c)
+
+    def w3_mlp_step(self):
+        x, y, ws, bs = C.mlp_inputs()
+        loss = C.numpy_mlp_step(x, y, [w.copy() for w in ws], [b.copy() for b in bs])
+        return (lambda: C.numpy_mlp_step(x, y, ws, bs)), np.float32(loss)
+
+    def w4_graph50(self):
+        x = C.graph50_input()
+        return (lambda: C.numpy_graph50(x)), C.numpy_graph50(x)
+
+    def w5_csr_dot(self):
+        a, d = C.csr_inputs()
+        return (lambda: a @ d), a @ d
+
+    def w5_csr_dot_t(self):
+        a, d = C.csr_inputs()
+        return (lambda: a.T @ d), a.T @ d
+
+
+# ---------------------------------------------------------------------------
+class Gpunda(Framework):
+    name = "gpunda"
+
+    def __init__(self, device="cpu"):
+        import gpunda as mx
+        self.mx = mx
+        self.device = device
+        self.ctx = mx.gpu(0) if device == "gpu" else mx.cpu(0)
+
+    def sync(self):
+        self.mx.nd.waitall()
+
+    def _arr(self, x):
+        return self.mx.nd.array(x, ctx=self.ctx, dtype=x.dtype)
+
+    def _w1(self, case):
+        nd = self.mx.nd
+        a, b = (self._arr(v) for v in C.w1_inputs(case))
+        if "exp" in case:
+            return (lambda: nd.exp(a)), nd.exp(a).asnumpy()
+        return (lambda: a + b), (a + b).asnumpy()
+
+    def w1_add_1(self):
+        return self._w1("w1_add_1")
+
+    def w1_add_1000(self):
+        return self._w1("w1_add_1000")
+
+    def w1_add_1000x1000(self):
+        return self._w1("w1_add_1000x1000")
+
+    def w1_exp_1(self):
+        return self._w1("w1_exp_1")
+
+    def w2_chain100(self):
+        mx, nd = self.mx, self.mx.nd
+        x0, c0 = C.chain_inputs()
+        x, c = self._arr(x0), self._arr(c0)
+        x.attach_grad()
+
+        def step():
+            with mx.autograd.record():
+                h = x
+                for i in range(100):
+                    k = i % 3
+                    h = h * c if k == 0 else (h + c if k == 1 else nd.tanh(h))
+            h.backward()
+            return x.grad
+        return step, step().asnumpy()
+
+    def _mlp(self, hybrid):
+        mx = self.mx
+        try:
+            gluon = self.mx.gluon
+            net = gluon.nn.HybridSequential()
+            with net.name_scope():
+                net.add(gluon.nn.Dense(512, activation="relu"), gluon.nn.Dense(512, activation="relu"),
+                        gluon.nn.Dense(10))
+        except Exception as e:   # noqa: BLE001 -- report what is missing
+            raise Unavailable(f"gluon not usable: {e}")
+        x0, y0, ws, bs = C.mlp_inputs()
+        net.initialize(ctx=self.ctx)
+        net(self._arr(x0))
+        for layer, w, b in zip(net, ws, bs):
+            layer.weight.set_data(self._arr(w))
+            layer.bias.set_data(self._arr(b))
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        x, y = self._arr(x0), self._arr(y0.astype(np.float32))
+
+        def step():
+            with mx.autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(x0.shape[0])
+            return loss
+        first = step().mean().asnumpy()
+        return step, first.astype(np.float32).reshape(())
+
+    def w3_mlp_step(self):
+        return self._mlp(False)
+
+    def w3_mlp_step_hybrid(self):
+        return self._mlp(True)
+
+    def _graph50_block(self):
+        gluon = self.mx.gluon
+
+        class G(gluon.HybridBlock):
+            def hybrid_forward(self, F, h):
+                for op, s in C.GRAPH50:
+                    if op == "mul":
+                        h = h * s
+                    elif op == "add":
+                        h = h + s
+                    elif op == "tanh":
+                        h = F.tanh(h)
+                    else:
+                        h = F.sin(h)
+                return h
+        return G()
+
+    def w4_graph50(self):
+        x = self._arr(C.graph50_input())
+        nd = self.mx.nd
+
+        def step():
+            h = x
+            for op, s in C.GRAPH50:
+                h = h * s if op == "mul" else h + s if op == "add" else nd.tanh(h) if op == "tanh" \
+                    else nd.sin(h)
+            return h
+        return step, step().asnumpy()
+
+    def w4_graph50_cached(self):
+        mx = self.mx
+        if not hasattr(mx, "CachedOp"):
+            raise Unavailable("CachedOp not available")
+        x = self._arr(C.graph50_input())
+        data = mx.sym.var("data")
+        h = data
+        for op, s in C.GRAPH50:
+            h = h * s if op == "mul" else h + s if op == "add" else mx.sym.tanh(h) if op == "tanh" \
+                else mx.sym.sin(h)
+        cop = mx.CachedOp(h, flags=[("static_alloc", True), ("static_shape", True)])
+        step = lambda: cop(x)  # noqa: E731
+        out = step()
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        return step, out.asnumpy()
+
+    def _csr(self, transpose):
+        nd = self.mx.nd
+        if not hasattr(nd, "sparse"):
+            raise Unavailable("nd.sparse not available")
+        a0, d0 = C.csr_inputs()
+        a = nd.sparse.csr_matrix(a0, ctx=self.ctx)
+        d = self._arr(d0)
+        step = lambda: nd.dot(a, d, transpose_a=transpose)  # noqa: E731
+        r = step()
+        return step, r.asnumpy()
+
+    def w5_csr_dot(self):
+        return self._csr(False)
+
+    def w5_csr_dot_t(self):
+        return self._csr(True)
+
+    def _cnn(self, hybrid):
+        mx = self.mx
+        try:
+            from gpunda import demo
+            net = demo.build_model()
+        except Exception as e:   # noqa: BLE001
+            raise Unavailable(f"demo model not usable: {e}")
+        from gpunda import gluon
+        x0, y0 = C.cnn_inputs()
+        net.initialize(mx.init.Xavier(), ctx=self.ctx)
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
+        x, y = self._arr(x0), self._arr(y0.astype(np.float32))
+
+        def step():
+            with mx.autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(x0.shape[0])
+            return loss
+        step()
+        self.sync()
+        return step, None
+
+    def w7_cnn_step(self):
+        return self._cnn(False)
+
+    def w7_cnn_step_hybrid(self):
+        return self._cnn(True)
+
+
+# ---------------------------------------------------------------------------
+class Torch(Framework):
+    name = "torch"
+
+    def __init__(self, device="cpu", threads=1):
+        import torch
+        self.torch = torch
+        torch.set_num_threads(threads)
+        self.device = device
+        self.dev = torch.device("cuda" if device == "gpu" else "cpu")
+
+    def sync(self):
+        if self.device == "gpu":
+            self.torch.cuda.synchronize()
+
+    def _t(self, x):
+        return self.torch.from_numpy(np.ascontiguousarray(x)).to(self.dev)
+
+    def _w1(self, case):
+        a, b = (self._t(v) for v in C.w1_inputs(case))
+        if "exp" in case:
+            return (lambda: self.torch.exp(a)), self.torch.exp(a).cpu().numpy()
+        return (lambda: a + b), (a + b).cpu().numpy()
+
+    def w1_add_1(self):
+        return self._w1("w1_add_1")
+
+    def w1_add_1000(self):
+        return self._w1("w1_add_1000")
+
+    def w1_add_1000x1000(self):
+        return self._w1("w1_add_1000x1000")
+
+    def w1_exp_1(self):
+        return self._w1("w1_exp_1")
+
+    def w2_chain100(self):
+        torch = self.torch
+        x0, c0 = C.chain_inputs()
+        c = self._t(c0)
+
+        def step():
+            x = self._t(x0).requires_grad_(True)
+            h = x
+            for i in range(100):
+                k = i % 3
+                h = h * c if k == 0 else (h + c if k == 1 else torch.tanh(h))
+            h.backward(torch.ones_like(h))
+            return x.grad
+        return step, step().cpu().numpy()
+
+    def _mlp_model(self):
+        torch = self.torch
+        x0, y0, ws, bs = C.mlp_inputs()
+        net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                  torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(self.dev)
+        with torch.no_grad():
+            for lin, w, b in zip([net[0], net[2], net[4]], ws, bs):
+                lin.weight.copy_(self._t(w))
+                lin.bias.copy_(self._t(b))
+        return net, self._t(x0), self._t(y0.astype(np.int64))
+
+    def _mlp(self, compiled):
+        torch = self.torch
+        net, x, y = self._mlp_model()
+        if compiled:
+            try:
+                net = torch.compile(net)
+            except Exception as e:   # noqa: BLE001
+                raise Unavailable(f"torch.compile: {e}")
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        lossf = torch.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        try:
+            first = step()
+        except Exception as e:   # noqa: BLE001 -- torch.compile needs a compiler toolchain
+            raise Unavailable(f"{type(e).__name__}: {str(e)[:120]}")
+        return step, np.float32(first.item())
+
+    def w3_mlp_step(self):
+        return self._mlp(False)
+
+    def w3_mlp_step_hybrid(self):
+        return self._mlp(True)
+
+    def w4_graph50(self):
+        torch = self.torch
+        x = self._t(C.graph50_input())
+
+        def step():
+            h = x
+            for op, s in C.GRAPH50:
+                h = h * s if op == "mul" else h + s if op == "add" else torch.tanh(h) if op == "tanh" \
+                    else torch.sin(h)
+            return h
+        return step, step().cpu().numpy()
+
+    def _csr(self, transpose):
+        torch = self.torch
+        a0, d0 = C.csr_inputs()
+        a = a0.T.tocsr() if transpose else a0
+        t = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)),
+                                    torch.from_numpy(a.indices.astype(np.int64)),
+                                    torch.from_numpy(a.data), size=a.shape).to(self.dev)
+        d = self._t(d0)
+        step = lambda: t @ d  # noqa: E731
+        return step, step().cpu().numpy()
+
+    def w5_csr_dot(self):
+        return self._csr(False)
+
+    def w5_csr_dot_t(self):
+        # torch has no transposed CSR product: the transpose is made once, outside the timing
+        return self._csr(True)
+
+    def w7_cnn_step(self):
+        torch = self.torch
+        nn = torch.nn
+        net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                            nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32),
+                            nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 4, 10)).to(self.dev)
+        x0, y0 = C.cnn_inputs()
+        x, y = self._t(x0), self._t(y0.astype(np.int64))
+        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+        lossf = nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        step()
+        return step, None
+
+
+# ---------------------------------------------------------------------------
+class MXNet(Framework):
+    name = "mxnet"
+
+    def __init__(self, device="cpu"):
+        import mxnet as mx
+        if device == "gpu":
+            raise Unavailable("MXNet has no GPU build here")
+        self.mx = mx
+
+    def sync(self):
+        self.mx.nd.waitall()
+
+    def _arr(self, x):
+        return self.mx.nd.array(x, dtype=x.dtype)
+
+    def _w1(self, case):
+        nd = self.mx.nd
+        a, b = (self._arr(v) for v in C.w1_inputs(case))
+        if "exp" in case:
+            return (lambda: nd.exp(a)), nd.exp(a).asnumpy()
+        return (lambda: a + b), (a + b).asnumpy()
+
+    def w1_add_1(self):
+        return self._w1("w1_add_1")
+
+    def w1_add_1000(self):
+        return self._w1("w1_add_1000")
+
+    def w1_add_1000x1000(self):
+        return self._w1("w1_add_1000x1000")
+
+    def w1_exp_1(self):
+        return self._w1("w1_exp_1")
+
+    w2_chain100 = Gpunda.w2_chain100
+    _mlp = Gpunda._mlp
+    w3_mlp_step = Gpunda.w3_mlp_step
+    w3_mlp_step_hybrid = Gpunda.w3_mlp_step_hybrid
+    w4_graph50 = Gpunda.w4_graph50
+    _graph50_block = Gpunda._graph50_block
+
+    @property
+    def ctx(self):
+        return self.mx.cpu()
+
+    def w4_graph50_cached(self):
+        net = self._graph50_block()
+        net.hybridize(static_alloc=True, static_shape=True)
+        x = self._arr(C.graph50_input())
+        step = lambda: net(x)  # noqa: E731
+        return step, step().asnumpy()
+
+    def _csr(self, transpose):
+        nd = self.mx.nd
+        a0, d0 = C.csr_inputs()
+        a = nd.sparse.csr_matrix((a0.data, a0.indices, a0.indptr), shape=a0.shape)
+        d = self._arr(d0)
+        step = lambda: nd.dot(a, d, transpose_a=transpose)  # noqa: E731
+        r = step()
+        return step, r.tostype("default").asnumpy()
+
+    def w5_csr_dot(self):
+        return self._csr(False)
+
+    def w5_csr_dot_t(self):
+        return self._csr(True)
+
+    def _cnn(self, hybrid):
+        mx = self.mx
+        from mxnet import gluon
+        net = gluon.nn.HybridSequential()
+        with net.name_scope():
+            for ch in (16, 32):
+                net.add(gluon.nn.Conv2D(ch, 3, padding=1), gluon.nn.BatchNorm(),
+                        gluon.nn.Activation("relu"), gluon.nn.MaxPool2D(2))
+            net.add(gluon.nn.Dense(10))
+        net.initialize(mx.init.Xavier())
+        if hybrid:
+            net.hybridize(static_alloc=True, static_shape=True)
+        x0, y0 = C.cnn_inputs()
+        x, y = self._arr(x0), self._arr(y0.astype(np.float32))
+        lossf = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
+
+        def step():
+            with mx.autograd.record():
+                loss = lossf(net(x), y)
+            loss.backward()
+            trainer.step(x0.shape[0])
+            return loss
+        step()
+        mx.nd.waitall()
+        return step, None
+
+    def w7_cnn_step(self):
+        return self._cnn(False)
+
+    def w7_cnn_step_hybrid(self):
+        return self._cnn(True)
+
+
+# ---------------------------------------------------------------------------
+class Chainer(Framework):
+    name = "chainer"
+
+    def __init__(self, device="cpu"):
+        import chainer
+        if device == "gpu":
+            raise Unavailable("chainer's GPU path needs cupy in its own venv; not set up")
+        self.chainer = chainer
+
+    def _w1(self, case):
+        F = self.chainer.functions
+        a, b = C.w1_inputs(case)
+        va, vb = self.chainer.Variable(a), self.chainer.Variable(b)
+        if "exp" in case:
+            return (lambda: F.exp(va)), F.exp(va).array
+        return (lambda: va + vb), (va + vb).array
+
+    def w1_add_1(self):
+        return self._w1("w1_add_1")
+
+    def w1_add_1000(self):
+        return self._w1("w1_add_1000")
+
+    def w1_add_1000x1000(self):
+        return self._w1("w1_add_1000x1000")
+
+    def w1_exp_1(self):
+        return self._w1("w1_exp_1")
+
+    def w2_chain100(self):
+        ch = self.chainer
+        F = ch.functions
+        x0, c0 = C.chain_inputs()
+        c = ch.Variable(c0)
+
+        def step():
+            x = ch.Variable(x0.copy())
+            h = x
+            for i in range(100):
+                k = i % 3
+                h = h * c if k == 0 else (h + c if k == 1 else F.tanh(h))
+            h.grad = np.ones_like(h.array)
+            h.backward()
+            return x.grad
+        return step, step()
+
+    def w3_mlp_step(self):
+        ch = self.chainer
+        L, F = ch.links, ch.functions
+        x0, y0, ws, bs = C.mlp_inputs()
+        model = ch.Sequential(L.Linear(784, 512), F.relu, L.Linear(512, 512), F.relu, L.Linear(512, 10))
+        for lin, w, b in zip([model[0], model[2], model[4]], ws, bs):
+            lin.W.array[...] = w
+            lin.b.array[...] = b
+        opt = ch.optimizers.SGD(lr=0.1)
+        opt.setup(model)
+        y = y0.astype(np.int32)
+
+        def step():
+            loss = F.softmax_cross_entropy(model(x0), y)
+            model.cleargrads()
+            loss.backward()
+            opt.update()
+            return loss
+        return step, np.float32(step().array)
+
+    def w4_graph50(self):
+        F = self.chainer.functions
+        x = self.chainer.Variable(C.graph50_input())
+
+        def step():
+            h = x
+            for op, s in C.GRAPH50:
+                h = h * s if op == "mul" else h + s if op == "add" else F.tanh(h) if op == "tanh" \
+                    else F.sin(h)
+            return h
+        return step, step().array
+
+
+FRAMEWORKS = {"numpy": NumpyFloor, "gpunda": Gpunda, "torch": Torch, "mxnet": MXNet,
+              "chainer": Chainer}

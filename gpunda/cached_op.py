@@ -1,0 +1,996 @@
+"""CachedOp: a Symbol turned into a plan of op calls (MXNet's ``MXCreateCachedOp``).
+
+A plan lists the graph's op nodes in topological order as *steps* that read
+and write numbered *slots* (slot k < num_inputs is input k in ``list_inputs``
+order). Three ways to run it:
+
+* plain: every step computes on raw backend arrays; a slot is dropped after
+  its last use, so memory behaves like imperative code with less overhead.
+* recorded (under ``autograd.record()``): all slots are kept and the call goes
+  on the tape as ONE node whose rule (``Node.fn``) walks the steps backwards
+  applying each op's gradient rule (see NOTE [CachedOp backward]).
+* static (``static_alloc``): per input signature a memory plan is made once
+  from the first call; see NOTE [Static memory plan].
+* CUDA graphs (``static_alloc`` + ``static_shape`` on a GPU): see NOTE
+  [CUDA graphs].
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from . import autograd as _ag
+from .base import GpundaError
+from .ops.registry import OpDef
+
+__all__ = ["CachedOp"]
+
+_state = _ag._state
+
+_FLAGS = {"static_alloc": "bool", "static_shape": "bool", "inline_limit": "int",
+          "forward_bulk_size": "int", "backward_bulk_size": "int",
+          "data_indices": "list", "param_indices": "list"}
+_MAX_GRAPHS = 4     # graph entries kept per CachedOp (LRU)
+
+
+def _flag_value(key, value, nin):
+    kind = _FLAGS.get(key)
+    if kind is None:
+        raise GpundaError(f"CachedOp: unknown flag {key!r}={value!r}; valid flags: "
+                          f"{', '.join(_FLAGS)}")
+    v = value
+    try:
+        if kind == "bool":
+            if isinstance(v, str):
+                if v.strip() not in ("True", "False", "true", "false", "1", "0"):
+                    raise ValueError
+                return v.strip() in ("True", "true", "1")
+            if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+                return bool(v)
+            raise ValueError
+        if kind == "int":
+            if isinstance(v, str):
+                v = int(v.strip())
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError
+            return int(v)
+        if isinstance(v, str):
+            v = ast.literal_eval(v.strip())
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            v = [v]
+        v = [int(i) if isinstance(i, (int, np.integer)) and not isinstance(i, bool) else None
+             for i in v]
+        if any(i is None or not 0 <= i < nin for i in v):
+            raise ValueError
+        return v
+    except (ValueError, TypeError, SyntaxError):
+        what = {"bool": "a boolean", "int": "a non-negative integer",
+                "list": f"a list of input indices in [0, {nin})"}[kind]
+        raise GpundaError(f"CachedOp: flag {key}={value!r} must be {what}") from None
+
+
+def _parse_flags(flags, nin):
+    if flags is None:
+        flags = ()
+    items = flags.items() if isinstance(flags, dict) else flags
+    out = {"static_alloc": False, "static_shape": False, "inline_limit": 2,
+           "forward_bulk_size": 15, "backward_bulk_size": 15, "data_indices": None,
+           "param_indices": None}
+    for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise GpundaError(f"CachedOp: flags must be (name, value) pairs or a dict, got "
+                              f"{item!r}")
+        k, v = item
+        out[k] = _flag_value(k, v, nin)
+    if out["static_shape"] and not out["static_alloc"]:
+        raise GpundaError("CachedOp: flag static_shape=True requires static_alloc=True")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# element-wise ops that can write into a given buffer (``out=``)
+
+_UNARY_UFUNCS = {n: n for n in (
+    "negative", "square", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2", "log10",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "floor", "ceil", "rint", "trunc", "sign", "degrees", "radians",
+    "reciprocal")}
+_UNARY_UFUNCS["abs"] = "absolute"
+_BINARY_UFUNCS = {}
+for _p, _u in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("div", "true_divide")):
+    _BINARY_UFUNCS["broadcast_" + _p] = _u
+    _BINARY_UFUNCS["elemwise_" + _p] = _u
+_BINARY_UFUNCS.update({"broadcast_maximum": "maximum", "broadcast_minimum": "minimum",
+                       "broadcast_power": "power", "broadcast_hypot": "hypot",
+                       "broadcast_mod": "mod"})
+# scalar ops: (ufunc, scalar goes first)
+_SCALAR_UFUNCS = {"_plus_scalar": ("add", False), "_minus_scalar": ("subtract", False),
+                  "_rminus_scalar": ("subtract", True), "_mul_scalar": ("multiply", False),
+                  "_div_scalar": ("true_divide", False), "_rdiv_scalar": ("true_divide", True),
+                  "_power_scalar": ("power", False), "_rpower_scalar": ("power", True),
+                  "_maximum_scalar": ("maximum", False), "_minimum_scalar": ("minimum", False),
+                  "_hypot_scalar": ("hypot", False), "_mod_scalar": ("mod", False)}
+
+
+def _out_writer(op, p, xp, nin):
+    """``f(ins, out)`` writing ``op``'s single output into ``out``, or None when the op
+    cannot (only float data; callers check dtypes)."""
+    u = op.ufunc
+    if callable(u):
+        return lambda ins, out: u(xp, p, *ins, out=out)
+    if isinstance(u, str):
+        f = getattr(xp, u)
+        return lambda ins, out: f(*ins, out=out)
+    name = op.name
+    if name == "relu" and nin == 1:
+        f = xp.maximum
+        return lambda ins, out: f(ins[0], 0, out=out)
+    if name in _UNARY_UFUNCS and nin == 1:
+        f = getattr(xp, _UNARY_UFUNCS[name])
+        return lambda ins, out: f(ins[0], out=out)
+    if name in _BINARY_UFUNCS and nin == 2:
+        f = getattr(xp, _BINARY_UFUNCS[name])
+        return lambda ins, out: f(ins[0], ins[1], out=out)
+    if name in _SCALAR_UFUNCS and nin == 1:
+        uname, first = _SCALAR_UFUNCS[name]
+        f = getattr(xp, uname)
+        s = p.scalar
+        if first:
+            return lambda ins, out: f(s, ins[0], out=out)
+        return lambda ins, out: f(ins[0], s, out=out)
+    return None
+
+
+# ---------------------------------------------------------------------------
+
+class _Step:
+    __slots__ = ("op", "p", "ins", "outs", "name", "nout", "compute", "wants_ctx", "capturable",
+                 "why_not")
+
+    def __init__(self, node, ins, outs):
+        self.op, self.p, self.ins, self.outs, self.name = node.op, node.p, ins, outs, node.name
+        self.nout = len(outs)
+        self.compute = node.op.compute
+        self.wants_ctx = node.op.wants_ctx
+        op = node.op
+        why = None
+        if op.capture != "ok":
+            why = op.capture
+        elif op.random:
+            why = "random numbers (cuRAND)"
+        elif op.mutates:
+            why = "mutates its inputs"
+        self.capturable = why is None
+        self.why_not = why
+
+
+class _Saved:
+    """What one recorded call keeps for its backward (``Node.p`` of the tape node)."""
+
+    __slots__ = ("cop", "vals", "req", "ctx")
+
+    def __init__(self, cop, vals, req, ctx):
+        self.cop, self.vals, self.req, self.ctx = cop, vals, req, ctx
+
+    def attrs(self):
+        return {}
+
+
+def _no_rule(F, p, ins, outs, ograds):
+    raise GpundaError("CachedOp: internal error: the node's rule is Node.fn")
+
+
+_CACHED_OPDEF = OpDef("_CachedOp", None, inputs=lambda p: (), gradient=_no_rule, save=(),
+                      doc="A CachedOp call on the autograd tape.")
+
+
+class CachedOp:
+    """A Symbol compiled into a reusable plan (MXNet's ``mx.nd.CachedOp``).
+
+    ``CachedOp(sym, flags=())`` with MXNet's flags (static_alloc, static_shape,
+    inline_limit, forward_bulk_size, backward_bulk_size, data_indices,
+    param_indices) as (name, value) pairs or a dict. Call it with NDArrays in
+    ``sym.list_inputs()`` order; it returns one NDArray or a list.
+    """
+
+    def __init__(self, sym, flags=()):
+        from .symbol import Symbol
+        if not isinstance(sym, Symbol):
+            raise GpundaError(f"CachedOp: sym must be a Symbol, got {type(sym).__name__}")
+        self._sym = sym
+        order = sym._topo()
+        inputs = [n for n in order if n.op is None]
+        names = [n.name for n in inputs]
+        seen = set()
+        for nm in names:
+            if nm in seen:
+                raise GpundaError(f"CachedOp: duplicate argument name {nm!r}: two different "
+                                  f"variables share it, so inputs cannot be told apart")
+            seen.add(nm)
+        self._flags = _parse_flags(flags, len(inputs))
+        self._input_names = names
+        self._declared_dtypes = []
+        from .symbol.symbol import _var_dtype
+        for n in inputs:
+            self._declared_dtypes.append(_var_dtype(n, {}))
+        slot = {}
+        for k, n in enumerate(inputs):
+            slot[(id(n), 0)] = k
+        nslots = len(inputs)
+        steps = []
+        for n in order:
+            if n.op is None:
+                continue
+            outs = list(range(nslots, nslots + n.nout))
+            for i, s in enumerate(outs):
+                slot[(id(n), i)] = s
+            nslots += n.nout
+            steps.append(_Step(n, [slot[(id(c), i)] for c, i in n.inputs], outs))
+        self._steps = steps
+        self._nslots = nslots
+        self._nin = len(inputs)
+        self._heads = [slot[(id(n), i)] for n, i in sym._outputs]
+        self.num_inputs = self._nin
+        self.num_outputs = len(self._heads)
+        big = len(steps) + 1
+        last = [-1] * nslots
+        for i, st in enumerate(steps):
+            for s in st.ins:
+                last[s] = i
+        for h in self._heads:
+            last[h] = big
+        self._last_use = last
+        frees = [[] for _ in steps]
+        for s in range(self._nin, nslots):
+            if 0 <= last[s] < big:
+                frees[last[s]].append(s)
+        # outputs nobody reads (hidden outputs) die right after their step
+        for i, st in enumerate(steps):
+            for s in st.outs:
+                if last[s] == -1:
+                    frees[i].append(s)
+        self._frees = frees
+        mutated = set()
+        for st in steps:
+            for k in st.op.mutates:
+                if k < len(st.ins) and st.ins[k] < self._nin:
+                    mutated.add(st.ins[k])
+        self._mutated_inputs = sorted(mutated)
+        self._plans = OrderedDict()       # signature -> _StaticPlan
+        self._first_sig = None
+        self._graphs = OrderedDict()      # graph key -> _GraphEntry
+        self._graph_backend = None        # set by tests to simulate CUDA graphs on CPU
+        self._graph_calls = {}
+        self._freed = False
+        self._stats = {"calls": 0, "captures": 0, "replays": 0, "fallbacks": [],
+                       "segments": 0, "eager_ops": 0, "graph_mode": None}
+        self._graphs_enabled = os.environ.get("GPUNDA_CUDA_GRAPHS", "1").strip() not in (
+            "0", "false", "False", "no")
+
+    # -- introspection ---------------------------------------------------------------
+    @property
+    def symbol(self):
+        return self._sym
+
+    def stats(self):
+        """Counters: calls, captures, replays, fallbacks (reasons), segments and eager ops of
+        the last graph call, and why graphs are off (``graph_mode``)."""
+        s = dict(self._stats)
+        s["fallbacks"] = list(s["fallbacks"])
+        return s
+
+    def memory_plan(self):
+        """Static memory plan of the most recent signature: planned bytes vs the naive sum."""
+        if not self._plans:
+            return {"planned_bytes": 0, "naive_bytes": 0, "buffers": 0, "in_place": 0,
+                    "out_steps": 0, "compute_steps": 0, "signatures": 0}
+        plan = next(reversed(self._plans.values()))
+        d = plan.report()
+        d["signatures"] = len(self._plans)
+        return d
+
+    def free(self):
+        """Release static buffers and captured graphs; the CachedOp cannot be called again."""
+        self._plans.clear()
+        for e in self._graphs.values():
+            e.release()
+        self._graphs.clear()
+        self._freed = True
+
+    # -- calling -------------------------------------------------------------------------
+    def __call__(self, *args, out=None, default_ctx=None):
+        if self._freed:
+            raise GpundaError("CachedOp: this CachedOp was freed (free()); create a new one")
+        from .ndarray.ndarray import NDArray, _new
+        if len(args) == 1 and isinstance(args[0], (list, tuple)) and self._nin != 1:
+            args = tuple(args[0])
+        if len(args) != self._nin:
+            raise GpundaError(f"CachedOp: expects {self._nin} inputs ({', '.join(self._input_names)})"
+                              f" but got {len(args)}")
+        ctx = None
+        sparse = False
+        for k, a in enumerate(args):
+            if not isinstance(a, NDArray):
+                raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) must be an "
+                                  f"NDArray, got {type(a).__name__}")
+            if ctx is None:
+                ctx = a._ctx
+            elif a._ctx != ctx:
+                raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) is on {a._ctx} "
+                                  f"but input 0 ({self._input_names[0]}) is on {ctx}")
+            if a.stype != "default":
+                sparse = True
+            dt = self._declared_dtypes[k]
+            if dt is not None and a._data.dtype != dt:
+                raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) has dtype "
+                                  f"{a._data.dtype.name} but the symbol declares {dt.name}")
+        if ctx is None:
+            from .context import current_context
+            ctx = default_ctx or current_context()
+        if out is not None:
+            outs_list = [out] if isinstance(out, NDArray) else list(out)
+            if len(outs_list) != self.num_outputs:
+                raise GpundaError(f"CachedOp: out= must hold exactly {self.num_outputs} "
+                                  f"NDArray(s), got {len(outs_list)}")
+        self._stats["calls"] += 1
+        if sparse:
+            res = self._run_imperative(args)
+        else:
+            recording = _state.recording and any(a._ag is not None for a in args)
+            xp = ctx.backend.xp
+            arrays = [a._data for a in args]
+            with ctx.backend.device_scope() if xp is not np else contextlib.nullcontext():
+                if recording:
+                    vals = self._run_plain(xp, ctx, arrays, keep=True)
+                    raw = [self._head_value(vals, h, xp) for h in self._heads]
+                else:
+                    raw = self._run_fast(xp, ctx, arrays)
+            res = [_new(r, ctx) for r in raw]
+            for k in self._mutated_inputs:
+                a = args[k]
+                (a._base if a._base is not None else a)._version += 1
+            if recording:
+                self._record(args, res, vals, ctx)
+        if out is not None:
+            for i, (t, r) in enumerate(zip(outs_list, res)):
+                if not isinstance(t, NDArray):
+                    raise GpundaError(f"CachedOp: out[{i}] must be an NDArray")
+                if t.shape != r.shape:
+                    raise GpundaError(f"CachedOp: out[{i}] has shape {t.shape} but output {i} "
+                                      f"has shape {r.shape}")
+            for i, (t, r) in enumerate(zip(outs_list, res)):
+                if r._ag is not None:
+                    _ag.check_writable(t, "CachedOp")
+                t._assign_from(r)
+                if r._ag is not None:
+                    _ag._retarget_output(r._ag[0], i, t)
+            return out
+        return res[0] if self.num_outputs == 1 else res
+
+    def _head_value(self, vals, h, xp):
+        v = vals[h]
+        # an input returned as an output must not alias the caller's array
+        return v.copy() if h < self._nin else v
+
+    def _signature(self, arrays, ctx):
+        return (ctx, _state.training) + tuple((a.shape, a.dtype.str) for a in arrays)
+
+    def _run_fast(self, xp, ctx, arrays):
+        if not self._flags["static_alloc"]:
+            vals = self._run_plain(xp, ctx, arrays, keep=False)
+            return [self._head_value(vals, h, xp) for h in self._heads]
+        sig = self._signature(arrays, ctx)
+        if self._flags["static_shape"]:
+            if self._first_sig is None:
+                self._first_sig = sig
+            elif sig[2:] != self._first_sig[2:]:
+                got = [(a.shape, a.dtype.name) for a in arrays]
+                want = [(s, np.dtype(d).name) for s, d in self._first_sig[2:]]
+                bad = next(k for k, (g, w) in enumerate(zip(got, want)) if g != w)
+                raise GpundaError(
+                    f"CachedOp: static_shape=True but input {bad} ({self._input_names[bad]}) "
+                    f"has shape {got[bad][0]} and dtype {got[bad][1]}; the first call used "
+                    f"{want[bad][0]} and {want[bad][1]}")
+            if self._use_graphs(ctx):
+                return self._run_graph(xp, ctx, arrays, sig)
+        plan = self._plans.get(sig)
+        if plan is None:
+            vals, meta = self._run_instrumented(xp, ctx, arrays)
+            plan = _StaticPlan(self, xp, meta)
+            self._plans[sig] = plan
+            if len(self._plans) > 8:
+                self._plans.popitem(last=False)
+            return [self._head_value(vals, h, xp) for h in self._heads]
+        self._plans.move_to_end(sig)
+        return plan.run(arrays, ctx)
+
+    def _call_step(self, st, xp, ctx, ins):
+        try:
+            if st.wants_ctx:
+                return st.compute(xp, st.p, *ins, ctx=ctx)
+            return st.compute(xp, st.p, *ins)
+        except GpundaError as e:
+            raise GpundaError(f"CachedOp node {st.name!r}: {e}") from None
+        except Exception as e:
+            from .imperative import _op_error
+            err = _op_error(st.op, [_Shape(x) for x in ins], st.p, e)
+            raise GpundaError(f"CachedOp node {st.name!r}: {err}") from e
+
+    def _run_plain(self, xp, ctx, arrays, keep):
+        vals = list(arrays) + [None] * (self._nslots - self._nin)
+        frees = self._frees
+        call = self._call_step
+        for i, st in enumerate(self._steps):
+            r = call(st, xp, ctx, [vals[s] for s in st.ins])
+            if st.nout == 1:
+                vals[st.outs[0]] = r
+            else:
+                for s, x in zip(st.outs, r):
+                    vals[s] = x
+            if not keep:
+                for s in frees[i]:
+                    vals[s] = None
+        return vals
+
+    def _run_instrumented(self, xp, ctx, arrays):
+        """A plain run that also notes each slot's shape, dtype and whether the step's
+        result owns fresh memory (input to the static memory plan)."""
+        vals = list(arrays) + [None] * (self._nslots - self._nin)
+        meta = [None] * self._nslots
+        for k, a in enumerate(arrays):
+            meta[k] = (a.shape, a.dtype, False)
+        for i, st in enumerate(self._steps):
+            r = self._call_step(st, xp, ctx, [vals[s] for s in st.ins])
+            rs = [r] if st.nout == 1 else list(r)
+            live = {id(_root(v)) for v in vals if v is not None}
+            for s, x in zip(st.outs, rs):
+                # fresh memory (possibly a view of a temporary) that nothing else reaches
+                r = _root(x)
+                owned = id(r) not in live
+                meta[s] = (x.shape, x.dtype, owned)
+                vals[s] = x
+                live.add(id(r))
+            for s in self._frees[i]:
+                vals[s] = None
+        return vals, meta
+
+    def _run_imperative(self, args):
+        """Sparse inputs: run each step through the dispatcher (storage fallback and all)."""
+        from .imperative import invoke_parsed
+        vals = list(args) + [None] * (self._nslots - self._nin)
+        for st in self._steps:
+            r = invoke_parsed(st.op, tuple(vals[s] for s in st.ins), st.p)
+            rs = [r] if not isinstance(r, list) else r
+            for s, x in zip(st.outs, rs):
+                vals[s] = x
+        return [vals[h] if h >= self._nin else vals[h].copy() for h in self._heads]
+
+    # -- autograd ------------------------------------------------------------------------
+    def _record(self, args, res, vals, ctx):
+        req = [False] * self._nslots
+        for k, a in enumerate(args):
+            req[k] = a._ag is not None
+        for st in self._steps:
+            if any(req[s] for s in st.ins) and not st.op.nondiff:
+                for s in st.outs:
+                    req[s] = True
+        saved = _Saved(self, vals, req, ctx)
+        _ag.record_node(_CACHED_OPDEF, saved, args, res, rule=_cached_backward,
+                        save_inputs=True)
+
+    # -- CUDA graphs -------------------------------------------------------------------
+    def _use_graphs(self, ctx):
+        gb = self._graph_backend
+        if gb is None:
+            if ctx.device_type != "gpu":
+                self._stats["graph_mode"] = "off: not a GPU context"
+                return False
+            if not getattr(ctx.backend, "supports_graphs", False):
+                self._stats["graph_mode"] = "off: the GPU backend cannot capture graphs"
+                return False
+        if not self._graphs_enabled:
+            self._stats["graph_mode"] = "off: GPUNDA_CUDA_GRAPHS=0"
+            return False
+        return True
+
+    def _direct_inputs(self):
+        # read in place by the graph (not copied in): params, and inputs ops mutate
+        return sorted(set(self._flags["param_indices"] or []) | set(self._mutated_inputs))
+
+    def _graph_key(self, arrays, sig, gb):
+        return sig + tuple(gb.ptr(arrays[k]) for k in self._direct_inputs())
+
+    def _run_graph(self, xp, ctx, arrays, sig):
+        gb = self._graph_backend or _CupyGraphs(ctx)
+        self._graph_backend = gb
+        key = self._graph_key(arrays, sig, gb)
+        n = self._graph_calls.get(key, 0)
+        self._graph_calls[key] = n + 1
+        entry = self._graphs.get(key)
+        if entry is None:
+            if n == 0:
+                # warm-up: an eager run compiles kernels and creates library handles
+                self._stats["graph_mode"] = "warm-up"
+                vals = self._run_plain(xp, ctx, arrays, keep=False)
+                return [self._head_value(vals, h, xp) for h in self._heads]
+            entry = _GraphEntry(self, gb, xp, ctx, arrays)
+            self._graphs[key] = entry
+            if len(self._graphs) > _MAX_GRAPHS:
+                self._graphs.popitem(last=False)[1].release()
+            return entry.run(arrays, capture=True)
+        self._graphs.move_to_end(key)
+        return entry.run(arrays, capture=False)
+
+
+def _root(x):
+    while getattr(x, "base", None) is not None:
+        x = x.base
+    return x
+
+
+class _Shape:
+    """Stand-in with shape/dtype for error messages about raw arrays."""
+
+    def __init__(self, x):
+        self.shape, self.dtype = getattr(x, "shape", ()), getattr(x, "dtype", np.dtype("float32"))
+
+
+# NOTE [CachedOp backward]
+# The recorded call keeps every slot value of its forward run (``_Saved``).
+# A plain backward (F = raw namespace) walks the steps in reverse and applies
+# each op's gradient rule to those raw values: the same rules, in the same
+# order, as an imperative backward over the same ops, so gradients agree.
+# With create_graph=True (F = nd) the steps are re-recorded on the tape over
+# the saved values, with no recomputation (so Dropout keeps its mask and
+# BatchNorm does not update its moving stats twice), and the rules run on
+# those recorded NDArrays: the gradient is itself differentiable.
+
+def _cached_backward(F, p, ins, outs, ograds):
+    cop, vals, req, ctx = p.cop, p.vals, p.req, p.ctx
+    from . import ndarray as nd
+    create = F is nd
+    steps = cop._steps
+    if create:
+        vals = _rerecord(cop, vals, ins, ctx)
+    g = [None] * cop._nslots
+    for h, og in zip(cop._heads, ograds):
+        if og is not None:
+            g[h] = og if g[h] is None else g[h] + og
+    xp = ctx.backend.xp
+    for st in reversed(steps):
+        ogs = [g[s] for s in st.outs]
+        if all(x is None for x in ogs) or not any(req[s] for s in st.ins):
+            continue
+        op = st.op
+        if op.nondiff:
+            continue
+        if op.gradient is None:
+            raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}) has no gradient "
+                              f"rule; it cannot be differentiated")
+        o_vals = [vals[s] for s in st.outs]
+        if any(x is None for x in ogs):
+            ogs = [x if x is not None else (nd.zeros_like(v) if create else xp.zeros_like(v))
+                   for x, v in zip(ogs, o_vals)]
+        save = op.save
+        i_vals = [vals[s] for s in st.ins] if "inputs" in save else None
+        try:
+            grads = op.gradient(F, st.p, i_vals, o_vals if "outputs" in save else None, ogs)
+        except GpundaError:
+            raise
+        except Exception as e:
+            raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
+                              f"failed: {e}") from e
+        for s, gr in zip(st.ins, grads):
+            if gr is None or not req[s]:
+                continue
+            g[s] = gr if g[s] is None else g[s] + gr
+    return [g[k] if req[k] else None for k in range(cop._nin)]
+
+
+def _rerecord(cop, vals, ins, ctx):
+    """Recorded NDArrays for every slot: the steps put on the tape over the saved values."""
+    from .ndarray.ndarray import _new
+    nd_vals = list(ins) + [None] * (cop._nslots - cop._nin)
+    for st in cop._steps:
+        inputs = tuple(nd_vals[s] for s in st.ins)
+        outs = [_new(vals[s], ctx) for s in st.outs]
+        if _state.recording and not st.op.nondiff:
+            _ag._record(st.op, st.p, inputs, outs)
+        for s, o in zip(st.outs, outs):
+            nd_vals[s] = o
+    return nd_vals
+
+
+# NOTE [Static memory plan]
+# Made once per input signature from an instrumented first call, which gives
+# every slot's shape and dtype and whether a step's result owns fresh memory.
+# Element-wise float steps (the ufunc table above, or OpDef.ufunc) write with
+# ``out=``: in place into an input that dies at that step and whose storage
+# nothing else references, else into a persistent buffer taken from a free
+# list (buffers are recycled once every slot using them is dead). Other
+# steps keep computing fresh results: copying them into a planned buffer
+# costs an extra pass over the data and, measured on NumPy (bench/bench_cachedop.py),
+# is slower than letting the allocator recycle the block; their results then
+# serve as in-place targets for later element-wise steps, which is what keeps
+# the peak at or below imperative execution. Graph outputs are fresh arrays
+# every call (a caller may keep them); an output that views a persistent
+# buffer is copied.
+
+class _StaticPlan:
+    def __init__(self, cop, xp, meta):
+        self.cop = cop
+        steps = cop._steps
+        last = cop._last_use
+        heads = set(cop._heads)
+        nin = cop._nin
+        stor = [frozenset()] * cop._nslots
+        refc = {}
+        for k in range(nin):
+            stor[k] = frozenset([("in", k)])
+        free = []           # (nbytes, buffer id)
+        buf_sizes = []
+        self.targets = [None] * len(steps)   # per step: None | ("fresh",) | ("buf", bid) | ("alias", slot)
+        self.writers = [None] * len(steps)
+        self.views = {}
+        donor = 0
+        naive = 0
+        n_inplace = 0
+        for i, st in enumerate(steps):
+            o = st.outs[0]
+            shp, dt, owned = meta[o]
+            for s in st.outs:
+                naive += int(np.prod(meta[s][0], dtype=np.int64)) * meta[s][1].itemsize
+            w = None
+            if st.nout == 1 and dt.kind == "f" and all(meta[s][1] == dt for s in st.ins):
+                w = _out_writer(st.op, st.p, xp, len(st.ins))
+            if w is not None:
+                if o in heads:
+                    tgt = ("fresh",)
+                    stor[o] = frozenset([("out", o)])
+                else:
+                    tgt = None
+                    for s in st.ins:
+                        if s < nin or s in heads or last[s] != i or meta[s][:2] != (shp, dt):
+                            continue
+                        if len(stor[s]) == 1:
+                            sid = next(iter(stor[s]))
+                            if sid[0] in ("buf", "donor") and refc.get(sid, 0) == 1:
+                                tgt = ("alias", s)
+                                stor[o] = stor[s]
+                                n_inplace += 1
+                                break
+                    if tgt is None:
+                        need = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
+                        cands = [f for f in free if f[0] >= need]
+                        if cands:
+                            best = min(cands)
+                            free.remove(best)
+                            bid = best[1]
+                        else:
+                            bid = len(buf_sizes)
+                            buf_sizes.append(need)
+                        tgt = ("buf", bid)
+                        stor[o] = frozenset([("buf", bid)])
+                        self.views[o] = (bid, shp, dt)
+                self.targets[i] = tgt
+                self.writers[i] = w
+            else:
+                for s in st.outs:
+                    if meta[s][2]:
+                        donor += 1
+                        stor[s] = frozenset([("donor", donor)])
+                    else:
+                        # a view (or the input itself): keeps the inputs' storage alive
+                        u = set()
+                        for x in st.ins:
+                            u |= stor[x]
+                        stor[s] = frozenset(u)
+            for s in st.outs:
+                for sid in stor[s]:
+                    refc[sid] = refc.get(sid, 0) + 1
+            dying = list(cop._frees[i])
+            for s in dying:
+                for sid in stor[s]:
+                    refc[sid] -= 1
+                    if refc[sid] == 0 and sid[0] == "buf":
+                        free.append((buf_sizes[sid[1]], sid[1]))
+        self.buffers = [xp.empty(n, dtype=np.uint8) for n in buf_sizes]
+        self.view_arrays = {}
+        for o, (bid, shp, dt) in self.views.items():
+            nbytes = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
+            self.view_arrays[o] = self.buffers[bid][:nbytes].view(dt).reshape(shp)
+        self.copy_heads = [h < nin or any(sid[0] == "buf" for sid in stor[h]) for h in cop._heads]
+        self.meta = meta
+        self.xp = xp
+        self.naive = naive
+        self.n_inplace = n_inplace
+        self._compile()
+
+    def _compile(self):
+        """One closure per step, bound to its slots, so a call is a flat loop."""
+        cop = self.cop
+        xp = self.xp
+        fns = []
+        for i, st in enumerate(cop._steps):
+            w, tgt = self.writers[i], self.targets[i]
+            ins = tuple(st.ins)
+            o = st.outs[0]
+            if w is not None:
+                kind = tgt[0]
+                if kind == "buf":
+                    fns.append(_buf_step(w, ins, o, self.view_arrays[o]))
+                elif kind == "alias":
+                    fns.append(_alias_step(w, ins, o, tgt[1]))
+                else:
+                    shp, dt = self.meta[o][:2]
+                    fns.append(_fresh_step(w, ins, o, shp, dt, xp))
+            else:
+                fns.append(_compute_step(cop, st, xp))
+        self.fns = list(zip(fns, cop._frees))
+
+    def report(self):
+        planned = sum(int(b.nbytes) for b in self.buffers)
+        return {"planned_bytes": planned, "naive_bytes": int(self.naive),
+                "buffers": len(self.buffers), "in_place": self.n_inplace,
+                "out_steps": sum(w is not None for w in self.writers),
+                "compute_steps": sum(w is None for w in self.writers)}
+
+    def run(self, arrays, ctx):
+        cop = self.cop
+        vals = list(arrays) + [None] * (cop._nslots - cop._nin)
+        for f, fr in self.fns:
+            f(vals, ctx)
+            for s in fr:
+                vals[s] = None
+        return [vals[h].copy() if c else vals[h] for h, c in zip(cop._heads, self.copy_heads)]
+
+
+def _buf_step(w, ins, o, view):
+    if len(ins) == 1:
+        a, = ins
+
+        def f(vals, ctx):
+            w((vals[a],), view)
+            vals[o] = view
+    else:
+        def f(vals, ctx):
+            w([vals[s] for s in ins], view)
+            vals[o] = view
+    return f
+
+
+def _alias_step(w, ins, o, src):
+    def f(vals, ctx):
+        t = vals[src]
+        w([vals[s] for s in ins], t)
+        vals[o] = t
+    return f
+
+
+def _fresh_step(w, ins, o, shp, dt, xp):
+    empty = xp.empty
+
+    def f(vals, ctx):
+        t = empty(shp, dt)
+        w([vals[s] for s in ins], t)
+        vals[o] = t
+    return f
+
+
+def _compute_step(cop, st, xp):
+    call = cop._call_step
+    ins = st.ins
+    outs = st.outs
+    if st.nout == 1:
+        o = outs[0]
+
+        def f(vals, ctx):
+            vals[o] = call(st, xp, ctx, [vals[s] for s in ins])
+    else:
+        def f(vals, ctx):
+            r = call(st, xp, ctx, [vals[s] for s in ins])
+            for s, x in zip(outs, r):
+                vals[s] = x
+    return f
+
+
+# NOTE [CUDA graphs]
+# With static_alloc + static_shape on a GPU, a signature's first call runs
+# eagerly (warm-up: kernel compilation, library handles), the second call
+# captures and later calls replay. The plan is cut into *pieces*: maximal runs
+# of capture-safe steps (OpDef.capture == "ok", not random, not mutating an
+# input) become captured segments; every other step runs eagerly between them
+# (cuBLAS/cuRAND/cuSPARSE calls raise inside a CuPy capture). Values crossing
+# a piece boundary live in fixed arrays allocated from a private
+# cupy.cuda.MemoryPool, so their addresses stay valid for the graph's life;
+# segments write them with a captured copy, eager steps with an eager copy.
+# Data inputs are copied into fixed arrays before each replay; inputs listed in
+# param_indices are read in place and their addresses are part of the graph
+# key (a new address means a new capture). A segment whose capture raises is
+# rerun eagerly (nothing ran during the failed capture) and stays eager; the
+# reason is kept in stats()["fallbacks"]. Captures happen on a private
+# non-blocking stream that waits for, and is waited on by, the caller's stream.
+# Not done: a capture-safe GEMM (cuBLAS with a preset workspace or a CuPy
+# matmul kernel), so dot/FullyConnected/Convolution-as-GEMM remain eager steps.
+
+class _CupyGraphs:
+    """CUDA-graph primitives over CuPy (GPU only)."""
+
+    def __init__(self, ctx):
+        import cupy
+        self.cp = cupy
+        with ctx.backend.device_scope():
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+
+    def new_pool(self):
+        return self.cp.cuda.MemoryPool()
+
+    def alloc_scope(self, pool):
+        return self.cp.cuda.using_allocator(pool.malloc)
+
+    @contextlib.contextmanager
+    def on_stream(self):
+        prev = self.cp.cuda.get_current_stream()
+        self.stream.wait_event(prev.record())
+        with self.stream:
+            yield
+        prev.wait_event(self.stream.record())
+
+    def capture(self, fn):
+        s = self.stream
+        s.begin_capture()
+        graph = None
+        try:
+            fn()
+        finally:
+            try:
+                graph = s.end_capture()
+            except Exception:
+                if graph is None:
+                    try:
+                        if s.is_capturing():
+                            s.end_capture()
+                    except Exception:
+                        pass
+                raise
+        return graph
+
+    def launch(self, graph):
+        graph.launch(self.stream)
+
+    def ptr(self, a):
+        return a.data.ptr
+
+
+class _GraphEntry:
+    """Captured segments, fixed arrays and private pool for one graph key."""
+
+    def __init__(self, cop, gb, xp, ctx, arrays):
+        self.cop, self.gb, self.xp, self.ctx = cop, gb, xp, ctx
+        steps = cop._steps
+        nin = cop._nin
+        pieces = []
+        cur = None
+        for i, st in enumerate(steps):
+            if st.capturable:
+                if cur is None:
+                    cur = ["seg", []]
+                    pieces.append(cur)
+                cur[1].append(i)
+            else:
+                cur = None
+                pieces.append(["eager", [i]])
+        producer = {}
+        for pi, (_, idxs) in enumerate(pieces):
+            for i in idxs:
+                for s in steps[i].outs:
+                    producer[s] = pi
+        boundary = set(cop._heads)
+        for pi, (_, idxs) in enumerate(pieces):
+            for i in idxs:
+                for s in steps[i].ins:
+                    if s >= nin and producer[s] != pi:
+                        boundary.add(s)
+        self.pieces = pieces
+        self.boundary = boundary
+        direct = set(cop._direct_inputs())
+        self.data_inputs = [k for k in range(nin) if k not in direct]
+        self.pool = gb.new_pool()
+        self.graphs = {}
+        self.fixed = {}
+        self.static_in = {}
+        self.meta = {}
+        self.eager_segments = set()
+
+    def release(self):
+        self.graphs.clear()
+        self.fixed.clear()
+        self.static_in.clear()
+        pool = self.pool
+        self.pool = None
+        if pool is not None and hasattr(pool, "free_all_blocks"):
+            pool.free_all_blocks()
+
+    def _run_piece(self, idxs, vals):
+        cop, xp, ctx = self.cop, self.xp, self.ctx
+        steps = cop._steps
+        local = {}
+        get = lambda s: local[s] if s in local else vals[s]  # noqa: E731
+        for i in idxs:
+            st = steps[i]
+            r = cop._call_step(st, xp, ctx, [get(s) for s in st.ins])
+            rs = [r] if st.nout == 1 else list(r)
+            for s, x in zip(st.outs, rs):
+                local[s] = x
+        for s, x in local.items():
+            if s in self.boundary:
+                xp.copyto(self.fixed[s], x)
+
+    def run(self, arrays, capture):
+        cop, gb, xp = self.cop, self.gb, self.xp
+        stats = cop._stats
+        nin = cop._nin
+        with gb.on_stream():
+            if capture:
+                # shapes of boundary values from a plain run (already warm)
+                vals = cop._run_plain(xp, self.ctx, arrays, keep=True)
+                with gb.alloc_scope(self.pool):
+                    for s in self.boundary:
+                        if s >= nin:
+                            self.fixed[s] = xp.empty(vals[s].shape, vals[s].dtype)
+                    for k in self.data_inputs:
+                        self.static_in[k] = xp.empty(arrays[k].shape, arrays[k].dtype)
+                del vals
+            vals = {}
+            for k in range(nin):
+                if k in self.static_in:
+                    xp.copyto(self.static_in[k], arrays[k])
+                    vals[k] = self.static_in[k]
+                else:
+                    vals[k] = arrays[k]
+            vals.update(self.fixed)
+            nseg = neager = 0
+            for pi, (kind, idxs) in enumerate(self.pieces):
+                if kind == "eager" or pi in self.eager_segments:
+                    self._run_piece(idxs, vals)
+                    neager += len(idxs)
+                    continue
+                if capture:
+                    try:
+                        with gb.alloc_scope(self.pool):
+                            g = gb.capture(lambda idxs=idxs: self._run_piece(idxs, vals))
+                    except Exception as e:
+                        names = ", ".join(cop._steps[i].name for i in idxs[:3])
+                        stats["fallbacks"].append(
+                            f"segment {pi} ({names}{', ...' if len(idxs) > 3 else ''}): capture "
+                            f"failed: {type(e).__name__}: {e}; runs eagerly")
+                        self.eager_segments.add(pi)
+                        self._run_piece(idxs, vals)
+                        neager += len(idxs)
+                        continue
+                    self.graphs[pi] = g
+                    stats["captures"] += 1
+                gb.launch(self.graphs[pi])
+                nseg += 1
+            for pi, (kind, idxs) in enumerate(self.pieces):
+                if kind == "eager":
+                    why = cop._steps[idxs[0]].why_not
+                    msg = f"node {cop._steps[idxs[0]].name!r} ({cop._steps[idxs[0]].op.name}) " \
+                          f"runs eagerly: {why}"
+                    if capture and msg not in stats["fallbacks"]:
+                        stats["fallbacks"].append(msg)
+            if not capture and nseg:
+                stats["replays"] += 1
+            stats["segments"] = nseg
+            stats["eager_ops"] = neager
+            stats["graph_mode"] = "capture" if capture else "replay"
+            res = []
+            for h in cop._heads:
+                v = vals[h]
+                res.append(v.copy())
+        return res

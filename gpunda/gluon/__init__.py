@@ -1,0 +1,9 @@
+"""Gluon (MXNet 1.x): Parameters, Blocks, layers, losses, Trainer and data loading."""
+from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError  # noqa: F401
+from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from . import nn  # noqa: F401
+from . import loss  # noqa: F401
+from .trainer import Trainer  # noqa: F401
+from . import data  # noqa: F401
+from . import utils  # noqa: F401
+from .. import metric  # noqa: F401

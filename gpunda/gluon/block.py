@@ -1,0 +1,745 @@
+"""Gluon blocks (MXNet 1.x): ``Block``, ``HybridBlock``, ``SymbolBlock``.
+
+Naming follows MXNet 1.x: a block created at top level takes the next global
+name for its class (``dense0_``); a block created inside ``with
+parent.name_scope():`` gets the parent's prefix plus a per-parent count
+(``model_dense0_``). Parameter names are the block prefix plus the local name
+(``dense0_weight``).
+
+A hybridized HybridBlock runs through a CachedOp: ``hybrid_forward`` is called
+once with ``F = gpunda.symbol`` on ``symbol.var`` inputs (``data`` or
+``data0, data1, ...``) and the parameters' variables; the resulting Symbol
+becomes a ``CachedOp`` fed with the inputs of ``list_inputs()`` in order (data
+and parameter values). Without a CachedOp in this build, hybridized blocks run
+imperatively.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import threading
+import warnings
+from collections import OrderedDict
+
+from .. import autograd
+from .. import name as _name
+from ..base import GpundaError
+from ..context import Context
+from .parameter import (Parameter, ParameterDict, DeferredInitializationError, _check_names,
+                        _shape_known)
+
+__all__ = ["Block", "HybridBlock", "SymbolBlock"]
+
+
+def _nd():
+    from .. import ndarray
+    return ndarray
+
+
+def _sym():
+    from .. import symbol
+    return symbol
+
+
+def _is_nd(x):
+    global _NDArray
+    if _NDArray is None:
+        from ..ndarray import NDArray as _N
+        _NDArray = _N
+    return isinstance(x, _NDArray)
+
+
+_NDArray = None
+
+
+def _is_sym(x):
+    try:
+        from ..symbol import Symbol
+    except ImportError:
+        return False
+    return isinstance(x, Symbol)
+
+
+class _BlockScope:
+    """The name scope of a Block: hands out child prefixes and shares the parent's params."""
+
+    _current = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old_scope = None
+        self._name_scope = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        """(prefix, ParameterDict) for a new block of kind ``hint``."""
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = _name.current().get(None, hint) + "_"
+            params = ParameterDict(prefix) if params is None else ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = f"{hint}{count}_"
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        if self._block._empty_prefix:
+            return False
+        self._name_scope.__exit__(ptype, value, trace)
+        self._name_scope = None
+        _BlockScope._current.value = self._old_scope
+        return False
+
+
+def _flatten(args, inout_str):
+    """Nested lists of arrays -> (flat list, format) as MXNet's gluon does."""
+    if _is_nd(args):
+        return [args], 0
+    if _is_sym(args):
+        n = len(args.list_outputs())
+        return [args], (n if n > 1 else 0)
+    if args is None:
+        return [None], -1
+    if not isinstance(args, (list, tuple)):
+        raise GpundaError(f"HybridBlock {inout_str} must be (nested) lists of Symbol or "
+                          f"NDArray, but got {args!r} of type {type(args).__name__}")
+    flat, fmts = [], []
+    for a in args:
+        f, fmt = _flatten(a, inout_str)
+        flat.extend(f)
+        fmts.append(fmt)
+    return flat, fmts
+
+
+def _regroup(args, fmt):
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        if fmt == -1:
+            return None, args[1:]
+        return args[:fmt], args[fmt:]
+    ret = []
+    for f in fmt:
+        res, args = _regroup(args, f)
+        ret.append(res)
+    return ret, args
+
+
+def _indent(s, n):
+    lines = s.split("\n")
+    return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
+
+
+class _HookHandle:
+    """Returned by ``register_forward_hook``; ``detach()`` removes the hook."""
+
+    _next = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self._id = _HookHandle._next
+        _HookHandle._next += 1
+
+    def detach(self):
+        self._hooks.pop(self._id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+        return False
+
+
+class _ImperativeOnly(threading.local):
+    depth = 0
+
+
+_imperative_only = _ImperativeOnly()
+
+
+class Block:
+    """Base class of every layer and model (MXNet 1.x ``gluon.Block``).
+
+    Subclasses create children and parameters inside ``with self.name_scope():``
+    and define ``forward``. Assigning a Block or Parameter to an attribute
+    registers it.
+    """
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = {}
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __repr__(self):
+        mods = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
+                         for key, block in self._children.items())
+        return f"{type(self).__name__}(\n{mods}\n)"
+
+    def __setattr__(self, name, value):
+        if hasattr(self, name):
+            existing = getattr(self, name)
+            if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+                raise GpundaError(f"Block {self.name}: changing attribute {name!r} from "
+                                  f"{type(existing).__name__} to {type(value).__name__} is "
+                                  f"not allowed")
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if name in self._reg_params and self._reg_params[name] is not value:
+                raise GpundaError(f"Block {self.name}: overriding Parameter attribute {name!r} "
+                                  f"is not allowed; set the values with set_data()")
+            self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _alias(self):
+        return type(self).__name__.lower()
+
+    @property
+    def prefix(self):
+        """Prefix of this block's names (``dense0_``)."""
+        return self._prefix
+
+    @property
+    def name(self):
+        """The block's name (its prefix without the trailing ``_``)."""
+        return self._name
+
+    def name_scope(self):
+        """Scope in which child blocks and symbols get this block's prefix."""
+        return self._scope
+
+    @property
+    def params(self):
+        """This block's own ParameterDict (not the children's: see ``collect_params``)."""
+        return self._params
+
+    def collect_params(self, select=None):
+        """A ParameterDict of this block's and every descendant's parameters.
+
+        ``select`` is a regex the full names must match (``'.*weight|.*bias'``).
+        """
+        ret = ParameterDict(self._params.prefix)
+        if not select:
+            ret.update(self.params)
+        else:
+            pattern = re.compile(select)
+            ret.update({n: p for n, p in self.params.items() if pattern.match(n)})
+        for child in self._children.values():
+            ret.update(child.collect_params(select=select))
+        return ret
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix:
+            prefix += "."
+        ret = {prefix + key: val for key, val in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    def register_child(self, block, name=None):
+        """Register ``block`` as a child (named ``name`` or its index)."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(block, inputs)`` before each forward; returns a handle."""
+        h = _HookHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[h._id] = hook
+        return h
+
+    def register_forward_hook(self, hook):
+        """Call ``hook(block, inputs, outputs)`` after each forward; returns a handle."""
+        h = _HookHandle(self._forward_hooks)
+        self._forward_hooks[h._id] = hook
+        return h
+
+    def apply(self, fn):
+        """Call ``fn(block)`` on every descendant and then on this block."""
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialize every parameter (``init`` defaults to ``Uniform()``)."""
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridize the HybridBlock descendants (a plain Block itself stays imperative)."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Convert every parameter to ``dtype``."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for p in self.params.values():
+            p.cast(dtype)
+
+    def zero_grad(self):
+        """Zero the gradients of every parameter."""
+        self.collect_params().zero_grad()
+
+    def reset_ctx(self, ctx):
+        """Move every parameter to ``ctx``."""
+        self.collect_params().reset_ctx(ctx)
+
+    # -- saving and loading ----------------------------------------------------------
+    def save_parameters(self, filename, deduplicate=False):
+        """Save parameter values keyed by structural names (``0.weight``), MXNet's .params format."""
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            first = {}
+            for k, v in params.items():
+                first.setdefault(id(v), k)
+            params = {k: v for k, v in params.items() if first[id(v)] == k}
+        arg_dict = {key: val._reduce() for key, val in params.items()}
+        _nd().save(filename, arg_dict)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        """Load values saved by ``save_parameters`` (or by ``collect_params().save``).
+
+        Missing names (unless ``allow_missing``) and names the model does not
+        have (unless ``ignore_extra``) raise one error listing all of them.
+        """
+        loaded = _nd().load(filename)
+        if not isinstance(loaded, dict):
+            raise GpundaError(f"Block {self.name}: load_parameters: {filename!r} holds a list "
+                              f"of arrays, not a name -> array dict")
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any("." in k for k in loaded):
+            # a file from collect_params().save(): full names such as dense0_weight
+            self.collect_params().load_dict(loaded, ctx, allow_missing, ignore_extra,
+                                            self.prefix, filename, cast_dtype, dtype_source)
+            return
+        _check_names(list(params), list(loaded), f"file {filename!r}", allow_missing,
+                     ignore_extra)
+        for name, value in loaded.items():
+            if name in params:
+                params[name]._load_init(value, ctx, cast_dtype, dtype_source)
+
+    def save_params(self, filename):
+        """Deprecated MXNet API: save with full names minus this block's prefix."""
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Deprecated MXNet API: ``load_parameters``."""
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    # -- running -----------------------------------------------------------------------
+    def __call__(self, *args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        try:
+            out = self.forward(*args)
+        except GpundaError as e:
+            raise _tagged(e, self) from None
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        """Override to define the computation."""
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def summary(self, *inputs):
+        """Print each layer's output shape and parameter count for one forward of ``inputs``."""
+        rows = []
+
+        def hook(block, _in, out):
+            outs = out if isinstance(out, (list, tuple)) else [out]
+            n = sum(int(_prod(p.shape)) for p in block._reg_params.values() if p.shape)
+            rows.append((f"{type(block).__name__}-{len(rows) + 1}",
+                         ", ".join(str(getattr(o, "shape", "?")) for o in outs), n))
+
+        handles = []
+        self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
+        try:
+            self(*inputs)
+        finally:
+            for h in handles:
+                h.detach()
+        width = max([len(r[0]) for r in rows] + [12])
+        print(f"{'Layer (type)':<{width}}  {'Output Shape':<30}  Param #")
+        for r in rows:
+            print(f"{r[0]:<{width}}  {r[1]:<30}  {r[2]}")
+        total = sum(int(_prod(p.shape)) for p in self.collect_params().values() if p.shape)
+        print(f"Parameters in total: {total}")
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _tagged(e, block):
+    """The error ``e`` with the innermost block that raised it named (once)."""
+    if getattr(e, "_gluon_block", None) is not None:
+        return e
+    new = type(e)(f"Block {block.name} ({type(block).__name__}): {e}")
+    new._gluon_block = block.name
+    new.__cause__ = e.__cause__
+    return new
+
+
+class HybridBlock(Block):
+    """A Block whose computation is ``hybrid_forward(F, x, *args, **params)``.
+
+    ``F`` is ``gpunda.ndarray`` when run imperatively and ``gpunda.symbol`` when
+    the block builds its graph; ``params`` are this block's registered
+    parameters by attribute name. After ``hybridize()`` calls go through a
+    CachedOp.
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._cached_graph = ()
+        self._cached_op = None
+        self._cached_op_args = None
+        self._out_format = None
+        self._in_format = None
+        self._active = False
+        self._flags = []
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def register_child(self, block, name=None):
+        if not isinstance(block, HybridBlock):
+            raise GpundaError(
+                f"HybridBlock {self.name}: children of a HybridBlock must also be HybridBlocks, "
+                f"but {block.name} has type {type(block).__name__}; with Sequential use "
+                f"HybridSequential instead")
+        super().register_child(block, name)
+        self._clear_cached_op()
+
+    def _clear_cached_op(self):
+        self._cached_graph = ()
+        self._cached_op = None
+        self._cached_op_args = None
+
+    def hybridize(self, active=True, static_alloc=False, static_shape=False, inline_limit=2,
+                  forward_bulk_size=None, backward_bulk_size=None, clear=True, **kwargs):
+        """Run through a CachedOp from the next call on (``active=False`` undoes it).
+
+        ``static_alloc``/``static_shape`` go to the CachedOp (buffers kept
+        between calls; on a GPU with both, replay through CUDA graphs).
+        """
+        if kwargs.get("backend") is not None:
+            raise GpundaError(f"HybridBlock {self.name}: hybridize(backend=...) (subgraph "
+                              f"backends) is not supported by gpunda")
+        self._active = bool(active)
+        flags = [("static_alloc", bool(static_alloc)), ("static_shape", bool(static_shape)),
+                 ("inline_limit", inline_limit)]
+        if forward_bulk_size is not None:
+            flags.append(("forward_bulk_size", forward_bulk_size))
+        if backward_bulk_size is not None:
+            flags.append(("backward_bulk_size", backward_bulk_size))
+        self._flags = flags
+        if clear:
+            self._clear_cached_op()
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f"{self.name} is being hybridized while it still has forward hooks; "
+                          f"if it is a child of a HybridBlock they will not run", stacklevel=2)
+        for child in self._children.values():
+            child.hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
+                            inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
+                            backward_bulk_size=backward_bulk_size, clear=clear, **kwargs)
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    # -- graph building -------------------------------------------------------------
+    def _get_graph(self, *args):
+        if not self._cached_graph:
+            sym = _sym()
+            flat, self._in_format = _flatten(args, "input")
+            names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+            inputs = [sym.var(n) if a is not None else None for n, a in zip(names, flat)]
+            grouped = _regroup(inputs, self._in_format)[0]
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            with self.name_scope():
+                out = self.hybrid_forward(sym, *grouped, **params)
+            out, self._out_format = _flatten(out, "output")
+            self._cached_graph = [i for i in inputs if i is not None], sym.Group(out)
+        return self._cached_graph
+
+    def _build_cache(self, *args):
+        from ..cached_op import CachedOp
+        data, out = self._get_graph(*args)
+        data_names = {d.name: i for i, d in enumerate(data)}
+        params = self.collect_params()
+        input_names = out.list_inputs()
+        unknown = [n for n in input_names if n not in params and n not in data_names]
+        if unknown:
+            raise GpundaError(f"HybridBlock {self.name}: the graph has inputs {unknown} that "
+                              f"are neither data ({list(data_names)}) nor parameters of the "
+                              f"block; create parameters with self.params.get() inside "
+                              f"name_scope()")
+        self._cached_op_args = [(True, data_names[n]) if n in data_names else (False, params[n])
+                                for n in input_names]
+        data_indices = [i for i, n in enumerate(input_names) if n in data_names]
+        param_indices = [i for i, n in enumerate(input_names) if n not in data_names]
+        flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
+        self._cached_op = CachedOp(out, flags)
+
+    def _call_cached_op(self, *args):
+        flat, fmt = _flatten(args, "input")
+        if self._cached_op is not None and fmt != self._in_format:
+            raise GpundaError(f"HybridBlock {self.name}: invalid input format {fmt}; the "
+                              f"cached graph was built for {self._in_format}")
+        flat = [a for a in flat if a is not None]
+        ctx = flat[0].context
+        if self._cached_op is None:
+            params = list(self.collect_params().values())
+            if any(p._data is None and p._deferred_init for p in params):
+                self._deferred_infer_shape(*args)
+                for p in params:
+                    p._finish_deferred_init()
+            self._build_cache(*args)
+        cargs = [flat[i] if is_arg else i.data(ctx) for is_arg, i in self._cached_op_args]
+        out = self._cached_op(*cargs)
+        if _is_nd(out):
+            out = [out]
+        return _regroup(list(out), self._out_format)[0]
+
+    def _deferred_infer_shape(self, *args):
+        """Fill the unknown parameter shapes from the inputs ``args``."""
+        hook = getattr(self, "_infer_param_shapes", None)
+        if hook is not None:
+            hook(*args)
+            return
+        own = [p for p in self._reg_params.values() if not _shape_known(p.shape)]
+        if not own and _imperative_only.depth == 0:
+            # run once imperatively in predict mode without recording: every
+            # built-in layer fills its own shapes on the way
+            _imperative_only.depth += 1
+            try:
+                with autograd.pause(train_mode=False):
+                    self.forward(*args)
+            finally:
+                _imperative_only.depth -= 1
+            return
+        try:
+            self.infer_shape(*args)
+        except GpundaError as e:
+            raise GpundaError(f"HybridBlock {self.name}: deferred initialization failed "
+                              f"because shape inference failed: {e}") from None
+
+    def infer_shape(self, *args):
+        """Set parameter shapes by symbolic shape inference from the inputs."""
+        self._infer_attrs("infer_shape", "shape", *args)
+
+    def infer_type(self, *args):
+        """Set parameter dtypes by symbolic type inference from the inputs."""
+        self._infer_attrs("infer_type", "dtype", *args)
+
+    def _infer_attrs(self, infer_fn, attr, *args):
+        inputs, out = self._get_graph(*args)
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        known = {i.name: getattr(j, attr) for i, j in zip(inputs, flat)}
+        arg_attrs, _, aux_attrs = getattr(out, infer_fn)(**known)
+        if arg_attrs is None:
+            raise GpundaError(f"HybridBlock {self.name}: {infer_fn} could not infer the "
+                              f"parameters' {attr} from inputs {known}")
+        sdict = dict(zip(out.list_arguments(), arg_attrs))
+        sdict.update(zip(out.list_auxiliary_states(), aux_attrs))
+        for p in self.collect_params().values():
+            if p.name in sdict:
+                setattr(p, attr, sdict[p.name])
+
+    def forward(self, x, *args):
+        """Run ``hybrid_forward`` on NDArrays (through the CachedOp when hybridized) or Symbols."""
+        if _is_nd(x):
+            ctx = x.context
+            with ctx:
+                if self._active and _imperative_only.depth == 0 and _have_cached_op():
+                    return self._call_cached_op(x, *args)
+                reg = self._reg_params
+                try:
+                    params = {k: v.data(ctx) for k, v in reg.items()}
+                except DeferredInitializationError:
+                    self._deferred_infer_shape(x, *args)
+                    for p in list(self.params.values()) + list(reg.values()):
+                        p._finish_deferred_init()
+                    params = {k: v.data(ctx) for k, v in reg.items()}
+                from .. import ndarray
+                return self.hybrid_forward(ndarray, x, *args, **params)
+        if not _is_sym(x):
+            raise GpundaError(f"HybridBlock {self.name}: the first input must be an NDArray or "
+                              f"a Symbol, got {type(x).__name__}")
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(_sym(), x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """Override to define the computation with ``F`` ops."""
+        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (keys ``arg:``/``aux:``).
+
+        Call after ``hybridize()`` and one forward. Returns the two file names.
+        """
+        if not self._cached_graph:
+            raise GpundaError(f"HybridBlock {self.name}: export: first call hybridize() and "
+                              f"then run forward with this block at least once")
+        sym = self._cached_graph[1]
+        sym_file = f"{path}-symbol.json"
+        sym.save(sym_file)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
+        arg_dict = {}
+        for name, param in self.collect_params().items():
+            if name in arg_names:
+                arg_dict[f"arg:{name}"] = param._reduce()
+            elif name in aux_names:
+                arg_dict[f"aux:{name}"] = param._reduce()
+        params_file = f"{path}-{epoch:04d}.params"
+        _nd().save(params_file, arg_dict)
+        return sym_file, params_file
+
+
+def _have_cached_op():
+    global _HAVE_CACHED_OP
+    if _HAVE_CACHED_OP is None:
+        try:
+            from ..cached_op import CachedOp  # noqa: F401
+            from .. import symbol
+            _HAVE_CACHED_OP = hasattr(symbol, "var") and hasattr(symbol, "Group")
+        except ImportError:
+            _HAVE_CACHED_OP = False
+    return _HAVE_CACHED_OP
+
+
+_HAVE_CACHED_OP = None
+
+
+def _common_prefix(names):
+    if not names:
+        return ""
+    prefix = names[0]
+    for n in names:
+        i = 0
+        while i < len(prefix) and i < len(n) and prefix[i] == n[i]:
+            i += 1
+        prefix = prefix[:i]
+    return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A HybridBlock made from a Symbol: ``outputs`` computed from variables ``inputs``.
+
+    Every other argument and auxiliary state of the graph becomes a Parameter
+    named as in the graph. ``SymbolBlock.imports`` loads an exported model.
+    """
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
+                ignore_extra=False):
+        """Load ``symbol_file`` (+ ``param_file``) as a SymbolBlock with data ``input_names``."""
+        sym = _sym()
+        s = sym.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        if param_file is None:
+            inputs = [sym.var(i, dtype="float32") for i in input_names]
+        else:
+            inputs = [sym.var(i) for i in input_names]
+        ret = SymbolBlock(s, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra,
+                                      cast_dtype=True, dtype_source="saved")
+        return ret
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix="", params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        sym = _sym()
+        if _is_sym(inputs) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        out = sym.Group(out)
+        input_names = set()
+        for s in syms:
+            if len(s.get_internals().list_outputs()) != 1:
+                raise GpundaError(f"SymbolBlock: input symbols must be variables, but {s.name} "
+                                  f"is the output of an operator")
+            input_names.add(s.name)
+        for n in out.list_arguments():
+            if n not in input_names:
+                self.params.get(n, allow_deferred_init=True)
+        for n in out.list_auxiliary_states():
+            if n not in input_names:
+                self.params.get(n, grad_req="null", allow_deferred_init=True)
+        self._cached_graph = syms, out
+        cut = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {k[cut:]: v for k, v in self._params.items()}
+
+    def forward(self, x, *args):
+        if _is_nd(x):
+            with x.context:
+                return self._call_cached_op(x, *args)
+        flat, fmt = _flatten([x] + list(args), "input")
+        if fmt != self._in_format:
+            raise GpundaError(f"SymbolBlock: invalid input format {fmt}; expected "
+                              f"{self._in_format}")
+        ret = copy.copy(self._cached_graph[1])
+        ret._compose(**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
+        return _regroup(list(ret), self._out_format)[0]
+
+    def _clear_cached_op(self):
+        graph = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = graph
+
+    def _deferred_infer_shape(self, *args):
+        try:
+            self.infer_shape(*args)
+        except GpundaError as e:
+            raise GpundaError(f"SymbolBlock: deferred initialization failed because shape "
+                              f"inference failed: {e}") from None
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError

@@ -1,0 +1,5 @@
+"""Gluon data: datasets, samplers and the DataLoader (MXNet 1.x ``gluon.data``)."""
+from .dataset import Dataset, SimpleDataset, ArrayDataset  # noqa: F401
+from .sampler import Sampler, SequentialSampler, RandomSampler, BatchSampler  # noqa: F401
+from .dataloader import DataLoader, default_batchify_fn  # noqa: F401
+from . import vision  # noqa: F401

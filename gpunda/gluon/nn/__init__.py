@@ -1,0 +1,4 @@
+"""Gluon neural-network layers (MXNet 1.x ``gluon.nn``)."""
+from .basic_layers import *  # noqa: F401,F403
+from .conv_layers import *  # noqa: F401,F403
+from ..block import Block, HybridBlock, SymbolBlock  # noqa: F401

@@ -1,0 +1,100 @@
+"""Gluon helpers (MXNet 1.x ``gluon.utils``): split batches over devices, clip gradients."""
+from __future__ import annotations
+
+import hashlib
+import math
+import warnings
+
+import numpy as np
+
+from ..base import GpundaError
+
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download"]
+
+
+def split_data(data, num_slice, batch_axis=0, even_split=True):
+    """Split NDArray ``data`` into ``num_slice`` parts along ``batch_axis``."""
+    from .. import ndarray as nd
+    size = data.shape[batch_axis]
+    if even_split and size % num_slice != 0:
+        raise GpundaError(f"split_data: data with shape {data.shape} cannot be evenly split into "
+                          f"{num_slice} slices along axis {batch_axis}; use a batch size that is "
+                          f"a multiple of {num_slice} or set even_split=False")
+    if size < num_slice:
+        raise GpundaError(f"split_data: too many slices for data with shape {data.shape}; "
+                          f"num_slice={num_slice} and batch_axis={batch_axis}")
+    n_each = size // num_slice
+    step = [n_each + (1 if i < size % num_slice and not even_split else 0)
+            for i in range(num_slice)]
+    bounds = np.concatenate([[0], np.cumsum(step)]).tolist()
+    if num_slice == 1:
+        return [data]
+    if batch_axis == 0:
+        return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
+    return [nd.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
+            for i in range(num_slice)]
+
+
+def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
+    """Split ``data`` (NDArray or NumPy array) along ``batch_axis`` and put part i on ``ctx_list[i]``."""
+    from .. import ndarray as nd
+    from ..context import Context
+    if isinstance(ctx_list, Context):
+        ctx_list = [ctx_list]
+    if not ctx_list:
+        raise GpundaError("split_and_load: ctx_list is empty")
+    if not isinstance(data, nd.NDArray):
+        data = nd.array(data, ctx=ctx_list[0])
+    if len(ctx_list) == 1:
+        return [data.as_in_context(ctx_list[0])]
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [s.as_in_context(c) for s, c in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Scale ``arrays`` in place so that their joint L2 norm is at most ``max_norm``.
+
+    Returns the norm before clipping (a float when ``check_isfinite``, else a
+    1-element NDArray), warning if it is not finite.
+    """
+    from .. import ndarray as nd
+    if not arrays:
+        raise GpundaError("clip_global_norm: arrays is empty")
+    if max_norm <= 0:
+        raise GpundaError(f"clip_global_norm: max_norm={max_norm!r} must be positive")
+    ctx = arrays[0].context
+    total = 0.0
+    for a in arrays:
+        xp = a.context.backend.xp
+        d = a._data.astype(np.float32) if a._data.dtype == np.float16 else a._data
+        total = total + float(xp.sum(d * d))
+    norm = math.sqrt(total)
+    if check_isfinite and not math.isfinite(norm):
+        warnings.warn(UserWarning("nan or inf is detected. Clipping results will be undefined."),
+                      stacklevel=2)
+    scale = max_norm / (norm + 1e-8)
+    if scale < 1.0:
+        for a in arrays:
+            a._data *= scale
+            (a._base or a)._version += 1
+    if check_isfinite:
+        return norm
+    return nd.array([norm], ctx=ctx)
+
+
+def check_sha1(filename, sha1_hash):
+    """Whether the SHA-1 of ``filename`` equals ``sha1_hash``."""
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        while True:
+            data = f.read(1048576)
+            if not data:
+                break
+            sha1.update(data)
+    return sha1.hexdigest() == sha1_hash
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Not available: gpunda does not download files."""
+    raise GpundaError(f"gluon.utils.download({url!r}): gpunda does not download files; fetch it "
+                      f"yourself and pass the local path")

@@ -1,0 +1,433 @@
+"""Key-value stores for data-parallel training (MXNet 1.x's KVStore API).
+
+Types:
+- ``local`` / ``device``: one process; values pushed from several contexts are
+  summed on the store's context.
+- ``dist_sync`` (alias ``dist_sync_device``, ``dist``): processes started with
+  ``mpiexec -n N python train.py``; pushes are summed across ranks with MPI
+  all-reduce through mpi4py (host-staged for GPU arrays unless the MPI is
+  CUDA-aware). Every rank keeps a replica of every value, so an optimizer set
+  with ``set_optimizer`` is applied identically on every rank.
+- ``nccl``: like dist_sync, with the all-reduce done by NCCL through CuPy on
+  GPU arrays; the NCCL communicator is set up over MPI.
+
+Transport is never home-made: MPI (mpi4py) or NCCL (cupy.cuda.nccl) only.
+A collective waits at most ``GPUNDA_KVSTORE_TIMEOUT`` seconds (default 300)
+and then raises, so a rank that died makes the others fail instead of hang.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from .base import GpundaError
+from .context import cpu
+
+__all__ = ["KVStore", "create", "allreduce_", "num_workers", "rank"]
+
+_TYPES = ("local", "device", "local_allreduce_cpu", "local_allreduce_device", "dist_sync",
+          "dist_sync_device", "dist", "dist_async", "nccl", "horovod")
+_DIST = ("dist_sync", "dist_sync_device", "dist", "dist_async", "horovod")
+
+
+def _key(k):
+    if isinstance(k, (int, np.integer)):
+        return int(k)
+    if isinstance(k, str):
+        return k
+    raise GpundaError(f"KVStore: key {k!r} must be an int or a str")
+
+
+def _pairs(key, value, what):
+    """(keys, values) as lists; values may be lists (one per device) per key."""
+    if isinstance(key, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(key):
+            raise GpundaError(f"KVStore.{what}: {len(key)} keys need {len(key)} values")
+        return [_key(k) for k in key], list(value)
+    return [_key(key)], [value]
+
+
+def _as_list(v):
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+class _MPIComm:
+    """mpi4py's COMM_WORLD with time-limited collectives."""
+
+    def __init__(self):
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise GpundaError(
+                "KVStore: distributed types need MPI: pip install mpich mpi4py (or use your "
+                "system's MPI with mpi4py), then launch with: mpiexec -n N python train.py") from None
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.timeout = float(os.environ.get("GPUNDA_KVSTORE_TIMEOUT", "300"))
+        _install_abort_hook(self.comm)
+
+    def _wait(self, req, what):
+        deadline = time.monotonic() + self.timeout
+        delay = 1e-5
+        while not req.Test():
+            if time.monotonic() > deadline:
+                raise GpundaError(
+                    f"KVStore: rank {self.rank}: {what} did not complete within "
+                    f"{self.timeout:.0f} s (GPUNDA_KVSTORE_TIMEOUT); another rank probably failed")
+            time.sleep(delay)
+            delay = min(delay * 2, 1e-3)
+
+    def allreduce(self, buf):
+        out = np.empty_like(buf)
+        self._wait(self.comm.Iallreduce(buf, out, op=self.MPI.SUM), "all-reduce")
+        return out
+
+    def bcast(self, buf, root=0):
+        self._wait(self.comm.Ibcast(buf, root=root), "broadcast")
+        return buf
+
+    def allgather_obj(self, obj):
+        data = pickle.dumps(obj)
+        n = np.array([len(data)], np.int64)
+        sizes = np.empty(self.size, np.int64)
+        self._wait(self.comm.Iallgather(n, sizes), "metadata exchange")
+        buf = np.zeros(int(sizes.sum()), np.uint8)
+        send = np.frombuffer(data, np.uint8)
+        self._wait(self.comm.Iallgatherv(send, [buf, sizes]), "metadata exchange")
+        out, off = [], 0
+        for s in sizes:
+            out.append(pickle.loads(buf[off:off + s].tobytes()))
+            off += s
+        return out
+
+    def barrier(self):
+        self._wait(self.comm.Ibarrier(), "barrier")
+
+
+_hooked = False
+
+
+def _install_abort_hook(comm):
+    """An uncaught exception on one rank aborts the whole job instead of leaving peers waiting."""
+    global _hooked
+    if _hooked or comm.Get_size() == 1:
+        return
+    _hooked = True
+    prev = sys.excepthook
+
+    def hook(tp, val, tb):
+        prev(tp, val, tb)
+        sys.stderr.flush()
+        comm.Abort(1)
+    sys.excepthook = hook
+
+
+class KVStore:
+    """A key-value store; create one with ``gpunda.kv.create(name)``."""
+
+    def __init__(self, kvtype="local"):
+        self._type = kvtype
+        self._store = {}
+        self._updater = None
+        self._optimizer = None
+        self._comm = None
+        self._nccl = None
+        self._checked = set()
+        if kvtype in _DIST or kvtype == "nccl":
+            self._comm = _MPIComm()
+        if kvtype == "nccl":
+            self._nccl = _NcclComm(self._comm)
+
+    # -- properties ------------------------------------------------------------
+    @property
+    def type(self):
+        """The store's type string."""
+        return self._type
+
+    @property
+    def rank(self):
+        """This worker's rank (0 for single-process stores)."""
+        return self._comm.rank if self._comm else 0
+
+    @property
+    def num_workers(self):
+        """Number of worker processes."""
+        return self._comm.size if self._comm else 1
+
+    # -- data ----------------------------------------------------------------------
+    def init(self, key, value):
+        """Set initial values; in distributed stores rank 0's value is broadcast."""
+        keys, values = _pairs(key, value, "init")
+        if self._comm is not None:
+            meta = [(k, tuple(_as_list(v)[0].shape), np.dtype(_as_list(v)[0].dtype).name)
+                    for k, v in zip(keys, values)]
+            everyone = self._comm.allgather_obj(meta)
+            for r, m in enumerate(everyone):
+                if m != meta:
+                    diff = [(a, b) for a, b in zip(meta, m) if a != b] or [(meta, m)]
+                    raise GpundaError(f"KVStore.init: rank {r} has different keys, shapes or "
+                                      f"dtypes than rank {self.rank}: {diff[0][1]} vs {diff[0][0]}")
+        for k, v in zip(keys, values):
+            v0 = _as_list(v)[0]
+            stored = v0.copyto(v0.context)
+            if self._comm is not None:
+                host = np.ascontiguousarray(stored.asnumpy())
+                self._comm.bcast(host)
+                stored[:] = host
+            self._store[k] = stored
+
+    def _get(self, k, what):
+        if k not in self._store:
+            raise GpundaError(f"KVStore.{what}: key {k!r} has not been initialised (call init first)")
+        return self._store[k]
+
+    def push(self, key, value, priority=0):
+        """Sum ``value`` (over devices, then over ranks) into the store for ``key``.
+
+        With an optimizer set, the sum is the gradient applied to the stored
+        weight; otherwise it replaces the stored value.
+        """
+        keys, values = _pairs(key, value, "push")
+        for k, v in zip(keys, values):
+            stored = self._get(k, "push")
+            parts = _as_list(v)
+            for i, p in enumerate(parts):
+                if tuple(p.shape) != tuple(stored.shape):
+                    raise GpundaError(f"KVStore.push: value {i} for key {k!r} has shape "
+                                      f"{tuple(p.shape)} but the key holds {tuple(stored.shape)}")
+                if np.dtype(p.dtype) != np.dtype(stored.dtype):
+                    raise GpundaError(f"KVStore.push: value {i} for key {k!r} has dtype "
+                                      f"{np.dtype(p.dtype).name} but the key holds "
+                                      f"{np.dtype(stored.dtype).name}")
+            merged = self._reduce(k, parts, stored)
+            if self._updater is not None:
+                self._updater(k, merged, stored)
+            else:
+                stored[:] = merged
+
+    def _reduce(self, k, parts, stored):
+        ctx = stored.context
+        if getattr(parts[0], "stype", "default") == "row_sparse":
+            return self._reduce_row_sparse(parts, stored)
+        total = parts[0].as_in_context(ctx).copy() if len(parts) == 1 else None
+        if total is None:
+            total = parts[0].as_in_context(ctx).copy()
+            for p in parts[1:]:
+                total += p.as_in_context(ctx)
+        if self._comm is not None and self._comm.size > 1:
+            if self._nccl is not None and ctx.device_type == "gpu":
+                self._nccl.allreduce_(total)
+            else:
+                host = np.ascontiguousarray(total.asnumpy())
+                total[:] = self._comm.allreduce(host)
+        return total
+
+    def _reduce_row_sparse(self, parts, stored):
+        from .ndarray import sparse
+        ctx = stored.context
+        dense = parts[0].tostype("default").as_in_context(ctx)
+        for p in parts[1:]:
+            dense = dense + p.tostype("default").as_in_context(ctx)
+        if self._comm is not None and self._comm.size > 1:
+            # only the rows present anywhere travel: first agree on the row set
+            rows = np.unique(np.concatenate([p.indices.asnumpy() for p in parts])).astype(np.int64)
+            all_rows = np.unique(np.concatenate(self._comm.allgather_obj(rows))).astype(np.int64)
+            vals = np.ascontiguousarray(dense.asnumpy()[all_rows])
+            vals = self._comm.allreduce(vals)
+            return sparse.row_sparse_array((vals, all_rows), shape=stored.shape, ctx=ctx)
+        return dense.tostype("row_sparse")
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the stored value of ``key`` into ``out`` (one array or one per device)."""
+        if out is None:
+            raise GpundaError("KVStore.pull: out= is required")
+        keys, outs = _pairs(key, out, "pull")
+        for k, o in zip(keys, outs):
+            stored = self._get(k, "pull")
+            for i, t in enumerate(_as_list(o)):
+                if tuple(t.shape) != tuple(stored.shape):
+                    raise GpundaError(f"KVStore.pull: out {i} for key {k!r} has shape "
+                                      f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
+                stored.copyto(t)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Push then pull (``out`` defaults to ``value``)."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        """Init ``key`` with ``value`` (rank 0's in distributed stores), then pull into ``out``."""
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Pull only the rows ``row_ids`` of a stored value into row_sparse ``out``."""
+        from .ndarray import sparse
+        if out is None or row_ids is None:
+            raise GpundaError("KVStore.row_sparse_pull: out= and row_ids= are required")
+        keys, outs = _pairs(key, out, "row_sparse_pull")
+        ids = _as_list(row_ids)
+        for k, o in zip(keys, outs):
+            stored = self._get(k, "row_sparse_pull")
+            for i, t in enumerate(_as_list(o)):
+                rid = ids[i] if len(ids) > i else ids[0]
+                rows = np.unique(rid.asnumpy().astype(np.int64))
+                vals = stored.tostype("default").asnumpy()[rows]
+                r = sparse.row_sparse_array((vals, rows), shape=stored.shape, ctx=t.context)
+                r.copyto(t) if hasattr(r, "copyto") else None
+
+    # -- optimizer on the store ---------------------------------------------------
+    def set_optimizer(self, optimizer):
+        """Run ``optimizer`` on pushed gradients (every rank applies it to its replica)."""
+        from . import optimizer as opt
+        self._optimizer = optimizer
+        self._updater = opt.get_updater(optimizer)
+
+    def set_updater(self, updater):
+        """Use ``updater(key, merged_value, stored_value)`` on push."""
+        self._updater = updater
+
+    _set_updater = set_updater
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the optimizer state (rank 0 writes in distributed stores)."""
+        if self._updater is None:
+            raise GpundaError("KVStore.save_optimizer_states: no optimizer set")
+        if self.rank == 0:
+            data = self._updater.get_states(dump_optimizer)
+            tmp = f"{fname}.tmp{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, fname)
+
+    def load_optimizer_states(self, fname):
+        """Read optimizer state written by save_optimizer_states."""
+        if self._updater is None:
+            raise GpundaError("KVStore.load_optimizer_states: no optimizer set")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    def barrier(self):
+        """Wait until every worker reaches this point."""
+        if self._comm is not None:
+            self._comm.barrier()
+
+    # -- bulk all-reduce for Trainer -------------------------------------------------
+    def allreduce_arrays(self, arrays, bucket_bytes=None):
+        """Sum arrays across ranks, fusing small dense ones into buckets.
+
+        Dense arrays are reduced in place; a row_sparse array is reduced on the
+        rows present on any rank and returned as a new array. Returns the list
+        of reduced arrays. ``bucket_bytes`` (default ``GPUNDA_KVSTORE_BUCKET_MB``
+        MiB, 25) bounds one fused message.
+        """
+        arrays = list(arrays)
+        if self._comm is None or self._comm.size == 1:
+            return arrays
+        if bucket_bytes is None:
+            bucket_bytes = int(float(os.environ.get("GPUNDA_KVSTORE_BUCKET_MB", "25")) * 2 ** 20)
+        dense = [a for a in arrays if getattr(a, "stype", "default") == "default"]
+        if self._nccl is not None and dense and dense[0].context.device_type == "gpu":
+            for a in dense:
+                self._nccl.allreduce_(a)
+        else:
+            for bucket in _buckets(dense, bucket_bytes):
+                dt = np.result_type(*[np.dtype(a.dtype) for a in bucket])
+                flat = np.concatenate([a.asnumpy().astype(dt, copy=False).reshape(-1)
+                                       for a in bucket])
+                red = self._comm.allreduce(flat)
+                off = 0
+                for a in bucket:
+                    n = a.size
+                    a[:] = red[off:off + n].reshape(a.shape).astype(np.dtype(a.dtype), copy=False)
+                    off += n
+        return [a if getattr(a, "stype", "default") == "default"
+                else self._reduce_row_sparse([a], a) for a in arrays]
+
+
+def _buckets(arrays, limit):
+    bucket, size = [], 0
+    for a in arrays:
+        nb = a.size * np.dtype(a.dtype).itemsize
+        if bucket and size + nb > limit:
+            yield bucket
+            bucket, size = [], 0
+        bucket.append(a)
+        size += nb
+    if bucket:
+        yield bucket
+
+
+class _NcclComm:
+    """A NCCL communicator over all ranks, its unique id shared over MPI."""
+
+    def __init__(self, mpi):
+        try:
+            from cupy.cuda import nccl
+        except Exception as e:   # noqa: BLE001
+            raise GpundaError(f"KVStore('nccl'): NCCL through CuPy is not available ({e}); "
+                              f"pip install 'gpunda[gpu]' and use a GPU machine") from None
+        self.nccl = nccl
+        uid = np.zeros(nccl.NCCL_UNIQUE_ID_BYTES if hasattr(nccl, "NCCL_UNIQUE_ID_BYTES") else 128,
+                       np.int8)
+        if mpi.rank == 0:
+            raw = nccl.get_unique_id()
+            uid = np.array(raw, dtype=np.int8) if not isinstance(raw, bytes) else \
+                np.frombuffer(raw, np.int8).copy()
+        mpi.bcast(uid)
+        self.comm = nccl.NcclCommunicator(mpi.size, tuple(int(v) for v in uid), mpi.rank)
+
+    def allreduce_(self, arr):
+        import cupy
+        data = arr._data
+        dtype = {np.dtype("float32"): self.nccl.NCCL_FLOAT32,
+                 np.dtype("float64"): self.nccl.NCCL_FLOAT64,
+                 np.dtype("float16"): self.nccl.NCCL_FLOAT16,
+                 np.dtype("int32"): self.nccl.NCCL_INT32,
+                 np.dtype("int64"): self.nccl.NCCL_INT64}[data.dtype]
+        stream = cupy.cuda.get_current_stream().ptr
+        self.comm.allReduce(data.data.ptr, data.data.ptr, data.size, dtype, self.nccl.NCCL_SUM,
+                            stream)
+
+
+def create(name="local"):
+    """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, nccl)."""
+    if isinstance(name, KVStore):
+        return name
+    if not isinstance(name, str) or name not in _TYPES:
+        import difflib
+        near = difflib.get_close_matches(str(name), _TYPES, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise GpundaError(f"kvstore.create: unknown type {name!r}{hint} Valid types: "
+                          f"{', '.join(_TYPES)}")
+    if name == "dist_async":
+        raise GpundaError("kvstore.create: 'dist_async' (parameter servers) is not supported; "
+                          "use 'dist_sync' under mpiexec")
+    return KVStore(name)
+
+
+def num_workers():
+    """Number of MPI ranks when launched under mpiexec, else 1."""
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return 1
+
+
+def rank():
+    """This process's MPI rank when launched under mpiexec, else 0."""
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return 0
+
+
+def allreduce_(arrays, kv):
+    """Horovod-style helper: sum ``arrays`` in place across the ranks of store ``kv``."""
+    kv.allreduce_arrays(_as_list(arrays))

@@ -1,0 +1,122 @@
+"""Ops that act on gradients rather than values, and user-defined autograd Functions.
+
+``BlockGrad`` (alias ``stop_gradient``) passes values through and stops the
+gradient. ``call_function`` runs an ``autograd.Function``: forward with
+recording paused, then one tape node whose gradient calls the Function's
+``backward`` on NDArrays.
+"""
+from __future__ import annotations
+
+from ..base import GpundaError
+from .registry import OpDef, register
+
+register(OpDef(
+    "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
+    gradient=lambda F, p, i, o, g: [None], save=(), family="custom",
+    doc="The input's values; no gradient flows back through it (its gradient is zero)."))
+
+
+def _never_computed(xp, p, *arrays):
+    raise GpundaError("_CustomFunction nodes only exist on the autograd tape")
+
+
+# Tape-only op records (not registered: they cannot be called as nd.<op>).
+_FUNCTION_OP = OpDef("_CustomFunction", _never_computed, inputs=lambda p: (), save=(),
+                     family="custom", doc="A call of a user-defined autograd.Function.")
+_ONCE_OP = OpDef("_CustomFunctionBackward", _never_computed, inputs=lambda p: (), save=(),
+                 family="custom", doc="The gradients an autograd.Function's backward returned.")
+
+
+def _as_outputs(value, where):
+    from ..ndarray.ndarray import NDArray
+    if isinstance(value, NDArray):
+        return [value], True
+    if isinstance(value, (list, tuple)) and all(isinstance(v, NDArray) for v in value) and value:
+        return list(value), False
+    raise GpundaError(f"{where} must return an NDArray or a non-empty list/tuple of NDArrays, "
+                      f"got {type(value).__name__}")
+
+
+def call_function(fn, inputs):
+    """Run ``autograd.Function`` instance ``fn`` on NDArray ``inputs`` and record it.
+
+    Forward runs with recording paused (training mode unchanged). When
+    recording, the call becomes one tape node whose gradient calls
+    ``fn.backward`` with the outputs' gradients as NDArrays.
+    """
+    from .. import autograd as ag
+    from ..ndarray.ndarray import NDArray, _new
+    name = type(fn).__name__
+    where = f"autograd.Function {name}"
+    if getattr(fn, "_used", False):
+        raise GpundaError(f"{where}: each Function instance can be called only once; "
+                          f"create a new instance for every call")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, NDArray):
+            raise GpundaError(f"{where}: input {i} must be an NDArray, got {type(x).__name__}")
+    fn._used = True
+    prev = ag.set_recording(False)
+    try:
+        result = fn.forward(*inputs)
+    finally:
+        ag.set_recording(prev)
+    outs, single = _as_outputs(result, f"{where}.forward")
+    if not prev:
+        return result
+    # an output that is an input (or already on the tape) gets its own wrapper,
+    # so recording it does not rewire the input's history
+    wrapped = []
+    for o in outs:
+        if o._ag is not None or any(o is x for x in inputs):
+            w = _new(o._data, o._ctx)
+            w._base = o._base if o._base is not None else o
+            o = w
+        wrapped.append(o)
+    n_in = len(inputs)
+    in_shapes = [x.shape for x in inputs]
+    held = tuple(inputs)
+
+    def rule(F, p, ins, outs_, ograds):
+        raw = not isinstance(ograds[0], NDArray)
+        ctx = wrapped[0]._ctx
+        og = [_new(g, ctx) for g in ograds] if raw else list(ograds)
+        was = ag.set_recording(False)
+        try:
+            res = fn.backward(*og)
+        finally:
+            ag.set_recording(was)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        if len(res) != n_in:
+            raise GpundaError(f"{where}.backward returned {len(res)} gradients for "
+                              f"{n_in} inputs")
+        for i, r in enumerate(res):
+            if r is None:
+                continue
+            if not isinstance(r, NDArray):
+                raise GpundaError(f"{where}.backward: gradient {i} must be an NDArray or None, "
+                                  f"got {type(r).__name__}")
+            if r.shape != in_shapes[i]:
+                raise GpundaError(f"{where}.backward: gradient {i} has shape {r.shape} but "
+                                  f"input {i} has shape {in_shapes[i]}")
+        if raw:
+            return [None if r is None else r._data for r in res]
+        # create_graph: the gradients are values of a node that refuses to be
+        # differentiated, so a second derivative fails loudly instead of being zero
+        grads = [None if r is None else _new(r._data, r._ctx) for r in res]
+        real = [g for g in grads if g is not None]
+        if real:
+            ag.record_node(_ONCE_OP, None, list(held) + og, real, rule=_once_rule(where))
+        return grads
+
+    ag.record_node(_FUNCTION_OP, None, inputs, wrapped, rule=rule)
+    if single:
+        return wrapped[0]
+    return type(result)(wrapped) if isinstance(result, tuple) else wrapped
+
+
+def _once_rule(where):
+    def rule(F, p, ins, outs, ograds):
+        raise GpundaError(f"{where}: its backward is once-differentiable; a Function's "
+                          f"gradient cannot be differentiated again (write the computation "
+                          f"with gpunda ops for higher-order gradients)")
+    return rule

@@ -1,0 +1,150 @@
+"""Optimizer update ops with MXNet 1.x names, parameters and formulas.
+
+As in MXNet, an update op returns the new weight (callers pass ``out=weight``
+to update it in place) and writes its state inputs (momentum, mean/var, ...)
+in place; those inputs are declared in ``mutates``. The weight input is not
+modified unless it is also ``out``. Gradient clipping follows MXNet's kernels:
+``clip_gradient >= 0`` turns it on (the Python optimizers pass -1 for off).
+"""
+from __future__ import annotations
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_COMMON = [Param("lr", "float", doc="learning rate"), Param("wd", "float", 0.0, "weight decay"),
+           Param("rescale_grad", "float", 1.0, "gradient scale"),
+           Param("clip_gradient", "float", -1.0, "clip to [-c, c] when c >= 0")]
+_LAZY = [Param("lazy_update", "bool", True, "accepted; dense updates are never lazy")]
+
+
+def _check(name, inputs, names):
+    w = inputs[0]
+    for n, a in zip(names[1:], inputs[1:]):
+        if tuple(a.shape) != tuple(w.shape):
+            raise GpundaError(f"Operator {name}: input {n} has shape {tuple(a.shape)} but weight "
+                              f"has shape {tuple(w.shape)}")
+
+
+def _clip(xp, g, c):
+    return xp.clip(g, -c, c) if c >= 0 else g
+
+
+def _rescaled(xp, p, g, dtype):
+    g = g.astype(dtype, copy=False) * dtype.type(p.rescale_grad)
+    return _clip(xp, g, p.clip_gradient)
+
+
+def _op(name, fn, names, params, doc, state=()):
+    """Register an update op: ``fn(xp, p, *arrays) -> new weight``; ``state`` = mutated inputs."""
+    def compute(xp, p, *arrays):
+        _check(name, arrays, names)
+        return fn(xp, p, *arrays)
+    register(OpDef(name, compute, inputs=names, params=params, nondiff=True,
+                   mutates=tuple(names.index(s) for s in state), family="optim", doc=doc,
+                   save=()))
+
+
+def _sgd(xp, p, w, g):
+    return ((1 - p.lr * p.wd) * w - p.lr * _rescaled(xp, p, g, w.dtype)).astype(w.dtype, copy=False)
+
+
+def _sgd_mom(xp, p, w, g, mom):
+    new = p.momentum * mom - p.lr * p.wd * w - p.lr * _rescaled(xp, p, g, w.dtype)
+    mom[...] = new
+    return (w + mom).astype(w.dtype, copy=False)
+
+
+def _nag_mom(xp, p, w, g, mom):
+    gr = _rescaled(xp, p, g, w.dtype) + p.wd * w
+    m1 = p.momentum * mom
+    out = w - m1 + (p.momentum + 1) * (m1 - p.lr * gr)
+    mom[...] = m1 - p.lr * gr
+    return out.astype(w.dtype, copy=False)
+
+
+def _adam(xp, p, w, g, mean, var):
+    gr = _clip(xp, g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad) + p.wd * w,
+               p.clip_gradient)
+    mean[...] = p.beta1 * mean + (1 - p.beta1) * gr
+    var[...] = p.beta2 * var + (1 - p.beta2) * gr * gr
+    return (w - p.lr * mean / (xp.sqrt(var) + p.epsilon)).astype(w.dtype, copy=False)
+
+
+def _clip_w(xp, w, c):
+    return xp.clip(w, -c, c) if c >= 0 else w
+
+
+def _rmsprop(xp, p, w, g, n):
+    gr = _clip(xp, g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad) + p.wd * w,
+               p.clip_gradient)
+    n[...] = (1 - p.gamma1) * gr * gr + p.gamma1 * n
+    out = w - p.lr * gr / xp.sqrt(n + p.epsilon)
+    return _clip_w(xp, out, p.clip_weights).astype(w.dtype, copy=False)
+
+
+def _rmspropalex(xp, p, w, g, n, gs, delta):
+    gr = _clip(xp, g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad) + p.wd * w,
+               p.clip_gradient)
+    n[...] = (1 - p.gamma1) * gr * gr + p.gamma1 * n
+    gs[...] = (1 - p.gamma1) * gr + p.gamma1 * gs
+    delta[...] = p.gamma2 * delta - p.lr * gr / xp.sqrt(n - gs * gs + p.epsilon)
+    return _clip_w(xp, w + delta, p.clip_weights).astype(w.dtype, copy=False)
+
+
+def _signsgd(xp, p, w, g):
+    return ((1 - p.lr * p.wd) * w - p.lr * xp.sign(_rescaled(xp, p, g, w.dtype))).astype(
+        w.dtype, copy=False)
+
+
+def _signum(xp, p, w, g, mom):
+    mom[...] = p.momentum * mom - (1 - p.momentum) * p.wd * w - \
+        (1 - p.momentum) * _rescaled(xp, p, g, w.dtype)
+    return ((1 - p.lr * p.wd_lh) * w + p.lr * xp.sign(mom)).astype(w.dtype, copy=False)
+
+
+def _mp_sgd(xp, p, w, g, w32):
+    new = (1 - p.lr * p.wd) * w32 - p.lr * _rescaled(xp, p, g, w32.dtype)
+    w32[...] = new
+    return w32.astype(w.dtype)
+
+
+def _mp_sgd_mom(xp, p, w, g, mom, w32):
+    mom[...] = p.momentum * mom - p.lr * p.wd * w32 - p.lr * _rescaled(xp, p, g, w32.dtype)
+    w32 += mom
+    return w32.astype(w.dtype)
+
+
+_MOM = [Param("momentum", "float", 0.0)]
+_RMS = [Param("gamma1", "float", 0.95), Param("epsilon", "float", 1e-8),
+        Param("clip_weights", "float", -1.0, "clip weights to [-c, c] when c >= 0")]
+
+_op("sgd_update", _sgd, ("weight", "grad"), _COMMON + _LAZY,
+    "SGD: w = (1 - lr*wd)*w - lr*clip(rescale_grad*grad).")
+_op("sgd_mom_update", _sgd_mom, ("weight", "grad", "mom"), _COMMON + _MOM + _LAZY,
+    "SGD with momentum: mom = momentum*mom - lr*wd*w - lr*clip(rescale*grad); w += mom.",
+    state=("mom",))
+_op("nag_mom_update", _nag_mom, ("weight", "grad", "mom"), _COMMON + _MOM,
+    "Nesterov momentum (MXNet's formula).", state=("mom",))
+_op("adam_update", _adam, ("weight", "grad", "mean", "var"),
+    _COMMON + [Param("beta1", "float", 0.9), Param("beta2", "float", 0.999),
+               Param("epsilon", "float", 1e-8)] + _LAZY,
+    "Adam without bias correction (the Optimizer folds it into lr); "
+    "g = clip(rescale*grad + wd*w).", state=("mean", "var"))
+_op("rmsprop_update", _rmsprop, ("weight", "grad", "n"), _COMMON + _RMS,
+    "RMSProp (Tieleman & Hinton): n = (1-gamma1)*g^2 + gamma1*n; w -= lr*g/sqrt(n + eps).",
+    state=("n",))
+_op("rmspropalex_update", _rmspropalex, ("weight", "grad", "n", "g", "delta"),
+    _COMMON + _RMS + [Param("gamma2", "float", 0.9)],
+    "RMSProp (Graves 2013) with momentum delta.", state=("n", "g", "delta"))
+_op("signsgd_update", _signsgd, ("weight", "grad"), _COMMON,
+    "signSGD: w = (1 - lr*wd)*w - lr*sign(grad).")
+_op("signum_update", _signum, ("weight", "grad", "mom"),
+    _COMMON + [Param("momentum", "float", 0.0), Param("wd_lh", "float", 0.0)],
+    "Signum: momentum of the gradient, then w = (1 - lr*wd_lh)*w + lr*sign(mom).",
+    state=("mom",))
+_op("mp_sgd_update", _mp_sgd, ("weight", "grad", "weight32"), _COMMON + _LAZY,
+    "Multi-precision SGD: the float32 master copy weight32 is updated in place.",
+    state=("weight32",))
+_op("mp_sgd_mom_update", _mp_sgd_mom, ("weight", "grad", "mom", "weight32"),
+    _COMMON + _MOM + _LAZY, "Multi-precision SGD with momentum (mom and weight32 in place).",
+    state=("mom", "weight32"))

@@ -1,0 +1,292 @@
+"""Blocks: naming, deferred init, parameters, save/load, hybridize, export, bad input."""
+import os
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import autograd, gluon, nd
+from gpunda.base import GpundaError
+from gpunda.gluon import nn
+
+CPU = mx.cpu()
+
+
+def _mlp(prefix=None):
+    net = nn.HybridSequential(prefix=prefix)
+    with net.name_scope():
+        net.add(nn.Dense(8, activation="relu"))
+        net.add(nn.Dense(3))
+    return net
+
+
+def test_names_follow_mxnet_1x():
+    with mx.name.NameManager():
+        d = nn.Dense(3)
+        d2 = nn.Dense(3)
+        assert d.name == "dense0" and d2.name == "dense1"
+        assert list(d.collect_params().keys()) == ["dense0_weight", "dense0_bias"]
+        net = _mlp()
+        assert net.name == "hybridsequential0"
+        assert list(net.collect_params().keys()) == [
+            "hybridsequential0_dense0_weight", "hybridsequential0_dense0_bias",
+            "hybridsequential0_dense1_weight", "hybridsequential0_dense1_bias"]
+        # the activation child of a Dense is named after its type
+        assert net[0].act.name == "hybridsequential0_dense0_relu"
+        assert nn.Activation("tanh").name == "tanh0"
+        assert nn.Conv2D(4, 3).name == "conv0" and nn.MaxPool2D().name == "pool0"
+
+
+def test_collect_params_select():
+    net = _mlp("m_")
+    assert list(net.collect_params(".*weight").keys()) == ["m_dense0_weight", "m_dense1_weight"]
+    assert list(net.collect_params("m_dense1_.*|.*0_bias").keys()) == [
+        "m_dense0_bias", "m_dense1_weight", "m_dense1_bias"]
+
+
+def test_dense_forward_matches_numpy(rng):
+    for flatten in (True, False):
+        d = nn.Dense(5, flatten=flatten, in_units=6 if flatten else 3)
+        d.initialize(mx.init.Normal(0.5), ctx=CPU)
+        x = rng.standard_normal((2, 2, 3) if flatten else (4, 2, 3)).astype(np.float32)
+        w = d.weight.data().asnumpy()
+        b = d.bias.data().asnumpy()
+        y = d(nd.array(x, ctx=CPU)).asnumpy()
+        ref = x.reshape(2, -1) @ w.T + b if flatten else x @ w.T + b
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_deferred_init_fills_shape_on_first_forward():
+    d = nn.Dense(4)
+    d.initialize(ctx=CPU)
+    assert d.weight.shape == (4, 0)
+    with pytest.raises(gluon.DeferredInitializationError, match="dense.*_weight"):
+        d.weight.data()
+    d(nd.ones((2, 7), ctx=CPU))
+    assert d.weight.shape == (4, 7)
+    assert d.weight.data().shape == (4, 7)
+
+
+def test_deferred_init_through_hybridized_stack(rng):
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(3, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+                nn.Flatten(), nn.Dense(2))
+    net.initialize(ctx=CPU)
+    net.hybridize()
+    x = nd.array(rng.standard_normal((2, 2, 4, 4)), ctx=CPU)
+    y = net(x)
+    assert y.shape == (2, 2)
+    shapes = {k: v.shape for k, v in net.collect_params().items()}
+    assert shapes[net[0].weight.name] == (3, 2, 3, 3)
+    assert shapes[net[1].gamma.name] == (3,)
+    assert shapes[net[4].weight.name] == (2, 48)
+
+
+def test_hybridized_equals_imperative_forward_and_grads(rng):
+    net = _mlp()
+    net.initialize(mx.init.Xavier(), ctx=CPU)
+    x = nd.array(rng.standard_normal((4, 5)).astype(np.float32), ctx=CPU)
+    outs, grads = [], []
+    for hyb in (False, True):
+        net.hybridize(hyb)
+        with autograd.record():
+            y = net(x)
+            loss = (y * y).sum()
+        loss.backward()
+        outs.append(y.asnumpy())
+        grads.append({k: p.grad().asnumpy().copy() for k, p in net.collect_params().items()})
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+    for k in grads[0]:
+        np.testing.assert_allclose(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-5)
+    assert net._cached_op is not None
+
+
+def test_dense_shape_mismatch_names_block_and_parameter():
+    d = nn.Dense(3, in_units=5)
+    d.initialize(ctx=CPU)
+    with pytest.raises(GpundaError) as e:
+        d(nd.ones((2, 7), ctx=CPU))
+    msg = str(e.value)
+    assert d.name in msg and d.weight.name in msg and "7" in msg
+
+
+def test_data_on_other_context_names_parameter():
+    d = nn.Dense(3, in_units=4)
+    d.initialize(ctx=CPU)
+    x = nd.ones((2, 4), ctx=mx.cpu(1))
+    with pytest.raises(GpundaError) as e:
+        d(x)
+    msg = str(e.value)
+    assert d.weight.name in msg and "cpu(1)" in msg and d.name in msg
+
+
+def test_uninitialized_parameter_error():
+    d = nn.Dense(3, in_units=4)
+    with pytest.raises(GpundaError, match="has not been initialized"):
+        d(nd.ones((2, 4), ctx=CPU))
+
+
+def test_children_of_hybridblock_must_be_hybrid():
+    net = nn.HybridSequential()
+    with pytest.raises(GpundaError, match="HybridSequential"):
+        net.add(nn.Lambda(lambda x: x))
+
+
+def test_save_load_parameters_round_trip(tmp_path, rng):
+    net = _mlp()
+    net.initialize(mx.init.Normal(1.0), ctx=CPU)
+    x = nd.array(rng.standard_normal((3, 5)), ctx=CPU, dtype="float32")
+    y = net(x).asnumpy()
+    f = str(tmp_path / "net.params")
+    net.save_parameters(f)
+    loaded = nd.load(f)
+    assert sorted(loaded) == ["0.bias", "0.weight", "1.bias", "1.weight"]
+    net2 = _mlp()
+    net2.load_parameters(f, ctx=CPU)
+    np.testing.assert_array_equal(net2(x).asnumpy(), y)
+    # collect_params().save keeps full names; load_parameters accepts them too
+    f2 = str(tmp_path / "net_full.params")
+    net.collect_params().save(f2, strip_prefix=net.prefix)
+    net3 = _mlp()
+    net3.load_parameters(f2, ctx=CPU)
+    np.testing.assert_array_equal(net3(x).asnumpy(), y)
+
+
+def test_load_parameters_missing_and_extra_names_listed(tmp_path):
+    small = nn.HybridSequential()
+    with small.name_scope():
+        small.add(nn.Dense(3, in_units=5))
+    small.initialize(ctx=CPU)
+    f = str(tmp_path / "small.params")
+    small.save_parameters(f)
+    big = _mlp()
+    with pytest.raises(GpundaError) as e:
+        big.load_parameters(f, ctx=CPU)
+    msg = str(e.value)
+    assert "1.weight" in msg and "1.bias" in msg and "allow_missing" in msg
+    # shape differs for '0.weight' (8x5 vs 3x5)
+    big2 = nn.HybridSequential()
+    with big2.name_scope():
+        big2.add(nn.Dense(3), nn.Dense(2))
+    big2.load_parameters(f, ctx=CPU, allow_missing=True)
+    assert big2[0].weight.shape == (3, 5)
+    f2 = str(tmp_path / "big.params")
+    net = _mlp()
+    net.initialize(ctx=CPU)
+    net(nd.ones((1, 5), ctx=CPU))
+    net.save_parameters(f2)
+    with pytest.raises(GpundaError) as e:
+        small.load_parameters(f2, ctx=CPU)
+    msg = str(e.value)
+    assert "1.weight" in msg and "1.bias" in msg and "ignore_extra" in msg
+    with pytest.raises(GpundaError, match="shape"):
+        small.load_parameters(f2, ctx=CPU, ignore_extra=True)   # 0.weight is 8x5 there
+
+
+def test_export_and_symbolblock_imports(tmp_path, rng):
+    net = nn.HybridSequential(prefix="exp_")
+    with net.name_scope():
+        net.add(nn.Conv2D(4, 3, in_channels=2), nn.BatchNorm(in_channels=4),
+                nn.Activation("relu"), nn.Dense(3))
+    net.initialize(mx.init.Xavier(), ctx=CPU)
+    net.hybridize()
+    x = nd.array(rng.standard_normal((2, 2, 5, 5)), ctx=CPU, dtype="float32")
+    y = net(x).asnumpy()
+    path = str(tmp_path / "m")
+    sym_file, params_file = net.export(path, epoch=3)
+    assert os.path.basename(params_file) == "m-0003.params"
+    keys = set(nd.load(params_file))
+    assert "arg:exp_conv0_weight" in keys and "aux:exp_batchnorm0_running_mean" in keys
+    blk = gluon.SymbolBlock.imports(sym_file, ["data"], params_file, ctx=CPU)
+    np.testing.assert_allclose(blk(x).asnumpy(), y, rtol=1e-5, atol=1e-6)
+
+
+def test_export_requires_forward():
+    net = _mlp()
+    net.initialize(ctx=CPU)
+    with pytest.raises(GpundaError, match="hybridize"):
+        net.export("never")
+
+
+_FIX = "/work/shared/fixtures/mxnet"
+
+
+@pytest.mark.skipif(not os.path.exists(_FIX), reason="MXNet fixtures not present")
+def test_gluon_model_loads_mxnet_export_and_matches():
+    """The same Gluon code as MXNet's generator gives the same names, values and grads."""
+    exp = np.load(f"{_FIX}/cnn-expected.npz")
+    with mx.name.NameManager():
+        net = nn.HybridSequential(prefix="cnn_")
+        with net.name_scope():
+            net.add(nn.Conv2D(8, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+                    nn.MaxPool2D(2), nn.Conv2D(16, 3, strides=2, padding=1), nn.BatchNorm(),
+                    nn.Activation("relu"), nn.AvgPool2D(2), nn.Flatten(), nn.Dense(10))
+    net.collect_params().load(f"{_FIX}/cnn-0000.params", ctx=CPU)
+    x = nd.array(exp["in__data"], ctx=CPU)
+    np.testing.assert_allclose(net(x).asnumpy(), exp["predict__out__0"], rtol=1e-4, atol=1e-5)
+    head = nd.array(exp["head__0"], ctx=CPU)
+    with autograd.record(train_mode=False):
+        y = net(x)
+    autograd.backward([y], [head], train_mode=False)
+    for name, p in net.collect_params().items():
+        key = f"grad_predict__param__{name}"
+        if key in exp.files:
+            np.testing.assert_allclose(p.grad().asnumpy(), exp[key], rtol=1e-4, atol=1e-5,
+                                       err_msg=name)
+
+
+@pytest.mark.skipif(not os.path.exists(_FIX), reason="MXNet fixtures not present")
+def test_symbolblock_imports_mxnet_fixture():
+    exp = np.load(f"{_FIX}/mlp-expected.npz")
+    blk = gluon.SymbolBlock.imports(f"{_FIX}/mlp-symbol.json", ["data"],
+                                    f"{_FIX}/mlp-0000.params", ctx=CPU)
+    assert "mlp_dense0_weight" in blk.collect_params()
+    y = blk(nd.array(exp["in__data"], ctx=CPU))
+    np.testing.assert_allclose(y.asnumpy(), exp["predict__out__0"], rtol=1e-4, atol=1e-5)
+
+
+def test_block_hooks_and_apply():
+    net = _mlp()
+    net.initialize(ctx=CPU)
+    seen = []
+    h = net[0].register_forward_hook(lambda blk, inp, out: seen.append(out.shape))
+    net(nd.ones((2, 5), ctx=CPU))
+    h.detach()
+    net(nd.ones((2, 5), ctx=CPU))
+    assert seen == [(2, 8)]
+    names = []
+    net.apply(lambda b: names.append(type(b).__name__))
+    assert names == ["Activation", "Dense", "Dense", "HybridSequential"]
+
+
+def test_custom_hybridblock_with_own_params(rng):
+    class Scale(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.s = self.params.get("s", shape=(1, 3), init=mx.init.Constant(2.0))
+
+        def hybrid_forward(self, F, x, s):
+            return F.broadcast_mul(x, s)
+
+    blk = Scale(prefix="sc_")
+    blk.initialize(ctx=CPU)
+    assert list(blk.collect_params()) == ["sc_s"]
+    x = nd.array(rng.standard_normal((2, 3)), ctx=CPU, dtype="float32")
+    for hyb in (False, True):
+        blk.hybridize(hyb)
+        np.testing.assert_allclose(blk(x).asnumpy(), 2 * x.asnumpy(), rtol=1e-6)
+
+
+def test_sequential_plain_block_and_slicing():
+    net = nn.Sequential()
+    with net.name_scope():
+        net.add(nn.Dense(4, in_units=3), nn.Lambda(lambda x: x * 2), nn.Dense(2, in_units=4))
+    net.initialize(ctx=CPU)
+    assert len(net) == 3
+    x = nd.ones((1, 3), ctx=CPU)
+    h = net[0](x)
+    np.testing.assert_allclose(net[:2](x).asnumpy(), 2 * h.asnumpy(), rtol=1e-6)
+    y = net(x)
+    assert y.shape == (1, 2)

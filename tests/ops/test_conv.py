@@ -1,0 +1,406 @@
+"""Convolution, Deconvolution, Pooling, UpSampling: naive-loop NumPy references and
+float64 central finite differences (first and second order)."""
+import itertools
+import json
+import os
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda.base import GpundaError
+
+nd = mx.nd
+F64 = "float64"
+
+
+def _nd(a):
+    return nd.array(np.asarray(a, dtype=np.float64), dtype=F64)
+
+
+def _fd_check(fn, arrays, wrt, rng, train=False, eps=1e-6, rtol=1e-5, atol=1e-6):
+    """Compare autograd gradients of sum(fn(*xs) * h) with central differences."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    xs = [_nd(a) for a in arrays]
+    for i in wrt:
+        xs[i].attach_grad()
+    with mx.autograd.record(train_mode=train):
+        y = fn(*xs)
+    h = rng.standard_normal(y.shape)
+    y.backward(_nd(h), train_mode=train)
+
+    def loss():
+        with mx.autograd.train_mode() if train else mx.autograd.predict_mode():
+            return float(np.sum(fn(*[_nd(a) for a in arrays]).asnumpy() * h))
+    for i in wrt:
+        a = arrays[i]
+        num = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            old = a[idx]
+            a[idx] = old + eps
+            fp = loss()
+            a[idx] = old - eps
+            fm = loss()
+            a[idx] = old
+            num[idx] = (fp - fm) / (2 * eps)
+        np.testing.assert_allclose(xs[i].grad.asnumpy(), num, rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of input {i}")
+
+
+# ---------------------------------------------------------------------------
+# naive references (loops over every output position; tiny shapes only)
+
+
+def ref_conv(x, w, b, stride, pad, dilate, groups):
+    N, C = x.shape[:2]
+    Fn = w.shape[0]
+    k = w.shape[2:]
+    nsp = len(k)
+    xp_ = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    out_sp = [(x.shape[2 + i] + 2 * pad[i] - dilate[i] * (k[i] - 1) - 1) // stride[i] + 1
+              for i in range(nsp)]
+    y = np.zeros((N, Fn) + tuple(out_sp))
+    cg, fg = C // groups, Fn // groups
+    for n in range(N):
+        for f in range(Fn):
+            g = f // fg
+            for o in np.ndindex(*out_sp):
+                acc = 0.0 if b is None else b[f]
+                for c in range(cg):
+                    for kk in np.ndindex(*k):
+                        pos = tuple(o[i] * stride[i] + kk[i] * dilate[i] for i in range(nsp))
+                        acc += xp_[(n, g * cg + c) + pos] * w[(f, c) + kk]
+                y[(n, f) + o] = acc
+    return y
+
+
+def ref_deconv(x, w, stride, pad, dilate, adj, groups, num_filter):
+    N, C = x.shape[:2]
+    k = w.shape[2:]
+    nsp = len(k)
+    out_sp = [stride[i] * (x.shape[2 + i] - 1) + dilate[i] * (k[i] - 1) + 1 - 2 * pad[i] + adj[i]
+              for i in range(nsp)]
+    y = np.zeros((N, num_filter) + tuple(out_sp))
+    cg, fg = C // groups, num_filter // groups
+    for n in range(N):
+        for c in range(C):
+            g = c // cg
+            for i_ in np.ndindex(*x.shape[2:]):
+                for kk in np.ndindex(*k):
+                    o = tuple(i_[d] * stride[d] + kk[d] * dilate[d] - pad[d] for d in range(nsp))
+                    if all(0 <= o[d] < out_sp[d] for d in range(nsp)):
+                        for f in range(fg):
+                            y[(n, g * fg + f) + o] += x[(n, c) + i_] * w[(c, f) + kk]
+    return y
+
+
+def ref_pool(x, kernel, stride, pad, kind, convention="valid", include_pad=True):
+    """MXNet's pooling: windows start at o*s - pad; avg divisor clipped to [-pad, S+pad)."""
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    nsp = len(sp)
+    out = []
+    for i in range(nsp):
+        span = sp[i] + 2 * pad[i] - kernel[i]
+        out.append((int(np.ceil(span / stride[i])) if convention == "full" else span // stride[i]) + 1)
+    y = np.zeros((N, C) + tuple(out))
+    for o in np.ndindex(*out):
+        lo, hi, size = [], [], 1
+        for i in range(nsp):
+            s = o[i] * stride[i] - pad[i]
+            e = min(s + kernel[i], sp[i] + pad[i])
+            size *= e - s
+            lo.append(max(s, 0))
+            hi.append(min(e, sp[i]))
+        region = x[(slice(None), slice(None)) + tuple(slice(a, b) for a, b in zip(lo, hi))]
+        region = region.reshape(N, C, -1)
+        if kind == "max":
+            v = region.max(-1)
+        elif kind == "sum":
+            v = region.sum(-1)
+        else:
+            if not include_pad:
+                size = region.shape[-1]
+            v = region.sum(-1) / size
+        y[(slice(None), slice(None)) + o] = v
+    return y
+
+
+# ---------------------------------------------------------------------------
+# Convolution
+
+
+@pytest.mark.parametrize("nsp,stride,pad,dilate,groups", [
+    (2, (1, 1), (1, 1), (1, 1), 1),
+    (2, (2, 1), (1, 0), (1, 2), 2),
+    (1, (2,), (1,), (2,), 1),
+    (3, (1, 2, 1), (0, 1, 1), (1, 1, 1), 2),
+])
+def test_convolution_forward_matches_naive(rng, nsp, stride, pad, dilate, groups):
+    sp = {1: (7,), 2: (5, 6), 3: (3, 4, 4)}[nsp]
+    k = {1: (3,), 2: (3, 2), 3: (2, 2, 3)}[nsp]
+    x = rng.standard_normal((2, 4) + sp)
+    w = rng.standard_normal((6, 4 // groups) + k)
+    b = rng.standard_normal(6)
+    y = nd.Convolution(_nd(x), _nd(w), _nd(b), kernel=k, stride=stride, pad=pad, dilate=dilate,
+                       num_filter=6, num_group=groups)
+    np.testing.assert_allclose(y.asnumpy(), ref_conv(x, w, b, stride, pad, dilate, groups),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_convolution_string_params_and_float32(rng):
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    y = nd.Convolution(nd.array(x), nd.array(w), kernel="(3, 3)", stride="(2, 2)", pad="(1, 1)",
+                       num_filter="2", no_bias="True", cudnn_tune="off", workspace="512",
+                       layout="NCHW")
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y.asnumpy(), ref_conv(x, w, None, (2, 2), (1, 1), (1, 1), 1),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride,pad,dilate,groups,no_bias", [
+    ((1, 1), (1, 1), (1, 1), 1, False),
+    ((2, 2), (0, 1), (2, 1), 2, True),
+])
+def test_convolution_gradient(rng, stride, pad, dilate, groups, no_bias):
+    x = rng.standard_normal((1, 4, 4, 5))
+    w = rng.standard_normal((4, 4 // groups, 2, 3))
+    arrays = [x, w] if no_bias else [x, w, rng.standard_normal(4)]
+    kw = dict(kernel=(2, 3), stride=stride, pad=pad, dilate=dilate, num_filter=4,
+              num_group=groups, no_bias=no_bias)
+    _fd_check(lambda *a: nd.Convolution(*a, **kw), arrays, range(len(arrays)), rng)
+
+
+def test_convolution_1d_gradient(rng):
+    kw = dict(kernel=(3,), stride=(2,), pad=(1,), num_filter=3)
+    arrays = [rng.standard_normal((2, 2, 7)), rng.standard_normal((3, 2, 3)), rng.standard_normal(3)]
+    _fd_check(lambda *a: nd.Convolution(*a, **kw), arrays, [0, 1, 2], rng)
+
+
+def test_convolution_second_order(rng):
+    """d/dw of <dL/dx, v> through the hidden _conv_data_grad rule, against differences."""
+    kw = dict(kernel=(2, 2), stride=(2, 1), pad=(1, 0), num_filter=3, no_bias=True)
+    x = rng.standard_normal((1, 2, 4, 4))
+    w = rng.standard_normal((3, 2, 2, 2))
+    y0 = nd.Convolution(_nd(x), _nd(w), **kw)
+    h = rng.standard_normal(y0.shape)
+    v = rng.standard_normal(x.shape)
+
+    def first(wv, create):
+        xa, wa = _nd(x), _nd(wv)
+        xa.attach_grad()
+        wa.attach_grad()
+        with mx.autograd.record():
+            y = nd.Convolution(xa, wa, **kw)
+            (dx,) = mx.autograd.grad(y, [xa], head_grads=_nd(h), create_graph=create)
+            s = (dx * _nd(v)).sum()
+        return s, wa
+
+    s, wa = first(w, True)
+    s.backward()
+    num = np.zeros_like(w)
+    eps = 1e-6
+    for idx in np.ndindex(w.shape):
+        wp, wm = w.copy(), w.copy()
+        wp[idx] += eps
+        wm[idx] -= eps
+        num[idx] = (first(wp, False)[0].asscalar() - first(wm, False)[0].asscalar()) / (2 * eps)
+    np.testing.assert_allclose(wa.grad.asnumpy(), num, rtol=1e-5, atol=1e-6)
+
+
+def test_convolution_bad_inputs():
+    x = nd.ones((1, 3, 5, 5))
+    with pytest.raises(GpundaError, match="Convolution.*weight"):
+        nd.Convolution(x, nd.ones((2, 2, 3, 3)), kernel=(3, 3), num_filter=2, no_bias=True)
+    with pytest.raises(GpundaError, match="Convolution.*layout"):
+        nd.Convolution(x, nd.ones((2, 3, 3, 3)), kernel=(3, 3), num_filter=2, no_bias=True,
+                       layout="NHWC")
+    with pytest.raises(GpundaError, match="Convolution.*num_group"):
+        nd.Convolution(x, nd.ones((2, 1, 3, 3)), kernel=(3, 3), num_filter=2, num_group=2,
+                       no_bias=True)
+    with pytest.raises(GpundaError, match="Convolution.*kernel"):
+        nd.Convolution(x, nd.ones((2, 3, 7, 7)), kernel=(7, 7), num_filter=2, no_bias=True)
+    with pytest.raises(GpundaError, match="Convolution.*num_filter"):
+        nd.Convolution(x, nd.ones((2, 3, 3, 3)), kernel=(3, 3), no_bias=True)
+
+
+def test_convolution_infer_shape():
+    op = mx.ops.get_op("Convolution")
+    p = op.parse_params({"kernel": "(3, 3)", "num_filter": "8", "stride": "(2, 2)", "pad": "(1, 1)"})
+    shapes, outs = op.infer_shape(p, [(2, 3, 16, 16), None, None])
+    assert shapes == [(2, 3, 16, 16), (8, 3, 3, 3), (8,)]
+    assert outs == [(2, 8, 8, 8)]
+
+
+# ---------------------------------------------------------------------------
+# Deconvolution
+
+
+@pytest.mark.parametrize("nsp,stride,pad,adj,dilate,groups", [
+    (2, (2, 2), (1, 0), (1, 0), (1, 1), 1),
+    (2, (1, 2), (0, 1), (0, 1), (2, 1), 2),
+    (1, (3,), (1,), (2,), (1,), 1),
+])
+def test_deconvolution_forward_matches_naive(rng, nsp, stride, pad, adj, dilate, groups):
+    sp = (3, 4) if nsp == 2 else (4,)
+    k = (3, 2) if nsp == 2 else (3,)
+    x = rng.standard_normal((2, 4) + sp)
+    w = rng.standard_normal((4, 6 // groups) + k)
+    y = nd.Deconvolution(_nd(x), _nd(w), kernel=k, stride=stride, pad=pad, adj=adj, dilate=dilate,
+                         num_filter=6, num_group=groups)
+    np.testing.assert_allclose(y.asnumpy(), ref_deconv(x, w, stride, pad, dilate, adj, groups, 6),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_deconvolution_target_shape_and_bias(rng):
+    x = rng.standard_normal((1, 2, 3, 3))
+    w = rng.standard_normal((2, 3, 3, 3))
+    b = rng.standard_normal(3)
+    y = nd.Deconvolution(_nd(x), _nd(w), _nd(b), kernel=(3, 3), stride=(2, 2), num_filter=3,
+                         target_shape=(6, 6), no_bias=False)
+    assert y.shape == (1, 3, 6, 6)
+    # MXNet: total = s*(in-1)+k - target = 1 -> adj 1, pad 1
+    ref = ref_deconv(x, w, (2, 2), (1, 1), (1, 1), (1, 1), 1, 3) + b[None, :, None, None]
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-10, atol=1e-10)
+
+
+def test_deconvolution_gradient(rng):
+    kw = dict(kernel=(2, 3), stride=(2, 1), pad=(0, 1), adj=(1, 0), num_filter=4, num_group=2,
+              no_bias=False)
+    arrays = [rng.standard_normal((2, 2, 3, 3)), rng.standard_normal((2, 2, 2, 3)),
+              rng.standard_normal(4)]
+    _fd_check(lambda *a: nd.Deconvolution(*a, **kw), arrays, [0, 1, 2], rng)
+
+
+def test_deconvolution_infer_shape():
+    op = mx.ops.get_op("Deconvolution")
+    p = op.parse_params({"kernel": "(4, 4)", "num_filter": "5", "stride": "(2, 2)", "pad": "(1, 1)"})
+    shapes, outs = op.infer_shape(p, [(2, 3, 8, 8), None])
+    assert shapes[1] == (3, 5, 4, 4)
+    assert outs == [(2, 5, 16, 16)]
+
+
+# ---------------------------------------------------------------------------
+# Pooling
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum"])
+@pytest.mark.parametrize("convention,pad,include", [("valid", (0, 0), True), ("full", (1, 0), True),
+                                                    ("valid", (1, 1), False), ("full", (1, 1), False)])
+def test_pooling_2d_matches_naive(rng, kind, convention, pad, include):
+    x = rng.standard_normal((2, 3, 7, 6))
+    y = nd.Pooling(_nd(x), kernel=(3, 2), stride=(2, 2), pad=pad, pool_type=kind,
+                   pooling_convention=convention, count_include_pad=include)
+    ref = ref_pool(x, (3, 2), (2, 2), pad, kind, convention, include)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,kernel,stride,pad", [((2, 2, 9), (3,), (2,), (1,)),
+                                                     ((1, 2, 4, 5, 4), (2, 2, 2), (2, 1, 2), (0, 1, 0))])
+def test_pooling_1d_3d(rng, shape, kernel, stride, pad):
+    x = rng.standard_normal(shape)
+    for kind in ("max", "avg"):
+        y = nd.Pooling(_nd(x), kernel=kernel, stride=stride, pad=pad, pool_type=kind)
+        np.testing.assert_allclose(y.asnumpy(), ref_pool(x, kernel, stride, pad, kind), rtol=1e-12)
+
+
+def test_global_pooling(rng):
+    x = rng.standard_normal((2, 3, 4, 5))
+    np.testing.assert_allclose(nd.Pooling(_nd(x), global_pool=True, pool_type="avg").asnumpy(),
+                               x.mean(axis=(2, 3), keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(nd.Pooling(_nd(x), kernel=(1, 1), global_pool=True).asnumpy(),
+                               x.max(axis=(2, 3), keepdims=True))
+
+
+@pytest.mark.parametrize("kind,convention,pad", [("max", "valid", (0, 0)), ("max", "full", (1, 1)),
+                                                 ("avg", "full", (1, 0)), ("sum", "valid", (1, 1))])
+def test_pooling_gradient(rng, kind, convention, pad):
+    kw = dict(kernel=(2, 3), stride=(2, 1), pad=pad, pool_type=kind, pooling_convention=convention)
+    _fd_check(lambda x: nd.Pooling(x, **kw), [rng.standard_normal((2, 2, 6, 5))], [0], rng)
+
+
+def test_max_pooling_gradient_goes_to_first_max():
+    x = _nd(np.array([[[[1.0, 3.0], [3.0, 0.0]]]]))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.Pooling(x, kernel=(2, 2), pool_type="max")
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [[[[0, 1], [0, 0]]]])
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_double_backward_is_adjoint(rng, kind):
+    """d/dh <dx(h), v> is Pooling(v) for avg and the argmax pick for max."""
+    kw = dict(kernel=(2, 2), stride=(1, 2), pool_type=kind, pad=(1, 0), pooling_convention="full")
+    x = _nd(rng.standard_normal((1, 2, 4, 4)))
+    x.attach_grad()
+    y0 = nd.Pooling(x, **kw)
+    h = _nd(rng.standard_normal(y0.shape))
+    h.attach_grad()
+    v = rng.standard_normal(x.shape)
+    with mx.autograd.record():
+        y = nd.Pooling(x, **kw)
+        (dx,) = mx.autograd.grad(y, [x], head_grads=h, create_graph=True)
+        s = (dx * _nd(v)).sum()
+    s.backward()
+    if kind == "avg":
+        expect = nd.Pooling(_nd(v), **kw).asnumpy()
+    else:
+        # route is linear in h: <route(h), v> = <h, pick(v)>, checked by differences in h
+        expect = np.zeros(h.shape)
+        for idx in np.ndindex(h.shape):
+            e = np.zeros(h.shape)
+            e[idx] = 1.0
+            xg = _nd(x.asnumpy())
+            xg.attach_grad()
+            with mx.autograd.record():
+                yy = nd.Pooling(xg, **kw)
+            yy.backward(_nd(e))
+            expect[idx] = float((xg.grad.asnumpy() * v).sum())
+    np.testing.assert_allclose(h.grad.asnumpy(), expect, rtol=1e-10, atol=1e-12)
+
+
+def test_pooling_bad_params():
+    x = nd.ones((1, 1, 4, 4))
+    with pytest.raises(GpundaError, match="Pooling.*pool_type"):
+        nd.Pooling(x, kernel=(2, 2), pool_type="median")
+    with pytest.raises(GpundaError, match="Pooling.*kernel"):
+        nd.Pooling(x, kernel=(2,))
+    with pytest.raises(GpundaError, match="Pooling.*larger"):
+        nd.Pooling(x, kernel=(5, 5))
+
+
+def test_cnn_fixture_attrs_are_accepted(rng):
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "mxnet",
+                        "cnn-symbol.json")
+    if not os.path.exists(path):
+        path = "/work/shared/fixtures/mxnet/cnn-symbol.json"
+    if not os.path.exists(path):
+        pytest.skip("cnn fixture not present")
+    with open(path) as f:
+        nodes = json.load(f)["nodes"]
+    attrs = {}
+    for n in nodes:     # the first Convolution (stride 1) and first Pooling
+        if n["op"] in ("Convolution", "Pooling"):
+            attrs.setdefault(n["op"], n.get("attrs", {}))
+    x = nd.array(rng.standard_normal((2, 3, 8, 8)).astype(np.float32))
+    ca = attrs["Convolution"]
+    w = nd.ones((int(ca["num_filter"]), 3, 3, 3))
+    b = nd.zeros((int(ca["num_filter"]),))
+    y = nd.Convolution(x, w, b, **ca)
+    assert y.shape == (2, int(ca["num_filter"]), 8, 8)
+    assert nd.Pooling(y, **attrs["Pooling"]).shape[2:] == (4, 4)
+
+
+# ---------------------------------------------------------------------------
+# UpSampling
+
+
+def test_upsampling_nearest_and_gradient(rng):
+    x = rng.standard_normal((1, 2, 2, 3))
+    y = nd.UpSampling(_nd(x), scale=2, sample_type="nearest")
+    np.testing.assert_array_equal(y.asnumpy(), x.repeat(2, axis=2).repeat(2, axis=3))
+    _fd_check(lambda a: nd.UpSampling(a, scale=3, sample_type="nearest"), [x], [0], rng)
+    with pytest.raises(GpundaError, match="UpSampling.*bilinear"):
+        nd.UpSampling(_nd(x), scale=2, sample_type="bilinear")

@@ -1,0 +1,216 @@
+"""dot, batch_dot and khatri_rao against NumPy, MXNet's shape rules, errors, and
+gradients (first and second order) against central finite differences."""
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda.base import GpundaError
+
+nd = mx.nd
+
+
+def _numeric_grads(f, xs, head, eps=1e-6):
+    def loss():
+        out = f(*[nd.array(x, dtype="float64") for x in xs])
+        return float((out.asnumpy() * head).sum())
+    grads = []
+    for x in xs:
+        g = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            old = x[i]
+            x[i] = old + eps
+            up = loss()
+            x[i] = old - eps
+            down = loss()
+            x[i] = old
+            g[i] = (up - down) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def check_grad(f, xs, rng, rtol=1e-5, atol=1e-6):
+    """Autograd gradients of f at xs equal central differences (random head gradient)."""
+    xs = [np.asarray(x, dtype=np.float64) for x in xs]
+    vs = [nd.array(x, dtype="float64") for x in xs]
+    for v in vs:
+        v.attach_grad()
+    with mx.autograd.record():
+        out = f(*vs)
+    head = rng.standard_normal(out.shape)
+    out.backward(nd.array(head, dtype="float64"))
+    for v, e in zip(vs, _numeric_grads(f, xs, head)):
+        np.testing.assert_allclose(v.grad.asnumpy(), e, rtol=rtol, atol=atol)
+
+
+def _ref_dot(a, b, ta, tb):
+    """MXNet's dot from its documented matrix-view rule, written with tensordot."""
+    if a.ndim == 1 and b.ndim == 1:
+        return np.array([np.dot(a, b)])
+    if ta and a.ndim > 1:
+        a = np.moveaxis(a, 0, -1)
+    if tb and b.ndim > 1:
+        b = np.moveaxis(b, -1, 0)
+    return np.tensordot(a, b, axes=([-1], [0]))
+
+
+_DOT_CASES = [
+    ((3, 4), (4, 5), False, False),
+    ((4, 3), (4, 5), True, False),
+    ((3, 4), (5, 4), False, True),
+    ((4, 3), (5, 4), True, True),
+    ((2, 3, 4), (4, 5), False, False),
+    ((2, 3, 4), (4, 2, 5), False, False),
+    ((4, 2, 3), (4, 5), True, False),
+    ((3, 4), (2, 5, 4), False, True),
+    ((4,), (4, 3), False, False),
+    ((4,), (3, 4), True, True),
+    ((3, 4), (4,), False, False),
+    ((4, 3), (4,), True, False),
+    ((5,), (5,), False, False),
+]
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", _DOT_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dot_matches_numpy(ls, rs, ta, tb, dtype, rng):
+    a = rng.standard_normal(ls).astype(dtype)
+    b = rng.standard_normal(rs).astype(dtype)
+    got = nd.dot(nd.array(a, dtype=dtype), nd.array(b, dtype=dtype), transpose_a=ta,
+                 transpose_b=tb)
+    want = _ref_dot(a, b, ta, tb)
+    assert got.shape == want.shape
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_vector_shape_and_method():
+    v = nd.array([1.0, 2.0, 3.0])
+    r = nd.dot(v, v)
+    assert r.shape == (1,)
+    assert float(r.asnumpy()[0]) == 14.0
+    m = nd.array(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal((m @ v).asnumpy(), [8, 26])
+    np.testing.assert_array_equal(m.dot(v).asnumpy(), [8, 26])
+    with mx.util.np_shape(True):
+        assert nd.dot(v, v).shape == ()
+
+
+def test_dot_errors():
+    a, b = nd.ones((2, 3)), nd.ones((4, 5))
+    with pytest.raises(GpundaError, match=r"dot.*\(2, 3\).*\(4, 5\)"):
+        nd.dot(a, b)
+    with pytest.raises(GpundaError, match=r"dot.*\(3,\).*\(4,\)"):
+        nd.dot(nd.ones((3,)), nd.ones((4,)))
+    with pytest.raises(GpundaError, match=r"dot.*transpose"):
+        nd.dot(nd.ones((3,)), nd.ones((3,)), transpose_a=True)
+    with pytest.raises(GpundaError, match=r"dot.*transpose_a"):
+        nd.dot(a, b, transpose_a="nope")
+
+
+def test_dot_is_marked_cublas():
+    assert mx.ops.get_op("dot").capture == "cuBLAS"
+    assert mx.ops.get_op("batch_dot").capture == "cuBLAS"
+
+
+@pytest.mark.parametrize("ls,rs,ta,tb", _DOT_CASES)
+def test_dot_gradient(ls, rs, ta, tb, rng):
+    check_grad(lambda a, b: nd.dot(a, b, transpose_a=ta, transpose_b=tb),
+               [rng.standard_normal(ls), rng.standard_normal(rs)], rng)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_batch_dot(ta, tb, rng):
+    a = rng.standard_normal((2, 4, 3) if ta else (2, 3, 4))
+    b = rng.standard_normal((2, 5, 4) if tb else (2, 4, 5))
+    got = nd.batch_dot(nd.array(a, dtype="float64"), nd.array(b, dtype="float64"),
+                       transpose_a=ta, transpose_b=tb)
+    a2 = a.transpose(0, 2, 1) if ta else a
+    b2 = b.transpose(0, 2, 1) if tb else b
+    np.testing.assert_allclose(got.asnumpy(), np.einsum("bij,bjk->bik", a2, b2))
+    check_grad(lambda x, y: nd.batch_dot(x, y, transpose_a=ta, transpose_b=tb), [a, b], rng)
+
+
+def test_batch_dot_errors():
+    with pytest.raises(GpundaError, match=r"batch_dot.*\(2, 3, 4\).*\(2, 5, 6\)"):
+        nd.batch_dot(nd.ones((2, 3, 4)), nd.ones((2, 5, 6)))
+    with pytest.raises(GpundaError, match=r"batch_dot.*\(3, 4\)"):
+        nd.batch_dot(nd.ones((3, 4)), nd.ones((4, 3)))
+    with pytest.raises(GpundaError, match=r"batch_dot.*\(2, 3, 4\).*\(3, 4, 2\)"):
+        nd.batch_dot(nd.ones((2, 3, 4)), nd.ones((3, 4, 2)))
+
+
+def test_khatri_rao(rng):
+    a, b, c = (rng.standard_normal((n, 3)) for n in (2, 4, 3))
+    got = nd.khatri_rao(nd.array(a, dtype="float64"), nd.array(b, dtype="float64"),
+                        nd.array(c, dtype="float64"))
+    want = np.stack([np.kron(np.kron(a[:, r], b[:, r]), c[:, r]) for r in range(3)], axis=1)
+    np.testing.assert_allclose(got.asnumpy(), want)
+    np.testing.assert_allclose(nd.khatri_rao(nd.array(a, dtype="float64")).asnumpy(), a)
+    with pytest.raises(GpundaError, match=r"khatri_rao.*arg1.*\(4, 2\)"):
+        nd.khatri_rao(nd.ones((2, 3)), nd.ones((4, 2)))
+    check_grad(lambda x, y, z: nd.khatri_rao(x, y, z), [a, b, c], rng)
+    check_grad(lambda x, y: nd.khatri_rao(x, y), [a, b], rng)
+
+
+def _second_order(f, xs, rng, wrt=0, rtol=1e-5, atol=1e-5):
+    """d/dx_wrt sum(w * d f / d x_wrt) by create_graph against central differences."""
+    w = rng.standard_normal(xs[wrt].shape)
+
+    def h(arrs, attach_all):
+        vs = [nd.array(x, dtype="float64") for x in arrs]
+        for v in vs:
+            v.attach_grad()
+        with mx.autograd.record():
+            y = f(*vs)
+        g = mx.autograd.grad(y, [vs[wrt]], create_graph=True)[0]
+        with mx.autograd.record():
+            s = (g * nd.array(w, dtype="float64")).sum()
+        return s, vs
+
+    s, vs = h(xs, True)
+    s.backward()
+    eps = 1e-5
+    for k, x in enumerate(xs):
+        num = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            up = [a.copy() for a in xs]
+            dn = [a.copy() for a in xs]
+            up[k][i] += eps
+            dn[k][i] -= eps
+            num[i] = (float(h(up, False)[0].asnumpy()[0]) -
+                      float(h(dn, False)[0].asnumpy()[0])) / (2 * eps)
+        np.testing.assert_allclose(vs[k].grad.asnumpy(), num, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_dot_second_order(ta, tb, rng):
+    a = rng.standard_normal((3, 2) if ta else (2, 3))
+    b = rng.standard_normal((4, 3) if tb else (3, 4))
+    # d/dA of <W, dL/dA> for L = sum(dot(A, B)^2) / 2 involves both A and B
+    f = lambda x, y: (nd.dot(x, y, transpose_a=ta, transpose_b=tb) ** 2).sum() * 0.5  # noqa: E731
+    _second_order(f, [a, b], rng, wrt=0)
+    _second_order(f, [a, b], rng, wrt=1)
+
+
+def test_dot_nd_and_batch_dot_second_order(rng):
+    f = lambda x, y: (nd.dot(x, y) ** 2).sum()  # noqa: E731
+    _second_order(f, [rng.standard_normal((2, 2, 3)), rng.standard_normal((3, 2))], rng)
+    g = lambda x, y: (nd.batch_dot(x, y, transpose_b=True) ** 2).sum()  # noqa: E731
+    _second_order(g, [rng.standard_normal((2, 2, 3)), rng.standard_normal((2, 2, 3))], rng, wrt=1)
+
+
+@pytest.mark.gpu
+def test_dot_on_gpu_matches_cpu(rng):
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4))
+    res = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        x, y = nd.array(a, ctx=ctx, dtype="float64"), nd.array(b, ctx=ctx, dtype="float64")
+        x.attach_grad()
+        y.attach_grad()
+        with mx.autograd.record():
+            z = nd.dot(x, y, transpose_b=True)
+        z.backward()
+        res.append([z.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()])
+    for c, g in zip(*res):
+        np.testing.assert_allclose(g, c, rtol=1e-10)

@@ -1,0 +1,340 @@
+"""CachedOp: equality with imperative execution (values and gradients), flags, errors,
+static memory plans."""
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import sym, nd, autograd
+from gpunda.base import GpundaError
+
+STATIC = [("static_alloc", True), ("static_shape", True)]
+FLAGS = [(), [("static_alloc", True)], STATIC]
+
+
+def _chain_sym():
+    a, b = sym.var("a"), sym.var("b")
+    h = sym.tanh(a * b + 0.5)
+    h = sym.exp(h) - a / (b * b + 1.0)
+    h = sym.relu(h) + sym.sin(h) * 2.0
+    return h * sym.broadcast_add(a, b), h
+
+
+def _chain_nd(a, b):
+    h = nd.tanh(a * b + 0.5)
+    h = nd.exp(h) - a / (b * b + 1.0)
+    h = nd.relu(h) + nd.sin(h) * 2.0
+    return h * nd.broadcast_add(a, b), h
+
+
+def _inputs(rng, shape=(3, 4)):
+    return (nd.array(rng.standard_normal(shape).astype(np.float32)),
+            nd.array(rng.uniform(0.5, 1.5, shape).astype(np.float32)))
+
+
+@pytest.mark.parametrize("flags", FLAGS)
+def test_forward_equals_imperative(flags, rng):
+    y, h = _chain_sym()
+    cop = mx.CachedOp(sym.Group([y, h]), flags)
+    kept = []
+    for _ in range(3):
+        a, b = _inputs(rng)
+        got = cop(a, b)
+        ref = _chain_nd(a, b)
+        for g, r in zip(got, ref):
+            np.testing.assert_array_equal(g.asnumpy(), r.asnumpy())
+        kept.append((got, ref))
+    # outputs of earlier calls are not overwritten by later ones
+    for got, ref in kept:
+        np.testing.assert_array_equal(got[0].asnumpy(), ref[0].asnumpy())
+
+
+def _grads(fn, a, b, req="write", head=None):
+    a.attach_grad(req)
+    b.attach_grad(req)
+    for _ in range(2 if req == "add" else 1):
+        with autograd.record():
+            y = fn(a, b)
+            y = y[0] if isinstance(y, (list, tuple)) else y
+        y.backward(head)
+    return a.grad.asnumpy(), b.grad.asnumpy()
+
+
+@pytest.mark.parametrize("req", ["write", "add"])
+@pytest.mark.parametrize("flags", [(), STATIC])
+def test_gradients_equal_imperative(req, flags, rng):
+    y, _ = _chain_sym()
+    cop = mx.CachedOp(y, flags)
+    a, b = _inputs(rng)
+    head = nd.array(rng.standard_normal((3, 4)).astype(np.float32))
+    ga, gb = _grads(lambda x, z: cop(x, z), a.copy(), b.copy(), req, head)
+    ra, rb = _grads(lambda x, z: _chain_nd(x, z)[0], a.copy(), b.copy(), req, head)
+    np.testing.assert_allclose(ga, ra, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, rb, rtol=1e-6, atol=1e-7)
+
+
+def test_retain_graph_and_only_some_inputs_recorded(rng):
+    y, _ = _chain_sym()
+    cop = mx.CachedOp(y)
+    a, b = _inputs(rng)
+    a.attach_grad()
+    with autograd.record():
+        out = cop(a, b)
+    out.backward(retain_graph=True)
+    g1 = a.grad.asnumpy()
+    out.backward()
+    np.testing.assert_array_equal(a.grad.asnumpy(), g1)
+    with pytest.raises(GpundaError, match="freed"):
+        out.backward()
+    a2 = a.copy()
+    a2.attach_grad()
+    with autograd.record():
+        r = _chain_nd(a2, b)[0]
+    r.backward()
+    np.testing.assert_allclose(g1, a2.grad.asnumpy(), rtol=1e-6)
+
+
+def test_create_graph_second_order(rng):
+    a = sym.var("a")
+    s = sym.sum(sym.sin(a) * a * a)
+    cop = mx.CachedOp(s)
+    x = nd.array(rng.standard_normal((5,)).astype(np.float32))
+
+    def second(f):
+        v = x.copy()
+        v.attach_grad()
+        with autograd.record():
+            y = f(v)
+            g = autograd.grad(y, [v], create_graph=True)[0]
+            z = (g * g).sum()
+        z.backward()
+        return g.asnumpy(), v.grad.asnumpy()
+
+    g1, h1 = second(cop)
+    g2, h2 = second(lambda v: (nd.sin(v) * v * v).sum())
+    xn = x.asnumpy().astype(np.float64)
+    np.testing.assert_allclose(g1, np.cos(xn) * xn ** 2 + 2 * xn * np.sin(xn), rtol=1e-5)
+    np.testing.assert_allclose(g1, g2, rtol=1e-6)
+    np.testing.assert_allclose(h1, h2, rtol=1e-5, atol=1e-6)
+
+
+def _mlp_sym(hid=8):
+    x = sym.var("x")
+    h = sym.relu(sym.FullyConnected(x, num_hidden=hid, name="fc1"))
+    h = sym.relu(sym.FullyConnected(h, num_hidden=hid, name="fc2"))
+    return sym.FullyConnected(h, num_hidden=3, name="fc3")
+
+
+def _mlp_params(rng, din=6, hid=8):
+    shapes = [(hid, din), (hid,), (hid, hid), (hid,), (3, hid), (3,)]
+    return [nd.array(rng.standard_normal(s).astype(np.float32) * 0.5) for s in shapes]
+
+
+def _mlp_nd(x, w1, b1, w2, b2, w3, b3):
+    h = nd.relu(nd.FullyConnected(x, w1, b1, num_hidden=w1.shape[0]))
+    h = nd.relu(nd.FullyConnected(h, w2, b2, num_hidden=w2.shape[0]))
+    return nd.FullyConnected(h, w3, b3, num_hidden=3)
+
+
+@pytest.mark.parametrize("flags", [(), STATIC])
+def test_mlp_with_dot_forward_and_grads(flags, rng):
+    net = _mlp_sym()
+    assert net.list_inputs() == ["x", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias",
+                                 "fc3_weight", "fc3_bias"]
+    cop = mx.CachedOp(net, flags)
+    ps = _mlp_params(rng)
+    x = nd.array(rng.standard_normal((4, 6)).astype(np.float32))
+    for _ in range(2):
+        np.testing.assert_allclose(cop(x, *ps).asnumpy(), _mlp_nd(x, *ps).asnumpy(), rtol=1e-6)
+    grads = []
+    for f in (lambda *a: cop(*a), _mlp_nd):
+        vs = [v.copy() for v in [x] + ps]
+        for v in vs:
+            v.attach_grad()
+        with autograd.record():
+            y = f(*vs)
+        y.backward()
+        grads.append([v.grad.asnumpy() for v in vs])
+    for g, r in zip(*grads):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
+
+
+def test_dot_graph(rng):
+    a, b = sym.var("a"), sym.var("b")
+    s = sym.sum(sym.dot(a, b) * 2.0)
+    cop = mx.CachedOp(s, STATIC)
+    x = nd.array(rng.standard_normal((3, 4)).astype(np.float32))
+    w = nd.array(rng.standard_normal((4, 2)).astype(np.float32))
+    np.testing.assert_allclose(cop(x, w).asnumpy(), [2 * np.sum(x.asnumpy() @ w.asnumpy())],
+                               rtol=1e-5)
+    x.attach_grad()
+    with autograd.record():
+        y = cop(x, w)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * np.ones((3, 2)) @ w.asnumpy().T, rtol=1e-5)
+
+
+def test_train_predict_batchnorm_and_dropout(rng):
+    x = sym.var("x")
+    net = sym.Dropout(sym.BatchNorm(x, fix_gamma=False, name="bn"), p=0.5)
+    assert net.list_inputs() == ["x", "bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var"]
+    cop = mx.CachedOp(net, [("static_alloc", True)])
+    xv = nd.array(rng.standard_normal((6, 3)).astype(np.float32))
+    gamma, beta = nd.ones((3,)), nd.zeros((3,))
+    mm, mv = nd.zeros((3,)), nd.ones((3,))
+    out = cop(xv, gamma, beta, mm, mv)           # predict: global stats, no dropout
+    np.testing.assert_allclose(out.asnumpy(), xv.asnumpy() / np.sqrt(1 + 1e-3), rtol=1e-5)
+    np.testing.assert_array_equal(mm.asnumpy(), 0)
+    mm2, mv2 = mm.copy(), mv.copy()
+    with autograd.train_mode():
+        cop(xv, gamma, beta, mm, mv)
+        nd.BatchNorm(xv, gamma, beta, mm2, mv2, fix_gamma=False)
+    np.testing.assert_allclose(mm.asnumpy(), mm2.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(mv.asnumpy(), mv2.asnumpy(), rtol=1e-6)
+    assert np.abs(mm.asnumpy()).sum() > 0
+    with autograd.train_mode():
+        o = cop(xv, gamma, beta, mm, mv).asnumpy()
+    assert (o == 0).any()                         # dropout active in training
+
+
+def test_out_argument(rng):
+    y, h = _chain_sym()
+    cop = mx.CachedOp(sym.Group([y, h]))
+    a, b = _inputs(rng)
+    o1, o2 = nd.zeros((3, 4)), nd.zeros((3, 4))
+    r = cop(a, b, out=[o1, o2])
+    assert r[0] is o1
+    np.testing.assert_array_equal(o1.asnumpy(), _chain_nd(a, b)[0].asnumpy())
+    with pytest.raises(GpundaError, match="exactly 2"):
+        cop(a, b, out=[o1])
+
+
+def test_input_as_output_and_hidden_outputs(rng):
+    a = sym.var("a")
+    bn = sym.BatchNorm(a, name="bn", output_mean_var=True)
+    g = sym.Group([a, bn[1]])
+    cop = mx.CachedOp(g, [("static_alloc", True)])
+    x = nd.array(rng.standard_normal((4, 2)).astype(np.float32))
+    args = [x, nd.ones((2,)), nd.zeros((2,)), nd.zeros((2,)), nd.ones((2,))]
+    for _ in range(2):
+        o0, o1 = cop(*args)
+        np.testing.assert_array_equal(o0.asnumpy(), x.asnumpy())
+        o0[:] = 7                              # not the caller's array
+        assert not (x.asnumpy() == 7).any()
+
+
+def test_errors(rng):
+    y, _ = _chain_sym()
+    a, b = _inputs(rng)
+    with pytest.raises(GpundaError, match="unknown flag"):
+        mx.CachedOp(y, [("static_aloc", True)])
+    with pytest.raises(GpundaError, match="static_alloc"):
+        mx.CachedOp(y, {"static_alloc": "maybe"})
+    with pytest.raises(GpundaError, match="requires static_alloc"):
+        mx.CachedOp(y, {"static_shape": True})
+    with pytest.raises(GpundaError, match="data_indices"):
+        mx.CachedOp(y, {"data_indices": "[0, 5]"})
+    cop = mx.CachedOp(y, {"static_alloc": "True", "static_shape": "1", "inline_limit": "2",
+                          "data_indices": "[0]", "param_indices": [1]})
+    with pytest.raises(GpundaError, match="expects 2 inputs"):
+        cop(a)
+    with pytest.raises(GpundaError, match="must be an NDArray"):
+        cop(a, 3.0)
+    with pytest.raises(GpundaError, match="is on cpu\\(1\\)"):
+        cop(a, b.as_in_context(mx.cpu(1)))
+    cop(a, b)
+    with pytest.raises(GpundaError, match="static_shape.*input 0"):
+        cop(nd.ones((2, 2)), b)
+    cop.free()
+    with pytest.raises(GpundaError, match="freed"):
+        cop(a, b)
+    x = sym.var("x")
+    with pytest.raises(GpundaError, match="duplicate argument name 'x'"):
+        mx.CachedOp(x + sym.var("x"))
+    typed = mx.CachedOp(sym.exp(sym.var("t", dtype="float64")))
+    with pytest.raises(GpundaError, match="dtype float32.*float64"):
+        typed(a)
+    with pytest.raises(GpundaError, match="CachedOp node 'bad'"):
+        mx.CachedOp(sym.dot(sym.var("p"), sym.var("q"), name="bad"))(a, b)
+
+
+def test_memory_plan_and_no_growth(rng):
+    y, _ = _chain_sym()
+    cop = mx.CachedOp(y, STATIC)
+    a, b = _inputs(rng, (64, 64))
+    cop(a, b)
+    cop(a, b)
+    plan = cop.memory_plan()
+    assert plan["signatures"] == 1 and plan["out_steps"] > 0
+    assert 0 < plan["planned_bytes"] < plan["naive_bytes"]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            cop(a, b)
+        gc.collect()
+        m1 = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):
+            cop(a, b)
+        gc.collect()
+        m2 = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert m2 - m1 < 16 * 1024
+
+
+def _peak(f):
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = f()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    del out
+    return peak
+
+
+def test_static_mlp_peak_not_above_imperative(rng):
+    # big enough that array data, not Python objects, dominates the peak
+    net = _mlp_sym(hid=64)
+    ps = _mlp_params(rng, din=32, hid=64)
+    x = nd.array(rng.standard_normal((512, 32)).astype(np.float32))
+    cop = mx.CachedOp(net, STATIC)
+    cop(x, *ps)
+    cop(x, *ps)
+    planned = cop.memory_plan()["planned_bytes"]
+    p_static = _peak(lambda: cop(x, *ps)) + planned
+    p_imp = _peak(lambda: _mlp_nd(x, *ps))
+    assert p_static <= p_imp, (p_static, p_imp)
+
+
+def test_trace_reproduces_and_inlines_cachedop(rng):
+    a, b = _inputs(rng)
+    a.attach_grad()
+    y, _ = _chain_sym()
+    inner = mx.CachedOp(y)
+    with autograd.record():
+        z = nd.sqrt(nd.abs(inner(a, b)) + 1.0) * a
+    s = autograd.get_symbol(z)
+    assert "broadcast_add" in s.tojson()          # the CachedOp call was inlined
+    cop = mx.CachedOp(s)
+    vals = {"var0": a, "var1": b}
+    got = cop(*[vals[n] for n in s.list_inputs()])
+    np.testing.assert_allclose(got.asnumpy(), z.asnumpy(), rtol=1e-6)
+
+
+def test_sparse_input_falls_back(rng):
+    pytest.importorskip("scipy")
+    if not hasattr(nd, "sparse"):
+        pytest.skip("sparse module not available")
+    a = sym.var("a")
+    cop = mx.CachedOp(a * 2.0)
+    d = np.array([[0, 1.5], [2, 0]], dtype=np.float32)
+    x = nd.array(d).tostype("csr")
+    np.testing.assert_array_equal(cop(x).asnumpy() if hasattr(cop(x), "asnumpy") else None,
+                                  d * 2)

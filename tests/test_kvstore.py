@@ -1,0 +1,149 @@
+"""KVStore: local semantics in-process; dist_sync under mpiexec (skipped without MPI)."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import nd
+
+
+def test_local_init_push_pull_replaces_with_the_sum():
+    kv = mx.kv.create("local")
+    assert kv.type == "local" and kv.rank == 0 and kv.num_workers == 1
+    kv.init(3, nd.ones((2, 3)) * 2)
+    out = nd.zeros((2, 3))
+    kv.pull(3, out=out)
+    assert out.asnumpy().tolist() == [[2] * 3] * 2
+    kv.push(3, nd.ones((2, 3)) * 8)
+    kv.pull(3, out=out)
+    assert (out.asnumpy() == 8).all()
+    # several devices: values are summed, pulls broadcast
+    vals = [nd.ones((2, 3), ctx=mx.cpu(i)) * (i + 1) for i in range(3)]
+    kv.push(3, vals)
+    outs = [nd.zeros((2, 3), ctx=mx.cpu(i)) for i in range(2)]
+    kv.pull(3, out=outs)
+    assert all((o.asnumpy() == 6).all() for o in outs)
+    assert outs[1].context == mx.cpu(1)
+
+
+def test_list_keys_pushpull_and_broadcast():
+    kv = mx.kv.create("device")
+    kv.init(["a", "b"], [nd.zeros((2,)), nd.zeros((3,))])
+    a, b = nd.array([1.0, 2.0]), nd.array([1.0, 1.0, 1.0])
+    kv.pushpull(["a", "b"], [a, b])
+    assert a.asnumpy().tolist() == [1, 2] and b.asnumpy().tolist() == [1, 1, 1]
+    out = nd.zeros((2,))
+    kv.broadcast("c", nd.array([5.0, 6.0]), out=out)
+    assert out.asnumpy().tolist() == [5, 6]
+
+
+def test_updater_on_the_store():
+    kv = mx.kv.create("local")
+    kv.init(0, nd.ones((2,)))
+    kv.set_updater(lambda key, grad, weight: weight.__isub__(grad * 0.5))
+    kv.push(0, [nd.ones((2,)), nd.ones((2,))])          # merged grad 2 -> w = 1 - 1
+    out = nd.zeros((2,))
+    kv.pull(0, out=out)
+    assert out.asnumpy().tolist() == [0, 0]
+
+
+def test_bad_input():
+    with pytest.raises(mx.GpundaError, match="unknown type 'dist_snyc'.*'dist_sync'"):
+        mx.kv.create("dist_snyc")
+    kv = mx.kv.create("local")
+    with pytest.raises(mx.GpundaError, match="key 7 has not been initialised"):
+        kv.push(7, nd.ones((2,)))
+    kv.init(7, nd.ones((2,)))
+    with pytest.raises(mx.GpundaError, match="shape \\(3,\\) but the key holds \\(2,\\)"):
+        kv.push(7, nd.ones((3,)))
+    with pytest.raises(mx.GpundaError, match="out 0 for key 7 has shape \\(4,\\)"):
+        kv.pull(7, out=nd.zeros((4,)))
+    with pytest.raises(mx.GpundaError, match="dtype int32"):
+        kv.push(7, nd.ones((2,), dtype="int32"))
+    out = nd.zeros((2,))
+    kv.pull(7, out=out)
+    assert out.asnumpy().tolist() == [1, 1]        # failed pushes changed nothing
+
+
+MPI_SCRIPT = textwrap.dedent('''
+    import sys, numpy as np
+    import gpunda as mx
+    from gpunda import nd
+    kv = mx.kv.create("dist_sync")
+    r, n = kv.rank, kv.num_workers
+    mode = sys.argv[1]
+    if mode == "semantics":
+        kv.init("w", nd.ones((3,)) * (r + 10))         # rank 0's value wins
+        out = nd.zeros((3,))
+        kv.pull("w", out=out)
+        assert out.asnumpy().tolist() == [10.0] * 3, out.asnumpy()
+        kv.push("w", nd.ones((3,)) * (r + 1))          # summed across ranks
+        kv.pull("w", out=out)
+        assert out.asnumpy().tolist() == [n * (n + 1) / 2] * 3, out.asnumpy()
+        a = nd.array([float(r), 1.0])
+        kv.init("g", nd.zeros((2,)))
+        kv.pushpull("g", a)
+        assert a.asnumpy().tolist() == [n * (n - 1) / 2, float(n)], a.asnumpy()
+        arrs = [nd.ones((5,)) * r, nd.ones((2, 2)), nd.ones((7,), dtype="float64")]
+        kv.allreduce_arrays(arrs, bucket_bytes=16)
+        assert arrs[0].asnumpy().tolist() == [n * (n - 1) / 2] * 5
+        assert arrs[2].dtype == np.float64 and arrs[2].asnumpy()[0] == n
+        kv.barrier()
+        print("OK", r)
+    elif mode == "mismatch":
+        try:
+            kv.init("x", nd.ones((2 + r,)))
+        except mx.GpundaError as e:
+            print("MISMATCH", r, e)
+    elif mode == "crash":
+        kv.init("x", nd.ones((2,)))
+        if r == 1:
+            raise RuntimeError("rank 1 fails on purpose")
+        kv.push("x", nd.ones((2,)))
+        print("NOT REACHED", r)
+''')
+
+
+def _mpiexec():
+    exe = shutil.which("mpiexec")
+    if exe is None:
+        pytest.skip("mpiexec not found (pip install mpich mpi4py)")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("mpi4py not installed (pip install mpich mpi4py)")
+    return exe
+
+
+def _run_mpi(tmp_path, n, mode, timeout=120):
+    exe = _mpiexec()
+    script = tmp_path / "kv_script.py"
+    script.write_text(MPI_SCRIPT)
+    env = dict(os.environ, GPUNDA_DEFAULT_DEVICE="cpu", GPUNDA_KVSTORE_TIMEOUT="30",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run([exe, "-n", str(n), sys.executable, str(script), mode],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_dist_sync_semantics_two_ranks(tmp_path):
+    r = _run_mpi(tmp_path, 2, "semantics")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(r.stdout.split("\n")[:2]) == ["OK 0", "OK 1"]
+
+
+def test_dist_sync_detects_shape_mismatch(tmp_path):
+    r = _run_mpi(tmp_path, 2, "mismatch")
+    lines = [l for l in r.stdout.splitlines() if l.startswith("MISMATCH")]
+    assert len(lines) == 2 and "different keys, shapes or dtypes" in lines[0]
+
+
+def test_a_failing_rank_ends_the_job(tmp_path):
+    r = _run_mpi(tmp_path, 2, "crash", timeout=90)
+    assert r.returncode != 0
+    assert "rank 1 fails on purpose" in r.stderr
+    assert "NOT REACHED" not in r.stdout
