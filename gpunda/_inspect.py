@@ -45,8 +45,9 @@ def _fmt_shape(shape):
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def inspect_ndarray_file(path, full_hash=False, out=sys.stdout):
+def inspect_ndarray_file(path, full_hash=False, out=None):
     """Print the arrays of an NDArray file."""
+    out = out or sys.stdout
     from .ndarray.io import load_raw
     records, names = load_raw(path)
     versions = sorted({f"V{r.version}" for r in records})
@@ -84,8 +85,9 @@ def _load_symbol(text):
         return None, str(e)
 
 
-def inspect_symbol_file(path, shapes=(), out=sys.stdout):
+def inspect_symbol_file(path, shapes=(), out=None):
     """Print the operators and arguments of a symbol JSON, with shapes when given."""
+    out = out or sys.stdout
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:

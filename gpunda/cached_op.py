@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -50,7 +49,8 @@ def _flag_value(key, value, nin):
                 if v.strip() not in ("True", "False", "true", "false", "1", "0"):
                     raise ValueError
                 return v.strip() in ("True", "true", "1")
-            if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+            if isinstance(v, (bool, np.bool_)) or (
+                    isinstance(v, (int, np.integer)) and v in (0, 1)):
                 return bool(v)
             raise ValueError
         if kind == "int":
@@ -118,31 +118,28 @@ _SCALAR_UFUNCS = {"_plus_scalar": ("add", False), "_minus_scalar": ("subtract", 
 
 
 def _out_writer(op, p, xp, nin):
-    """``f(ins, out)`` writing ``op``'s single output into ``out``, or None when the op
-    cannot (only float data; callers check dtypes)."""
+    """How ``op`` writes its single output into a given array, or None when it cannot.
+
+    Returns ``(ufunc, scalar, scalar_first)`` for a NumPy/CuPy ufunc called as
+    ``ufunc(*ins, out=)`` (with ``scalar`` before or after the input), or
+    ``(callable, None, None)`` for an OpDef.ufunc callable ``f(xp, p, *ins, out=)``.
+    Only used for float data (callers check dtypes).
+    """
     u = op.ufunc
-    if callable(u):
-        return lambda ins, out: u(xp, p, *ins, out=out)
+    if callable(u) and not isinstance(u, (np.ufunc, type(xp.add))):
+        return (lambda *args: u(xp, p, *args[:-1], out=args[-1])), None, False
     if isinstance(u, str):
-        f = getattr(xp, u)
-        return lambda ins, out: f(*ins, out=out)
+        return getattr(xp, u), None, False
     name = op.name
     if name == "relu" and nin == 1:
-        f = xp.maximum
-        return lambda ins, out: f(ins[0], 0, out=out)
+        return xp.maximum, 0, False
     if name in _UNARY_UFUNCS and nin == 1:
-        f = getattr(xp, _UNARY_UFUNCS[name])
-        return lambda ins, out: f(ins[0], out=out)
+        return getattr(xp, _UNARY_UFUNCS[name]), None, False
     if name in _BINARY_UFUNCS and nin == 2:
-        f = getattr(xp, _BINARY_UFUNCS[name])
-        return lambda ins, out: f(ins[0], ins[1], out=out)
+        return getattr(xp, _BINARY_UFUNCS[name]), None, False
     if name in _SCALAR_UFUNCS and nin == 1:
         uname, first = _SCALAR_UFUNCS[name]
-        f = getattr(xp, uname)
-        s = p.scalar
-        if first:
-            return lambda ins, out: f(s, ins[0], out=out)
-        return lambda ins, out: f(ins[0], s, out=out)
+        return getattr(xp, uname), p.scalar, first
     return None
 
 
@@ -261,6 +258,15 @@ class CachedOp:
                 if k < len(st.ins) and st.ins[k] < self._nin:
                     mutated.add(st.ins[k])
         self._mutated_inputs = sorted(mutated)
+        keep = set()
+        for st in steps:
+            save = st.op.save or ()
+            if "inputs" in save:
+                keep.update(st.ins)
+            if "outputs" in save or st.nout > 1:
+                keep.update(st.outs)
+        # slots a recorded call must keep for its backward (what the rules read)
+        self._keep_for_grad = keep
         self._plans = OrderedDict()       # signature -> _StaticPlan
         self._first_sig = None
         self._graphs = OrderedDict()      # graph key -> _GraphEntry
@@ -310,8 +316,8 @@ class CachedOp:
         if len(args) == 1 and isinstance(args[0], (list, tuple)) and self._nin != 1:
             args = tuple(args[0])
         if len(args) != self._nin:
-            raise GpundaError(f"CachedOp: expects {self._nin} inputs ({', '.join(self._input_names)})"
-                              f" but got {len(args)}")
+            raise GpundaError(f"CachedOp: expects {self._nin} inputs "
+                              f"({', '.join(self._input_names)}) but got {len(args)}")
         ctx = None
         sparse = False
         for k, a in enumerate(args):
@@ -378,7 +384,8 @@ class CachedOp:
         return v.copy() if h < self._nin else v
 
     def _signature(self, arrays, ctx):
-        return (ctx, _state.training) + tuple((a.shape, a.dtype.str) for a in arrays)
+        # strides too: whether an op returns a view or a copy can depend on them
+        return (ctx, _state.training) + tuple((a.shape, a.dtype.str, a.strides) for a in arrays)
 
     def _run_fast(self, xp, ctx, arrays):
         if not self._flags["static_alloc"]:
@@ -388,9 +395,9 @@ class CachedOp:
         if self._flags["static_shape"]:
             if self._first_sig is None:
                 self._first_sig = sig
-            elif sig[2:] != self._first_sig[2:]:
+            elif [x[:2] for x in sig[2:]] != [x[:2] for x in self._first_sig[2:]]:
                 got = [(a.shape, a.dtype.name) for a in arrays]
-                want = [(s, np.dtype(d).name) for s, d in self._first_sig[2:]]
+                want = [(s, np.dtype(d).name) for s, d, _ in self._first_sig[2:]]
                 bad = next(k for k, (g, w) in enumerate(zip(got, want)) if g != w)
                 raise GpundaError(
                     f"CachedOp: static_shape=True but input {bad} ({self._input_names[bad]}) "
@@ -451,7 +458,7 @@ class CachedOp:
             for s, x in zip(st.outs, rs):
                 # fresh memory (possibly a view of a temporary) that nothing else reaches
                 r = _root(x)
-                owned = id(r) not in live
+                owned = id(r) not in live and _plain(x)
                 meta[s] = (x.shape, x.dtype, owned)
                 vals[s] = x
                 live.add(id(r))
@@ -479,6 +486,10 @@ class CachedOp:
             if any(req[s] for s in st.ins) and not st.op.nondiff:
                 for s in st.outs:
                     req[s] = True
+        keep = self._keep_for_grad
+        for s in range(self._nin, self._nslots):
+            if s not in keep:
+                vals[s] = None      # not read by any gradient rule: free it now
         saved = _Saved(self, vals, req, ctx)
         _ag.record_node(_CACHED_OPDEF, saved, args, res, rule=_cached_backward,
                         save_inputs=True)
@@ -519,12 +530,23 @@ class CachedOp:
                 vals = self._run_plain(xp, ctx, arrays, keep=False)
                 return [self._head_value(vals, h, xp) for h in self._heads]
             entry = _GraphEntry(self, gb, xp, ctx, arrays)
+            try:
+                res = entry.run(arrays, capture=True)
+            except BaseException:
+                entry.release()     # a half-built entry must not be replayed
+                raise
             self._graphs[key] = entry
             if len(self._graphs) > _MAX_GRAPHS:
                 self._graphs.popitem(last=False)[1].release()
-            return entry.run(arrays, capture=True)
+            return res
         self._graphs.move_to_end(key)
         return entry.run(arrays, capture=False)
+
+
+def _plain(x):
+    """Contiguous and writable: safe to overwrite in place (no zero strides, no read-only view)."""
+    f = getattr(x, "flags", None)
+    return f is not None and f.c_contiguous and getattr(f, "writeable", True)
 
 
 def _root(x):
@@ -598,6 +620,8 @@ def _rerecord(cop, vals, ins, ctx):
     nd_vals = list(ins) + [None] * (cop._nslots - cop._nin)
     for st in cop._steps:
         inputs = tuple(nd_vals[s] for s in st.ins)
+        # slots dropped after the forward are wrapped as None: their consumers save neither
+        # them nor their shapes, only their autograd entries are needed to link the tape
         outs = [_new(vals[s], ctx) for s in st.outs]
         if _state.recording and not st.op.nondiff:
             _ag._record(st.op, st.p, inputs, outs)
@@ -634,7 +658,8 @@ class _StaticPlan:
             stor[k] = frozenset([("in", k)])
         free = []           # (nbytes, buffer id)
         buf_sizes = []
-        self.targets = [None] * len(steps)   # per step: None | ("fresh",) | ("buf", bid) | ("alias", slot)
+        # per step: None | ("fresh",) | ("buf", bid) | ("alias", slot)
+        self.targets = [None] * len(steps)
         self.writers = [None] * len(steps)
         self.views = {}
         donor = 0
@@ -648,6 +673,10 @@ class _StaticPlan:
             w = None
             if st.nout == 1 and dt.kind == "f" and all(meta[s][1] == dt for s in st.ins):
                 w = _out_writer(st.op, st.p, xp, len(st.ins))
+                if w is not None and w[1] is not None:
+                    # the scalar in the data's dtype: what NEP 50 does with a Python float,
+                    # without the per-call conversion
+                    w = (w[0], dt.type(w[1]), w[2])
             if w is not None:
                 if o in heads:
                     tgt = ("fresh",)
@@ -723,15 +752,18 @@ class _StaticPlan:
             if w is not None:
                 kind = tgt[0]
                 if kind == "buf":
-                    fns.append(_buf_step(w, ins, o, self.view_arrays[o]))
+                    fns.append(_writer_step(w, ins, o, ("buf", self.view_arrays[o])))
                 elif kind == "alias":
-                    fns.append(_alias_step(w, ins, o, tgt[1]))
+                    fns.append(_writer_step(w, ins, o, ("alias", tgt[1])))
                 else:
                     shp, dt = self.meta[o][:2]
-                    fns.append(_fresh_step(w, ins, o, shp, dt, xp))
+                    fns.append(_writer_step(w, ins, o, ("fresh", (shp, dt, xp))))
             else:
                 fns.append(_compute_step(cop, st, xp))
-        self.fns = list(zip(fns, cop._frees))
+        # slots to drop after each step; buffer-backed ones need no drop (the plan keeps
+        # the buffer), fresh results do, so that memory is returned as early as imperative
+        self.fns = [(f, tuple(s for s in fr if s not in self.views) or None)
+                    for f, fr in zip(fns, cop._frees)]
 
     def report(self):
         planned = sum(int(b.nbytes) for b in self.buffers)
@@ -745,40 +777,81 @@ class _StaticPlan:
         vals = list(arrays) + [None] * (cop._nslots - cop._nin)
         for f, fr in self.fns:
             f(vals, ctx)
-            for s in fr:
-                vals[s] = None
+            if fr:
+                for s in fr:
+                    vals[s] = None
         return [vals[h].copy() if c else vals[h] for h, c in zip(cop._heads, self.copy_heads)]
 
 
-def _buf_step(w, ins, o, view):
-    if len(ins) == 1:
-        a, = ins
+def _writer_step(w, ins, o, target):
+    """A closure running one element-wise step into ``target``: ("buf", array),
+    ("alias", slot) or ("fresh", (shape, dtype, xp))."""
+    u, sc, first = w
+    if getattr(u, "__name__", "") in ("maximum", "minimum"):
+        # NumPy deprecates a positional output for these two
+        u0 = u
+        u = lambda *a: u0(*a[:-1], out=a[-1])  # noqa: E731
+    kind, t = target
+    # outputs are passed positionally: NumPy and CuPy ufuncs parse that faster than out=
+    n = len(ins)
+    if kind == "buf":
+        if n == 1 and sc is None:
+            a, = ins
 
-        def f(vals, ctx):
-            w((vals[a],), view)
-            vals[o] = view
-    else:
-        def f(vals, ctx):
-            w([vals[s] for s in ins], view)
-            vals[o] = view
-    return f
+            def f(vals, ctx):
+                vals[o] = u(vals[a], t)
+        elif n == 1 and first:
+            a, = ins
 
+            def f(vals, ctx):
+                vals[o] = u(sc, vals[a], t)
+        elif n == 1:
+            a, = ins
 
-def _alias_step(w, ins, o, src):
-    def f(vals, ctx):
-        t = vals[src]
-        w([vals[s] for s in ins], t)
-        vals[o] = t
-    return f
+            def f(vals, ctx):
+                vals[o] = u(vals[a], sc, t)
+        elif n == 2:
+            a, b = ins
 
+            def f(vals, ctx):
+                vals[o] = u(vals[a], vals[b], t)
+        else:
+            def f(vals, ctx):
+                vals[o] = u(*[vals[s] for s in ins], t)
+        return f
+    if kind == "alias":
+        src = t
+        if n == 1 and sc is None:
+            a, = ins
 
-def _fresh_step(w, ins, o, shp, dt, xp):
+            def f(vals, ctx):
+                vals[o] = u(vals[a], vals[src])
+        elif n == 1 and first:
+            a, = ins
+
+            def f(vals, ctx):
+                vals[o] = u(sc, vals[a], vals[src])
+        elif n == 1:
+            a, = ins
+
+            def f(vals, ctx):
+                vals[o] = u(vals[a], sc, vals[src])
+        elif n == 2:
+            a, b = ins
+
+            def f(vals, ctx):
+                vals[o] = u(vals[a], vals[b], vals[src])
+        else:
+            def f(vals, ctx):
+                vals[o] = u(*[vals[s] for s in ins], vals[src])
+        return f
+    shp, dt, xp = t
     empty = xp.empty
+    pre = (sc,) if sc is not None and first else ()
+    post = (sc,) if sc is not None and not first else ()
 
     def f(vals, ctx):
-        t = empty(shp, dt)
-        w([vals[s] for s in ins], t)
-        vals[o] = t
+        vals[o] = u(*pre, *[vals[s] for s in ins], *post, empty(shp, dt))
     return f
 
 

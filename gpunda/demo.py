@@ -116,7 +116,7 @@ def _throughput(net, trainer, loss_fn, x, y, ctx, batch_size, steps, hybrid):
 
 def main(argv=None):
     """Command-line entry: returns 0 when the test accuracy reaches 97%, else 1."""
-    from . import gluon, random as mxrandom
+    from . import gluon, lr_scheduler, random as mxrandom
     from .base import GpundaError
 
     p = argparse.ArgumentParser(prog="python -m gpunda demo",
@@ -124,9 +124,10 @@ def main(argv=None):
                                             "code on gpunda).")
     p.add_argument("--device", default="auto", help="cpu, gpu, gpu:N or auto (default: the "
                    "default device, a GPU when usable)")
-    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
+    p.add_argument("--lr", type=float, default=0.05,
+                   help="initial SGD learning rate (momentum 0.9, cosine decay to 1%%)")
     p.add_argument("--no-hybridize", action="store_true", help="train imperatively")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kvstore", default="local", help="only 'local' (or 'device') is supported")
@@ -153,14 +154,18 @@ def main(argv=None):
     if not args.no_hybridize:
         net.hybridize(static_alloc=True, static_shape=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": args.lr, "momentum": 0.9, "wd": 1e-4},
-                            kvstore=args.kvstore)
+    # static shapes for the hybridized graph: drop the last partial batch
     loader = gluon.data.DataLoader(gluon.data.ArrayDataset(x_tr, y_tr),
                                    batch_size=args.batch_size, shuffle=True,
                                    last_batch="discard" if not args.no_hybridize else "keep")
     nb = len(loader)
+    sched = lr_scheduler.CosineScheduler(max_update=max(args.epochs * nb, 1), base_lr=args.lr,
+                                         final_lr=args.lr * 0.01)
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": args.lr, "momentum": 0.9, "wd": 1e-4,
+                             "lr_scheduler": sched}, kvstore=args.kvstore)
     t_start = time.perf_counter()
+    c_start = time.process_time()
     test_acc = 0.0
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
@@ -183,9 +188,10 @@ def main(argv=None):
         print(f"epoch {epoch:2d}: loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
               f"test acc {test_acc:.4f}  {seen / dt:8.0f} samples/s", flush=True)
     elapsed = time.perf_counter() - t_start
+    cpu = time.process_time() - c_start
     ok = test_acc >= 0.97
-    print(f"final test accuracy {test_acc:.4f} after {elapsed:.1f} s "
-          f"({'reached' if ok else 'MISSED'} the 97% target)", flush=True)
+    print(f"final test accuracy {test_acc:.4f} after {elapsed:.1f} s (process CPU time "
+          f"{cpu:.1f} s) ({'reached' if ok else 'MISSED'} the 97% target)", flush=True)
 
     if args.bench_steps > 0:
         steps = min(args.bench_steps, len(x_tr) // args.batch_size)

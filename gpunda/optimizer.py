@@ -32,11 +32,25 @@ def _nd():
 
 def _fused(name):
     """``nd.<name>`` when that update operator is registered, else None."""
+    try:
+        return _FUSED[name]
+    except KeyError:
+        pass
     from .ops.registry import _REGISTRY
-    if name not in _REGISTRY:
-        return None
     from .ndarray import _op
-    return getattr(_op, name, None)
+    fn = getattr(_op, name, None) if name in _REGISTRY else None
+    _FUSED[name] = fn
+    return fn
+
+
+_FUSED = {}
+
+
+def _dense(grad):
+    """The backend array of a gradient (sparse gradients densified)."""
+    if grad.stype == "default":
+        return grad._data
+    return grad.tostype("default")._data
 
 
 def _bump(arr):
@@ -228,9 +242,17 @@ class Optimizer:
             kw["clip_gradient"] = self.clip_gradient
         return kw
 
+    def _prep_wd(self, grad, w, wd):
+        """``clip(rescale_grad * grad + wd * weight)`` (Adam's and RMSProp's order)."""
+        g = _dense(grad) * self.rescale_grad + wd * w
+        if self.clip_gradient is not None:
+            xp = grad.context.backend.xp
+            g = xp.clip(g, -self.clip_gradient, self.clip_gradient)
+        return g
+
     def _prep(self, grad):
         """The rescaled, clipped gradient as a new backend array."""
-        g = grad._data * self.rescale_grad
+        g = _dense(grad) * self.rescale_grad
         if self.clip_gradient is not None:
             xp = grad.context.backend.xp
             g = xp.clip(g, -self.clip_gradient, self.clip_gradient)
@@ -273,6 +295,26 @@ class SGD(Optimizer):
         _check(weight, grad, "SGD.update")
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
+        if self.clip_gradient is None and weight.dtype == grad.dtype and \
+                grad.stype == "default":
+            # in place on the backend arrays: the same formula with the fewest passes
+            # over memory (the fused ops allocate the new weight and copy it back)
+            w, g = weight._data, grad._data
+            step = lr * self.rescale_grad
+            if state is None:
+                if wd:
+                    w *= 1.0 - lr * wd
+                w -= step * g
+            else:
+                m = state._data
+                m *= self.momentum
+                m -= step * g
+                if wd:
+                    m -= (lr * wd) * w
+                w += m
+                _bump(state)
+            _bump(weight)
+            return
         if state is None:
             op = _fused("sgd_update")
             if op is not None:
@@ -334,7 +376,7 @@ class NAG(Optimizer):
 class Adam(Optimizer):
     """Adam with bias correction folded into the step size (MXNet 1.x).
 
-    ``g = rescaled + wd * weight; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g**2;
+    ``g = clip(rescale_grad * grad + wd * weight); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g**2;
     weight -= lr * sqrt(1-b2**t)/(1-b1**t) * m / (sqrt(v) + epsilon)``.
     """
 
@@ -363,7 +405,7 @@ class Adam(Optimizer):
             return
         xp = weight.context.backend.xp
         w, m, v = weight._data, mean._data, var._data
-        g = self._prep(grad) + wd * w
+        g = self._prep_wd(grad, w, wd)
         m *= self.beta1
         m += (1.0 - self.beta1) * g
         v *= self.beta2
@@ -413,7 +455,7 @@ class RMSProp(Optimizer):
                 return
         xp = weight.context.backend.xp
         w = weight._data
-        g = self._prep(grad) + wd * w
+        g = self._prep_wd(grad, w, wd)
         n = state[0]._data
         n *= self.gamma1
         n += (1.0 - self.gamma1) * g * g
@@ -540,7 +582,13 @@ class Updater:
             elif not self.states_synced[i]:
                 self.states[i] = self.sync_state_context(self.states[i], w.context)
                 self.states_synced[i] = True
-            self.optimizer.update_multi_precision(i, w, g, self.states[i])
+            ctx = w.context
+            if ctx.device_type == "gpu":
+                # backend math on raw CuPy arrays must run on the weight's device
+                with ctx.backend.device_scope():
+                    self.optimizer.update_multi_precision(i, w, g, self.states[i])
+            else:
+                self.optimizer.update_multi_precision(i, w, g, self.states[i])
 
     def sync_state_context(self, state, context):
         """``state`` copied to ``context`` (states loaded from a file live on the CPU)."""

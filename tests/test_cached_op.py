@@ -338,3 +338,31 @@ def test_sparse_input_falls_back(rng):
     x = nd.array(d).tostype("csr")
     np.testing.assert_array_equal(cop(x).asnumpy() if hasattr(cop(x), "asnumpy") else None,
                                   d * 2)
+
+
+def test_records_one_node(rng):
+    y, _ = _chain_sym()
+    cop = mx.CachedOp(y)
+    a, b = _inputs(rng)
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        out = cop(a, b)
+    node = out._ag[0]
+    assert node.op.name == "_CachedOp"
+    assert [e[0] for e in node.inputs] == [a._ag[0], b._ag[0]]
+    assert cop.stats()["calls"] == 1
+
+
+def test_static_plan_never_writes_into_inputs(rng):
+    # Reshape may return a view of its input (for a C-contiguous one) or a copy; the plan
+    # must not write in place into a view of the caller's array
+    a = sym.var("a")
+    s = sym.exp(sym.Reshape(a, shape=(-1,)) * 2.0)
+    cop = mx.CachedOp(s, [("static_alloc", True)])
+    base = rng.standard_normal((4, 6)).astype(np.float32)
+    for x in (nd.array(base), nd.array(base.T.copy()).T, nd.array(base)):
+        before = x.asnumpy().copy()
+        got = cop(x).asnumpy()
+        np.testing.assert_allclose(got, np.exp(before.reshape(-1) * 2.0), rtol=1e-6)
+        np.testing.assert_array_equal(x.asnumpy(), before)

@@ -12,7 +12,6 @@ import pytest
 
 import gpunda as mx
 from gpunda import sym, nd
-from gpunda.base import GpundaError  # noqa: F401
 
 STATIC = [("static_alloc", True), ("static_shape", True)]
 

@@ -10,7 +10,7 @@ import pytest
 import gpunda as mx
 from gpunda.base import GpundaError
 
-FIX = "/work/shared/fixtures/mxnet"
+FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
 pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
 
 
@@ -338,6 +338,22 @@ def test_handmade_file_loads():
     assert mx.nd.load_frombuffer(buf)["x"].asnumpy().tolist() == [7, -1]
 
 
+def test_saved_context_is_ignored_and_legacy_none_records():
+    # a record saved from gpu(3) (dev_type 2) and one from cpu_pinned(1) load on cpu / ctx
+    gpu_rec = struct.pack("<Iiiq", 0xF993FAC9, 0, 1, 2) + struct.pack("<iii", 2, 3, 0) + b"\0" * 8
+    pinned = struct.pack("<Iiiq", 0xF993FAC9, 0, 1, 1) + struct.pack("<iii", 3, 1, 6) + b"\x05" + b"\0" * 7
+    v1_none = struct.pack("<Ii", 0xF993FAC8, 0)
+    v0_none = struct.pack("<I", 0)
+    buf = _file([gpu_rec, pinned, v1_none, v0_none])
+    out = mx.nd.load_frombuffer(buf)
+    assert out[0].context == mx.cpu() and out[0].asnumpy().tolist() == [0.0, 0.0]
+    assert out[1].asnumpy().tolist() == [5] and out[1].dtype == np.int64
+    assert out[2:] == [None, None]
+    records, names = mx.nd.io.load_raw(buf)
+    assert names is None and [r.version for r in records] == [2, 2, 1, 0]
+    assert (records[0].dev_type, records[0].dev_id) == (2, 3)
+
+
 @pytest.mark.parametrize("buf, msg", [
     (b"", "truncated"),
     (b"PK\x03\x04 this is a zip file, not MXNet.....", "bad magic"),
@@ -388,6 +404,8 @@ def test_missing_file_and_directory(tmp_path):
         mx.nd.load(str(tmp_path))
     with pytest.raises(GpundaError, match="must be bytes"):
         mx.nd.load_frombuffer("a string")
+    with pytest.raises(GpundaError, match="fname must be a str"):
+        mx.nd.load(mx.nd.save_to_bytes([mx.nd.ones(1)]))   # bytes go to load_frombuffer
 
 
 def test_symbol_json_is_not_an_ndarray_file():

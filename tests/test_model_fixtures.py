@@ -15,7 +15,7 @@ import pytest
 import gpunda as mx
 from gpunda.base import GpundaError
 
-FIX = "/work/shared/fixtures/mxnet"
+FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
 MODELS = ["mlp", "cnn", "textemb"]
 pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
 

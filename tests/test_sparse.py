@@ -81,6 +81,9 @@ def test_row_sparse_from_parts_dense_and_shape(rng):
     r = nd.sparse.row_sparse_array(d)
     assert r.indices.asnumpy().tolist() == [1, 3] and r.data.shape == (2, 2, 3)
     np.testing.assert_array_equal(r.asnumpy(), d)
+    lst = nd.sparse.row_sparse_array([[0, 0], [3, 4]])    # a list is a dense source
+    assert lst.shape == (2, 2) and lst.indices.asnumpy().tolist() == [1]
+    assert nd.sparse.csr_matrix([[0, 0, 1], [2, 0, 0], [0, 0, 0]]).indptr.asnumpy().tolist() == [0, 1, 2, 2]
     z = nd.sparse.row_sparse_array((6, 3, 2))
     assert z.shape == (6, 3, 2) and z.indices.shape == (0,) and z.data.shape == (0, 3, 2)
 

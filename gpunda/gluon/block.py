@@ -519,8 +519,9 @@ class HybridBlock(Block):
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
         if self._cached_op is not None and fmt != self._in_format:
-            raise GpundaError(f"HybridBlock {self.name}: invalid input format {fmt}; the "
-                              f"cached graph was built for {self._in_format}")
+            # MXNet refuses a different input structure ("Invalid input format");
+            # optional inputs such as sample_weight are common, so rebuild instead
+            self._clear_cached_op()
         flat = [a for a in flat if a is not None]
         ctx = flat[0].context
         if self._cached_op is None:

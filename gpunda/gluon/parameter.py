@@ -282,7 +282,9 @@ class Parameter:
             self._grad = None
             return
         nd = _nd()
-        self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype) for d in self._data]
+        stype = None if self._grad_stype == "default" else self._grad_stype
+        self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype, stype=stype)
+                      for d in self._data]
         autograd.mark_variables(self._data, self._grad, self.grad_req)
         self._seen = [g._version for g in self._grad]
 
@@ -385,8 +387,12 @@ class Parameter:
         """Set the gradient buffers to 0 (does not count as a fresh gradient)."""
         if self._grad is None:
             return
+        if self._grad_stype != "default":
+            self._init_grad()       # a fresh empty sparse gradient
+            return
         for i, g in enumerate(self._grad):
-            g._data[...] = 0
+            with g.context.backend.device_scope():
+                g._data[...] = 0
             (g._base or g)._version += 1
             self._mark_grad_used(i)
 

@@ -58,12 +58,25 @@ _I32 = struct.Struct("<i")
 _U64 = struct.Struct("<Q")
 _HEADER = struct.Struct("<QQQ")
 _CTX_DTYPE = struct.Struct("<iii")
+_CTX = struct.Struct("<ii")
 
 
 #: One record as stored: ``data`` is the values array (dense values, csr data,
 #: row_sparse rows), ``aux`` the index arrays (csr: indptr, indices;
 #: row_sparse: indices), ``version`` 0..3. ``data`` is None for a "none" record.
 RawArray = namedtuple("RawArray", "stype shape dtype data aux version dev_type dev_id")
+
+
+_NONE_CACHE = {}
+
+
+def _none_record(stype, version):
+    """The shared RawArray of a "none" record (no array behind the handle)."""
+    key = (stype, version)
+    r = _NONE_CACHE.get(key)
+    if r is None:
+        r = _NONE_CACHE[key] = RawArray(stype, None, None, None, (), version, None, None)
+    return r
 
 
 # -- reading -----------------------------------------------------------------------
@@ -168,14 +181,15 @@ def _read_record(src, i):
         ndim, shape = _read_shape(src, f"{what} shape")
         # V2 (legacy shapes): ndim 0 means "no array"; V3: ndim -1 or a -1 dim does
         if ndim == -1 or (version == 2 and ndim == 0) or -1 in shape:
-            return RawArray(stype, None, None, None, (), version, None, None)
-        dev_type, dev_id = src.unpack(struct.Struct("<ii"), f"{what} context")
+            return _none_record(stype, version)
+        dev_type, dev_id = src.unpack(_CTX, f"{what} context")
         dtype = _read_dtype(src, what)
         aux_desc = []
         for k in range(_NUM_AUX[stype]):
             adt = _read_dtype(src, f"{what} aux {k}")
-            if adt.kind not in "iu":
-                raise src.error(f"{what} aux {k} (sparse indices) has non-integer dtype {adt}")
+            if adt.kind != "i":
+                raise src.error(f"{what} aux {k} (sparse indices) has dtype {adt}; MXNet "
+                                f"stores indices as signed integers (int64)")
             and_, ashape = _read_shape(src, f"{what} aux {k} shape")
             if and_ != 1:
                 raise src.error(f"corrupt {what}: aux {k} shape {ashape} is not 1-d")
@@ -206,8 +220,8 @@ def _read_record(src, i):
                             f"nor is it a plausible legacy ndim")
         shape = struct.unpack(f"<{ndim}I", src.read(4 * ndim, f"{what} dims")) if ndim else ()
     if ndim <= 0:
-        return RawArray("default", None, None, None, (), version, None, None)
-    dev_type, dev_id = src.unpack(struct.Struct("<ii"), f"{what} context")
+        return _none_record("default", version)
+    dev_type, dev_id = src.unpack(_CTX, f"{what} context")
     dtype = _read_dtype(src, what)
     _check_dims(src, shape, dtype.itemsize, what)
     values = src.read_array(dtype, shape, f"{what} values")
@@ -236,6 +250,7 @@ def _check_sparse_shapes(src, stype, shape, sshape, ashapes, what):
 
 
 def _check_sparse_indices(src, stype, shape, values, aux, what):
+    aux = [a.astype(np.int64, copy=False) for a in aux]
     if stype == "csr":
         indptr, indices = aux
         nnz = values.shape[0]
@@ -349,7 +364,7 @@ def load(fname, ctx=None):
         >>> nd.save('x.params', {'w': nd.ones((2, 3))}); nd.load('x.params')['w'].shape
         (2, 3)
     """
-    src, f = _open_source(fname, "load")
+    src, f = _open_source(_path(fname, "load"), "load")
     try:
         records, names = _read_file(src)
     finally:
@@ -460,10 +475,11 @@ def _record_chunks(a, label, v3, where):
         yield _bytes_of(x)
 
 
-def _chunks(data, where):
-    """The file as a stream of byte chunks; array data goes out as memoryviews (no copy)."""
+def _chunks(arrays, names, where):
+    """The file as a stream of byte chunks; array data goes out as memoryviews (no copy).
+
+    Each element is checked when its turn comes, so a bad one fails mid-way."""
     from ..util import is_np_shape
-    arrays, names = _container(data, where)
     v3 = is_np_shape()
     yield _HEADER.pack(FILE_MAGIC, 0, len(arrays))
     for i, a in enumerate(arrays):
@@ -481,7 +497,7 @@ def _chunks(data, where):
 
 def save_to_bytes(data):
     """The bytes ``nd.save`` would write for ``data`` (see :func:`save`)."""
-    return b"".join(_chunks(data, "save_to_bytes"))
+    return b"".join(_chunks(*_container(data, "save_to_bytes"), "save_to_bytes"))
 
 
 def save(fname, data):
@@ -501,7 +517,7 @@ def save(fname, data):
     """
     path = os.path.realpath(_path(fname, "save"))   # keep a symlink, replace its target
     folder, base = os.path.split(path)
-    chunks = _chunks(data, "save")
+    chunks = _chunks(*_container(data, "save"), "save")
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)

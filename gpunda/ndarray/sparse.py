@@ -13,6 +13,13 @@ the call is recorded like a dense one; its node gets a per-node rule that
 handles sparse values and hands each input a gradient of the stype that input
 can take (sparse for sparse-aware nodes and sparse gradient buffers, dense
 otherwise).
+
+Two ops produce sparse output from dense inputs (``cast_storage``,
+``_embedding_rsp_grad``); the dense fast path would wrap that storage in a plain
+NDArray, so ``nd.<name>`` / ``nd._op.<name>`` for them are replaced here by
+functions that always dispatch through ``_sparse_invoke``. Raw storage holders
+offer ``_gpunda_wrap(ctx)`` (the matching NDArray class), which
+``autograd.grad`` uses for sparse gradients.
 """
 from __future__ import annotations
 
@@ -78,6 +85,7 @@ class BaseSparseNDArray(NDArray):
                           f"(stype {self.stype}); convert with tostype('default') first")
 
     def reshape(self, *shape, **kwargs):
+        """Not supported on sparse storage (as in MXNet): GpundaError."""
         self._sparse_unsupported("reshape")
 
     def __dlpack__(self, *args, **kwargs):
@@ -447,7 +455,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         arg1 = arg1.as_in_context(ctx)
         return _wrap(to_stype(arg1._data, "csr", dtype=None if dtype is None else
                               parse_dtype(dtype, where)), ctx)
-    if isinstance(arg1, (tuple, list)) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) \
+    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) \
             and len(arg1[1]) == 2:
         import scipy.sparse as sps
         data = np.asarray(arg1[0].asnumpy() if isinstance(arg1[0], NDArray) else arg1[0])
@@ -457,7 +465,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         except (ValueError, TypeError) as e:
             raise GpundaError(f"{where}: bad (data, (row, col)) input: {e}") from None
         return csr_matrix(m, ctx=ctx, dtype=_default_dtype(arg1[0], dtype))
-    if isinstance(arg1, (tuple, list)) and len(arg1) == 3:
+    if isinstance(arg1, tuple) and len(arg1) == 3:
         dt = _default_dtype(arg1[0], dtype)
         with ctx.backend.device_scope():
             data = _backend_array(arg1[0], ctx, dt, where, "data")
@@ -523,7 +531,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         arg1 = arg1.as_in_context(ctx)
         return _wrap(to_stype(arg1._data, "row_sparse", dtype=None if dtype is None else
                               parse_dtype(dtype, where)), ctx)
-    if isinstance(arg1, (tuple, list)) and len(arg1) == 2 and not isinstance(arg1[0], (int, float)):
+    if isinstance(arg1, tuple) and len(arg1) == 2:
         dt = _default_dtype(arg1[0], dtype)
         with ctx.backend.device_scope():
             values = _backend_array(arg1[0], ctx, dt, where, "data")

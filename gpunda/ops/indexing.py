@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
-from .registry import OpDef, Param, register
+from .registry import OpDef, Param, get_op, register
 from ._util import legacy_scalar
+from .reduce import put_along
 
 # ----------------------------------------------------------------------------
 # helpers
@@ -131,7 +132,7 @@ def _pick_backward(xp, p, g, idx):
     z = xp.zeros(shape, g.dtype)
     if ax is None:
         return scatter_add(xp, z.reshape(-1), i, g).reshape(shape)
-    xp.put_along_axis(z, i, g.reshape(i.shape), axis=ax)   # one position per row: distinct
+    put_along(xp, z, i, g.reshape(i.shape), ax)    # one position per row: distinct
     return z
 
 
@@ -304,13 +305,13 @@ def _getitem_backward(xp, p, g):
 
 
 register(OpDef(
-    "_getitem", _getitem, params=[Param("key", "any", doc="a basic or advanced index")],
+    "_getitem", _getitem, params=[Param("key", "any", doc="a basic or advanced index", optional=True)],
     gradient=lambda F, p, i, o, g: [F._getitem_backward(g[0], key=p.key, shape=i[0].shape)],
     save=("inputs",), hidden=True, family="indexing",
     doc="x[key] with NumPy indexing (0-d results have shape (1,) in legacy mode)."))
 register(OpDef(
     "_getitem_backward", _getitem_backward,
-    params=[Param("key", "any"), Param("shape", "shape")],
+    params=[Param("key", "any", optional=True), Param("shape", "shape")],
     gradient=lambda F, p, i, o, g: [F._getitem(g[0], key=p.key)],
     save=(), hidden=True, family="indexing",
     doc="Zeros of `shape` with `data` added at `key` (repeated positions accumulate)."))
@@ -346,3 +347,152 @@ def _out_ctx(p):
 
 
 _COPYTO.out_ctx = _out_ctx
+
+# ----------------------------------------------------------------------------
+# batch_take, ravel/unravel, and contrib ops (boolean_mask, index_copy, index_array)
+
+
+def _batch_take_check(a, idx):
+    if a.ndim != 2 or idx.ndim != 1 or idx.shape[0] != a.shape[0]:
+        raise GpundaError(f"Operator batch_take: needs a 2-D `a` and 1-D `indices` of the same "
+                          f"length, got a shape {a.shape} and indices shape {idx.shape}")
+
+
+def _batch_take(xp, p, a, idx):
+    _batch_take_check(a, idx)
+    return _pick(xp, _PICK_ROW, a, idx)
+
+
+_PICK_ROW = get_op("pick").parse_params({"axis": 1})
+
+register(OpDef(
+    "batch_take", _batch_take, inputs=("a", "indices"),
+    gradient=lambda F, p, i, o, g: [F._pick_backward(g[0], i[1], shape=i[0].shape, axis=1), None],
+    save=("inputs",), family="indexing",
+    doc="out[i] = a[i, indices[i]] for 2-D `a` (indices clipped into range)."))
+
+
+def _strides(shape):
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= d
+    return st[::-1]
+
+
+def _ravel(xp, p, data):
+    shape = tuple(p.shape)
+    if data.ndim < 1 or data.shape[0] != len(shape):
+        raise GpundaError(f"Operator _ravel_multi_index: data shape {data.shape} needs a first "
+                          f"dimension equal to len(shape)={len(shape)}")
+    i = _ints(xp, data)
+    out = xp.zeros(data.shape[1:], np.int64)
+    for k, s in enumerate(_strides(shape)):
+        out = out + i[k] * s
+    return out.astype(data.dtype)
+
+
+def _unravel(xp, p, data):
+    shape = tuple(p.shape)
+    i = _ints(xp, data)
+    parts = []
+    for s, d in zip(_strides(shape), shape):
+        parts.append((i // s) % d if d else i * 0)
+    return xp.stack(parts).astype(data.dtype)
+
+
+_SHAPE_P = Param("shape", "shape", doc="the array shape the indices refer to")
+register(OpDef("_ravel_multi_index", _ravel, params=[_SHAPE_P], nondiff=True, save=(),
+               aliases=("ravel_multi_index",), family="indexing",
+               doc="Flat indices from (ndim, ...) multi-indices into `shape`."))
+register(OpDef("_unravel_index", _unravel, params=[_SHAPE_P], nondiff=True, save=(),
+               aliases=("unravel_index",), family="indexing",
+               doc="(ndim, ...) multi-indices from flat indices into `shape`."))
+
+
+def _mask_positions(xp, index, n, axis, where):
+    if index.ndim != 1 or index.shape[0] != n:
+        raise GpundaError(f"Operator {where}: index shape {index.shape} must be ({n},) to match "
+                          f"axis {axis} of the data")
+    return xp.nonzero(index != 0)[0]
+
+
+def _boolean_mask(xp, p, x, index):
+    ax = _norm_axis(p.axis, x.ndim, "_contrib_boolean_mask")
+    pos = _mask_positions(xp, index, x.shape[ax], p.axis, "_contrib_boolean_mask")
+    return xp.take(x, pos, axis=ax)
+
+
+def _boolean_mask_backward(xp, p, g, index):
+    shape = tuple(p.shape)
+    ax = _norm_axis(p.axis, len(shape), "_contrib_boolean_mask")
+    pos = _mask_positions(xp, index, shape[ax], p.axis, "_contrib_boolean_mask")
+    z = xp.zeros(shape, g.dtype)
+    z[(slice(None),) * ax + (pos,)] = g
+    return z
+
+
+register(OpDef(
+    "_contrib_boolean_mask", _boolean_mask, inputs=("data", "index"),
+    params=[Param("axis", "int", 0)], aliases=("boolean_mask",),
+    gradient=lambda F, p, i, o, g: [F._contrib_boolean_mask_backward(g[0], i[1], axis=p.axis,
+                                                                     shape=i[0].shape), None],
+    save=("inputs",), family="indexing", capture="output shape depends on the data",
+    doc="The slices along `axis` whose `index` entry is non-zero."))
+register(OpDef(
+    "_contrib_boolean_mask_backward", _boolean_mask_backward, inputs=("data", "index"),
+    params=[Param("axis", "int", 0), Param("shape", "shape")],
+    gradient=lambda F, p, i, o, g: [F._contrib_boolean_mask(g[0], i[1], axis=p.axis), None],
+    save=("inputs",), hidden=True, family="indexing", capture="data-dependent positions",
+    doc="Zeros of `shape` with the masked slices filled in (boolean_mask's adjoint)."))
+
+
+def _index_rows(xp, idx, where):
+    i = _ints(xp, idx)
+    if i.ndim != 1:
+        raise GpundaError(f"Operator {where}: index_vector must be 1-D, got shape {idx.shape}")
+    return i
+
+
+def _index_copy(xp, p, old, idx, new):
+    i = _index_rows(xp, idx, "_contrib_index_copy")
+    if new.shape != (i.shape[0],) + old.shape[1:]:
+        raise GpundaError(f"Operator _contrib_index_copy: new_tensor shape {new.shape} must be "
+                          f"{(i.shape[0],) + old.shape[1:]}")
+    out = old.copy()
+    out[i] = new
+    return out
+
+
+def _zero_rows(xp, p, g, idx):
+    out = g.copy()
+    out[_index_rows(xp, idx, "_contrib_index_copy")] = 0
+    return out
+
+
+register(OpDef(
+    "_contrib_index_copy", _index_copy, inputs=("old_tensor", "index_vector", "new_tensor"),
+    aliases=("index_copy",),
+    gradient=lambda F, p, i, o, g: [F._index_zero_rows(g[0], i[1]), None,
+                                    F.take(g[0], i[1], axis=0)],
+    save=("inputs",), family="indexing",
+    doc="A copy of old_tensor with rows index_vector replaced by new_tensor."))
+register(OpDef(
+    "_index_zero_rows", _zero_rows, inputs=("data", "index"),
+    gradient=lambda F, p, i, o, g: [F._index_zero_rows(g[0], i[1]), None],
+    save=("inputs",), hidden=True, family="indexing",
+    doc="The input with the listed rows set to zero (self-adjoint)."))
+
+
+def _index_array(xp, p, x):
+    axes = tuple(range(x.ndim)) if p.axes is None else tuple(
+        _norm_axis(a, x.ndim, "_contrib_index_array") for a in p.axes)
+    grids = xp.indices(x.shape, dtype=np.int64) if x.ndim else xp.zeros((0,), np.int64)
+    return xp.stack([grids[a] for a in axes], axis=-1) if axes else \
+        xp.zeros(x.shape + (0,), np.int64)
+
+
+register(OpDef("_contrib_index_array", _index_array,
+               params=[Param("axes", "shape", None, "axes whose indices to return; None: all")],
+               aliases=("index_array",), nondiff=True, save=(), family="indexing",
+               doc="For each element, its index along `axes` (int64, last axis holds them)."))

@@ -1,4 +1,6 @@
-"""Matrix products: dot, batch_dot, khatri_rao, with MXNet 1.x's shape rules.
+"""Matrix products and MXNet's ``linalg_*`` family: dot, batch_dot, khatri_rao,
+gemm/gemm2/syrk/trmm/trsm/potrf/potri/sumlogdiag/inverse/det/slogdet and the
+diagonal/triangle packers, with MXNet 1.x's names, parameters and shape rules.
 
 ``dot`` of an N-d and an M-d array views each operand as a matrix (MXNet's
 ``DotShape``): without transposes the lhs is ``(prod(shape[:-1]), shape[-1])``
@@ -12,6 +14,8 @@ Gradients are written with ``dot``/``batch_dot`` and transpose flags on the
 matrix views (the hidden ``_linalg_view`` reshape), so they differentiate again.
 """
 from __future__ import annotations
+
+import math
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
@@ -185,3 +189,380 @@ register(OpDef("khatri_rao", _khatri_rao,
                params=[Param("num_args", "int", 1)], key_var_num_args="num_args",
                gradient=_g_khatri_rao, save=("inputs",), family="linalg",
                doc="Column-wise Khatri-Rao product of 2-D matrices with equal column counts."))
+
+# ----------------------------------------------------------------------------
+# MXNet's linalg_* family (``_linalg_<name>``, alias ``linalg_<name>``): batched over
+# leading dims, matrices in the last two axes. Gradients use these ops themselves
+# plus the hidden helpers _linalg_swap (matrix transpose) and _linalg_tril (triangle
+# mask), so they are differentiable again.
+
+
+def _swap(xp, x):
+    return xp.swapaxes(x, -1, -2)
+
+
+def _tri_mask(xp, n, m, lower, k=0):
+    """Boolean (n, m) mask of the lower (or upper) triangle from diagonal k."""
+    r = xp.arange(n)[:, None]
+    c = xp.arange(m)[None, :]
+    return (c - r <= k) if lower else (c - r >= k)
+
+
+def _tril(xp, x, lower=True, k=0):
+    return xp.where(_tri_mask(xp, x.shape[-2], x.shape[-1], lower, k), x, xp.zeros((), x.dtype))
+
+
+def _check_mat(name, x, square=False, what="A"):
+    if x.ndim < 2:
+        raise GpundaError(f"Operator {name}: input {what} must have at least 2 dims, got shape "
+                          f"{x.shape}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise GpundaError(f"Operator {name}: input {what} must hold square matrices, got shape "
+                          f"{x.shape}")
+
+
+def _check_axis(name, p):
+    if p.axis not in (-2,):
+        raise GpundaError(f"Operator {name}: axis={p.axis} is not supported; only axis=-2 "
+                          f"(matrices in the last two dims)")
+
+
+def _la(name, compute, grad, *, inputs=("A",), params=(), save=("inputs",), nondiff=False,
+        num_outputs=1, doc=""):
+    return register(OpDef(f"_linalg_{name}", compute, inputs=inputs, params=list(params),
+                          gradient=grad, save=save, nondiff=nondiff, num_outputs=num_outputs,
+                          aliases=(f"linalg_{name}",), family="linalg", doc=doc,
+                          capture="cuBLAS/cuSOLVER"))
+
+
+register(OpDef("_linalg_swap", lambda xp, p, x: _swap(xp, x).copy(),
+               gradient=lambda F, p, i, o, g: [F._linalg_swap(g[0])], save=(), hidden=True,
+               family="linalg", doc="Transpose of the matrices in the last two axes."))
+register(OpDef("_linalg_tril", lambda xp, p, x: _tril(xp, x, p.lower, p.k),
+               params=[Param("lower", "bool", True), Param("k", "int", 0)],
+               gradient=lambda F, p, i, o, g: [F._linalg_tril(g[0], lower=p.lower, k=p.k)],
+               save=(), hidden=True, family="linalg",
+               doc="Lower (or upper) triangle from diagonal k, zeros elsewhere."))
+
+_GEMM_T = [Param("transpose_a", "bool", False), Param("transpose_b", "bool", False),
+           Param("alpha", "float", 1.0)]
+
+
+def _gemm2(xp, p, a, b):
+    _check_axis("_linalg_gemm2", p)
+    _check_mat("_linalg_gemm2", a)
+    _check_mat("_linalg_gemm2", b, what="B")
+    a2 = _swap(xp, a) if p.transpose_a else a
+    b2 = _swap(xp, b) if p.transpose_b else b
+    if a2.shape[-1] != b2.shape[-2] or a.shape[:-2] != b.shape[:-2]:
+        raise GpundaError(f"Operator _linalg_gemm2: shape mismatch: A shape {a.shape} "
+                          f"(transpose_a={p.transpose_a}) and B shape {b.shape} "
+                          f"(transpose_b={p.transpose_b})")
+    r = xp.matmul(a2, b2)
+    return r * r.dtype.type(p.alpha) if p.alpha != 1.0 else r
+
+
+def _gemm_grads(F, p, a, b, g):
+    ta, tb, al = p.transpose_a, p.transpose_b, p.alpha
+    mm = F._linalg_gemm2
+    if not ta and not tb:
+        return mm(g, b, transpose_b=True, alpha=al), mm(a, g, transpose_a=True, alpha=al)
+    if ta and not tb:
+        return mm(b, g, transpose_b=True, alpha=al), mm(a, g, alpha=al)
+    if not ta and tb:
+        return mm(g, b, alpha=al), mm(g, a, transpose_a=True, alpha=al)
+    return (mm(b, g, transpose_a=True, transpose_b=True, alpha=al),
+            mm(g, a, transpose_a=True, transpose_b=True, alpha=al))
+
+
+_AXIS2 = Param("axis", "int", -2, "accepted for MXNet compatibility; only -2")
+_la("gemm2", _gemm2, lambda F, p, i, o, g: list(_gemm_grads(F, p, i[0], i[1], g[0])),
+    inputs=("A", "B"), params=_GEMM_T + [_AXIS2],
+    doc="alpha * op(A) op(B), batched over leading dims.")
+
+
+def _gemm(xp, p, a, b, c):
+    r = _gemm2(xp, p, a, b)
+    if c.shape != r.shape:
+        raise GpundaError(f"Operator _linalg_gemm: C shape {c.shape} must be {r.shape}")
+    return r + c * c.dtype.type(p.beta)
+
+
+def _g_gemm(F, p, i, o, g):
+    ga, gb = _gemm_grads(F, p, i[0], i[1], g[0])
+    return [ga, gb, g[0] * p.beta]
+
+
+_la("gemm", _gemm, _g_gemm, inputs=("A", "B", "C"),
+    params=_GEMM_T + [Param("beta", "float", 1.0), _AXIS2],
+    doc="alpha * op(A) op(B) + beta * C, batched over leading dims.")
+
+
+def _syrk(xp, p, a):
+    _check_mat("_linalg_syrk", a)
+    r = xp.matmul(_swap(xp, a), a) if p.transpose else xp.matmul(a, _swap(xp, a))
+    return r * r.dtype.type(p.alpha)
+
+
+def _g_syrk(F, p, i, o, g):
+    a, g = i[0], g[0]
+    mm = F._linalg_gemm2
+    if p.transpose:     # B = alpha A^T A: dA = alpha A (G + G^T)
+        return [mm(a, g, alpha=p.alpha) + mm(a, g, transpose_b=True, alpha=p.alpha)]
+    return [mm(g, a, alpha=p.alpha) + mm(g, a, transpose_a=True, alpha=p.alpha)]
+
+
+_la("syrk", _syrk, _g_syrk,
+    params=[Param("transpose", "bool", False), Param("alpha", "float", 1.0)],
+    doc="alpha * A A^T (or A^T A with transpose), batched.")
+
+_TRI = [Param("transpose", "bool", False), Param("rightside", "bool", False),
+        Param("lower", "bool", True), Param("alpha", "float", 1.0)]
+
+
+def _tri_op(xp, p, a):
+    t = _tril(xp, a, p.lower)
+    return _swap(xp, t) if p.transpose else t
+
+
+def _check_tri(name, a, b, rightside):
+    _check_mat(name, a, square=True)
+    _check_mat(name, b, what="B")
+    n = a.shape[-1]
+    if a.shape[:-2] != b.shape[:-2] or (b.shape[-1] if rightside else b.shape[-2]) != n:
+        raise GpundaError(f"Operator {name}: A shape {a.shape} and B shape {b.shape} do not "
+                          f"fit (rightside={rightside})")
+
+
+def _trmm(xp, p, a, b):
+    _check_tri("_linalg_trmm", a, b, p.rightside)
+    m = _tri_op(xp, p, a)
+    r = xp.matmul(b, m) if p.rightside else xp.matmul(m, b)
+    return r * r.dtype.type(p.alpha)
+
+
+def _g_trmm(F, p, i, o, g):
+    a, b, g = i[0], i[1], g[0]
+    kw = dict(rightside=p.rightside, lower=p.lower, alpha=p.alpha)
+    gb = F._linalg_trmm(a, g, transpose=not p.transpose, **kw)
+    if p.rightside:     # B op(A): d op(A) = alpha B^T G
+        gm = F._linalg_gemm2(b, g, transpose_a=True, alpha=p.alpha)
+    else:               # op(A) B: d op(A) = alpha G B^T
+        gm = F._linalg_gemm2(g, b, transpose_b=True, alpha=p.alpha)
+    if p.transpose:
+        gm = F._linalg_swap(gm)
+    return [F._linalg_tril(gm, lower=p.lower), gb]
+
+
+_la("trmm", _trmm, _g_trmm, inputs=("A", "B"), params=_TRI,
+    doc="alpha * op(A) B (or B op(A)) with A triangular (only its lower/upper part is read).")
+
+
+def _trsm(xp, p, a, b):
+    _check_tri("_linalg_trsm", a, b, p.rightside)
+    m = _tri_op(xp, p, a)
+    s = b.dtype.type(p.alpha)
+    if p.rightside:     # X op(A) = alpha B  <=>  op(A)^T X^T = alpha B^T
+        return _swap(xp, xp.linalg.solve(_swap(xp, m), _swap(xp, b) * s))
+    return xp.linalg.solve(m, b * s)
+
+
+def _g_trsm(F, p, i, o, g):
+    a, x, g = i[0], o[0], g[0]
+    kw = dict(rightside=p.rightside, lower=p.lower)
+    y = F._linalg_trsm(a, g, transpose=not p.transpose, alpha=1.0, **kw)
+    if p.rightside:     # X = alpha B M^-1: dM = -X^T Y with Y = G M^-T
+        gm = -F._linalg_gemm2(x, y, transpose_a=True)
+    else:               # X = alpha M^-1 B: dM = -Y X^T with Y = M^-T G
+        gm = -F._linalg_gemm2(y, x, transpose_b=True)
+    if p.transpose:
+        gm = F._linalg_swap(gm)
+    return [F._linalg_tril(gm, lower=p.lower), y * p.alpha]
+
+
+_la("trsm", _trsm, _g_trsm, inputs=("A", "B"), params=_TRI, save=("inputs", "outputs"),
+    doc="Solves op(A) X = alpha B (or X op(A) = alpha B) with A triangular.")
+
+
+def _potrf(xp, p, a):
+    _check_mat("_linalg_potrf", a, square=True)
+    l = xp.linalg.cholesky(a)
+    return l if p.lower else _swap(xp, l).copy()
+
+
+def _g_potrf(F, p, i, o, g):
+    # Murray (2016): A_bar = sym(L^-T Phi(L^T L_bar) L^-1), Phi = lower triangle, half diagonal
+    l, gl = o[0], g[0]
+    if not p.lower:
+        l, gl = F._linalg_swap(l), F._linalg_swap(gl)
+    s = F._linalg_gemm2(l, gl, transpose_a=True)
+    phi = (F._linalg_tril(s) + F._linalg_tril(s, k=-1)) * 0.5
+    z = F._linalg_trsm(l, phi, transpose=True)
+    a0 = F._linalg_trsm(l, z, rightside=True)
+    return [(a0 + F._linalg_swap(a0)) * 0.5]
+
+
+_la("potrf", _potrf, _g_potrf, params=[Param("lower", "bool", True)], save=("outputs",),
+    doc="Cholesky factor L (A = L L^T), or upper U (A = U^T U) with lower=False.")
+
+
+def _potri(xp, p, a):
+    _check_mat("_linalg_potri", a, square=True)
+    l = _tril(xp, a, p.lower)
+    if not p.lower:
+        l = _swap(xp, l)
+    inv_l = xp.linalg.inv(l)
+    return xp.matmul(_swap(xp, inv_l), inv_l)
+
+
+def _g_potri(F, p, i, o, g):
+    # B = (L L^T)^-1: L_bar = tril(-2 B sym(B_bar) B L)
+    a, b, gb = i[0], o[0], g[0]
+    sym = (gb + F._linalg_swap(gb)) * 0.5
+    m = F._linalg_gemm2(F._linalg_gemm2(b, sym), b, alpha=-2.0)
+    if p.lower:
+        return [F._linalg_tril(F._linalg_gemm2(m, F._linalg_tril(a)))]
+    lt = F._linalg_swap(F._linalg_tril(a, lower=False))
+    return [F._linalg_swap(F._linalg_tril(F._linalg_gemm2(m, lt)))]
+
+
+_la("potri", _potri, _g_potri, params=[Param("lower", "bool", True)], save=("inputs", "outputs"),
+    doc="(L L^T)^-1 from a Cholesky factor L (upper U with lower=False).")
+
+
+def _sumlogdiag(xp, p, a):
+    _check_mat("_linalg_sumlogdiag", a, square=True)
+    d = xp.diagonal(a, axis1=-2, axis2=-1)
+    return legacy_scalar(xp, xp.log(d).sum(axis=-1))
+
+
+def _g_sumlogdiag(F, p, i, o, g):
+    a = i[0]
+    d = F._linalg_extractdiag(a)
+    gv = F._linalg_view(g[0], shape=a.shape[:-2] + (1,))
+    return [F._linalg_makediag(F.broadcast_div(gv, d))]
+
+
+_la("sumlogdiag", _sumlogdiag, _g_sumlogdiag, doc="Sum of the logs of the diagonal.")
+
+
+def _extractdiag(xp, p, a):
+    _check_mat("_linalg_extractdiag", a)
+    return xp.diagonal(a, offset=p.offset, axis1=-2, axis2=-1).copy()
+
+
+def _makediag(xp, p, d):
+    if d.ndim < 1:
+        raise GpundaError(f"Operator _linalg_makediag: input must have at least 1 dim, got "
+                          f"shape {d.shape}")
+    k = p.offset
+    n = d.shape[-1] + abs(k)
+    out = xp.zeros(d.shape[:-1] + (n, n), d.dtype)
+    j = xp.arange(d.shape[-1])
+    rows, cols = (j, j + k) if k >= 0 else (j - k, j)
+    out[..., rows, cols] = d
+    return out
+
+
+_OFFSET = Param("offset", "int", 0, "diagonal offset (negative: below the main diagonal)")
+_la("extractdiag", _extractdiag,
+    lambda F, p, i, o, g: [F._linalg_diag_back(g[0], offset=p.offset, shape=i[0].shape)],
+    params=[_OFFSET], doc="The diagonal (with offset) of each matrix.")
+_la("makediag", _makediag,
+    lambda F, p, i, o, g: [F._linalg_extractdiag(g[0], offset=p.offset)], save=(),
+    params=[_OFFSET], doc="Square matrices with the input on the diagonal (with offset).")
+
+
+def _diag_back(xp, p, g):
+    out = xp.zeros(tuple(p.shape), g.dtype)
+    j = xp.arange(g.shape[-1])
+    k = p.offset
+    rows, cols = (j, j + k) if k >= 0 else (j - k, j)
+    out[..., rows, cols] = g
+    return out
+
+
+register(OpDef("_linalg_diag_back", _diag_back,
+               params=[_OFFSET, Param("shape", "shape")],
+               gradient=lambda F, p, i, o, g: [F._linalg_extractdiag(g[0], offset=p.offset)],
+               save=(), hidden=True, family="linalg",
+               doc="Zeros of `shape` with the input on the diagonal (extractdiag's adjoint)."))
+
+
+def _trian_index(xp, n, offset, lower):
+    # MXNet: a non-zero offset picks the side; lower only matters for offset 0
+    if offset > 0 or (offset == 0 and not lower):
+        return xp.triu_indices(n, k=offset)
+    return xp.tril_indices(n, k=offset)
+
+
+def _extracttrian(xp, p, a):
+    _check_mat("_linalg_extracttrian", a, square=True)
+    r, c = _trian_index(xp, a.shape[-1], p.offset, p.lower)
+    return a[..., r, c]
+
+
+def _maketrian(xp, p, v):
+    if v.ndim < 1:
+        raise GpundaError(f"Operator _linalg_maketrian: input must have at least 1 dim, got "
+                          f"shape {v.shape}")
+    m = v.shape[-1]
+    k = int(round((math.sqrt(8 * m + 1) - 1) / 2))
+    if k * (k + 1) // 2 != m:
+        raise GpundaError(f"Operator _linalg_maketrian: last dim {m} is not a triangular "
+                          f"number k*(k+1)/2")
+    n = k + abs(p.offset)
+    out = xp.zeros(v.shape[:-1] + (n, n), v.dtype)
+    r, c = _trian_index(xp, n, p.offset, p.lower)
+    out[..., r, c] = v
+    return out
+
+
+_TRIAN = [_OFFSET, Param("lower", "bool", True)]
+_la("extracttrian", _extracttrian,
+    lambda F, p, i, o, g: [F._linalg_maketrian(g[0], offset=p.offset, lower=p.lower)],
+    params=_TRIAN, save=(), doc="The lower (or upper) triangle of each matrix, packed row-major.")
+_la("maketrian", _maketrian,
+    lambda F, p, i, o, g: [F._linalg_extracttrian(g[0], offset=p.offset, lower=p.lower)],
+    params=_TRIAN, save=(), doc="Triangular matrices from packed row-major triangles.")
+
+
+def _inverse(xp, p, a):
+    _check_mat("_linalg_inverse", a, square=True)
+    return xp.linalg.inv(a)
+
+
+_la("inverse", _inverse,
+    lambda F, p, i, o, g: [-F._linalg_gemm2(o[0], F._linalg_gemm2(g[0], o[0], transpose_b=True),
+                                            transpose_a=True)],
+    save=("outputs",), doc="Inverse of each square matrix.")
+
+
+def _det(xp, p, a):
+    _check_mat("_linalg_det", a, square=True)
+    return legacy_scalar(xp, xp.linalg.det(a))
+
+
+def _g_det(F, p, i, o, g):
+    a = i[0]
+    s = F._linalg_view(g[0] * o[0], shape=a.shape[:-2] + (1, 1))
+    return [F.broadcast_mul(s, F._linalg_swap(F._linalg_inverse(a)))]
+
+
+_la("det", _det, _g_det, save=("inputs", "outputs"), doc="Determinant of each square matrix.")
+
+
+def _slogdet(xp, p, a):
+    _check_mat("_linalg_slogdet", a, square=True)
+    s, l = xp.linalg.slogdet(a)
+    return legacy_scalar(xp, s), legacy_scalar(xp, l)
+
+
+def _g_slogdet(F, p, i, o, g):
+    a = i[0]
+    s = F._linalg_view(g[1], shape=a.shape[:-2] + (1, 1))
+    return [F.broadcast_mul(s, F._linalg_swap(F._linalg_inverse(a)))]
+
+
+_la("slogdet", _slogdet, _g_slogdet, num_outputs=2, save=("inputs",),
+    doc="Sign and log|det| of each square matrix (two outputs).")

@@ -769,7 +769,8 @@ def _diag_scatter(xp, p, g):
 
 _reg("_diag_scatter", _diag_scatter, params=[Param("shape", "shape")] + _DIAG_PARAMS,
      gradient=lambda F, p, i, o, g: [F.diag(g[0], k=p.k, axis1=p.axis1, axis2=p.axis2)],
-     save=(), hidden=True, doc="Zeros of `shape` with diagonal k set to the input (diag's adjoint).")
+     save=(), hidden=True,
+     doc="Zeros of `shape` with diagonal k set to the input (diag's adjoint).")
 
 # ----------------------------------------------------------------------------
 # pad

@@ -367,6 +367,28 @@ register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_gr
                doc="Log of softmax along `axis`, computed stably."))
 
 
+def _softmax_activation(xp, p, x):
+    if p.mode == "channel":
+        if x.ndim < 2:
+            raise GpundaError(f"Operator SoftmaxActivation: mode='channel' needs data with at "
+                              f"least 2 dimensions, got shape {tuple(x.shape)}")
+        return _softmax_core(xp, x, 1, False)
+    return _softmax_core(xp, x.reshape(x.shape[0], -1), 1, False).reshape(x.shape)
+
+
+def _grad_softmax_activation(F, p, ins, outs, og):
+    y, g = outs[0], og[0]
+    axes = (1,) if p.mode == "channel" else tuple(range(1, y.ndim))
+    return [y * (g - F._sum_to(g * y, shape=_kshape(y.shape, axes)))]
+
+
+register(OpDef("SoftmaxActivation", _softmax_activation,
+               params=[Param("mode", "enum", "instance", choices=("instance", "channel"))],
+               gradient=_grad_softmax_activation, save=("outputs",), family="nn",
+               infer_shape=_same,
+               doc="Softmax per instance (over all but the batch axis) or per channel (axis 1)."))
+
+
 def _onehot(xp, p, label):
     idx = label.astype(np.int64)
     oh = (idx[..., None] == xp.arange(p.depth)).astype(p.dtype)
@@ -400,6 +422,8 @@ register(OpDef(
         (F.softmax(i[0], axis=1) - F._nn_onehot(i[1], depth=i[0].shape[1], dtype=i[0].dtype)) * g[0],
         None],
     save=("inputs",), family="nn",
+    infer_shape=lambda p, s: ([s[0], s[1] if s[1] is not None or s[0] is None else (s[0][0],)],
+                              None if s[0] is None else [(1,)]),
     doc="Sum over the batch of the cross entropy of softmax(data) and integer labels."))
 
 # ---------------------------------------------------------------------------
@@ -439,7 +463,8 @@ def _so_norm(xp, p, label2, dshape):
         return float(dshape[0])
     if p.normalization == "valid":
         if p.use_ignore:
-            return max(float((label2 != p.ignore_label).sum()), 1.0)
+            # stays on the device (no host sync, so CUDA-graph capture keeps working)
+            return xp.maximum((label2 != p.ignore_label).sum(), 1).astype(np.float64)
         return float(max(label2.size, 1))
     return 1.0
 
@@ -738,7 +763,7 @@ def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=No
 
 
 def _grad_batch_norm(F, p, ins, outs, og):
-    x, gamma, beta, mm, mv = ins
+    x, gamma = ins[0], ins[1]
     g = og[0]
     ax = norm_axis(p.axis, x.ndim, "BatchNorm")
     cs = _chan_shape(x.shape, ax)
@@ -753,8 +778,10 @@ def _grad_batch_norm(F, p, ins, outs, og):
             extra = dict(og_mean=bc(og[1]), og_var=bc(og[2]))
         dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps, **extra)
     else:
-        r = F.rsqrt(bc(mv) + p.eps)
-        xhat = (x - bc(mm)) * r
+        # the moving stats as used by the forward (hidden outputs): the aux inputs
+        # themselves may have been updated since by another training-mode call
+        r = F.rsqrt(bc(outs[2]) + p.eps)
+        xhat = (x - bc(outs[1])) * r
         dx = g * r if gamma_b is None else g * (gamma_b * r)
     dgamma = F.zeros_like(gamma) if p.fix_gamma else F._nn_axis_sum(g * xhat, axis=ax)
     return [dx, dgamma, F._nn_axis_sum(g, axis=ax), None, None]
@@ -781,7 +808,7 @@ register(OpDef(
             Param("max_calib_range", "float", None, "accepted, ignored")],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
-    gradient=_grad_batch_norm, save=("inputs",), infer_shape=_infer_bn, family="nn",
+    gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn, family="nn",
     aliases=("BatchNorm_v1",),
     doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "
         "use_global_stats) it uses batch statistics and updates moving_mean/moving_var in place."))

@@ -416,6 +416,9 @@ def _pool_geo(p, shape):
         stride = _tuple(p.stride, nd, 1, "Pooling", "stride")
         pad = _tuple(p.pad, nd, 0, "Pooling", "pad")
     _check_layout(p, nd, "Pooling")
+    if p.pooling_convention == "same":
+        raise GpundaError("Operator Pooling: pooling_convention='same' is not supported; use "
+                          "'valid' or 'full'")
     if any(k <= 0 for k in kernel) or any(s <= 0 for s in stride) or any(q < 0 for q in pad):
         raise GpundaError(f"Operator Pooling: kernel={kernel}, stride={stride}, pad={pad} "
                           f"must be positive (pad non-negative)")
@@ -513,7 +516,7 @@ register(OpDef(
             Param("pool_type", "enum", "max", choices=("max", "avg", "sum", "lp")),
             Param("global_pool", "bool", False),
             Param("cudnn_off", "bool", False, "accepted, ignored"),
-            Param("pooling_convention", "enum", "valid", choices=("valid", "full")),
+            Param("pooling_convention", "enum", "valid", choices=("valid", "full", "same")),
             Param("stride", "shape", ()), Param("pad", "shape", ()),
             Param("p_value", "int", None, "lp pooling (not supported)"),
             Param("count_include_pad", "bool", None, "avg: count padded cells (default True)"),

@@ -97,6 +97,25 @@ def _bcast(F, g, x, axes):
     return F._broadcast_reduced(g, shape=x.shape, axes=axes)
 
 
+def put_along(xp, z, idx, vals, axis):
+    """``z`` with ``vals`` written at ``idx`` along ``axis`` (positions distinct), in place.
+
+    Plain fancy indexing with open grids, so it works on CuPy versions without
+    ``put_along_axis``.
+    """
+    axis = axis % z.ndim
+    key = []
+    for d, n in enumerate(idx.shape):
+        if d == axis:
+            key.append(idx)
+        else:
+            shape = [1] * idx.ndim
+            shape[d] = n
+            key.append(xp.arange(n).reshape(shape))
+    z[tuple(key)] = vals
+    return z
+
+
 def _as_index(idx):
     return idx if idx.dtype.kind in "iu" else idx.astype(np.int64)
 
@@ -117,7 +136,7 @@ def _put_along_axis(xp, p, g, idx):
         return z.reshape(shape)
     z = xp.zeros(shape, g.dtype)
     # the indices come from a sort, so positions are distinct: assignment is a scatter
-    xp.put_along_axis(z, idx, g, axis=p.axis)
+    put_along(xp, z, idx, g, p.axis)
     return z
 
 
@@ -318,6 +337,10 @@ def _norm_axis(axis, ndim, where):
 
 _arg("argmax", lambda x, axis=None: x.argmax(axis=axis))
 _arg("argmin", lambda x, axis=None: x.argmin(axis=axis))
+register(OpDef("argmax_channel",
+               lambda xp, p, x: legacy_scalar(xp, x.argmax(axis=-1)).astype(x.dtype),
+               nondiff=True, save=(), family="reduce",
+               doc="Indices of the maximum along the last axis, in the input dtype."))
 
 # ----------------------------------------------------------------------------
 # sort / argsort / topk
@@ -386,7 +409,7 @@ def _topk(xp, p, x):
         return idx.astype(p.dtype)
     if p.ret_typ == "mask":
         m = xp.zeros(a.shape, x.dtype)
-        xp.put_along_axis(m, idx, 1, axis=ax)
+        put_along(xp, m, idx, 1, ax)
         return m.reshape(x.shape)
     vals = xp.take_along_axis(a, idx, axis=ax)
     if p.ret_typ == "both":

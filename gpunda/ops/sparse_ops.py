@@ -85,6 +85,9 @@ def _first_true(xp, mask):
     return i if bool(mask[i]) else -1
 
 
+_KEEP = {}
+
+
 class _Holder:
     __slots__ = ()
     # numpy/cupy must defer to our reflected operators (gradient accumulation)
@@ -107,6 +110,17 @@ class _Holder:
         if not isinstance(d, np.ndarray):
             d = d.get()
         return d if dtype is None else d.astype(dtype, copy=False)
+
+    @property
+    def __cuda_array_interface__(self):
+        # lets CuPy take a sparse gradient where a dense array is expected (dense .grad)
+        if self.xp is np:
+            raise AttributeError("__cuda_array_interface__")
+        d = to_dense(self)
+        _KEEP[id(self)] = d      # the interface points into d: keep it alive
+        if len(_KEEP) > 64:
+            _KEEP.pop(next(iter(_KEEP)))
+        return d.__cuda_array_interface__
 
     def __add__(self, other):
         return add_raw(self, other)
@@ -133,13 +147,14 @@ class _Holder:
 class CSRData(_Holder):
     """Raw csr storage (see the module docstring)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_m")
+    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols")
     stype = "csr"
 
     def __init__(self, data, indices, indptr, shape, m=None):
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = tuple(int(d) for d in shape)
         self._m = m
+        self._cols = None
 
     @classmethod
     def from_matrix(cls, m):
@@ -166,6 +181,7 @@ class CSRData(_Holder):
     def _rebind(self, other):
         self.data, self.indices, self.indptr, self._m = (other.data, other.indices,
                                                          other.indptr, other._m)
+        self._cols = None
 
     def copy(self):
         return CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
@@ -187,9 +203,22 @@ class CSRData(_Holder):
             sp = sp_of(xp)
             cls = getattr(sp, "csr_array", None) or sp.csr_matrix
             m = cls((self.data, self.indices, self.indptr), shape=self.shape)
-            m.has_sorted_indices = True
+            try:
+                m.has_sorted_indices = True     # our parts are canonical: skip a re-check
+            except AttributeError:
+                pass
             self._m = m
         return m
+
+    def columns(self):
+        """Sorted distinct column ids that hold values (int64); cached."""
+        c = self._cols
+        if c is None:
+            xp = self.xp
+            present = (xp.bincount(self.indices, minlength=self.shape[1]) > 0 if self.nnz
+                       else xp.zeros(self.shape[1], bool))
+            c = self._cols = _i64(xp, xp.flatnonzero(present))
+        return c
 
     def row_ids(self):
         """Row of every stored value."""
@@ -412,8 +441,7 @@ def _binary_kernel(kind):
             if sa == "default":          # dense ± sparse -> dense
                 return _scatter_add(xp, a, b, 1 if kind == "add" else -1)
             if sb == "default":
-                r = _scatter_add(xp, -b if kind == "sub" else b, a, 1)
-                return r
+                return _scatter_add(xp, -b if kind == "sub" else b, a, 1)
             return NotImplemented
         # mul with one dense side keeps the sparse side's storage
         s, d = (a, b) if sb == "default" else (b, a) if sa == "default" else (None, None)
@@ -484,10 +512,7 @@ def _csr_reduce(mean):
 # ----------------------------------------------------------------------------
 # dot
 
-_SPARSE_DOT_DTYPES = ("float32", "float64")
-
-
-def _dot_dtype_check(a, b, sa_name):
+def _dot_dtype_check(a, b):
     if a.dtype != b.dtype:
         raise GpundaError(f"Operator dot: lhs dtype {a.dtype.name} and rhs dtype {b.dtype.name} "
                           f"must be equal")
@@ -497,7 +522,7 @@ def _dot_csr_any(xp, sp, p, a, b):
     """dot(csr, dense|rsp): dense, or row_sparse with transpose_a (MXNet's stypes)."""
     if p.transpose_b or b.ndim not in (1, 2):
         return NotImplemented
-    _dot_dtype_check(a, b, "lhs")
+    _dot_dtype_check(a, b)
     m = a.mat("Operator dot: input lhs")
     if isinstance(b, RSPData):
         b = to_dense(b)
@@ -512,8 +537,7 @@ def _dot_csr_any(xp, sp, p, a, b):
                           f"and rhs shape {tuple(b.shape)}")
     dense = xp.ascontiguousarray(m.T @ b)
     # only the csr's distinct column ids can be non-zero rows of csr.T @ b
-    present = xp.bincount(a.indices, minlength=cols) > 0 if a.nnz else xp.zeros(cols, bool)
-    idx = _i64(xp, xp.flatnonzero(present))
+    idx = a.columns()
     if idx.shape[0] == cols:
         return RSPData(idx, dense, dense.shape)
     return RSPData(idx, dense[idx], dense.shape)
@@ -523,7 +547,7 @@ def _dot_dense_csr(xp, sp, p, a, b):
     """dot(dense, csr): dense (cuSPARSE/SciPy through the transposes)."""
     if a.ndim != 2:
         return NotImplemented
-    _dot_dtype_check(a, b, "rhs")
+    _dot_dtype_check(a, b)
     m = b.mat("Operator dot: input rhs")
     A = a.T if p.transpose_a else a
     inner = b.shape[1] if p.transpose_b else b.shape[0]
@@ -583,7 +607,7 @@ def _cast_storage_kernel(xp, sp, p, x):
 
 
 register(OpDef(
-    "cast_storage", _cast_storage_kernel,
+    "cast_storage", lambda xp, p, x: to_stype(x, p.stype, copy=True),
     params=[Param("stype", "enum", choices=STYPES, doc="the storage type of the output")],
     gradient=lambda F, p, i, o, g: [g[0]], save=(), family="sparse",
     sparse={"*": _cast_storage_kernel, "grad": lambda p, i, o, g, need: [g[0]]},
@@ -604,8 +628,14 @@ def _retain_kernel(xp, sp, p, data, indices):
 
 
 def _retain_dense(xp, p, data, indices):
-    raise GpundaError("Operator _sparse_retain: input data must be row_sparse, got default "
-                      "(convert with tostype('row_sparse'))")
+    # a dense input (gradient rules, symbols): the same rows kept, the others zeroed
+    if data.ndim < 1:
+        raise GpundaError("Operator _sparse_retain: input data must have at least 1 dimension")
+    want = _i64(xp, to_dense(indices).reshape(-1))
+    want = want[(want >= 0) & (want < data.shape[0])]
+    out = xp.zeros_like(data)
+    out[want] = data[want]
+    return out
 
 
 def _retain_grad(p, ins, outs, ograds, need):
@@ -620,10 +650,11 @@ def _retain_grad(p, ins, outs, ograds, need):
 
 register(OpDef(
     "_sparse_retain", _retain_dense, inputs=("data", "indices"), family="sparse",
-    save=("inputs",), gradient=None,
+    save=("inputs",), no_grad_inputs=("indices",),
+    gradient=lambda F, p, i, o, g: [F._sparse_retain(g[0], i[1]), None],
     sparse={("row_sparse", "*"): _retain_kernel, "grad": _retain_grad},
     doc="Keep only the rows of row_sparse `data` whose ids are in `indices`\n"
-        "(nd.sparse.retain). The result is row_sparse."))
+        "(nd.sparse.retain). The result is row_sparse (dense for a dense input)."))
 
 
 def _sq_axes(p, ndim):
@@ -655,22 +686,22 @@ def _square_sum_rsp(xp, sp, p, x):
     return out
 
 
-def _expand_like(xp, g, shape, axes, keepdims):
-    """Reduced ``g`` reshaped so it broadcasts against an array of ``shape``."""
+def _expand_like(g, shape, axes):
+    """Reduced ``g`` (with or without kept dims) reshaped to broadcast against ``shape``."""
     ks = tuple(1 if i in axes else d for i, d in enumerate(shape))
     return g.reshape(ks)
 
 
 def _bss_compute(xp, p, g, x):
     axes = _sq_axes(p, x.ndim)
-    return (2 * x * _expand_like(xp, to_dense(g), x.shape, axes, p.keepdims)).astype(x.dtype)
+    return (2 * x * _expand_like(to_dense(g), x.shape, axes)).astype(x.dtype)
 
 
 def _bss_rsp(xp, sp, p, g, x):
     if not isinstance(x, RSPData):
         return NotImplemented
     axes = _sq_axes(p, len(x.shape))
-    ge = _expand_like(xp, to_dense(g), x.shape, axes, p.keepdims)
+    ge = _expand_like(to_dense(g), x.shape, axes)
     if ge.shape[0] != 1:
         ge = ge[x.indices]
     return RSPData(x.indices, (2 * x.values * ge).astype(x.dtype), x.shape)
@@ -680,7 +711,12 @@ _SQ_PARAMS = [Param("axis", "axis", None, "axis or axes to reduce"),
               Param("keepdims", "bool", False), Param("exclude", "bool", False)]
 register(OpDef(
     "_backward_square_sum", _bss_compute, inputs=("ograd", "data"), params=_SQ_PARAMS,
-    family="sparse", hidden=True, save=(), sparse={("*", "row_sparse"): _bss_rsp},
+    family="sparse", hidden=True, save=("inputs",), sparse={("*", "row_sparse"): _bss_rsp},
+    gradient=lambda F, p, i, o, g: [
+        F.sum(F._backward_square_sum(F.ones_like(i[0]), i[1], axis=p.axis, keepdims=p.keepdims,
+                                     exclude=p.exclude) * g[0],
+              axis=p.axis, keepdims=p.keepdims, exclude=p.exclude),
+        F._backward_square_sum(i[0], g[0], axis=p.axis, keepdims=p.keepdims, exclude=p.exclude)],
     doc="Gradient of _square_sum: 2 * data * ograd (row_sparse for row_sparse data)."))
 
 
@@ -729,8 +765,9 @@ register(OpDef(
     sparse={"*": lambda xp, sp, p, d, g: _embedding_rsp_grad(xp, p, d, g)},
     gradient=lambda F, p, i, o, g: [
         None, F.Embedding(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
-    save=("inputs",), hidden=True, family="sparse",
-    doc="Embedding's weight gradient as row_sparse: only the looked-up rows."))
+    save=("inputs",), hidden=True, family="sparse", nondiff=True,
+    doc="Embedding's weight gradient as row_sparse: only the looked-up rows\n"
+        "(not differentiable again, like MXNet's Embedding backward)."))
 
 
 def _wrap_embedding(op):

@@ -9,7 +9,6 @@ else (JSON, CachedOp, executors) walks that structure.
 from __future__ import annotations
 
 import ast
-import copy as _copy
 import types
 
 import numpy as np
@@ -17,7 +16,7 @@ import numpy as np
 from ..base import GpundaError
 from .. import name as _name
 from .. import attribute as _attribute
-from ..ops.registry import all_names, get_op, to_attr_string, parse_dtype, OpDef
+from ..ops.registry import all_names, get_op, to_attr_string, parse_dtype
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
 
@@ -61,6 +60,9 @@ class _Node:
             return [f"{self.name}_{s}" for s in list(on)[:n]]
         if n == 1:
             return [f"{self.name}_output"]
+        if self.nvis == 1:
+            # one visible output (BatchNorm, Dropout): it is "<name>_output" as in MXNet
+            return [f"{self.name}_output"] + [f"{self.name}_output{i}" for i in range(1, n)]
         return [f"{self.name}_output{i}" for i in range(n)]
 
     def input_names(self):
@@ -88,8 +90,9 @@ class _Node:
 def params_from_attrs(op, attrs, nin, where):
     """Parsed params of ``op`` from string ``attrs`` (keys that are not params are user attrs)."""
     kw = {k: v for k, v in attrs.items() if k in op.param_map}
-    if op.key_var_num_args and op.key_var_num_args not in kw and op.key_var_num_args in op.param_map:
-        kw[op.key_var_num_args] = nin
+    key = op.key_var_num_args
+    if key and key not in kw and key in op.param_map:
+        kw[key] = nin
     try:
         return op.parse_params(kw)
     except GpundaError as e:
@@ -203,12 +206,6 @@ class Symbol:
     def copy(self):
         """A deep copy (new nodes), as MXNet's ``Symbol.__copy__``."""
         return self._rebuild({})
-
-    def __getstate__(self):
-        return {"json": self.tojson()}
-
-    def __setstate__(self, state):
-        self._outputs = load_json(state["json"])._outputs
 
     def __reduce__(self):
         return (load_json, (self.tojson(),))
@@ -522,7 +519,7 @@ def make_node(op, inputs, params, name, attr, named_inputs=None):
     entries = {}
     for i, s in enumerate(inputs):
         key_i = names[i] if i < len(names) else f"arg{i}"
-        if i >= len(names) and not op.variadic:
+        if i >= len(names) and key is None:
             raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
                               f"{len(names)} ({', '.join(names) or 'none'})")
         entries[key_i] = _single(op, key_i, s)
@@ -613,7 +610,8 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         raise GpundaError(f"var: name must be a string, got {type(name).__name__}")
     attrs = _attribute.current().get(attr)
     if shape is not None:
-        attrs["__shape__"] = to_attr_string(tuple(shape) if not isinstance(shape, int) else (shape,))
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        attrs["__shape__"] = to_attr_string(shape)
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
@@ -885,5 +883,3 @@ def lookup(fname):
         setattr(op, fname, fn)
     return fn
 
-
-_ = OpDef, _copy

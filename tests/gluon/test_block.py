@@ -290,3 +290,31 @@ def test_sequential_plain_block_and_slicing():
     np.testing.assert_allclose(net[:2](x).asnumpy(), 2 * h.asnumpy(), rtol=1e-6)
     y = net(x)
     assert y.shape == (1, 2)
+
+
+def test_symbolblock_from_symbol_infers_shapes_and_block_on_symbol():
+    data = mx.sym.var("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=4, name="fc1"), act_type="relu")
+    out = mx.sym.FullyConnected(h, num_hidden=2, name="fc2")
+    blk = gluon.SymbolBlock(out, data)
+    assert list(blk.collect_params()) == ["fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
+    blk.initialize(mx.init.One(), ctx=CPU)
+    y = blk(nd.ones((3, 5), ctx=CPU))
+    assert blk.collect_params()["fc1_weight"].shape == (4, 5)
+    # One() fills weights and biases alike: 5*1+1 per hidden unit, then 4*6+1
+    np.testing.assert_allclose(y.asnumpy(), np.full((3, 2), 25.0))
+    d = nn.Dense(3, in_units=5, prefix="dd_")
+    s = d(mx.sym.var("data"))
+    assert s.list_arguments() == ["data", "dd_weight", "dd_bias"]
+
+
+def test_initialize_twice_warns_and_force_reinit():
+    d = nn.Dense(2, in_units=2)
+    d.initialize(mx.init.Zero(), ctx=CPU)
+    with pytest.warns(UserWarning, match="already initialized"):
+        d.initialize(mx.init.One(), ctx=CPU)
+    np.testing.assert_array_equal(d.weight.data().asnumpy(), np.zeros((2, 2)))
+    d.initialize(mx.init.One(), ctx=CPU, force_reinit=True)
+    np.testing.assert_array_equal(d.weight.data().asnumpy(), np.ones((2, 2)))
+    # the bias keeps its own initializer ('zeros') whatever the default is
+    np.testing.assert_array_equal(d.bias.data().asnumpy(), np.zeros(2))

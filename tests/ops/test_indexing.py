@@ -205,7 +205,7 @@ def test_where_gradient(rng):
 _KEYS = [
     1, -1, (1, 2), slice(1, None), (slice(None), 2), (Ellipsis, 1), (None, 0),
     (slice(None, None, -1), slice(0, 3, 2)), [0, 0, 2], (slice(None), [3, 0, 3]),
-    ([0, 2], [1, 1]),
+    ([0, 2], [1, 1]), None, Ellipsis, (0, None, slice(1, 3)), (-1, -2),
 ]
 
 
@@ -315,3 +315,62 @@ def test_indexing_on_gpu_matches_cpu(rng):
             res.append((y.asnumpy(), a.grad.asnumpy()))
         np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
         np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
+
+
+# -- batch_take, ravel/unravel, contrib ops ------------------------------------------------
+
+
+def test_batch_take(rng):
+    x = rng.standard_normal((3, 4))
+    got = nd.batch_take(nd.array(x, dtype="float64"), nd.array([0, 3, 9]))
+    np.testing.assert_array_equal(got.asnumpy(), x[[0, 1, 2], [0, 3, 3]])
+    with pytest.raises(GpundaError, match=r"batch_take.*\(2,\)"):
+        nd.batch_take(nd.array(x), nd.array([0, 1]))
+    check_grad(lambda a: nd.batch_take(a, nd.array([1, 1, 2])), x, rng)
+
+
+def test_ravel_unravel(rng):
+    shape = (3, 4, 5)
+    flat = rng.integers(0, 60, size=(2, 3))
+    multi = np.stack(np.unravel_index(flat, shape))
+    r = nd.ravel_multi_index(nd.array(multi), shape=shape)
+    assert r.shape == (2, 3)
+    np.testing.assert_array_equal(r.asnumpy(), flat)
+    u = nd.unravel_index(nd.array(flat), shape=shape)
+    np.testing.assert_array_equal(u.asnumpy(), multi)
+    with pytest.raises(GpundaError, match=r"_ravel_multi_index.*shape"):
+        nd.ravel_multi_index(nd.array(multi[:2]), shape=shape)
+    with pytest.raises(GpundaError, match=r"_unravel_index.*shape.*missing"):
+        nd.unravel_index(nd.array(flat))
+
+
+def test_boolean_mask(rng):
+    x = rng.standard_normal((3, 4))
+    m = np.array([1, 0, 1, 1], dtype="float32")
+    got = nd.boolean_mask(nd.array(x, dtype="float64"), nd.array(m), axis=1)
+    np.testing.assert_array_equal(got.asnumpy(), x[:, m != 0])
+    rows = nd._contrib_boolean_mask(nd.array(x, dtype="float64"), nd.array([0, 1, 0]))
+    np.testing.assert_array_equal(rows.asnumpy(), x[[1]])
+    with pytest.raises(GpundaError, match=r"boolean_mask.*index shape \(2,\)"):
+        nd.boolean_mask(nd.array(x), nd.array([1, 0]))
+    check_grad(lambda a: nd.boolean_mask(a, nd.array(m), axis=1), x, rng)
+    check_second_order(lambda a: nd.boolean_mask(a, nd.array([1, 0, 1])), x, rng)
+
+
+def test_index_copy_and_index_array(rng):
+    old, new = rng.standard_normal((4, 2)), rng.standard_normal((2, 2))
+    got = nd.index_copy(nd.array(old, dtype="float64"), nd.array([3, 1]),
+                        nd.array(new, dtype="float64"))
+    want = old.copy()
+    want[[3, 1]] = new
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    idx = nd.array([3, 1])
+    check_grad(lambda a: nd.index_copy(a, idx, nd.array(new, dtype="float64")), old, rng)
+    check_grad(lambda b: nd.index_copy(nd.array(old, dtype="float64"), idx, b), new, rng)
+    with pytest.raises(GpundaError, match=r"index_copy.*new_tensor shape \(3, 2\)"):
+        nd.index_copy(nd.array(old), idx, nd.ones((3, 2)))
+    ia = nd.index_array(nd.ones((2, 3)))
+    assert ia.shape == (2, 3, 2) and ia.dtype == np.int64
+    np.testing.assert_array_equal(ia.asnumpy(), np.stack(np.indices((2, 3)), axis=-1))
+    np.testing.assert_array_equal(nd.index_array(nd.ones((2, 3)), axes=(-1,)).asnumpy()[..., 0],
+                                  np.indices((2, 3))[1])

@@ -214,3 +214,140 @@ def test_dot_on_gpu_matches_cpu(rng):
         res.append([z.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()])
     for c, g in zip(*res):
         np.testing.assert_allclose(g, c, rtol=1e-10)
+
+
+# -- the linalg_* family ---------------------------------------------------------------
+
+
+def _spd(rng, batch=(2,), n=3):
+    m = rng.standard_normal(batch + (n, n))
+    return m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+
+
+def _T(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _sym(v):
+    """An SPD matrix built from v, so finite differences move A symmetrically."""
+    return nd.linalg_gemm2(v, v, transpose_b=True) + _eye(v, 3)
+
+
+def _eye(like, scale):
+    return nd.array(scale * np.eye(like.shape[-1]), ctx=like.context, dtype="float64")
+
+
+def test_linalg_values(rng):
+    f = lambda x: nd.array(x, dtype="float64")  # noqa: E731
+    a, b, c = (rng.standard_normal((2, 3, 3)) for _ in range(3))
+    np.testing.assert_allclose(nd.linalg_gemm2(f(a), f(b), transpose_a=True, alpha=2.0).asnumpy(),
+                               2 * _T(a) @ b)
+    np.testing.assert_allclose(nd.linalg_gemm(f(a), f(b), f(c), transpose_b=True,
+                                              beta=0.5).asnumpy(), a @ _T(b) + 0.5 * c)
+    np.testing.assert_allclose(nd.linalg_syrk(f(a), alpha=0.5).asnumpy(), 0.5 * a @ _T(a))
+    np.testing.assert_allclose(nd.linalg_syrk(f(a), transpose=True).asnumpy(), _T(a) @ a)
+    s = _spd(rng)
+    lo = np.linalg.cholesky(s)
+    np.testing.assert_allclose(nd.linalg_potrf(f(s)).asnumpy(), lo)
+    np.testing.assert_allclose(nd.linalg_potrf(f(s), lower=False).asnumpy(), _T(lo))
+    np.testing.assert_allclose(nd.linalg_potri(f(lo)).asnumpy(), np.linalg.inv(s), rtol=1e-9)
+    np.testing.assert_allclose(nd.linalg_potri(f(_T(lo)), lower=False).asnumpy(),
+                               np.linalg.inv(s), rtol=1e-9)
+    tl = np.tril(a)
+    np.testing.assert_allclose(nd.linalg_trmm(f(a), f(b), alpha=2.0).asnumpy(), 2 * tl @ b)
+    np.testing.assert_allclose(nd.linalg_trmm(f(a), f(b), rightside=True, transpose=True,
+                                              lower=False).asnumpy(), b @ _T(np.triu(a)))
+    x = nd.linalg_trsm(f(lo), f(b), alpha=3.0).asnumpy()
+    np.testing.assert_allclose(lo @ x, 3 * b, atol=1e-10)
+    x = nd.linalg_trsm(f(lo), f(b), rightside=True, transpose=True).asnumpy()
+    np.testing.assert_allclose(x @ _T(lo), b, atol=1e-10)
+    np.testing.assert_allclose(nd.linalg_sumlogdiag(f(s)).asnumpy(),
+                               np.log(np.diagonal(s, axis1=1, axis2=2)).sum(-1))
+    assert nd.linalg_sumlogdiag(f(s[0])).shape == (1,)
+    np.testing.assert_allclose(nd.linalg_inverse(f(s)).asnumpy(), np.linalg.inv(s), rtol=1e-9)
+    np.testing.assert_allclose(nd.linalg_det(f(a)).asnumpy(), np.linalg.det(a))
+    sign, logdet = nd.linalg_slogdet(f(a))
+    np.testing.assert_allclose(sign.asnumpy(), np.linalg.slogdet(a)[0])
+    np.testing.assert_allclose(logdet.asnumpy(), np.linalg.slogdet(a)[1])
+    np.testing.assert_allclose(nd.linalg_extractdiag(f(a), offset=1).asnumpy(),
+                               np.diagonal(a, offset=1, axis1=1, axis2=2))
+    np.testing.assert_allclose(nd.linalg_makediag(f(a[:, 0]), offset=-1).asnumpy()[1],
+                               np.diag(a[1, 0], k=-1))
+    np.testing.assert_allclose(nd.linalg_extracttrian(f(a), offset=-1).asnumpy(),
+                               a[:, [1, 2, 2], [0, 0, 1]])
+    np.testing.assert_allclose(nd.linalg_maketrian(nd.linalg_extracttrian(f(a), lower=False),
+                                                   lower=False).asnumpy(), np.triu(a))
+
+
+def test_linalg_errors():
+    with pytest.raises(GpundaError, match=r"_linalg_gemm2.*\(2, 3\).*\(2, 3\)"):
+        nd.linalg_gemm2(nd.ones((2, 3)), nd.ones((2, 3)))
+    with pytest.raises(GpundaError, match=r"_linalg_potrf.*square.*\(2, 3\)"):
+        nd.linalg_potrf(nd.ones((2, 3)))
+    with pytest.raises(GpundaError, match=r"_linalg_trsm.*\(3, 3\).*\(2, 2\)"):
+        nd.linalg_trsm(nd.ones((3, 3)), nd.ones((2, 2)))
+    with pytest.raises(GpundaError, match=r"_linalg_gemm2.*axis=1"):
+        nd.linalg_gemm2(nd.ones((2, 2)), nd.ones((2, 2)), axis=1)
+    with pytest.raises(GpundaError, match=r"_linalg_maketrian.*4"):
+        nd.linalg_maketrian(nd.ones((4,)))
+
+
+_LA_GRADS = {
+    "gemm2": ([(2, 3, 2), (2, 3, 4)],
+              lambda a, b: nd.linalg_gemm2(a, b, transpose_a=True, alpha=1.5)),
+    "gemm2_tb": ([(3, 2), (4, 2)], lambda a, b: nd.linalg_gemm2(a, b, transpose_b=True)),
+    "gemm": ([(2, 3), (3, 4), (2, 4)], lambda a, b, c: nd.linalg_gemm(a, b, c, beta=-0.5)),
+    "syrk": ([(2, 3, 2)], lambda a: nd.linalg_syrk(a, alpha=0.7)),
+    "syrk_t": ([(3, 2)], lambda a: nd.linalg_syrk(a, transpose=True)),
+    "trmm": ([(2, 3, 3), (2, 3, 2)], lambda a, b: nd.linalg_trmm(a, b, alpha=2.0)),
+    "trmm_rt": ([(3, 3), (2, 3)], lambda a, b: nd.linalg_trmm(a, b, rightside=True,
+                                                             transpose=True, lower=False)),
+    "trsm": ([(3, 3), (3, 2)], lambda a, b: nd.linalg_trsm(a + _eye(a, 4), b)),
+    "trsm_rt": ([(2, 3, 3), (2, 2, 3)], lambda a, b: nd.linalg_trsm(
+        a + _eye(a, 4), b, rightside=True, transpose=True, alpha=0.5)),
+    "potrf": ([(2, 3, 3)], lambda v: nd.linalg_potrf(_sym(v))),
+    "potrf_upper": ([(3, 3)], lambda v: nd.linalg_potrf(_sym(v), lower=False)),
+    "potri": ([(2, 3, 3)], lambda v: nd.linalg_potri(nd.linalg_potrf(_sym(v)))),
+    "potri_upper": ([(3, 3)], lambda v: nd.linalg_potri(nd.linalg_potrf(_sym(v), lower=False),
+                                                        lower=False)),
+    "sumlogdiag": ([(2, 3, 3)], lambda v: nd.linalg_sumlogdiag(_sym(v))),
+    "inverse": ([(2, 3, 3)], lambda v: nd.linalg_inverse(_sym(v))),
+    "det": ([(2, 3, 3)], lambda a: nd.linalg_det(a)),
+    "slogdet": ([(3, 3)], lambda a: nd.linalg_slogdet(a)[1]),
+    "diag": ([(2, 3, 4)], lambda a: nd.linalg_makediag(nd.linalg_extractdiag(a, offset=1),
+                                                       offset=-1)),
+    "trian": ([(2, 3, 3)], lambda a: nd.linalg_maketrian(nd.linalg_extracttrian(a, offset=1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LA_GRADS))
+def test_linalg_gradients(name, rng):
+    shapes, f = _LA_GRADS[name]
+    check_grad(f, [rng.standard_normal(s) for s in shapes], rng, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["gemm2", "trsm", "potrf", "inverse"])
+def test_linalg_second_order(name, rng):
+    shapes, f = _LA_GRADS[name]
+    g = lambda *xs: (f(*xs) ** 2).sum()  # noqa: E731
+    _second_order(g, [rng.standard_normal(s) for s in shapes], rng, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_linalg_family_on_gpu_matches_cpu(rng):
+    names = ["gemm", "trsm_rt", "potrf", "potri", "sumlogdiag", "inverse", "det", "slogdet",
+             "diag", "trian"]
+    for name in names:
+        shapes, f = _LA_GRADS[name]
+        xs = [rng.standard_normal(s) for s in shapes]
+        res = []
+        for ctx in (mx.cpu(), mx.gpu(0)):
+            vs = [nd.array(x, ctx=ctx, dtype="float64") for x in xs]
+            for v in vs:
+                v.attach_grad()
+            with mx.autograd.record():
+                y = f(*vs)
+            y.backward()
+            res.append([y.asnumpy()] + [v.grad.asnumpy() for v in vs])
+        for c, g in zip(*res):
+            np.testing.assert_allclose(g, c, rtol=1e-8, atol=1e-10, err_msg=name)

@@ -408,7 +408,8 @@ ERRORS = [
      ["Pad", "pad_width=(1, 0, 0, 0, 1, 1, 1, 1)"]),
     (lambda: nd.pad(nd.zeros((1, 1, 2, 2)), mode="reflect", pad_width=(0, 0, 0, 0, 2, 0, 0, 0)),
      ["Pad", "reflect", "pad_width"]),
-    (lambda: nd.pad(nd.zeros((1, 1, 2, 2)), mode="wrap", pad_width=(0,) * 8), ["Pad", "mode", "wrap"]),
+    (lambda: nd.pad(nd.zeros((1, 1, 2, 2)), mode="wrap", pad_width=(0,) * 8),
+     ["Pad", "mode", "wrap"]),
     (lambda: nd.depth_to_space(nd.zeros((1, 6, 2, 2)), block_size=2),
      ["depth_to_space", "block_size=2", "6"]),
     (lambda: nd.space_to_depth(nd.zeros((1, 1, 3, 4)), block_size=2),
@@ -615,3 +616,24 @@ def test_all_ops_have_rules_or_are_nondiff():
         op = ops[n]
         assert op.nondiff or op.gradient is not None, n
     assert ops["shape_array"].nondiff and ops["size_array"].nondiff
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_gpu_matches_cpu(case):
+    """Same values and gradients on the GPU (CuPy) as on the CPU (NumPy)."""
+    _, f, shapes, _ = case
+    xs = _inputs(shapes, np.float64, seed=9)
+    heads = _heads(f, xs)
+    results = []
+    for ctx in (mx.cpu(0), mx.gpu(0)):
+        arrs = [nd.array(x, ctx=ctx, dtype=np.float64) for x in xs]
+        for a in arrs:
+            a.attach_grad()
+        with autograd.record():
+            ys = f(*arrs)
+        ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
+        autograd.backward(ys, [nd.array(h, ctx=ctx, dtype=np.float64) for h in heads])
+        results.append([y.asnumpy() for y in ys] + [a.grad.asnumpy() for a in arrs])
+    for c, g in zip(*results):
+        np.testing.assert_allclose(g, c, rtol=1e-12, atol=1e-12)

@@ -219,6 +219,15 @@ def test_softmax_second_order(rng):
     _second_order(lambda a: nd.log_softmax(a), [rng.standard_normal((2, 3))], 0, 0, rng)
 
 
+@pytest.mark.parametrize("mode", ["instance", "channel"])
+def test_softmax_activation(rng, mode):
+    x = rng.standard_normal((2, 3, 2))
+    y = nd.SoftmaxActivation(_nd(x), mode=mode).asnumpy()
+    ref = _np_softmax(x, 1) if mode == "channel" else _np_softmax(x.reshape(2, 6), 1).reshape(x.shape)
+    np.testing.assert_allclose(y, ref, rtol=1e-12)
+    _fd_check(lambda a: nd.SoftmaxActivation(a, mode=mode), [x], [0], rng)
+
+
 def test_softmax_cross_entropy(rng):
     x = rng.standard_normal((4, 3))
     lab = np.array([0, 2, 1, 2.0])
@@ -317,6 +326,9 @@ def test_regression_outputs(rng, name):
 def test_dropout_predict_is_identity(rng):
     x = _nd(rng.standard_normal((3, 4)))
     np.testing.assert_array_equal(nd.Dropout(x, p=0.5).asnumpy(), x.asnumpy())
+    y = nd.Dropout(x)
+    assert y.shape == (3, 4)
+    np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())
 
 
 def test_dropout_training_mask_and_gradient(rng):
@@ -455,9 +467,19 @@ def test_batchnorm_second_order(rng):
 
     def fn(xa, ga):
         return nd.BatchNorm(xa, ga, _nd(b), _nd(m), _nd(v), fix_gamma=False)
-    with mx.autograd.train_mode():
-        pass
-    _second_order(fn, [x, g], 0, 1, rng)
+    _second_order(fn, [x, g], 0, 1, rng)     # record() trains: batch statistics
+
+
+def test_batchnorm_shared_twice_in_one_graph(rng):
+    """Moving stats updated by a second call must not invalidate the first call's gradient."""
+    x = rng.standard_normal((4, 3))
+    g, b, m, v = (_nd(a) for a in _bn_inputs(rng))
+
+    def fn(xa):
+        y = nd.BatchNorm(xa, g, b, m, v, fix_gamma=False)
+        return nd.BatchNorm(y * 2.0, g, b, m, v, fix_gamma=False)
+    _fd_check(fn, [x], [0], rng, train=True)
+    _fd_check(fn, [x], [0], rng, train=False)
 
 
 def test_batchnorm_out_counts_and_errors(rng):

@@ -216,6 +216,7 @@ def test_argmax_argmin(rng):
     assert nd.argmax(a, keepdims=True).shape == (1, 1, 1)
     assert nd.argmax(nd.array([3, 1, 4]), axis=0).shape == (1,)
     assert a.argmax(axis=1).shape == (3, 5)
+    np.testing.assert_array_equal(nd.argmax_channel(a).asnumpy(), np.argmax(x, axis=-1))
     with pytest.raises(GpundaError, match=r"argmax.*axis=3"):
         nd.argmax(a, axis=3)
 
@@ -359,6 +360,10 @@ def test_topk_indices_have_no_gradient(rng):
     lambda a: nd.prod(a, axis=1).sum(),
     lambda a: nd.norm(a, axis=0).sum(),
     lambda a: (nd.max(a, axis=1) * nd.max(a, axis=1)).sum(),
+    lambda a: ((nd.topk(a, k=2, ret_typ="value") ** 2) *
+               nd.array([[1.0, 3.0]], dtype="float64")).sum(),
+    lambda a: ((nd.sort(a, axis=None) ** 2) * nd.array(np.arange(6.0), dtype="float64")).sum(),
+    lambda a: (nd.moments(a, axes=1)[1] ** 2).sum(),
 ])
 def test_second_order(f, rng):
     check_second_order(f, rng.permutation(6).reshape(2, 3) / 6.0 + 0.5, rng)

@@ -1,0 +1,121 @@
+"""nn layers against NumPy references."""
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import autograd, nd
+from gpunda.base import GpundaError
+from gpunda.gluon import nn
+
+CPU = mx.cpu()
+
+
+def _nd(a):
+    return nd.array(np.asarray(a, dtype=np.float32), ctx=CPU)
+
+
+def _conv2d_ref(x, w, b, stride, pad):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
+    return out + b[None, :, None, None]
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_conv2d_pool_and_flatten(rng, hybrid):
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(3, 3, strides=1, padding=1, in_channels=2), nn.MaxPool2D(2))
+    net.initialize(mx.init.Normal(0.3), ctx=CPU)
+    net.hybridize(hybrid)
+    x = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+    conv = net[0]
+    ref = _conv2d_ref(x.astype(np.float64), conv.weight.data().asnumpy(),
+                      conv.bias.data().asnumpy(), 1, 1)
+    ref = ref.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    np.testing.assert_allclose(net(_nd(x)).asnumpy(), ref, rtol=1e-4, atol=1e-5)
+    gap = nn.GlobalAvgPool2D()
+    np.testing.assert_allclose(gap(_nd(x)).asnumpy(), x.mean(axis=(2, 3), keepdims=True),
+                               rtol=1e-5)
+    gmp = nn.GlobalMaxPool2D()
+    np.testing.assert_allclose(gmp(_nd(x)).asnumpy(), x.max(axis=(2, 3), keepdims=True))
+    ap = nn.AvgPool2D(pool_size=2, strides=2)
+    np.testing.assert_allclose(ap(_nd(x)).asnumpy(),
+                               x.reshape(2, 2, 3, 2, 3, 2).mean(axis=(3, 5)), rtol=1e-5)
+    np.testing.assert_array_equal(nn.Flatten()(_nd(x)).asnumpy(), x.reshape(2, -1))
+
+
+def test_conv1d_and_transpose_shapes(rng):
+    c1 = nn.Conv1D(4, 3, in_channels=2)
+    c1.initialize(ctx=CPU)
+    assert c1(_nd(rng.standard_normal((1, 2, 7)))).shape == (1, 4, 5)
+    ct = nn.Conv2DTranspose(3, 2, strides=2)
+    ct.initialize(ctx=CPU)
+    y = ct(_nd(rng.standard_normal((1, 5, 3, 3))))
+    assert y.shape == (1, 3, 6, 6) and ct.weight.shape == (5, 3, 2, 2)
+
+
+def test_conv_channel_mismatch_names_parameter():
+    c = nn.Conv2D(4, 3, in_channels=2)
+    c.initialize(ctx=CPU)
+    with pytest.raises(GpundaError) as e:
+        c(nd.ones((1, 5, 6, 6), ctx=CPU))
+    assert c.weight.name in str(e.value) and c.name in str(e.value)
+
+
+def test_batchnorm_train_and_predict(rng):
+    bn = nn.BatchNorm(in_channels=3, momentum=0.9)
+    bn.initialize(ctx=CPU)
+    x = rng.standard_normal((4, 3, 2, 2)).astype(np.float32) * 2 + 1
+    mean = x.mean(axis=(0, 2, 3))
+    var = x.var(axis=(0, 2, 3))
+    with autograd.record():
+        y = bn(_nd(x))
+    ref = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(bn.running_mean.data().asnumpy(), 0.1 * mean, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(bn.running_var.data().asnumpy(), 0.9 + 0.1 * var, rtol=1e-4)
+    # predict mode normalises with the running statistics
+    rm, rv = bn.running_mean.data().asnumpy(), bn.running_var.data().asnumpy()
+    y2 = bn(_nd(x)).asnumpy()
+    np.testing.assert_allclose(y2, (x - rm[None, :, None, None]) /
+                               np.sqrt(rv[None, :, None, None] + 1e-5), rtol=1e-4, atol=1e-5)
+    assert bn.running_mean.grad_req == "null"
+
+
+def test_layernorm_embedding_dropout_activations(rng):
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    ln = nn.LayerNorm()
+    ln.initialize(ctx=CPU)
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(ln(_nd(x)).asnumpy(), ref, rtol=1e-4, atol=1e-5)
+    emb = nn.Embedding(6, 2)
+    emb.initialize(ctx=CPU)
+    idx = np.array([[0, 5], [3, 3]])
+    np.testing.assert_array_equal(emb(_nd(idx)).asnumpy(), emb.weight.data().asnumpy()[idx])
+    do = nn.Dropout(0.5)
+    np.testing.assert_array_equal(do(_nd(x)).asnumpy(), x)      # predict mode: identity
+    with autograd.record():
+        yd = do(_nd(np.ones((200, 50)))).asnumpy()
+    assert set(np.unique(yd)) <= {0.0, 2.0} and 0.4 < (yd == 0).mean() < 0.6
+    np.testing.assert_allclose(nn.LeakyReLU(0.1)(_nd(x)).asnumpy(), np.where(x > 0, x, 0.1 * x),
+                               rtol=1e-6)
+    np.testing.assert_allclose(nn.Activation("sigmoid")(_nd(x)).asnumpy(), 1 / (1 + np.exp(-x)),
+                               rtol=1e-5)
+    np.testing.assert_allclose(nn.HybridLambda("tanh")(_nd(x)).asnumpy(), np.tanh(x), rtol=1e-5)
+    np.testing.assert_allclose(nn.HybridLambda(lambda F, a: F.relu(a))(_nd(x)).asnumpy(),
+                               np.maximum(x, 0))
+    with pytest.raises(GpundaError, match="rate"):
+        nn.Dropout(1.5)
+
+
+def test_layer_reprs():
+    assert repr(nn.Dense(3, in_units=4, activation="relu")) == "Dense(4 -> 3, Activation(relu))"
+    assert "Conv2D(None -> 8, kernel_size=(3, 3)" in repr(nn.Conv2D(8, 3))

@@ -1,0 +1,509 @@
+"""Every registered op's gradient against central finite differences (float64).
+
+One test per op (pytest id = op name), walking ``gpunda.ops.registry.all_ops()``
+at collection time, so a new op is checked as soon as it is registered. Only
+ops declared ``nondiff=True`` are left out. The scalar checked is
+``sum_k sum(out_k * h_k)`` over the float visible outputs, with fixed random
+``h_k``; its gradient from ``autograd.grad`` (plain, and with
+``create_graph=True``) must match central differences. ``test_second_order``
+does the same one level up: the derivative of ``sum(v * grad)`` from a
+recorded backward against central differences of first-order gradients.
+
+Inputs: by default one or two float64 arrays of shape (2, 3) in [0.5, 1.5]
+(one per declared input). Ops that need other inputs or params have an entry
+in ``SPECS``. Hidden helper ops (used by gradient rules) without an entry take
+the inputs and params with which a public op's gradient called them
+(``_captured()``). ``python tests/test_registry_gradients.py`` lists the ops
+without an entry and how each fares.
+"""
+from __future__ import annotations
+
+import functools
+import zlib
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import autograd as ag
+from gpunda.ops.registry import all_ops
+from gpunda.test_utils import assert_almost_equal
+
+nd = mx.nd
+
+# --------------------------------------------------------------------------
+# input generators
+
+
+def U(*shape, lo=0.5, hi=1.5):
+    """Uniform float64 values in [lo, hi)."""
+    return ("u", shape, lo, hi)
+
+
+def I(*shape, hi=3, dtype="float64"):  # noqa: E743
+    """Integer values in [0, hi) (indices, labels); never differentiated."""
+    return ("i", shape, hi, dtype)
+
+
+def K(values, dtype="float64", diff=False):
+    """Fixed values; differentiated only with ``diff=True``."""
+    return ("k", np.asarray(values), dtype, diff)
+
+
+def G(fn, diff=True):
+    """Values made by ``fn(rng)`` (matrices with structure: SPD, triangular...)."""
+    return ("g", fn, diff)
+
+
+def _spd(n, batch=()):
+    def make(rng):
+        m = rng.uniform(-1, 1, batch + (n, n))
+        return m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+    return make
+
+
+def _lower(n):
+    def make(rng):
+        return np.tril(rng.uniform(0.5, 1.5, (n, n))) + np.eye(n)
+    return make
+
+
+# Entry keys:
+#   inputs  list of generators (U, I, K), one per input
+#   params  op params
+#   wrt     indices of inputs to differentiate (default: float inputs from U/K(diff)
+#           that are not mutated/aux and not named index/indices/label/condition)
+#   train   forward in training mode (default True, as MXNet's check_numeric_gradient)
+#   zero    the gradient is zero by definition (BlockGrad)
+#   skip    a reason this op's gradient is not a derivative of its forward
+#   second  False, or a reason, to leave the op out of test_second_order
+#   pre     f(list of NDArrays) -> NDArrays fed to the op (recorded, e.g. symmetrising a
+#           matrix for ops that read one triangle)
+#   rtol/atol/eps
+_PM = dict(lo=-1.5, hi=1.5)
+_LOSS_OUT = ("loss output layer: its backward is the loss gradient (pred - label) by MXNet's "
+             "definition, not the derivative of its forward (tested with the nn ops)")
+SPECS = {
+    # elemwise
+    "arcsin": dict(inputs=[U(2, 3, lo=-0.8, hi=0.8)]),
+    "arccos": dict(inputs=[U(2, 3, lo=-0.8, hi=0.8)]),
+    "arctanh": dict(inputs=[U(2, 3, lo=-0.8, hi=0.8)]),
+    "arccosh": dict(inputs=[U(2, 3, lo=1.2, hi=2.0)]),
+    "erfinv": dict(inputs=[U(2, 3, lo=-0.8, hi=0.8)]),
+    "relu": dict(inputs=[U(2, 3, **_PM)]),
+    "abs": dict(inputs=[U(2, 3, **_PM)]),
+    "sign": dict(inputs=[U(2, 3, **_PM)]),
+    "softsign": dict(inputs=[U(2, 3, **_PM)]),
+    "Cast": dict(params={"dtype": "float64"}),
+    "clip": dict(params={"a_min": 0.7, "a_max": 1.3}),
+    "_power_scalar": dict(params={"scalar": 2.5}),
+    "_rpower_scalar": dict(params={"scalar": 2.5}),
+    "_rdiv_scalar": dict(params={"scalar": 2.0}),
+    "_rmod_scalar": dict(params={"scalar": 2.5}),
+    "_mod_scalar": dict(params={"scalar": 0.7}),
+    "_maximum_scalar": dict(params={"scalar": 1.0}),
+    "_minimum_scalar": dict(params={"scalar": 1.0}),
+    "_polygamma": dict(params={"n": 1}),
+    "add_n": dict(inputs=[U(2, 3), U(2, 3), U(2, 3)], params={"num_args": 3}),
+    "broadcast_add": dict(inputs=[U(2, 3), U(1, 3)]),
+    "broadcast_sub": dict(inputs=[U(2, 3), U(2, 1)]),
+    "broadcast_mul": dict(inputs=[U(1, 3), U(2, 3)]),
+    "broadcast_div": dict(inputs=[U(2, 3), U(3)]),
+    "broadcast_power": dict(inputs=[U(2, 3), U(1, 3)]),
+    "broadcast_mod": dict(inputs=[U(2, 3, lo=2.0, hi=3.0), U(2, 3, lo=0.6, hi=0.9)]),
+    "broadcast_maximum": dict(inputs=[U(2, 3), U(2, 3)]),
+    "_sum_to": dict(inputs=[U(2, 3)], params={"shape": (1, 3)}),
+    "_broadcast_back": dict(inputs=[U(1, 3)], params={"like_shape": (2, 3)}),
+    "BlockGrad": dict(zero=True),
+    "zeros_like": dict(zero=True),
+    "ones_like": dict(zero=True),
+    # matrix / indexing / reduce
+    "Reshape": dict(params={"shape": (3, 2)}),
+    "broadcast_to": dict(inputs=[U(1, 3)], params={"shape": (2, 3)}),
+    "broadcast_axis": dict(inputs=[U(1, 3)], params={"axis": 0, "size": 2}),
+    "broadcast_like": dict(inputs=[U(1, 3), U(2, 3)]),
+    "expand_dims": dict(params={"axis": 1}),
+    "repeat": dict(params={"repeats": 2, "axis": 1}),
+    "reverse": dict(params={"axis": 1}),
+    "tile": dict(params={"reps": (2, 1)}),
+    "slice": dict(params={"begin": (0, 1), "end": (2, 3)}),
+    "slice_axis": dict(params={"axis": 1, "begin": 0, "end": 2}),
+    "slice_like": dict(inputs=[U(2, 3), U(2, 2)]),
+    "SliceChannel": dict(inputs=[U(2, 3)], params={"num_outputs": 3, "axis": 1}),
+    "SwapAxis": dict(params={"dim1": 0, "dim2": 1}),
+    "Flatten": dict(inputs=[U(2, 3, 2)]),
+    "squeeze": dict(inputs=[U(2, 1, 3)]),
+    "Concat": dict(inputs=[U(2, 3), U(2, 2)], params={"num_args": 2, "dim": 1}),
+    "stack": dict(inputs=[U(2, 3), U(2, 3)], params={"num_args": 2, "axis": 1}),
+    "depth_to_space": dict(inputs=[U(1, 4, 2, 3)], params={"block_size": 2}),
+    "space_to_depth": dict(inputs=[U(1, 1, 4, 6)], params={"block_size": 2}),
+    "Pad": dict(inputs=[U(1, 1, 2, 3)], params={"mode": "constant", "constant_value": 0.5,
+                                                "pad_width": (0, 0, 0, 0, 1, 1, 2, 2)}),
+    "dot": dict(inputs=[U(2, 3), U(3, 4)]),
+    "batch_dot": dict(inputs=[U(2, 2, 3), U(2, 3, 4)]),
+    "khatri_rao": dict(inputs=[U(2, 3), U(4, 3)], params={"num_args": 2}),
+    "diag": dict(inputs=[U(3, 3)]),
+    "take": dict(inputs=[U(4, 3), K([[0, 3], [2, 1]])]),
+    "pick": dict(inputs=[U(2, 3), K([2, 0])]),
+    "gather_nd": dict(inputs=[U(3, 4), K([[0, 2], [1, 3]])]),
+    "scatter_nd": dict(inputs=[U(2), K([[0, 1], [1, 2]])], params={"shape": (2, 3)}),
+    "where": dict(inputs=[K([[1, 0, 1], [0, 1, 0]]), U(2, 3), U(2, 3)]),
+    "topk": dict(params={"k": 2, "ret_typ": "value"}),
+    "cast_storage": dict(params={"stype": "default"}),
+    "_copyto": dict(params={"ctx": mx.cpu(0)}),
+    "_getitem": dict(inputs=[U(3, 4)], params={"key": (slice(0, 2), slice(1, 3))}),
+    "softmax_cross_entropy": dict(inputs=[U(2, 3), K([2, 0])]),
+    "_sparse_retain": dict(inputs=[U(4, 3), K([0, 2])],
+                           pre=lambda xs: [xs[0].tostype("row_sparse"), xs[1]]),
+    "_embedding_weight_grad": dict(wrt=[1]),
+    "_embedding_rsp_grad": dict(wrt=[1]),
+    # linalg (names as registered; aliases linalg_*)
+    "_linalg_det": dict(inputs=[G(_spd(3))]),
+    "_linalg_slogdet": dict(inputs=[G(_spd(3))]),
+    "_linalg_inverse": dict(inputs=[G(_spd(3))]),
+    "_linalg_potrf": dict(inputs=[G(_spd(3))], pre=lambda xs: [(xs[0] + xs[0].T) * 0.5]),
+    "_linalg_potri": dict(inputs=[G(_lower(3))]),
+    "_linalg_sumlogdiag": dict(inputs=[G(_spd(3))]),
+    "_linalg_extractdiag": dict(inputs=[U(3, 3)]),
+    "_linalg_extracttrian": dict(inputs=[U(3, 3)]),
+    "_linalg_makediag": dict(inputs=[U(3)]),
+    "_linalg_maketrian": dict(inputs=[U(6)]),
+    "_linalg_gemm": dict(inputs=[U(2, 3), U(3, 4), U(2, 4)], params={"alpha": 0.7, "beta": 1.3}),
+    "_linalg_gemm2": dict(inputs=[U(2, 3), U(3, 4)], params={"alpha": 0.7}),
+    "_linalg_syrk": dict(inputs=[U(2, 3)], params={"alpha": 0.7}),
+    "_linalg_trmm": dict(inputs=[G(_lower(3)), U(3, 2)], params={"alpha": 0.7}),
+    "_linalg_trsm": dict(inputs=[G(_lower(3)), U(3, 2)], params={"alpha": 0.7}),
+    # nn
+    "Activation": dict(params={"act_type": "tanh"}),
+    "LeakyReLU": dict(inputs=[U(2, 3, **_PM)], params={"act_type": "leaky", "slope": 0.3}),
+    "FullyConnected": dict(inputs=[U(2, 3), U(4, 3), U(4)], params={"num_hidden": 4}),
+    "Convolution": dict(inputs=[U(1, 2, 4, 4), U(3, 2, 2, 2), U(3)],
+                        params={"kernel": (2, 2), "num_filter": 3}),
+    "Deconvolution": dict(inputs=[U(1, 2, 3, 3), U(2, 1, 2, 2)],
+                          params={"kernel": (2, 2), "num_filter": 1, "no_bias": True}),
+    "Pooling": dict(inputs=[U(1, 1, 4, 4)], params={"kernel": (2, 2), "stride": (2, 2),
+                                                    "pool_type": "max"}),
+    "UpSampling": dict(inputs=[U(1, 1, 2, 2)], params={"scale": 2, "sample_type": "nearest",
+                                                       "num_args": 1}),
+    "BatchNorm": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)], params={"fix_gamma": False}),
+    "LayerNorm": dict(inputs=[U(2, 3), U(3), U(3)]),
+    "InstanceNorm": dict(inputs=[U(2, 3, 4), U(3), U(3)]),
+    "Embedding": dict(inputs=[I(2, 3, hi=4), U(4, 5)], params={"input_dim": 4, "output_dim": 5}),
+    "Dropout": dict(params={"p": 0.5}),
+    "SoftmaxOutput": dict(inputs=[U(2, 3), K([2, 0])], skip=_LOSS_OUT),
+    "LinearRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
+    "LogisticRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
+    "MAERegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
+    # custom: stop_gradient is an alias of BlockGrad
+}
+
+
+def _make_inputs(spec, rng):
+    vals, diff = [], []
+    for gen in spec["inputs"]:
+        kind = gen[0]
+        if kind == "u":
+            _, shape, lo, hi = gen
+            vals.append(rng.uniform(lo, hi, shape))
+            diff.append(True)
+        elif kind == "i":
+            _, shape, hi, dtype = gen
+            vals.append(rng.integers(0, hi, shape).astype(dtype))
+            diff.append(False)
+        elif kind == "g":
+            _, fn, d = gen
+            vals.append(np.asarray(fn(rng), dtype=np.float64))
+            diff.append(d)
+        else:
+            _, v, dtype, d = gen
+            vals.append(np.array(v, dtype=dtype))
+            diff.append(d)
+    return vals, diff
+
+
+_NOT_DIFF_NAMES = ("index", "indices", "label", "condition")
+
+
+def _input_names(op, p, n):
+    try:
+        names = list(op.input_names(p) if op.variadic else op.inputs)
+    except Exception:
+        names = []
+    return names + [f"arg{i}" for i in range(len(names), n)]
+
+
+def _default_spec(op):
+    """Inputs for an op without an entry: (2, 3) float64 in [0.5, 1.5], one per input."""
+    if op.variadic:
+        if not op.key_var_num_args:
+            return None, "its inputs depend on params (variadic) and it has no SPECS entry"
+        return dict(inputs=[U(2, 3), U(2, 3)], params={op.key_var_num_args: 2}), None
+    if op.required:
+        return None, f"it has required params {list(op.required)} and no SPECS entry"
+    return dict(inputs=[U(2, 3) for _ in op.inputs]), None
+
+
+# Extra calls made only to see hidden ops at work (branches the SPECS entries miss).
+CAPTURE_EXTRA = [
+    ("Pooling", dict(inputs=[U(1, 1, 4, 4)], params={"kernel": (2, 2), "stride": (2, 2),
+                                                     "pool_type": "avg"})),
+    ("Embedding", dict(inputs=[I(2, 3, hi=4), U(4, 5)],
+                       params={"input_dim": 4, "output_dim": 5, "sparse_grad": True})),
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _captured():
+    """(inputs, params) with which gradient rules call the hidden ops.
+
+    Runs every public op that has a usable spec (and CAPTURE_EXTRA) through
+    ``grad(create_graph=True)``, noting the first recorded call of each hidden
+    op; then does the same with the hidden ops found, until no new one shows up
+    (hidden ops used by the gradients of hidden ops).
+    """
+    seen = {}
+    real_record = ag._record
+
+    def spy(op, p, inputs, outs):
+        if op.hidden and op.name not in seen:
+            seen[op.name] = ([x.asnumpy() for x in inputs], dict(p._given))
+        return real_record(op, p, inputs, outs)
+
+    def run(name, spec):
+        try:
+            case = _Case(name, all_ops()[name], spec)
+            if case.wrt and case.float_out:
+                case.analytic(case.vals, create_graph=True)
+        except Exception:
+            pass
+
+    ag._record = spy
+    try:
+        todo = [(n, _resolve(n, op, capture=False)[0]) for n, op in sorted(all_ops().items())
+                if not op.nondiff and (not op.hidden or "inputs" in SPECS.get(n, {}))]
+        todo += CAPTURE_EXTRA
+        done = set()
+        while todo:
+            for name, spec in todo:
+                if spec is not None and not spec.get("zero"):
+                    run(name, spec)
+                done.add(name)
+            todo = [(n, _resolve(n, all_ops()[n])[0]) for n in sorted(seen) if n not in done
+                    and n in all_ops() and not all_ops()[n].nondiff]
+    finally:
+        ag._record = real_record
+    return seen
+
+
+def _resolve(name, op, capture=True):
+    """The spec of op ``name`` and, when it has none, why.
+
+    A hidden op's SPECS entry without ``inputs`` refines its captured call.
+    """
+    entry = SPECS.get(name)
+    if op.hidden and capture and (entry is None or "inputs" not in entry):
+        got = _captured().get(name)
+        if got is not None:
+            vals, params = got
+            spec = dict(inputs=[K(v, dtype=v.dtype, diff=v.dtype.kind == "f") for v in vals],
+                        params=params, captured=True)
+            spec.update(entry or {})
+            return spec, None
+    if entry is not None:
+        spec = dict(entry)
+        spec.setdefault("inputs", [U(2, 3) for _ in (op.inputs if not op.variadic else ())])
+        return spec, None
+    return _default_spec(op)
+
+
+class _Case:
+    """One op with concrete inputs: forward values and gradients, analytic and numeric."""
+
+    def __init__(self, name, op, spec):
+        self.name, self.op, self.spec = name, op, spec
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.vals, diff = _make_inputs(spec, rng)
+        self.params = dict(spec.get("params", {}))
+        self.p = op.parse_params(self.params)
+        self.fn = getattr(nd._internal, name)
+        names = _input_names(op, self.p, len(self.vals))
+        excluded = set(op.mutates) | {i for i, n in enumerate(names)
+                                      if n in op.aux_inputs or n in _NOT_DIFF_NAMES
+                                      or n in op.no_grad_inputs}
+        wrt = spec.get("wrt")
+        if wrt is None:
+            wrt = [i for i, d in enumerate(diff) if d and i not in excluded
+                   and self.vals[i].dtype.kind == "f"]
+        self.wrt = list(wrt)
+        self.train = spec.get("train", True)
+        outs = self.forward(self.vals)
+        self.float_out = [i for i, o in enumerate(outs) if o.dtype.kind == "f"]
+        self.heads = [rng.normal(size=outs[i].shape) for i in self.float_out]
+        # finite differences are only as exact as the outputs' dtype
+        self.low_precision = any(outs[i].dtype != np.float64 for i in self.float_out)
+
+    def _arrays(self, vals):
+        return [nd.array(v, dtype=v.dtype) for v in vals]
+
+    def _run(self, xs):
+        if self.op.random:
+            mx.random.seed(1234)
+        pre = self.spec.get("pre")
+        if pre is not None:
+            xs = pre(xs)
+        # through nd.<op>, as users call it (a family may wrap the generated function)
+        r = self.fn(*xs, **self.params)
+        return [r] if isinstance(r, nd.NDArray) else list(r)
+
+    def forward(self, vals):
+        with ag.pause(train_mode=self.train):
+            return [(o if o.stype == "default" else o.tostype("default")).asnumpy()
+                    for o in self._run(self._arrays(vals))]
+
+    def objective(self, vals):
+        outs = self.forward(vals)
+        return sum(float(np.sum(outs[i].astype(np.float64) * h))
+                   for i, h in zip(self.float_out, self.heads))
+
+    def analytic(self, vals, create_graph=False):
+        xs = self._arrays(vals)
+        for i in self.wrt:
+            xs[i].attach_grad()
+        with ag.record(train_mode=self.train):
+            outs = self._run(xs)
+        heads = [outs[i] for i in self.float_out]
+        hg = [nd.array(h, dtype=o.dtype) for h, o in zip(self.heads, heads)]
+        grads = ag.grad(heads, [xs[i] for i in self.wrt], head_grads=hg,
+                        create_graph=create_graph)
+        return xs, grads
+
+    def numeric(self, f, vals, eps):
+        """Central differences of scalar function ``f`` w.r.t. the ``wrt`` inputs."""
+        res = []
+        for i in self.wrt:
+            base = [v.copy() for v in vals]
+            g = np.zeros(base[i].shape)
+            flat = base[i].reshape(-1)
+            for k in range(flat.size):
+                old = flat[k]
+                flat[k] = old + eps
+                fp = f(base)
+                flat[k] = old - eps
+                fm = f(base)
+                flat[k] = old
+                g.reshape(-1)[k] = (fp - fm) / (2 * eps)
+            res.append(g)
+        return res
+
+
+def _tolerances(case):
+    if case.low_precision:
+        return case.spec.get("rtol", 1e-2), case.spec.get("atol", 1e-3), case.spec.get("eps", 1e-3)
+    return case.spec.get("rtol", 1e-4), case.spec.get("atol", 1e-6), case.spec.get("eps", 1e-6)
+
+
+def _case_or_fail(name):
+    op = all_ops()[name]
+    spec, why = _resolve(name, op)
+    if spec is None:
+        pytest.fail(f"op {name!r} has no entry in SPECS (tests/test_registry_gradients.py) and "
+                    f"the default inputs cannot be used: {why}. Add an entry saying how to make "
+                    f"valid inputs/params, or declare the op nondiff=True if it has no gradient.")
+    if spec.get("skip"):
+        pytest.skip(f"{name}: {spec['skip']}")
+    try:
+        return _Case(name, op, spec)
+    except Exception as e:
+        origin = ("captured from a public op's gradient" if spec.get("captured") else
+                  "from SPECS" if name in SPECS else
+                  "DEFAULT (no SPECS entry): two/one (2, 3) float64 inputs in [0.5, 1.5]")
+        pytest.fail(f"op {name!r}: forward failed with inputs {origin}: "
+                    f"{type(e).__name__}: {e}. Add or fix its SPECS entry.")
+
+
+_DIFF_OPS = sorted(n for n, op in all_ops().items() if not op.nondiff)
+
+
+@pytest.mark.parametrize("name", _DIFF_OPS)
+def test_gradient_matches_finite_differences(name):
+    case = _case_or_fail(name)
+    if not case.wrt:
+        pytest.fail(f"op {name!r}: no float input to differentiate; fix its SPECS entry")
+    if not case.float_out:
+        pytest.fail(f"op {name!r}: no float output, yet the op is not nondiff=True")
+    rtol, atol, eps = _tolerances(case)
+    _, plain = case.analytic(case.vals)
+    _, recorded = case.analytic(case.vals, create_graph=True)
+    if case.spec.get("zero"):
+        numeric = [np.zeros(case.vals[i].shape) for i in case.wrt]
+    else:
+        numeric = case.numeric(case.objective, case.vals, eps)
+    for i, g, gc, ng in zip(case.wrt, plain, recorded, numeric):
+        iname = _input_names(case.op, case.p, len(case.vals))[i]
+        assert_almost_equal(g, ng, rtol=rtol, atol=atol,
+                            names=(f"{name} autograd d/d{iname}", f"{name} numeric d/d{iname}"))
+        assert_almost_equal(gc, g, rtol=1e-10, atol=1e-12,
+                            names=(f"{name} d/d{iname} with create_graph=True",
+                                   f"{name} d/d{iname} plain"))
+
+
+@pytest.mark.parametrize("name", _DIFF_OPS)
+def test_second_order(name):
+    case = _case_or_fail(name)
+    why = case.spec.get("second", True)
+    if why is not True:
+        pytest.skip(f"{name}: {why or 'second order not checked'}")
+    if case.spec.get("zero") or not case.wrt or not case.float_out:
+        pytest.skip(f"{name}: no first-order gradient to differentiate")
+    rtol, atol, eps = _tolerances(case)
+    eps = case.spec.get("eps2", 1e-5 if not case.low_precision else 1e-2)
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    vs = [rng.normal(size=case.vals[i].shape) for i in case.wrt]
+
+    def first_order_dot_v(vals):
+        _, gs = case.analytic(vals)
+        return sum(float(np.sum(g.asnumpy() * v)) for g, v in zip(gs, vs))
+
+    xs, gs = case.analytic(case.vals, create_graph=True)
+    # x * 0 heads keep every variable in the graph (a linear op's gradient does
+    # not depend on its own input)
+    with ag.record():
+        anchors = [xs[i] * 0.0 for i in case.wrt]
+    hv = ag.grad(list(gs) + anchors, [xs[i] for i in case.wrt],
+                 head_grads=[nd.array(v, dtype=g.dtype) for v, g in zip(vs, gs)]
+                 + [nd.zeros(a.shape, dtype=a.dtype) for a in anchors])
+    numeric = case.numeric(first_order_dot_v, case.vals, eps)
+    for i, g, ng in zip(case.wrt, hv, numeric):
+        iname = _input_names(case.op, case.p, len(case.vals))[i]
+        assert_almost_equal(g, ng, rtol=rtol, atol=max(atol, 1e-5),
+                            names=(f"{name} second-order d/d{iname} (create_graph)",
+                                   f"{name} numeric d/d{iname} of first-order gradient"))
+
+
+def _report():
+    """Print, per op, whether it has a spec and whether both checks pass."""
+    no_spec, failing = [], []
+    for name in _DIFF_OPS:
+        op = all_ops()[name]
+        has = name in SPECS or (op.hidden and name in _captured())
+        for test in (test_gradient_matches_finite_differences, test_second_order):
+            try:
+                test(name)
+                status = "ok"
+            except pytest.skip.Exception as e:
+                status = f"skip ({e})"
+            except BaseException as e:     # noqa: BLE001 - a report, not a test
+                status = f"FAIL {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+                failing.append((name, test.__name__, status))
+            if test is test_gradient_matches_finite_differences and not has:
+                no_spec.append((name, status))
+    print(f"{len(_DIFF_OPS)} differentiable ops; {len(no_spec)} without a SPECS entry:")
+    for name, status in no_spec:
+        print(f"  {name:32s} {status}")
+    print(f"{len(failing)} failing checks:")
+    for name, test, status in failing:
+        print(f"  {name:32s} {test:45s} {status}")
+
+
+if __name__ == "__main__":
+    _report()
