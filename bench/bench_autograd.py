@@ -5,7 +5,8 @@ A chain of N ops (mul, add, tanh cycling) on a float32 vector runs under
 and backward written by hand in NumPy. Blocks of repetitions alternate between
 the two so that machine noise hits both alike; the table shows the median time
 per op of each and their ratio. Times are this process's CPU time by default,
-so other work on a shared machine disturbs them less (``--clock wall``). Run: ``python bench/bench_autograd.py``
+so other work on a shared machine disturbs them less (``--clock wall``).
+Run: ``python bench/bench_autograd.py``
 (``--json PATH`` to choose where the figures go).
 """
 from __future__ import annotations
@@ -121,7 +122,8 @@ def main(argv=None):
     for k in runs:
         print(f"{k:10s} {med[k] * 1e3:14.3f} {per_op[k]:12.2f}")
     print(f"ratio gpunda/numpy: {ratio:.2f}x (target <= 2.5x)")
-    out = {"ops": a.ops, "size": a.size, "dtype": "float32", "blocks": a.blocks, "reps": a.reps, "clock": a.clock,
+    out = {"ops": a.ops, "size": a.size, "dtype": "float32", "blocks": a.blocks, "reps": a.reps,
+           "clock": a.clock,
            "median_step_s": med, "per_op_us": per_op, "ratio": ratio,
            "all_blocks_s": times}
     Path(a.json).write_text(json.dumps(out, indent=2))

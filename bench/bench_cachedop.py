@@ -8,17 +8,22 @@ op (a GEMM), is "compute then copy into a planned buffer" faster than keeping
 the fresh result?
 
     python bench/bench_cachedop.py [--rounds 15]
+(OPENBLAS_NUM_THREADS=1 steadies the MLP figures on a busy machine.)
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import gpunda as mx
-from gpunda import nd, sym
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gpunda as mx  # noqa: E402
+from gpunda import nd, sym  # noqa: E402
 
 _PATTERN = 5   # op kinds in the chain: sin, *1.01, +x, tanh, -0.1
 

@@ -69,7 +69,7 @@ def main(argv=None):
     ap.add_argument("--blocks", type=int, default=7)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--dir", default=None, help="scratch folder (default: a temporary one)")
-    ap.add_argument("--json", default=str(Path(__file__).with_name("bench_io.json")))
+    ap.add_argument("--json", default=str(Path(__file__).parent / "results" / "bench_io.json"))
     a = ap.parse_args(argv)
 
     params = make_params(a.mb)
@@ -122,6 +122,7 @@ def main(argv=None):
           "/ np.fromfile of the whole file)")
     out = {"file_bytes": size, "arrays": len(params), "blocks": a.blocks, "reps": a.reps,
            "median_s": med, "ratio": ratio, "all_blocks_s": times}
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps(out, indent=2))
     print(f"wrote {a.json}")
     return out

@@ -20,6 +20,8 @@ import threading
 import weakref
 from operator import attrgetter
 
+import numpy as np
+
 from .base import GpundaError
 
 __all__ = ["is_recording", "is_training", "set_recording", "set_training", "record", "pause",
@@ -160,6 +162,8 @@ class Node:
 
 
 _next_seq = itertools.count().__next__
+_weakref = weakref.ref
+_alloc = object.__new__
 _save_flags = {}    # OpDef -> (saves inputs, saves outputs), filled on first record
 
 
@@ -171,10 +175,11 @@ def _flags_of(op):
 
 def _record(op, p, inputs, outs):
     """Put one op call on the tape (called by invoke for every op while recording)."""
+    # one- and two-input calls are spelled out: comprehensions cost a frame each
     n = len(inputs)
     if n == 1:
-        x = inputs[0]
-        e = x._ag
+        a = inputs[0]
+        e = a._ag
         if e is None:
             return      # no input depends on a variable: nothing to differentiate
         entries = (e,)
@@ -193,22 +198,49 @@ def _record(op, p, inputs, outs):
         flags = _flags_of(op)
     if flags[0]:
         saved_in = inputs
-        in_versions = tuple([(x._base if x._base is not None else x)._version
-                             for x in inputs])
+        if n == 1:
+            r = a._base
+            in_versions = ((a if r is None else r)._version,)
+        elif n == 2:
+            r, q = a._base, b._base
+            in_versions = ((a if r is None else r)._version, (b if q is None else q)._version)
+        else:
+            in_versions = tuple([(x._base if x._base is not None else x)._version
+                                 for x in inputs])
     else:
         saved_in = in_versions = None
     nout = len(outs)
     if flags[1]:
-        out_data = tuple([o._data for o in outs])
-        out_refs = tuple([(weakref.ref(o), 0) for o in outs])
+        if nout == 1:
+            o = outs[0]
+            out_data = (o._data,)
+            out_refs = ((_weakref(o), 0),)
+        else:
+            out_data = tuple([o._data for o in outs])
+            out_refs = tuple([(_weakref(o), 0) for o in outs])
     else:
         out_data = out_refs = None
-    node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, nout,
-                _state.training, outs[0]._ctx, _next_seq())
+    # Node(...) spelled out: keyword-free slot stores beat __init__'s argument passing
+    node = _alloc(Node)
+    node.op = op
+    node.p = p
+    node.inputs = entries
+    node.saved_in = saved_in
+    node.in_versions = in_versions
+    node.out_data = out_data
+    node.out_refs = out_refs
+    node.out_meta = None
+    node.nout = nout
+    node.training = _state.training
+    node.freed = False
+    node._g = None
+    node.ctx = outs[0]._ctx
+    node.seq = _next_seq()
+    node.fn = None
     if nout == 1:
         outs[0]._ag = (node, 0)
     else:
-        node.out_meta = tuple([(o.shape, o._data.dtype) for o in outs])
+        node.out_meta = tuple([(o.shape, np.dtype(o.dtype)) for o in outs])
         for i, o in enumerate(outs):
             o._ag = (node, i)
 
@@ -238,7 +270,7 @@ def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=
         out_data = out_refs = None
     node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, len(outs),
                 _state.training, outs[0]._ctx, _next_seq(), fn=rule,
-                out_meta=tuple((o.shape, o._data.dtype) for o in outs))
+                out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
     for i, o in enumerate(outs):
         o._ag = (node, i)
     return node
@@ -305,7 +337,7 @@ def _collect(head_nodes):
             if e is not None:
                 m = e[0]
                 if m._g is None:
-                    m._g = [None] * m.nout
+                    m._g = [None] if m.nout == 1 else [None] * m.nout
                     add(m)
                     if not m.is_leaf:
                         push(m)
@@ -382,8 +414,9 @@ def _check_heads(heads, head_grads, where):
                 f"{where}: heads[{i}] (shape {h.shape}) was not recorded or is not connected to "
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
-        if h._data.dtype.kind not in "fc":
-            raise GpundaError(f"{where}: heads[{i}] has dtype {h._data.dtype.name}; only "
+        dt = np.dtype(h.dtype)
+        if dt.kind not in "fc":
+            raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only "
                               f"floating point arrays can be differentiated")
         node = h._ag[0]
         if node.freed:
@@ -411,7 +444,7 @@ def _check_heads(heads, head_grads, where):
 
 def _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode, where):
     """Core of backward/grad. Returns gradients for ``variables`` (or None for backward)."""
-    from .ndarray.ndarray import NDArray, _new
+    from .ndarray.ndarray import NDArray
     head_list, hg_list = _check_heads(heads, head_grads, where)
     var_entries = None
     if variables is not None:
@@ -422,6 +455,19 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
                                   f"call attach_grad() or mark_variables() first")
             var_entries.append(v._ag)
     heads_e = [h._ag for h in head_list]
+    ctx0 = head_list[0]._ctx
+    if ctx0._xp is np:
+        return _backward_body(head_list, hg_list, heads_e, variables, var_entries,
+                              retain_graph, create_graph, train_mode, where)
+    # on a GPU, work on the heads' device (rules of nodes on other devices switch)
+    with ctx0.backend.device_scope():
+        return _backward_body(head_list, hg_list, heads_e, variables, var_entries,
+                              retain_graph, create_graph, train_mode, where)
+
+
+def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_graph,
+                   create_graph, train_mode, where):
+    from .ndarray.ndarray import _new
     found = _collect([e[0] for e in heads_e])
     try:
         if var_entries is not None:
@@ -433,7 +479,7 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
         for h, g, (node, idx) in zip(head_list, hg_list, heads_e):
             if g is None:
                 xp = h._ctx.backend.xp
-                g = xp.ones(h.shape, h._data.dtype)
+                g = xp.ones(h.shape, np.dtype(h.dtype))
                 if create_graph:
                     g = _new(g, h._ctx)
             elif not create_graph:
@@ -451,14 +497,19 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
         else:
             _write_grads(found, where)
             result = None
-    finally:
+    except BaseException:
         for n in found:
             n._g = None
-    if not retain_graph:
+        raise
+    if retain_graph:
         for n in found:
+            n._g = None
+    else:
+        for n in found:
+            n._g = None
             if not n.is_leaf:
                 n.freed = True
-                n.saved_in = n.out_data = n.out_refs = n.in_versions = n.fn = None
+                n.saved_in = n.out_data = n.fn = None
                 n.inputs = ()
     return result
 
@@ -466,7 +517,7 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
 def _walk(found, create_graph, train_mode):
     """Apply the gradient rules of ``found`` (newest first), accumulating into inputs."""
     _state.training = cur_train = train_mode
-    F = ctx = None
+    F = ctx = scope = None
     node = None
     if create_graph:
         from . import ndarray as nd
@@ -487,8 +538,19 @@ def _walk(found, create_graph, train_mode):
                     f"backward: the graph through {node.op.name} was already freed by an "
                     f"earlier backward; pass retain_graph=True to the first backward to run "
                     f"backward through it again")
-            if node.saved_in is not None or node.out_refs is not None:
-                _check_versions(node)
+            saved = node.saved_in
+            if saved is not None:
+                for x, v in zip(saved, node.in_versions):
+                    r = x._base
+                    if (x if r is None else r)._version != v:
+                        _check_versions(node)     # raises, naming the op and input
+            refs = node.out_refs
+            if refs is not None:
+                for r, v in refs:
+                    o = r()
+                    if o is not None and o._version != v and (
+                            o._base is None or o._base._version != v):
+                        _check_versions(node)
             rule = node.fn or node.op.gradient
             if rule is None:
                 raise GpundaError(f"Operator {node.op.name} has no gradient rule; it cannot "
@@ -497,7 +559,7 @@ def _walk(found, create_graph, train_mode):
             if t is not cur_train:
                 _state.training = cur_train = t
             if create_graph:
-                ins = list(node.saved_in) if node.saved_in is not None else None
+                ins = list(saved) if saved is not None else None
                 if node.out_data is not None:
                     outs = []
                     for i, d in enumerate(node.out_data):
@@ -512,8 +574,20 @@ def _walk(found, create_graph, train_mode):
                 if node.ctx is not ctx:
                     ctx = node.ctx
                     F = _raw_namespace(ctx)
-                saved = node.saved_in
-                ins = [x._data for x in saved] if saved is not None else None
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
+                        scope = None
+                    if ctx._xp is not np:
+                        scope = ctx.backend.device_scope()
+                        scope.__enter__()
+                if saved is None:
+                    ins = None
+                elif len(saved) == 1:
+                    ins = [saved[0]._data]
+                elif len(saved) == 2:
+                    ins = [saved[0]._data, saved[1]._data]
+                else:
+                    ins = [x._data for x in saved]
                 outs = node.out_data
                 if node.nout > 1:
                     gs = [g if g is not None else _zeros(node, i, False) for i, g in enumerate(gs)]
@@ -522,14 +596,18 @@ def _walk(found, create_graph, train_mode):
                 if g is None or e is None:
                     continue
                 tg = e[0]._g
-                c = tg[e[1]]
-                tg[e[1]] = g if c is None else c + g
+                k = e[1]
+                c = tg[k]
+                tg[k] = g if c is None else c + g
     except GpundaError:
         raise
     except Exception as err:
         name = node.op.name if node is not None and node.op is not None else "?"
         raise GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}") \
             from err
+    finally:
+        if scope is not None:
+            scope.__exit__(None, None, None)
 
 
 def _zeros(node, i, as_nd):
@@ -554,7 +632,7 @@ def _gather(variables, var_entries, create_graph, head_list, hg_list):
         xp = v._ctx.backend.xp
         if create_graph:
             if g is None:
-                g = _new(xp.zeros(v.shape, v._data.dtype), v._ctx)
+                g = _new(xp.zeros(v.shape, np.dtype(v.dtype)), v._ctx)
             elif g.shape != v.shape:
                 g = g.broadcast_to(v.shape)
             if g._ag is None:
@@ -565,7 +643,7 @@ def _gather(variables, var_entries, create_graph, head_list, hg_list):
             result.append(g)
             continue
         if g is None:
-            result.append(_new(xp.zeros(v.shape, v._data.dtype), v._ctx))
+            result.append(_new(xp.zeros(v.shape, np.dtype(v.dtype)), v._ctx))
             continue
         if g.shape != v.shape:
             g = xp.broadcast_to(g, v.shape).copy()

@@ -521,6 +521,9 @@ class CachedOp:
         self._graph_backend = gb
         key = self._graph_key(arrays, sig, gb)
         n = self._graph_calls.get(key, 0)
+        if len(self._graph_calls) > 64:
+            # keys that never repeat (param arrays reallocated every call) must not pile up
+            self._graph_calls.clear()
         self._graph_calls[key] = n + 1
         entry = self._graphs.get(key)
         if entry is None:

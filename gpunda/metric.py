@@ -151,6 +151,7 @@ class EvalMetric:
         return list(zip(name, value))
 
     def get_global_name_value(self):
+        """``[(name, value)]`` over everything since ``reset``."""
         name, value = self.get_global()
         if not isinstance(name, list):
             name, value = [name], [value]

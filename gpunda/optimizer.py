@@ -131,6 +131,7 @@ class Optimizer:
         self.lr = lr
 
     def set_lr_scale(self, args_lrscale):
+        """Removed in MXNet 1.x: raises, pointing to ``set_lr_mult``."""
         raise GpundaError("Optimizer.set_lr_scale is deprecated; use set_lr_mult")
 
     def set_lr_mult(self, args_lr_mult):

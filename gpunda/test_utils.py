@@ -15,13 +15,13 @@ import os
 import numpy as np
 
 from .base import GpundaError
-from .context import Context, cpu, current_context
+from .context import Context, current_context
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "get_rtol", "get_atol",
            "get_tols", "assert_almost_equal", "almost_equal", "same", "assert_exception",
            "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "random_arrays",
            "random_sample", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
-           "check_symbolic_backward", "environment", "list_gpus", "np_reduce",
+           "check_symbolic_backward", "environment", "set_env_var", "list_gpus", "np_reduce",
            "assert_allclose"]
 
 _default_ctx = [None]
@@ -143,7 +143,8 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=
     frac = 100.0 * (1.0 - float(np.mean(close))) if close.size else 0.0
     raise AssertionError(
         f"Items are not equal:\nError {ratio:f} exceeds tolerance rtol={rtol:e}, "
-        f"atol={atol:e} (mismatch {frac:f}%).\nLocation of maximum error: {tuple(int(i) for i in idx)}, "
+        f"atol={atol:e} (mismatch {frac:f}%).\nLocation of maximum error: "
+        f"{tuple(int(i) for i in idx)}, "
         f"{names[0]}={va!r}, {names[1]}={vb!r}\n {names[0]}: {np.array2string(an, threshold=20)}"
         f"\n {names[1]}: {np.array2string(bn, threshold=20)}")
 
@@ -523,7 +524,7 @@ def environment(*args):
 
 
 def set_env_var(key, val, default_val=""):
-    """Set environment variable ``key`` to ``val``; returns its previous value (or ``default_val``)."""
+    """Set environment variable ``key`` to ``val``; returns the previous value."""
     prev = os.environ.get(key, default_val)
     os.environ[key] = str(val)
     return prev

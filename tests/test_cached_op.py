@@ -366,3 +366,27 @@ def test_static_plan_never_writes_into_inputs(rng):
         got = cop(x).asnumpy()
         np.testing.assert_allclose(got, np.exp(before.reshape(-1) * 2.0), rtol=1e-6)
         np.testing.assert_array_equal(x.asnumpy(), before)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_dropout_training_grads_match_imperative(create_graph, rng):
+    x = sym.var("x")
+    net = sym.sum(sym.Dropout(x * 2.0, p=0.5) * x)
+    cop = mx.CachedOp(net)
+    v = nd.array(rng.uniform(0.5, 1.5, (4, 5)).astype(np.float32))
+    res = []
+    for f in (cop, lambda a: nd.sum(nd.Dropout(a * 2.0, p=0.5) * a)):
+        mx.random.seed(7)           # the same mask in both runs
+        a = v.copy()
+        a.attach_grad()
+        with autograd.record():
+            y = f(a)
+            if create_graph:
+                g = autograd.grad(y, [a], create_graph=True)[0]
+                y = (g * g).sum()
+        y.backward()
+        res.append((y.asnumpy(), a.grad.asnumpy()))
+    (y1, g1), (y2, g2) = res
+    np.testing.assert_allclose(y1, y2, rtol=1e-6)
+    np.testing.assert_allclose(g1, g2, rtol=1e-6)
+    assert (g1 == 0).any() or create_graph

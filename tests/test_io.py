@@ -224,6 +224,23 @@ def test_loaded_arrays_are_writable_and_independent(tmp_path):
     assert a.asnumpy().sum() == 20
 
 
+def test_large_file_arrays_are_aligned_independent_and_exact(rng):
+    # above 1 MiB the arrays are carved out of one buffer: check they behave as separate arrays
+    hosts = [rng.standard_normal(n).astype(dt) for n, dt in
+             ((150001, np.float32), (3, np.float64), (70001, np.float64), (5, np.int8),
+              (100000, np.float16))]
+    out = mx.nd.load_frombuffer(mx.nd.save_to_bytes([mx.nd.array(h, dtype=h.dtype) for h in hosts]))
+    for a, h in zip(out, hosts):
+        _same_bits(a.asnumpy(), h)
+        assert a._data.ctypes.data % 64 == 0 and a._data.flags.writeable
+    out[0][:] = 7
+    out[2] += 1
+    _same_bits(out[1].asnumpy(), hosts[1])
+    _same_bits(out[3].asnumpy(), hosts[3])
+    _same_bits(out[4].asnumpy(), hosts[4])
+    assert np.all(out[0].asnumpy() == 7)
+
+
 def test_zero_d_arrays():
     x = mx.nd.array(np.float32(3.5))
     if x.shape == ():

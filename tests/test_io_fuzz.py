@@ -14,7 +14,7 @@ from gpunda.ndarray import io as ndio
 
 FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
 _HAS_SPARSE = importlib.util.find_spec("gpunda.ndarray.sparse") is not None
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 

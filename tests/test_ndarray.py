@@ -12,7 +12,9 @@ def test_creation_defaults_and_dtypes():
     a = nd.array([[1, 2, 3], [4, 5, 6]])
     assert a.shape == (2, 3) and a.dtype == np.float32 and a.size == 6 and a.ndim == 2
     assert a.context == mx.current_context() == a.ctx
-    assert nd.array(np.arange(3, dtype=np.int64)).dtype == np.int64   # keeps numpy dtype
+    assert nd.array(np.arange(3, dtype=np.int64)).dtype == np.float32  # MXNet 1.x: float32
+    assert nd.array(np.arange(3), dtype="int64").dtype == np.int64
+    assert nd.array(nd.array([1], dtype="int32")).dtype == np.int32     # NDArray keeps its dtype
     assert nd.array([1, 2], dtype="float16").dtype == np.float16
     assert nd.zeros((2, 3)).asnumpy().tolist() == [[0] * 3] * 2
     assert nd.ones(4, dtype="int32").asnumpy().tolist() == [1] * 4

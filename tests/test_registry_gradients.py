@@ -153,6 +153,9 @@ SPECS = {
     "_copyto": dict(params={"ctx": mx.cpu(0)}),
     "_getitem": dict(inputs=[U(3, 4)], params={"key": (slice(0, 2), slice(1, 3))}),
     "softmax_cross_entropy": dict(inputs=[U(2, 3), K([2, 0])]),
+    "batch_take": dict(inputs=[U(2, 3), K([2, 0])]),
+    "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
+    "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),
     "_sparse_retain": dict(inputs=[U(4, 3), K([0, 2])],
                            pre=lambda xs: [xs[0].tostype("row_sparse"), xs[1]]),
     "_embedding_weight_grad": dict(wrt=[1]),
@@ -288,21 +291,21 @@ def _captured():
                 if spec is not None and not spec.get("zero"):
                     run(name, spec)
                 done.add(name)
-            todo = [(n, _resolve(n, all_ops()[n])[0]) for n in sorted(seen) if n not in done
-                    and n in all_ops() and not all_ops()[n].nondiff]
+            todo = [(n, _resolve(n, all_ops()[n], captured=seen)[0]) for n in sorted(seen)
+                    if n not in done and n in all_ops() and not all_ops()[n].nondiff]
     finally:
         ag._record = real_record
     return seen
 
 
-def _resolve(name, op, capture=True):
+def _resolve(name, op, capture=True, captured=None):
     """The spec of op ``name`` and, when it has none, why.
 
     A hidden op's SPECS entry without ``inputs`` refines its captured call.
     """
     entry = SPECS.get(name)
     if op.hidden and capture and (entry is None or "inputs" not in entry):
-        got = _captured().get(name)
+        got = (_captured() if captured is None else captured).get(name)
         if got is not None:
             vals, params = got
             spec = dict(inputs=[K(v, dtype=v.dtype, diff=v.dtype.kind == "f") for v in vals],
@@ -423,8 +426,18 @@ def _case_or_fail(name):
 
 _DIFF_OPS = sorted(n for n, op in all_ops().items() if not op.nondiff)
 
+# Ops of other families whose check fails today: (op, "first" | "second") -> why.
+# Strict xfail: once the op is fixed the test XPASSes, fails, and the entry must go.
+KNOWN_FAILURES = {}
 
-@pytest.mark.parametrize("name", _DIFF_OPS)
+
+def _params(order):
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_FAILURES[(n, order)],
+                                                    strict=True))
+            if (n, order) in KNOWN_FAILURES else n for n in _DIFF_OPS]
+
+
+@pytest.mark.parametrize("name", _params("first"))
 def test_gradient_matches_finite_differences(name):
     case = _case_or_fail(name)
     if not case.wrt:
@@ -447,7 +460,7 @@ def test_gradient_matches_finite_differences(name):
                                    f"{name} d/d{iname} plain"))
 
 
-@pytest.mark.parametrize("name", _DIFF_OPS)
+@pytest.mark.parametrize("name", _params("second"))
 def test_second_order(name):
     case = _case_or_fail(name)
     why = case.spec.get("second", True)

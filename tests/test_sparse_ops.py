@@ -353,6 +353,17 @@ def test_gradients_through_elemwise_and_cast(rng):
     np.testing.assert_allclose(v.grad.asnumpy(), 3 * np.ones((5, 2)))
 
 
+def test_broadcast_gradient_through_fallback(rng):
+    d = _rsp_dense(rng, (4, 3), [0, 2])
+    x = nd.array(d).tostype("row_sparse")
+    b = nd.array(_rand(rng, 1, 3))
+    b.attach_grad()
+    with autograd.record():
+        z = nd.sum(nd.broadcast_add(x, b) * 2)
+    z.backward()
+    np.testing.assert_allclose(b.grad.asnumpy(), np.full((1, 3), 8.0))
+
+
 def test_retain_gradient(rng):
     d = _rsp_dense(rng, (5, 2), [0, 1, 3])
     x = nd.array(d).tostype("row_sparse")

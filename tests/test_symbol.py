@@ -51,6 +51,9 @@ def test_named_and_positional_inputs():
     x, w, b = sym.var("x"), sym.var("w"), sym.var("b")
     fc = sym.FullyConnected(x, w, bias=b, num_hidden=3, name="fc")
     assert fc.list_arguments() == ["x", "w", "b"]
+    # gluon style: an omitted bias given as None
+    nb = sym.FullyConnected(x, w, None, no_bias=True, num_hidden=3, name="nb")
+    assert nb.list_arguments() == ["x", "w"]
     with pytest.raises(GpundaError, match="unexpected input"):
         sym.FullyConnected(x, gamma=w, num_hidden=3)
     with pytest.raises(GpundaError, match="num_hiden"):

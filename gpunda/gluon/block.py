@@ -159,6 +159,7 @@ class _HookHandle:
         _HookHandle._next += 1
 
     def detach(self):
+        """Remove the hook."""
         self._hooks.pop(self._id, None)
 
     def __enter__(self):
@@ -336,9 +337,14 @@ class Block:
         if not loaded and not params:
             return
         if not any("." in k for k in loaded):
-            # a file from collect_params().save(): full names such as dense0_weight
-            self.collect_params().load_dict(loaded, ctx, allow_missing, ignore_extra,
-                                            self.prefix, filename, cast_dtype, dtype_source)
+            # a file from save_params()/collect_params().save(strip_prefix=...): names
+            # without this block's prefix; an export() file (arg:/aux: keys) has the
+            # full names, which are taken as they are
+            full = self.collect_params()
+            bare = [k[4:] if k.startswith(("arg:", "aux:")) else k for k in loaded]
+            prefix = "" if any(k in full for k in bare) else self.prefix
+            full.load_dict(loaded, ctx, allow_missing, ignore_extra, prefix, filename,
+                           cast_dtype, dtype_source)
             return
         _check_names(list(params), list(loaded), f"file {filename!r}", allow_missing,
                      ignore_extra)
@@ -579,7 +585,7 @@ class HybridBlock(Block):
         sdict = dict(zip(out.list_arguments(), arg_attrs))
         sdict.update(zip(out.list_auxiliary_states(), aux_attrs))
         for p in self.collect_params().values():
-            if p.name in sdict:
+            if sdict.get(p.name) is not None:
                 setattr(p, attr, sdict[p.name])
 
     def forward(self, x, *args):

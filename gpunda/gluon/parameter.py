@@ -143,10 +143,12 @@ class Parameter:
 
     @property
     def stype(self):
+        """Storage type of the value."""
         return self._stype
 
     @property
     def grad_stype(self):
+        """Storage type of the gradient ('row_sparse' for sparse Embedding gradients)."""
         return self._grad_stype
 
     # -- access to values --------------------------------------------------------
@@ -211,6 +213,7 @@ class Parameter:
         return self.data(row_id.context)
 
     def list_row_sparse_data(self, row_id):
+        """The values on every context (weights are kept dense)."""
         return self.list_data()
 
     # -- initialisation ----------------------------------------------------------
@@ -491,12 +494,15 @@ class ParameterDict:
         return key in self._params
 
     def items(self):
+        """(name, Parameter) pairs in creation order."""
         return self._params.items()
 
     def keys(self):
+        """Parameter names in creation order."""
         return self._params.keys()
 
     def values(self):
+        """Parameters in creation order."""
         return self._params.values()
 
     @property

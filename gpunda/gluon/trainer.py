@@ -96,6 +96,7 @@ class Trainer:
 
     @property
     def optimizer(self):
+        """The Optimizer instance."""
         return self._optimizer
 
     def set_learning_rate(self, lr):

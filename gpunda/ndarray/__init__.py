@@ -26,17 +26,25 @@ def _export_public():
 
 _export_public()
 
-try:
-    from . import sparse  # noqa: F401,E402
-    from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
-except ImportError as _e:   # the sparse module is not there yet
-    if "sparse" not in str(_e):
-        raise
-try:
-    from .io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
-except ImportError as _e:
-    if ".io" not in str(_e) and "io" not in str(_e):
-        raise
+from . import sparse  # noqa: F401,E402
+from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
+from .io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
+
+
+def _prefixed_namespace(name, prefixes):
+    """A module holding ops registered as ``<prefix><name>`` under their short names
+    (``nd.linalg.gemm2`` for ``_linalg_gemm2``, ``nd.contrib.boolean_mask``)."""
+    import types
+    mod = types.ModuleType(f"{__name__}.{name}", f"MXNet's nd.{name} namespace.")
+    for full, fn in vars(_op).items():
+        for pre in prefixes:
+            if full.startswith(pre) and hasattr(fn, "op"):
+                setattr(mod, full[len(pre):], fn)
+    return mod
+
+
+linalg = _prefixed_namespace("linalg", ("_linalg_",))
+contrib = _prefixed_namespace("contrib", ("_contrib_",))
 
 from . import ndarray  # noqa: E402,F401
 from . import random  # noqa: E402,F401

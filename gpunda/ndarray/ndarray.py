@@ -562,8 +562,8 @@ def _check_shape(shape, where):
 def array(source_array, ctx=None, dtype=None):
     """An NDArray copied from a list, NumPy array, NDArray or scalar.
 
-    dtype defaults to float32, or to the source's dtype for an NDArray/NumPy array
-    (as in MXNet).
+    dtype defaults to float32, or to the source's dtype for an NDArray (as in
+    MXNet 1.x, a NumPy array of any dtype becomes float32 unless ``dtype`` is given).
     """
     ctx = _ctx_of(ctx)
     if isinstance(source_array, NDArray):
@@ -579,7 +579,8 @@ def array(source_array, ctx=None, dtype=None):
             src = xp.asarray(source_array)
             return _new(xp.array(src, dtype=_dtype_of(dtype, src.dtype), copy=True), ctx)
     if isinstance(source_array, np.ndarray):
-        dt = _dtype_of(dtype, source_array.dtype)
+        # MXNet 1.x: float32 unless dtype is given, whatever the NumPy dtype
+        dt = _dtype_of(dtype)
         host = np.array(source_array, dtype=dt, copy=True)
     else:
         if hasattr(source_array, "__cuda_array_interface__"):

@@ -63,22 +63,21 @@ def call_function(fn, inputs):
     outs, single = _as_outputs(result, f"{where}.forward")
     if not prev:
         return result
-    # an output that is an input (or already on the tape) gets its own wrapper,
-    # so recording it does not rewire the input's history
+    # every output gets a new wrapper (same memory) that carries the tape entry:
+    # an output that is an input keeps its own history, and arrays the Function
+    # saved for backward do not point back at the node (no reference cycle)
     wrapped = []
     for o in outs:
-        if o._ag is not None or any(o is x for x in inputs):
-            w = _new(o._data, o._ctx)
-            w._base = o._base if o._base is not None else o
-            o = w
-        wrapped.append(o)
+        w = _new(o._data, o._ctx)
+        w._base = o._base if o._base is not None else o
+        wrapped.append(w)
     n_in = len(inputs)
     in_shapes = [x.shape for x in inputs]
     held = tuple(inputs)
+    ctx = wrapped[0]._ctx    # the rule must not refer to the outputs: that would be a cycle
 
     def rule(F, p, ins, outs_, ograds):
         raw = not isinstance(ograds[0], NDArray)
-        ctx = wrapped[0]._ctx
         og = [_new(g, ctx) for g in ograds] if raw else list(ograds)
         was = ag.set_recording(False)
         try:

@@ -639,7 +639,7 @@ register(OpDef(
     "Dropout", _dropout,
     params=[Param("p", "float", 0.5), Param("mode", "enum", "training", choices=("training", "always")),
             Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")],
-    num_outputs=2, num_visible=1, wants_ctx=True, random=True,
+    num_outputs=2, num_visible=1, wants_ctx=True, random=True, output_names=("output", "mask"),
     gradient=lambda F, p, i, o, g: [g[0] * o[1]], save=("outputs",),
     capture="random numbers (cuRAND)", family="nn",
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0], s[0]]),
@@ -807,7 +807,7 @@ register(OpDef(
             Param("min_calib_range", "float", None, "accepted, ignored"),
             Param("max_calib_range", "float", None, "accepted, ignored")],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
-    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), output_names=("output", "mean", "var"),
     gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn, family="nn",
     aliases=("BatchNorm_v1",),
     doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "

@@ -823,6 +823,8 @@ _ZERO_PRESERVING = (
 def _same_stype_grad(sign):
     def rule(p, ins, outs, ograds, need):
         g = ograds[0]
+        if ins is None or any(tuple(x.shape) != tuple(g.shape) for x in ins):
+            return NotImplemented     # broadcasting: the dense rule sums over axes
         return [g, -g if sign < 0 else g]
     return rule
 

@@ -14,6 +14,35 @@ _symbol._populate(globals())
 Symbol.reshape = _symbol._reshape_method
 
 
+def _creation(opname, where, **kwargs):
+    try:
+        fn = _symbol.lookup(opname)
+    except Exception:
+        raise _symbol.GpundaError(f"sym.{where}: operator {opname} is not registered") from None
+    return fn(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def zeros(shape, dtype=None, name=None, **kwargs):
+    """A symbol of zeros of ``shape`` (MXNet's ``sym.zeros``)."""
+    return _creation("_zeros", "zeros", shape=shape, dtype=dtype, name=name, **kwargs)
+
+
+def ones(shape, dtype=None, name=None, **kwargs):
+    """A symbol of ones of ``shape`` (MXNet's ``sym.ones``)."""
+    return _creation("_ones", "ones", shape=shape, dtype=dtype, name=name, **kwargs)
+
+
+def full(shape, val, dtype=None, name=None, **kwargs):
+    """A symbol filled with ``val`` (MXNet's ``sym.full``)."""
+    return _creation("_full", "full", shape=shape, value=val, dtype=dtype, name=name, **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs):
+    """Evenly spaced values (MXNet's ``sym.arange``)."""
+    return _creation("_arange", "arange", start=start, stop=stop, step=step, repeat=repeat,
+                     name=name, dtype=dtype, **kwargs)
+
+
 def __getattr__(name):
     # ops registered after import (custom ops) are looked up on demand
     try:

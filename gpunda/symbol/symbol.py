@@ -501,6 +501,8 @@ def make_node(op, inputs, params, name, attr, named_inputs=None):
             named_inputs.pop(k)
     params = dict(params)
     key = op.key_var_num_args
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
     if op.variadic and key is not None and key not in params and key in op.param_map:
         params[key] = len(inputs) + len(named_inputs)
     p = op.parse_params(params)
@@ -519,6 +521,8 @@ def make_node(op, inputs, params, name, attr, named_inputs=None):
     entries = {}
     for i, s in enumerate(inputs):
         key_i = names[i] if i < len(names) else f"arg{i}"
+        if s is None:
+            continue
         if i >= len(names) and key is None:
             raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
                               f"{len(names)} ({', '.join(names) or 'none'})")
@@ -559,7 +563,6 @@ def _single(op, name, s):
 def make_function(op, fname):
     """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
     params = op.params
-    fixed = None if op.variadic else op.inputs
     var_key = op.key_var_num_args
 
     def fn(*args, name=None, attr=None, out=None, **kwargs):
@@ -567,6 +570,8 @@ def make_function(op, fname):
         for a in args:
             if isinstance(a, Symbol) and not extra:
                 syms.append(a)
+            elif a is None and syms and not extra:
+                syms.append(None)   # an omitted input: F.FullyConnected(x, w, None, ...)
             elif isinstance(a, (list, tuple)) and a and all(isinstance(v, Symbol) for v in a) \
                     and op.variadic and not extra and not syms:
                 syms.extend(a)
@@ -587,8 +592,6 @@ def make_function(op, fname):
                 raise GpundaError(f"Operator {op.name}: too many positional arguments "
                                   f"({len(args)}); pass parameters by name")
             kwargs.update(zip(free, extra))
-        if op.variadic and named and var_key is None:
-            pass
         return make_node(op, syms, kwargs, name, attr, named)
 
     fn.__name__ = fname
@@ -596,7 +599,6 @@ def make_function(op, fname):
     fn.__doc__ = op.describe()
     fn.__module__ = "gpunda.symbol"
     fn.op = op
-    fn._fixed = fixed
     return fn
 
 

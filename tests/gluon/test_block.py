@@ -318,3 +318,39 @@ def test_initialize_twice_warns_and_force_reinit():
     np.testing.assert_array_equal(d.weight.data().asnumpy(), np.ones((2, 2)))
     # the bias keeps its own initializer ('zeros') whatever the default is
     np.testing.assert_array_equal(d.bias.data().asnumpy(), np.zeros(2))
+
+
+def test_load_parameters_accepts_export_file(tmp_path, rng):
+    net = _mlp("ld_")
+    net.initialize(mx.init.Normal(1.0), ctx=CPU)
+    net.hybridize()
+    x = nd.array(rng.standard_normal((2, 5)), ctx=CPU, dtype="float32")
+    y = net(x).asnumpy()
+    _, params_file = net.export(str(tmp_path / "ld"))
+    net2 = _mlp("ld_")
+    net2.load_parameters(params_file, ctx=CPU)
+    np.testing.assert_array_equal(net2(x).asnumpy(), y)
+
+
+def test_hybridized_block_with_two_inputs_and_two_outputs(rng):
+    class Two(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.fc = nn.Dense(3, in_units=4)
+
+        def hybrid_forward(self, F, a, b):
+            h = self.fc(a)
+            return h + b, F.relu(h)
+
+    blk = Two()
+    blk.initialize(ctx=CPU)
+    a = nd.array(rng.standard_normal((2, 4)), ctx=CPU, dtype="float32")
+    b = nd.array(rng.standard_normal((2, 3)), ctx=CPU, dtype="float32")
+    ref = [o.asnumpy() for o in blk(a, b)]
+    blk.hybridize()
+    got = blk(a, b)
+    assert isinstance(got, list) and len(got) == 2
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g.asnumpy(), r, rtol=1e-6)
+    assert blk._cached_graph[0][0].name == "data0"

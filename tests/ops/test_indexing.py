@@ -173,8 +173,9 @@ def test_one_hot():
 
 
 def test_where(rng):
-    x, y = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
-    c = np.array([[1, 0], [0, 0], [2, 1]], dtype="float64")
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    y = rng.standard_normal((3, 2)).astype(np.float32)
+    c = np.array([[1, 0], [0, 0], [2, 1]], dtype="float32")
     got = nd.where(nd.array(c), nd.array(x), nd.array(y))
     np.testing.assert_array_equal(got.asnumpy(), np.where(c != 0, x, y))
     rows = nd.where(nd.array([0, 1, 0]), nd.array(x), nd.array(y))

@@ -17,16 +17,16 @@ class _Unavailable:
 
 
 class MNIST(_Unavailable):
-    pass
+    """Not available offline (raises GpundaError)."""
 
 
 class FashionMNIST(_Unavailable):
-    pass
+    """Not available offline (raises GpundaError)."""
 
 
 class CIFAR10(_Unavailable):
-    pass
+    """Not available offline (raises GpundaError)."""
 
 
 class CIFAR100(_Unavailable):
-    pass
+    """Not available offline (raises GpundaError)."""

@@ -1,0 +1,56 @@
+"""Creation ops with no inputs (``_zeros``, ``_ones``, ``_full``, ``_arange``, ``_eye``).
+
+``nd.zeros`` and friends are plain functions for speed; these ops exist so that
+symbols (``sym.zeros``) and graphs loaded from JSON can create arrays too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_CTX = [Param("ctx", "any", None, "device; the current one when None"),
+        Param("dtype", "dtype", np.dtype("float32"))]
+
+
+def _shape_ok(name, shape):
+    if any(d < 0 for d in shape):
+        raise GpundaError(f"Operator {name}: shape={shape} has a negative dimension")
+    return shape
+
+
+def _mk(name, fill, extra=(), doc=""):
+    register(OpDef(name, fill, inputs=(), wants_ctx=True, nondiff=True, hidden=True,
+                   params=[Param("shape", "shape", ())] + list(extra) + _CTX, doc=doc,
+                   family="creation"))
+
+
+_mk("_zeros", lambda xp, p, ctx: xp.zeros(_shape_ok("_zeros", p.shape), p.dtype), doc="Zeros.")
+_mk("_ones", lambda xp, p, ctx: xp.ones(_shape_ok("_ones", p.shape), p.dtype), doc="Ones.")
+_mk("_full", lambda xp, p, ctx: xp.full(_shape_ok("_full", p.shape), p.value, p.dtype),
+    extra=[Param("value", "float", 0.0)], doc="An array filled with `value`.")
+
+
+def _arange(xp, p, ctx):
+    if p.step == 0:
+        raise GpundaError("Operator _arange: step=0 is not allowed")
+    stop = p.stop
+    start = p.start
+    if stop is None:
+        start, stop = 0.0, start
+    r = xp.arange(start, stop, p.step, dtype=np.float64)
+    if p.repeat != 1:
+        r = xp.repeat(r, p.repeat)
+    return r.astype(p.dtype)
+
+
+register(OpDef("_arange", _arange, inputs=(), wants_ctx=True, nondiff=True, hidden=True,
+               params=[Param("start", "float", 0.0), Param("stop", "float", None),
+                       Param("step", "float", 1.0), Param("repeat", "int", 1),
+                       Param("infer_range", "bool", False)] + _CTX,
+               doc="Evenly spaced values in [start, stop).", family="creation"))
+register(OpDef("_eye", lambda xp, p, ctx: xp.eye(p.N, p.M or p.N, p.k, dtype=p.dtype), inputs=(),
+               wants_ctx=True, nondiff=True, hidden=True,
+               params=[Param("N", "int"), Param("M", "int", 0), Param("k", "int", 0)] + _CTX,
+               doc="Identity-like matrix with ones on diagonal k.", family="creation"))
