@@ -591,7 +591,11 @@ def _walk(found, create_graph, train_mode):
                 outs = node.out_data
                 if node.nout > 1:
                     gs = [g if g is not None else _zeros(node, i, False) for i, g in enumerate(gs)]
-            grads = rule(F, node.p, ins, outs, gs)
+            if node.fn is None and node.op.grad_need:
+                grads = rule(F, node.p, ins, outs, gs,
+                             need=tuple(e is not None for e in node.inputs))
+            else:
+                grads = rule(F, node.p, ins, outs, gs)
             for e, g in zip(node.inputs, grads):
                 if g is None or e is None:
                     continue

@@ -604,7 +604,12 @@ def _cached_backward(F, p, ins, outs, ograds):
         save = op.save
         i_vals = [vals[s] for s in st.ins] if "inputs" in save else None
         try:
-            grads = op.gradient(F, st.p, i_vals, o_vals if "outputs" in save else None, ogs)
+            o_arg = o_vals if "outputs" in save else None
+            if op.grad_need:
+                grads = op.gradient(F, st.p, i_vals, o_arg, ogs,
+                                    need=tuple(bool(req[s]) for s in st.ins))
+            else:
+                grads = op.gradient(F, st.p, i_vals, o_arg, ogs)
         except GpundaError:
             raise
         except Exception as e:

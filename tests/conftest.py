@@ -1,10 +1,27 @@
 """Test set-up: GPU detection once, ``@pytest.mark.gpu`` skipping, fresh state per test."""
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from gpunda.backends import discovery
 
 _N_GPUS, _WHY = discovery.probe()
+
+
+def _find_fixtures():
+    """MXNet 1.9.1 fixtures: $GPUNDA_MXNET_FIXTURES, else shared/ beside the clone."""
+    here = Path(__file__).resolve().parent.parent
+    for cand in (os.environ.get("GPUNDA_MXNET_FIXTURES"), here.parent / "shared/fixtures/mxnet",
+                 here / "shared/fixtures/mxnet", Path("/work/shared/fixtures/mxnet")):
+        if cand and Path(cand, "FORMAT.md").exists():
+            return str(cand)
+    return str(here.parent / "shared/fixtures/mxnet")
+
+
+# test modules read this at import time (conftest is imported first)
+os.environ["GPUNDA_MXNET_FIXTURES"] = _find_fixtures()
 
 
 def pytest_collection_modifyitems(config, items):

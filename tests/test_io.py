@@ -10,7 +10,7 @@ import pytest
 import gpunda as mx
 from gpunda.base import GpundaError
 
-FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
+FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
 
 

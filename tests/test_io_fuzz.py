@@ -12,7 +12,7 @@ import gpunda as mx
 from gpunda.base import GpundaError
 from gpunda.ndarray import io as ndio
 
-FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
+FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 _HAS_SPARSE = importlib.util.find_spec("gpunda.ndarray.sparse") is not None
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ import pytest
 import gpunda as mx
 from gpunda.base import GpundaError
 
-FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "/work/shared/fixtures/mxnet")
+FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 MODELS = ["mlp", "cnn", "textemb"]
 pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
 

@@ -12,7 +12,7 @@ from gpunda import nd
 from gpunda.base import GpundaError
 from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray
 
-FIXTURES = "/work/shared/fixtures/mxnet"
+FIXTURES = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
 def _dense_with_zero_rows(rng, shape=(5, 4)):

@@ -9,7 +9,7 @@ import gpunda as mx
 from gpunda import sym
 from gpunda.base import GpundaError
 
-FIX = "/work/shared/fixtures/mxnet"
+FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
 def _fixture(name):

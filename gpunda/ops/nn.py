@@ -92,11 +92,13 @@ def _fully_connected(xp, p, x, w, b=None):
     return y.reshape(tuple(x.shape[:-1]) + (H,))
 
 
-def _grad_fc(F, p, ins, outs, og):
+def _grad_fc(F, p, ins, outs, og, need=None):
     x, w = ins[0], ins[1]
     g = og[0]
-    res = [F._fc_data_grad(g, w, flatten=p.flatten, data_shape=x.shape),
-           F._fc_weight_grad(g, x, flatten=p.flatten)]
+    # the first layer's data rarely needs a gradient: skip that GEMM when nobody asks
+    res = [F._fc_data_grad(g, w, flatten=p.flatten, data_shape=x.shape)
+           if need is None or need[0] else None,
+           F._fc_weight_grad(g, x, flatten=p.flatten) if need is None or need[1] else None]
     if not p.no_bias:
         res.append(sum_to_shape(F, g, (p.num_hidden,)))
     return res
@@ -120,7 +122,7 @@ register(OpDef(
     params=[Param("num_hidden", "int"), Param("no_bias", "bool", False),
             Param("flatten", "bool", True)],
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
-    gradient=_grad_fc, save=("inputs",), infer_shape=_infer_fc, capture="cuBLAS",
+    gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="cuBLAS",
     family="nn", doc="y = x W^T + b; x is flattened to 2-D (flatten=True) or uses its last axis."))
 
 

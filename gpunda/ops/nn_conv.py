@@ -227,12 +227,12 @@ def _geo_kw(p, x_ndim, opname):
     return dict(kernel=kernel, stride=stride, dilate=dilate, pad=pad, num_group=p.num_group)
 
 
-def _grad_convolution(F, p, ins, outs, og):
+def _grad_convolution(F, p, ins, outs, og, need=None):
     x, w = ins[0], ins[1]
     g = og[0]
     geo = _geo_kw(p, x.ndim, "Convolution")
-    dx = F._conv_data_grad(g, w, data_shape=x.shape, **geo)
-    dw = F._conv_weight_grad(g, x, **geo)
+    dx = F._conv_data_grad(g, w, data_shape=x.shape, **geo) if need is None or need[0] else None
+    dw = F._conv_weight_grad(g, x, **geo) if need is None or need[1] else None
     res = [dx, dw]
     if not p.no_bias:
         res.append(F._nn_axis_sum(g, axis=1))
@@ -256,7 +256,7 @@ def _infer_conv(p, in_shapes):
 register(OpDef(
     "Convolution", _convolution, params=_CONV_PARAMS,
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
-    gradient=_grad_convolution, save=("inputs",), infer_shape=_infer_conv,
+    gradient=_grad_convolution, grad_need=True, save=("inputs",), infer_shape=_infer_conv,
     capture="cuBLAS", family="nn", aliases=("Convolution_v1",),
     doc="N-d convolution (1-D, 2-D, 3-D), channel-first, with groups, dilation and padding."))
 

@@ -267,7 +267,7 @@ class OpDef:
                  random=False, doc="", family="", save=("inputs", "outputs"),
                  output_names=None, key_var_num_args=None, sparse=None, capture="ok",
                  check=None, aux_inputs=(), no_grad_inputs=(), ufunc=None,
-                 method=None, hidden=False):
+                 method=None, hidden=False, grad_need=False):
         self.name = name
         self.compute = compute
         self.params = tuple(params)
@@ -296,6 +296,8 @@ class OpDef:
         self.ufunc = ufunc
         self.method = method          # NDArray method name, when it differs
         self.hidden = hidden          # internal op, not exported as nd.<name>
+        # the rule takes need=(bool per input) and may skip gradients nobody asked for
+        self.grad_need = grad_need
         self.fixed_nout = num_outputs if isinstance(num_outputs, int) else None
         self.fixed_nvis = self.num_visible if isinstance(self.num_visible, int) else None
         self._cache = {}

@@ -209,7 +209,7 @@ def test_export_requires_forward():
         net.export("never")
 
 
-_FIX = "/work/shared/fixtures/mxnet"
+_FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
 @pytest.mark.skipif(not os.path.exists(_FIX), reason="MXNet fixtures not present")

@@ -410,12 +410,7 @@ def test_pooling_bad_params():
 
 
 def test_cnn_fixture_attrs_are_accepted(rng):
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "mxnet",
-                        "cnn-symbol.json")
-    if not os.path.exists(path):
-        path = "/work/shared/fixtures/mxnet/cnn-symbol.json"
-    if not os.path.exists(path):
-        pytest.skip("cnn fixture not present")
+    path = os.path.join(os.environ["GPUNDA_MXNET_FIXTURES"], "cnn-symbol.json")
     with open(path) as f:
         nodes = json.load(f)["nodes"]
     attrs = {}
