@@ -491,7 +491,16 @@ class CachedOp:
             if s not in keep:
                 vals[s] = None      # not read by any gradient rule: free it now
         saved = _Saved(self, vals, req, ctx)
-        _ag.record_node(_CACHED_OPDEF, saved, args, res, rule=_cached_backward,
+        tape_op = _CACHED_OPDEF
+        if self._mutated_inputs:
+            # aux inputs (BatchNorm's moving stats) change on every training call; the
+            # gradient never reads them, so the tape must not treat that as tampering
+            tape_op = self.__dict__.get("_tape_op")
+            if tape_op is None:
+                tape_op = self._tape_op = OpDef(
+                    "_CachedOp", None, inputs=lambda p: (), gradient=_no_rule, save=(),
+                    mutates=tuple(self._mutated_inputs), doc=_CACHED_OPDEF.doc)
+        _ag.record_node(tape_op, saved, args, res, rule=_cached_backward,
                         save_inputs=True)
 
     # -- CUDA graphs -------------------------------------------------------------------

@@ -130,14 +130,18 @@ def main(argv=None):
                    help="initial SGD learning rate (momentum 0.9, cosine decay to 1%%)")
     p.add_argument("--no-hybridize", action="store_true", help="train imperatively")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--kvstore", default="local", help="only 'local' (or 'device') is supported")
+    p.add_argument("--kvstore", default="local",
+                   help="local or device (one process), or dist_sync / nccl for data-parallel "
+                        "training launched with: mpiexec -n N python -m gpunda demo --kvstore "
+                        "dist_sync")
     p.add_argument("--bench-steps", type=int, default=20,
                    help="steps per mode in the closing imperative-vs-hybridized timing "
                         "(0 skips it)")
     args = p.parse_args(argv)
-    if args.kvstore not in ("local", "device"):
-        raise GpundaError(f"demo: --kvstore={args.kvstore!r} is not supported; gpunda trains in "
-                          f"one process, use 'local'")
+    from . import kvstore as kvs
+    kv = kvs.create(args.kvstore)       # raises for a misspelt type, naming the valid ones
+    rank, nworkers = kv.rank, kv.num_workers
+    say = print if rank == 0 else (lambda *a, **k: None)
     if args.epochs < 1 or args.batch_size < 1:
         raise GpundaError(f"demo: --epochs={args.epochs} and --batch-size={args.batch_size} "
                           f"must be positive")
@@ -145,7 +149,12 @@ def main(argv=None):
     np.random.seed(args.seed)
     mxrandom.seed(args.seed)
     x_tr, y_tr, x_te, y_te = load_digits(args.seed)
-    print(f"gpunda demo: {len(x_tr)} train / {len(x_te)} test digits (8x8), device {ctx}, "
+    if nworkers > 1:
+        # equal shards, so every rank runs the same number of steps (collectives pair up)
+        per = len(x_tr) // nworkers
+        x_tr, y_tr = x_tr[rank * per:(rank + 1) * per], y_tr[rank * per:(rank + 1) * per]
+        say(f"data-parallel over {nworkers} ranks ({args.kvstore}): {per} samples per rank")
+    say(f"gpunda demo: {len(x_tr)} train / {len(x_te)} test digits (8x8), device {ctx}, "
           f"{'imperative' if args.no_hybridize else 'hybridized'}, batch {args.batch_size}, "
           f"{args.epochs} epochs", flush=True)
 
@@ -163,7 +172,7 @@ def main(argv=None):
                                          final_lr=args.lr * 0.01)
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": args.lr, "momentum": 0.9, "wd": 1e-4,
-                             "lr_scheduler": sched}, kvstore=args.kvstore)
+                             "lr_scheduler": sched}, kvstore=kv if nworkers > 1 else args.kvstore)
     t_start = time.perf_counter()
     c_start = time.process_time()
     test_acc = 0.0
@@ -182,18 +191,19 @@ def main(argv=None):
             total_loss += float(loss.sum().asscalar())
             correct += int((out.asnumpy().argmax(axis=1) == label.asnumpy()).sum())
             seen += data.shape[0]
-            _bar(epoch, args.epochs, i + 1, nb)
+            if rank == 0:
+                _bar(epoch, args.epochs, i + 1, nb)
         dt = time.perf_counter() - t0
         test_acc = _accuracy(net, x_te, y_te, ctx)
-        print(f"epoch {epoch:2d}: loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
-              f"test acc {test_acc:.4f}  {seen / dt:8.0f} samples/s", flush=True)
+        say(f"epoch {epoch:2d}: loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
+            f"test acc {test_acc:.4f}  {seen * nworkers / dt:8.0f} samples/s", flush=True)
     elapsed = time.perf_counter() - t_start
     cpu = time.process_time() - c_start
     ok = test_acc >= 0.97
-    print(f"final test accuracy {test_acc:.4f} after {elapsed:.1f} s (process CPU time "
+    say(f"final test accuracy {test_acc:.4f} after {elapsed:.1f} s (process CPU time "
           f"{cpu:.1f} s) ({'reached' if ok else 'MISSED'} the 97% target)", flush=True)
 
-    if args.bench_steps > 0:
+    if args.bench_steps > 0 and nworkers == 1:
         steps = min(args.bench_steps, len(x_tr) // args.batch_size)
         # on the CPU, this process's CPU time: other work on a shared machine
         # then disturbs the comparison less; a GPU runs beside the process, so wall time

@@ -73,15 +73,26 @@ class _MPIComm:
         _install_abort_hook(self.comm)
 
     def _wait(self, req, what):
-        deadline = time.monotonic() + self.timeout
+        # spin first (a collective usually completes in well under 50 ms), then poll gently;
+        # a non-blocking request lets us give up after the timeout instead of hanging
+        now = time.monotonic()
+        spin_until, deadline = now + 0.05, now + self.timeout
         delay = 1e-5
         while not req.Test():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now < spin_until:
+                continue
+            if now > deadline:
                 raise GpundaError(
                     f"KVStore: rank {self.rank}: {what} did not complete within "
                     f"{self.timeout:.0f} s (GPUNDA_KVSTORE_TIMEOUT); another rank probably failed")
             time.sleep(delay)
             delay = min(delay * 2, 1e-3)
+
+    def allreduce_inplace(self, buf):
+        """Sum a contiguous NumPy buffer across ranks, in place."""
+        self._wait(self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=self.MPI.SUM), "all-reduce")
+        return buf
 
     def allreduce(self, buf):
         out = np.empty_like(buf)
@@ -338,6 +349,11 @@ class KVStore:
                 self._nccl.allreduce_(a)
         else:
             for bucket in _buckets(dense, bucket_bytes):
+                if len(bucket) == 1 and _host_contiguous(bucket[0]):
+                    a = bucket[0]       # a big array travels as it is, no staging copy
+                    self._comm.allreduce_inplace(a._data)
+                    (a._base if a._base is not None else a)._version += 1
+                    continue
                 dt = np.result_type(*[np.dtype(a.dtype) for a in bucket])
                 flat = np.concatenate([a.asnumpy().astype(dt, copy=False).reshape(-1)
                                        for a in bucket])
@@ -349,6 +365,11 @@ class KVStore:
                     off += n
         return [a if getattr(a, "stype", "default") == "default"
                 else self._reduce_row_sparse([a], a) for a in arrays]
+
+
+def _host_contiguous(a):
+    d = a._data
+    return isinstance(d, np.ndarray) and d.flags.c_contiguous and d.flags.writeable
 
 
 def _buckets(arrays, limit):

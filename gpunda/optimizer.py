@@ -54,7 +54,7 @@ def _dense(grad):
 
 
 def _bump(arr):
-    (arr._base or arr)._version += 1
+    (arr._base if arr._base is not None else arr)._version += 1
 
 
 class Optimizer:

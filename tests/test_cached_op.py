@@ -390,3 +390,30 @@ def test_dropout_training_grads_match_imperative(create_graph, rng):
     np.testing.assert_allclose(y1, y2, rtol=1e-6)
     np.testing.assert_allclose(g1, g2, rtol=1e-6)
     assert (g1 == 0).any() or create_graph
+
+
+def test_batchnorm_graph_called_twice_in_one_recording():
+    """Each training call updates the moving stats (aux inputs) in place; the tape must
+    not mistake that for tampering, and the gradient must equal the imperative one."""
+    import gpunda as mx
+    from gpunda import autograd, gluon, nd
+
+    def make():
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(4, in_units=3), gluon.nn.BatchNorm(in_channels=4))
+        net.initialize(mx.init.One())
+        return net
+
+    x1 = nd.array(np.arange(6).reshape(2, 3) / 5.0)
+    x2 = nd.array(np.arange(6, 12).reshape(2, 3) / 7.0)
+    grads = []
+    for hybrid in (False, True):
+        net = make()
+        if hybrid:
+            net.hybridize()
+        with autograd.record():
+            loss = (net(x1) ** 2).sum() + (net(x2) ** 3).sum()
+        loss.backward()
+        grads.append(net[0].weight.grad().asnumpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+    assert np.abs(grads[0]).sum() > 0

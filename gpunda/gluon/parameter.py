@@ -294,11 +294,11 @@ class Parameter:
     def _fresh_grad(self, i):
         """Whether backward wrote gradient copy ``i`` since the last update."""
         g = self._grad[i]
-        return (g._base or g)._version != self._seen[i]
+        return (g._base if g._base is not None else g)._version != self._seen[i]
 
     def _mark_grad_used(self, i):
         g = self._grad[i]
-        self._seen[i] = (g._base or g)._version
+        self._seen[i] = (g._base if g._base is not None else g)._version
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Take the value ``data`` loaded from a file (fills unknown shape dims)."""
@@ -396,7 +396,7 @@ class Parameter:
         for i, g in enumerate(self._grad):
             with g.context.backend.device_scope():
                 g._data[...] = 0
-            (g._base or g)._version += 1
+            (g._base if g._base is not None else g)._version += 1
             self._mark_grad_used(i)
 
     def var(self):

@@ -20,8 +20,12 @@ class Trainer:
 
     ``optimizer`` is a name ('sgd', 'adam', ...) with ``optimizer_params``
     (``{'learning_rate': 0.1, 'momentum': 0.9}``), or an Optimizer. ``kvstore``
-    may be None, 'local' or 'device' (gradients are reduced in this process);
-    distributed kvstores are not supported.
+    may be None, 'local' or 'device' (gradients are reduced in this process),
+    or 'dist_sync' / 'nccl' (a name or a KVStore) under ``mpiexec``: then the
+    parameters are broadcast from rank 0 before the first step, and each step
+    all-reduces the gradients (in fused buckets) and rescales them by the
+    global batch, ``batch_size * num_workers``, so every rank keeps identical
+    weights equal to single-process training on the concatenated batches.
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
@@ -52,13 +56,21 @@ class Trainer:
         self._contexts = None
         self._init_optimizer(optimizer, optimizer_params)
         self._kv_initialized = False
+        if self._kv is not None and all(p._data is not None for p in self._params):
+            # broadcast now, so even the first forward pass uses rank 0's weights everywhere
+            self._ready()
 
-    @staticmethod
-    def _check_kvstore(kvstore, update_on_kvstore):
+    def _check_kvstore(self, kvstore, update_on_kvstore):
+        from .. import kvstore as kvs
         name = getattr(kvstore, "type", kvstore)
-        if name not in (None, "local", "device") and not (isinstance(name, str) and name.startswith("local")):
+        self._kv = None
+        if name in ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod"):
+            self._kv = kvstore if isinstance(kvstore, kvs.KVStore) else kvs.create(name)
+        elif name not in (None, "local", "device") and not (isinstance(name, str)
+                                                            and name.startswith("local")):
+            kvs.create(name)      # raises naming the type and the valid ones
             raise GpundaError(f"Trainer: kvstore={name!r} is not supported by gpunda; use None, "
-                              f"'local' or 'device' (single-process gradient reduction)")
+                              f"'local', 'device', 'dist_sync' or 'nccl'")
         if update_on_kvstore:
             raise GpundaError("Trainer: update_on_kvstore=True is not supported; gpunda updates "
                               "on the workers")
@@ -115,12 +127,34 @@ class Trainer:
                     raise GpundaError(f"Trainer: Parameter {p.name!r} has not been "
                                       f"initialized; call initialize() first")
             self._init_contexts()
+            if self._kv is not None and self._kv.num_workers > 1:
+                self._broadcast_params()
             self._kv_initialized = True
 
+    def _broadcast_params(self):
+        """Give every rank rank 0's parameter values (once, before the first step)."""
+        import numpy as np
+        comm = self._kv._comm
+        for p in self._params:
+            host = np.ascontiguousarray(p.data(p._ctx_list[0]).asnumpy())
+            comm.bcast(host)
+            for d in p.list_data():
+                d[:] = host
+
+    @property
+    def _num_workers(self):
+        return self._kv.num_workers if self._kv is not None else 1
+
     def step(self, batch_size, ignore_stale_grad=False):
-        """One update: reduce gradients over contexts, then update with rescale 1/batch_size."""
+        """One update: reduce gradients over contexts (and ranks), then update.
+
+        Gradients are rescaled by 1/(batch_size * num_workers): ``batch_size`` is
+        this worker's batch.
+        """
         self._ready()
-        self._optimizer.rescale_grad = self._scale / batch_size
+        self._optimizer.rescale_grad = self._scale / (batch_size * self._num_workers)
+        if not ignore_stale_grad:
+            self._check_stale()
         self._allreduce_grads()
         self._update(ignore_stale_grad)
 
@@ -130,8 +164,29 @@ class Trainer:
         self._allreduce_grads()
 
     def _allreduce_grads(self):
-        if len(self._contexts) <= 1:
-            return
+        if len(self._contexts) > 1:
+            self._reduce_over_contexts()
+        if self._kv is not None and self._kv.num_workers > 1:
+            # a stale gradient must not be refreshed by the all-reduce: remember which were
+            fresh = {id(p): [p._fresh_grad(i) for i in range(len(p._grad))] for p in self._params
+                     if p.grad_req != "null"}
+            grads = [p.list_grad()[0] for p in self._params if p.grad_req != "null"]
+            reduced = self._kv.allreduce_arrays(grads)
+            k = 0
+            for p in self._params:
+                if p.grad_req == "null":
+                    continue
+                first = reduced[k]
+                k += 1
+                for i, g in enumerate(p.list_grad()):
+                    if first is not g:
+                        g[:] = first.as_in_context(g.context)
+                    elif i:
+                        g[:] = first.as_in_context(g.context)
+                    if not fresh[id(p)][i]:
+                        p._mark_grad_used(i)
+
+    def _reduce_over_contexts(self):
         for p in self._params:
             if p.grad_req == "null":
                 continue
@@ -142,13 +197,27 @@ class Trainer:
             for g in grads:
                 # keeps the version bump that marks the gradient as fresh
                 g._data[...] = total.as_in_context(g.context)._data
-                (g._base or g)._version += 1
+                (g._base if g._base is not None else g)._version += 1
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update with the current gradients (after ``allreduce_grads``), rescaled by 1/batch_size."""
         self._ready()
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(ignore_stale_grad)
+
+    def _check_stale(self):
+        for p in self._params:
+            if p.grad_req == "null":
+                continue
+            for i, c in enumerate(p._ctx_list):
+                if not p._fresh_grad(i):
+                    raise GpundaError(
+                        f"Trainer.step: gradient of Parameter {p.name!r} on context {c} has "
+                        f"not been updated by backward since the last step. This could mean "
+                        f"a bug in your model that made it only use a subset of the "
+                        f"Parameters (Blocks) for this iteration. If you are intentionally "
+                        f"only using a subset, call step with ignore_stale_grad=True to skip "
+                        f"updating Parameters with a stale gradient")
 
     def _update(self, ignore_stale_grad=False):
         params = self._params

@@ -76,7 +76,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     if scale < 1.0:
         for a in arrays:
             a._data *= scale
-            (a._base or a)._version += 1
+            (a._base if a._base is not None else a)._version += 1
     if check_isfinite:
         return norm
     return nd.array([norm], ctx=ctx)

@@ -107,7 +107,7 @@ class BaseSparseNDArray(NDArray):
     def detach(self):
         """The same storage, cut from the autograd graph."""
         a = _wrap(self._data, self._ctx)
-        a._base = self._base or self
+        a._base = self._base if self._base is not None else self
         return a
 
     def _assign_from(self, src):
@@ -118,7 +118,7 @@ class BaseSparseNDArray(NDArray):
             raise GpundaError(f"assign: source has shape {tuple(raw.shape)} but the "
                               f"{type(self).__name__} has shape {self.shape}")
         self._data[...] = raw
-        (self._base or self)._version += 1
+        (self._base if self._base is not None else self)._version += 1
 
     def __setitem__(self, key, value):
         if not (key is Ellipsis or key == slice(None)):
@@ -662,7 +662,7 @@ def _sparse_invoke(op, inputs, p, out=None):
         outs = [_wrap(r, ctx) for r in res]
     for i in op.mutates:
         x = inputs[i]
-        (x._base or x)._version += 1
+        (x._base if x._base is not None else x)._version += 1
     if _state.recording and not op.nondiff:
         _ag._record(op, p, inputs, outs)
         e = outs[0]._ag

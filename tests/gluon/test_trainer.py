@@ -163,8 +163,8 @@ def test_unknown_optimizer_and_bad_params():
         gluon.Trainer(d.collect_params(), "sgd", {"momentun": 0.9})
     with pytest.raises(GpundaError, match="list or dict of Parameters"):
         gluon.Trainer(3, "sgd")
-    with pytest.raises(GpundaError, match="dist_sync"):
-        gluon.Trainer(d.collect_params(), "sgd", kvstore="dist_sync")
+    with pytest.raises(GpundaError, match="'dist_snyc'.*did you mean 'dist_sync'"):
+        gluon.Trainer(d.collect_params(), "sgd", kvstore="dist_snyc")
     assert isinstance(opt.create("SGD"), opt.SGD)
     assert isinstance(opt.Optimizer.create_optimizer("adam"), opt.Adam)
 
