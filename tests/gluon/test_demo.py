@@ -30,7 +30,7 @@ def test_demo_model_forward_shape_and_names():
 
 
 def test_demo_rejects_bad_flags():
-    with pytest.raises(GpundaError, match="kvstore"):
-        demo.main(["--kvstore", "dist_sync", "--device", "cpu"])
+    with pytest.raises(GpundaError, match="unknown type 'dist_snyc'"):
+        demo.main(["--kvstore", "dist_snyc", "--device", "cpu"])
     with pytest.raises(GpundaError, match="--device"):
         demo.main(["--device", "tpu"])
