@@ -28,17 +28,7 @@ class Framework:
     def sync(self):
         pass
 
-
-# ---------------------------------------------------------------------------
-class NumpyFloor(Framework):
-    name = "numpy"
-
-    def _w1(self, case):
-        a, b = C.w1_inputs(case)
-        if "exp" in case:
-            return (lambda: np.exp(a)), np.exp(a)
-        return (lambda: a + b), a + b
-
+    # W1: each framework writes _w1(case) once
     def w1_add_1(self):
         return self._w1("w1_add_1")
 
@@ -50,6 +40,17 @@ class NumpyFloor(Framework):
 
     def w1_exp_1(self):
         return self._w1("w1_exp_1")
+
+
+# ---------------------------------------------------------------------------
+class NumpyFloor(Framework):
+    name = "numpy"
+
+    def _w1(self, case):
+        a, b = C.w1_inputs(case)
+        if "exp" in case:
+            return (lambda: np.exp(a)), np.exp(a)
+        return (lambda: a + b), a + b
 
     def w2_chain100(self):
         x, c = C.chain_inputs()
@@ -95,18 +96,6 @@ class Gpunda(Framework):
         if "exp" in case:
             return (lambda: nd.exp(a)), nd.exp(a).asnumpy()
         return (lambda: a + b), (a + b).asnumpy()
-
-    def w1_add_1(self):
-        return self._w1("w1_add_1")
-
-    def w1_add_1000(self):
-        return self._w1("w1_add_1000")
-
-    def w1_add_1000x1000(self):
-        return self._w1("w1_add_1000x1000")
-
-    def w1_exp_1(self):
-        return self._w1("w1_exp_1")
 
     def w2_chain100(self):
         mx, nd = self.mx, self.mx.nd
@@ -280,18 +269,6 @@ class Torch(Framework):
             return (lambda: self.torch.exp(a)), self.torch.exp(a).cpu().numpy()
         return (lambda: a + b), (a + b).cpu().numpy()
 
-    def w1_add_1(self):
-        return self._w1("w1_add_1")
-
-    def w1_add_1000(self):
-        return self._w1("w1_add_1000")
-
-    def w1_add_1000x1000(self):
-        return self._w1("w1_add_1000x1000")
-
-    def w1_exp_1(self):
-        return self._w1("w1_exp_1")
-
     def w2_chain100(self):
         torch = self.torch
         x0, c0 = C.chain_inputs()
@@ -421,18 +398,6 @@ class MXNet(Framework):
             return (lambda: nd.exp(a)), nd.exp(a).asnumpy()
         return (lambda: a + b), (a + b).asnumpy()
 
-    def w1_add_1(self):
-        return self._w1("w1_add_1")
-
-    def w1_add_1000(self):
-        return self._w1("w1_add_1000")
-
-    def w1_add_1000x1000(self):
-        return self._w1("w1_add_1000x1000")
-
-    def w1_exp_1(self):
-        return self._w1("w1_exp_1")
-
     w2_chain100 = Gpunda.w2_chain100
     _mlp = Gpunda._mlp
     w3_mlp_step = Gpunda.w3_mlp_step
@@ -517,18 +482,6 @@ class Chainer(Framework):
         if "exp" in case:
             return (lambda: F.exp(va)), F.exp(va).array
         return (lambda: va + vb), (va + vb).array
-
-    def w1_add_1(self):
-        return self._w1("w1_add_1")
-
-    def w1_add_1000(self):
-        return self._w1("w1_add_1000")
-
-    def w1_add_1000x1000(self):
-        return self._w1("w1_add_1000x1000")
-
-    def w1_exp_1(self):
-        return self._w1("w1_exp_1")
 
     def w2_chain100(self):
         ch = self.chainer

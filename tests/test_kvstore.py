@@ -148,3 +148,33 @@ def test_a_failing_rank_ends_the_job(tmp_path):
     assert r.returncode != 0
     assert "rank 1 fails on purpose" in r.stderr
     assert "NOT REACHED" not in r.stdout
+
+
+NCCL_SCRIPT = textwrap.dedent('''
+    import numpy as np
+    import gpunda as mx
+    kv = mx.kv.create("nccl")
+    a = mx.nd.ones((1000,), ctx=mx.gpu(0)) * (kv.rank + 1)
+    kv.allreduce_arrays([a])
+    n = kv.num_workers
+    assert np.allclose(a.asnumpy(), n * (n + 1) / 2), a.asnumpy()[:4]
+    kv.init("w", mx.nd.zeros((3,), ctx=mx.gpu(0)))
+    kv.push("w", mx.nd.ones((3,), ctx=mx.gpu(0)))
+    out = mx.nd.zeros((3,), ctx=mx.gpu(0))
+    kv.pull("w", out=out)
+    assert out.asnumpy().tolist() == [float(n)] * 3
+    print("NCCL OK", kv.rank)
+''')
+
+
+@pytest.mark.gpu
+def test_nccl_one_rank_communicator(tmp_path):
+    """A 1-rank NCCL communicator still runs the whole path (unique id over MPI, all-reduce)."""
+    exe = _mpiexec()
+    script = tmp_path / "nccl_script.py"
+    script.write_text(NCCL_SCRIPT)
+    env = dict(os.environ, GPUNDA_KVSTORE_TIMEOUT="60",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([exe, "-n", "1", sys.executable, str(script)], capture_output=True,
+                       text=True, timeout=180, env=env)
+    assert r.returncode == 0 and "NCCL OK 0" in r.stdout, r.stdout + r.stderr

@@ -162,19 +162,27 @@ class NDArray:
             _ag.check_writable(other, "copyto")
             other._assign_from(_transfer(self, other._ctx))
             return other
+        return self._copy_to_context(other)
+
+    def _copy_to_context(self, other):
+        """``copyto`` with a Context (shared by the sparse subclasses)."""
         if isinstance(other, Context):
             if other is self._ctx:
                 from . import _op
                 return _op._copy(self)
-            return _transfer(self, other)
+            return self._to_ctx(other)
         raise GpundaError(f"copyto: target must be an NDArray or Context, got {type(other).__name__}")
+
+    def _to_ctx(self, ctx):
+        """A copy on another context; storage types override it."""
+        return _transfer(self, ctx)
 
     def as_in_context(self, context):
         """This array on ``context``: itself when already there, else a copy."""
         context = Context(context)
         if context is self._ctx:
             return self
-        return _transfer(self, context)
+        return self._to_ctx(context)
 
     as_in_ctx = as_in_context
 

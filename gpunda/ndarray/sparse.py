@@ -153,21 +153,10 @@ class BaseSparseNDArray(NDArray):
             else:
                 other._assign_from(raw)
             return other
-        if isinstance(other, Context):
-            if other is self._ctx:
-                from . import _op
-                return _op._copy(self)
-            return _transfer(self, other)
-        raise GpundaError(f"copyto: target must be an NDArray or Context, got {type(other).__name__}")
+        return self._copy_to_context(other)
 
-    def as_in_context(self, context):
-        """This array on ``context``: itself when already there, else a copy."""
-        context = Context(context)
-        if context is self._ctx:
-            return self
-        return _transfer(self, context)
-
-    as_in_ctx = as_in_context
+    def _to_ctx(self, ctx):
+        return _transfer(self, ctx)
 
     def check_format(self, full_check=True):
         """Raise GpundaError when the parts do not form a valid array of this stype.

@@ -176,6 +176,7 @@ register(OpDef(
 
 
 def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", same_shape=False):
+    # binary rules take need= and skip the side nobody differentiates (a constant operand)
     if same_shape:
         def compute(xp, p, a, b):
             if a.shape != b.shape:
@@ -185,51 +186,71 @@ def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", 
     else:
         compute = f
     return register(OpDef(name, compute, inputs=("lhs", "rhs"), gradient=grad, aliases=aliases,
-                          save=save, nondiff=nondiff, doc=doc, family="elemwise"))
+                          save=save, nondiff=nondiff, doc=doc, family="elemwise",
+                          grad_need=grad is not None))
 
 
-def _g_add(F, p, i, o, g):
-    return [sum_to_shape(F, g[0], i[0].shape), sum_to_shape(F, g[0], i[1].shape)]
+_BOTH = (True, True)
 
 
-def _g_sub(F, p, i, o, g):
-    return [sum_to_shape(F, g[0], i[0].shape), sum_to_shape(F, -g[0], i[1].shape)]
+def _g_add(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
+    return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
+            sum_to_shape(F, g[0], i[1].shape) if need[1] else None]
 
 
-def _g_mul(F, p, i, o, g):
-    return [sum_to_shape(F, g[0] * i[1], i[0].shape), sum_to_shape(F, g[0] * i[0], i[1].shape)]
+def _g_sub(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
+    return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
+            sum_to_shape(F, -g[0], i[1].shape) if need[1] else None]
 
 
-def _g_div(F, p, i, o, g):
+def _g_mul(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
+    return [sum_to_shape(F, g[0] * i[1], i[0].shape) if need[0] else None,
+            sum_to_shape(F, g[0] * i[0], i[1].shape) if need[1] else None]
+
+
+def _g_div(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
     ga = g[0] / i[1]
-    return [sum_to_shape(F, ga, i[0].shape), sum_to_shape(F, -ga * i[0] / i[1], i[1].shape)]
+    return [sum_to_shape(F, ga, i[0].shape) if need[0] else None,
+            sum_to_shape(F, -ga * i[0] / i[1], i[1].shape) if need[1] else None]
 
 
-def _g_mod(F, p, i, o, g):
-    return [sum_to_shape(F, g[0], i[0].shape),
-            sum_to_shape(F, -g[0] * F.floor(i[0] / i[1]), i[1].shape)]
+def _g_mod(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
+    return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
+            sum_to_shape(F, -g[0] * F.floor(i[0] / i[1]), i[1].shape) if need[1] else None]
 
 
-def _g_pow(F, p, i, o, g):
+def _g_pow(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
     a, b = i
-    y = F.broadcast_power(a, b)
-    return [sum_to_shape(F, g[0] * b * F.broadcast_power(a, b - 1), a.shape),
-            sum_to_shape(F, g[0] * y * F.log(a), b.shape)]
+    return [sum_to_shape(F, g[0] * b * F.broadcast_power(a, b - 1), a.shape) if need[0] else None,
+            sum_to_shape(F, g[0] * F.broadcast_power(a, b) * F.log(a), b.shape)
+            if need[1] else None]
 
 
-def _g_max(F, p, i, o, g):
+def _g_max(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
     m = F.broadcast_greater_equal(i[0], i[1])
-    return [sum_to_shape(F, g[0] * m, i[0].shape), sum_to_shape(F, g[0] * (1 - m), i[1].shape)]
+    return [sum_to_shape(F, g[0] * m, i[0].shape) if need[0] else None,
+            sum_to_shape(F, g[0] * (1 - m), i[1].shape) if need[1] else None]
 
 
-def _g_min(F, p, i, o, g):
+def _g_min(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
     m = F.broadcast_lesser_equal(i[0], i[1])
-    return [sum_to_shape(F, g[0] * m, i[0].shape), sum_to_shape(F, g[0] * (1 - m), i[1].shape)]
+    return [sum_to_shape(F, g[0] * m, i[0].shape) if need[0] else None,
+            sum_to_shape(F, g[0] * (1 - m), i[1].shape) if need[1] else None]
 
 
-def _g_hypot(F, p, i, o, g):
+def _g_hypot(F, p, i, o, g, need=_BOTH):
+    need = need or _BOTH
     y = F.broadcast_hypot(i[0], i[1])
-    return [sum_to_shape(F, g[0] * i[0] / y, i[0].shape), sum_to_shape(F, g[0] * i[1] / y, i[1].shape)]
+    return [sum_to_shape(F, g[0] * i[0] / y, i[0].shape) if need[0] else None,
+            sum_to_shape(F, g[0] * i[1] / y, i[1].shape) if need[1] else None]
 
 
 def _same_dtype(f):
