@@ -154,9 +154,9 @@ class Trainer:
         self._ready()
         self._optimizer.rescale_grad = self._scale / (batch_size * self._num_workers)
         if not ignore_stale_grad:
-            self._check_stale()
+            self._check_stale()     # before the all-reduce, which would refresh every gradient
         self._allreduce_grads()
-        self._update(ignore_stale_grad)
+        self._update(ignore_stale_grad=True)    # checked above; stale ones are skipped
 
     def allreduce_grads(self):
         """Sum each parameter's gradients over its contexts (copies stay equal)."""
@@ -222,18 +222,7 @@ class Trainer:
     def _update(self, ignore_stale_grad=False):
         params = self._params
         if not ignore_stale_grad:
-            for p in params:
-                if p.grad_req == "null":
-                    continue
-                for i, c in enumerate(p._ctx_list):
-                    if not p._fresh_grad(i):
-                        raise GpundaError(
-                            f"Trainer.step: gradient of Parameter {p.name!r} on context {c} has "
-                            f"not been updated by backward since the last step. This could mean "
-                            f"a bug in your model that made it only use a subset of the "
-                            f"Parameters (Blocks) for this iteration. If you are intentionally "
-                            f"only using a subset, call step with ignore_stale_grad=True to skip "
-                            f"updating Parameters with a stale gradient")
+            self._check_stale()
         for dev, upd in enumerate(self._updaters):
             self._optimizer._set_current_context(dev)
             for i, p in enumerate(params):

@@ -160,9 +160,13 @@ class NDArray:
                 raise GpundaError(f"copyto: target has shape {other.shape} but the source "
                                   f"has shape {self.shape}")
             _ag.check_writable(other, "copyto")
-            other._assign_from(_transfer(self, other._ctx))
+            self._copy_into(other)
             return other
         return self._copy_to_context(other)
+
+    def _copy_into(self, other):
+        """Write this array's values into NDArray ``other`` (storage types override it)."""
+        other._assign_from(_transfer(self, other._ctx))
 
     def _copy_to_context(self, other):
         """``copyto`` with a Context (shared by the sparse subclasses)."""

@@ -137,23 +137,14 @@ class BaseSparseNDArray(NDArray):
                               f"{type(self).__name__}; use an NDArray, NumPy array or SciPy matrix")
         self._assign_from(value)
 
-    def copyto(self, other):
-        """Copy into NDArray ``other`` (converted to its stype) or to a new array on Context ``other``."""
-        if isinstance(other, NDArray):
-            if other is self:
-                return other
-            if other.shape != self.shape:
-                raise GpundaError(f"copyto: target has shape {other.shape} but the source "
-                                  f"has shape {self.shape}")
-            _ag.check_writable(other, "copyto")
-            src = self.as_in_context(other._ctx)
-            raw = to_stype(src._data, other.stype, dtype=np.dtype(other.dtype))
-            if other.stype == "default":
-                other._assign_from(_new(raw, other._ctx))
-            else:
-                other._assign_from(raw)
-            return other
-        return self._copy_to_context(other)
+    def _copy_into(self, other):
+        """Copy into NDArray ``other``, converted to its stype (``copyto`` checks first)."""
+        src = self.as_in_context(other._ctx)
+        raw = to_stype(src._data, other.stype, dtype=np.dtype(other.dtype))
+        if other.stype == "default":
+            other._assign_from(_new(raw, other._ctx))
+        else:
+            other._assign_from(raw)
 
     def _to_ctx(self, ctx):
         return _transfer(self, ctx)
