@@ -67,6 +67,11 @@ def main(argv=None):
         return _inspect.main(rest)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # output piped into `head` and closed early: not an error of ours
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:   # noqa: BLE001 -- a CLI reports, it does not dump a traceback
         from gpunda.base import GpundaError
         if isinstance(e, GpundaError):
