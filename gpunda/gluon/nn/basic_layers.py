@@ -21,18 +21,15 @@ def _mismatch(block, param, got, what, x):
                       f"has {got} {what} but Parameter {param.name!r} has shape {param.shape}")
 
 
-class Sequential(Block):
-    """Stack of Blocks run one after another (``net.add(layer, ...)``)."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
+class _Stack:
+    """What Sequential and HybridSequential share: children run one after another."""
 
     def add(self, *blocks):
         """Append blocks."""
         for block in blocks:
             self.register_child(block)
 
-    def forward(self, x, *args):
+    def _run_children(self, x, args):
         for block in self._children.values():
             x = block(x, *args)
             args = []
@@ -58,6 +55,20 @@ class Sequential(Block):
 
     def __len__(self):
         return len(self._children)
+
+
+def _indent(s):
+    return s.replace("\n", "\n  ")
+
+
+class Sequential(_Stack, Block):
+    """Stack of Blocks run one after another (``net.add(layer, ...)``)."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+
+    def forward(self, x, *args):
+        return self._run_children(x, args)
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
@@ -66,47 +77,14 @@ class Sequential(Block):
         super().hybridize(active, **kwargs)
 
 
-def _indent(s):
-    return s.replace("\n", "\n  ")
-
-
-class HybridSequential(HybridBlock):
+class HybridSequential(_Stack, HybridBlock):
     """Stack of HybridBlocks, hybridizable as one graph."""
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def add(self, *blocks):
-        """Append blocks."""
-        for block in blocks:
-            self.register_child(block)
-
     def hybrid_forward(self, F, x, *args):
-        for block in self._children.values():
-            x = block(x, *args)
-            args = []
-            if isinstance(x, (tuple, list)):
-                args = x[1:]
-                x = x[0]
-        if args:
-            x = tuple([x] + list(args))
-        return x
-
-    def __repr__(self):
-        mods = "\n".join(f"  ({k}): {_indent(repr(b))}" for k, b in self._children.items())
-        return f"{type(self).__name__}(\n{mods}\n)"
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
-
-    def __len__(self):
-        return len(self._children)
+        return self._run_children(x, args)
 
 
 class Dense(HybridBlock):
