@@ -280,10 +280,10 @@ class Loss(EvalMetric):
 register(Loss)
 
 
-class MSE(EvalMetric):
-    """Mean squared error."""
+class _Regression(EvalMetric):
+    """Per-batch error between labels and predictions (both made 2-D), averaged over batches."""
 
-    def __init__(self, name="mse", output_names=None, label_names=None):
+    def __init__(self, name, output_names=None, label_names=None):
         super().__init__(name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
 
@@ -295,28 +295,32 @@ class MSE(EvalMetric):
                 lab = lab.reshape(-1, 1)
             if p.ndim == 1:
                 p = p.reshape(-1, 1)
-            self._add(float(((lab - p) ** 2.0).mean()), 1)
+            self._add(float(self._batch_error(lab, p)), 1)
+
+
+class MSE(_Regression):
+    """Mean squared error."""
+
+    def __init__(self, name="mse", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+    @staticmethod
+    def _batch_error(lab, p):
+        return ((lab - p) ** 2.0).mean()
 
 
 register(MSE)
 
 
-class MAE(EvalMetric):
+class MAE(_Regression):
     """Mean absolute error."""
 
     def __init__(self, name="mae", output_names=None, label_names=None):
-        super().__init__(name, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(name, output_names=output_names, label_names=label_names)
 
-    def update(self, labels, preds):
-        labels, preds = check_label_shapes(_as_list(labels), _as_list(preds), True)
-        for label, pred in zip(labels, preds):
-            lab, p = _host(label), _host(pred)
-            if lab.ndim == 1:
-                lab = lab.reshape(-1, 1)
-            if p.ndim == 1:
-                p = p.reshape(-1, 1)
-            self._add(float(_np.abs(lab - p).mean()), 1)
+    @staticmethod
+    def _batch_error(lab, p):
+        return _np.abs(lab - p).mean()
 
 
 register(MAE)
@@ -328,15 +332,9 @@ class RMSE(MSE):
     def __init__(self, name="rmse", output_names=None, label_names=None):
         super().__init__(name, output_names=output_names, label_names=label_names)
 
-    def update(self, labels, preds):
-        labels, preds = check_label_shapes(_as_list(labels), _as_list(preds), True)
-        for label, pred in zip(labels, preds):
-            lab, p = _host(label), _host(pred)
-            if lab.ndim == 1:
-                lab = lab.reshape(-1, 1)
-            if p.ndim == 1:
-                p = p.reshape(-1, 1)
-            self._add(float(_np.sqrt(((lab - p) ** 2.0).mean())), 1)
+    @staticmethod
+    def _batch_error(lab, p):
+        return _np.sqrt(((lab - p) ** 2.0).mean())
 
 
 register(RMSE)
