@@ -110,15 +110,15 @@ class MultiFactorScheduler(LRScheduler):
         return self.base_lr
 
 
-class PolyScheduler(LRScheduler):
-    """``final_lr + (base_lr - final_lr) * (1 - t/T)**pwr`` up to ``max_update``."""
+class _DecayScheduler(LRScheduler):
+    """From ``base_lr`` to ``final_lr`` over ``max_update`` updates (after warm-up), along
+    the curve ``_decay(t)`` that falls from 1 at t=0 to 0 at t=1."""
 
-    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
-                 warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(max_update, int) or max_update < 1:
-            raise GpundaError(f"PolyScheduler: max_update={max_update!r} must be an integer >= 1")
-        self.power = pwr
+            raise GpundaError(f"{type(self).__name__}: max_update={max_update!r} must be an "
+                              f"integer >= 1")
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
         self.final_lr = final_lr
@@ -128,30 +128,29 @@ class PolyScheduler(LRScheduler):
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
-            frac = 1 - float(num_update - self.warmup_steps) / float(self.max_steps)
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * pow(frac, self.power)
+            t = float(num_update - self.warmup_steps) / float(self.max_steps)
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * self._decay(t)
         return self.base_lr
 
 
-class CosineScheduler(LRScheduler):
+class PolyScheduler(_DecayScheduler):
+    """``final_lr + (base_lr - final_lr) * (1 - t/T)**pwr`` up to ``max_update``."""
+
+    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
+                 warmup_begin_lr=0, warmup_mode="linear"):
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.power = pwr
+
+    def _decay(self, t):
+        return pow(1 - t, self.power)
+
+
+class CosineScheduler(_DecayScheduler):
     """Half a cosine from ``base_lr`` down to ``final_lr`` over ``max_update`` updates."""
 
     def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int) or max_update < 1:
-            raise GpundaError(f"CosineScheduler: max_update={max_update!r} must be an integer "
-                              f">= 1")
-        self.base_lr_orig = base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
-    def __call__(self, num_update):
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            t = float(num_update - self.warmup_steps) / self.max_steps
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * \
-                (1 + math.cos(math.pi * t)) / 2
-        return self.base_lr
+    def _decay(self, t):
+        return (1 + math.cos(math.pi * t)) / 2
