@@ -25,6 +25,7 @@ import numpy as np
 
 from . import autograd as _ag
 from .base import GpundaError
+from .imperative import write_outputs
 from .ops.registry import OpDef
 
 __all__ = ["CachedOp"]
@@ -363,18 +364,7 @@ class CachedOp:
             if recording:
                 self._record(args, res, vals, ctx)
         if out is not None:
-            for i, (t, r) in enumerate(zip(outs_list, res)):
-                if not isinstance(t, NDArray):
-                    raise GpundaError(f"CachedOp: out[{i}] must be an NDArray")
-                if t.shape != r.shape:
-                    raise GpundaError(f"CachedOp: out[{i}] has shape {t.shape} but output {i} "
-                                      f"has shape {r.shape}")
-            for i, (t, r) in enumerate(zip(outs_list, res)):
-                if r._ag is not None:
-                    _ag.check_writable(t, "CachedOp")
-                t._assign_from(r)
-                if r._ag is not None:
-                    _ag._retarget_output(r._ag[0], i, t)
+            write_outputs(outs_list, res, "CachedOp")
             return out
         return res[0] if self.num_outputs == 1 else res
 

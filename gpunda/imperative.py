@@ -202,20 +202,24 @@ def _write_out(op, p, outs, out):
     if len(targets) not in (nall, nvis):
         raise GpundaError(f"Operator {op.name} expects {nall} (all) or {nvis} (visible only) "
                           f"outputs, but got {len(targets)} instead")
+    write_outputs(targets, outs, f"Operator {op.name}")
+    return out
+
+
+def write_outputs(targets, outs, where):
+    """Check every target first (type, shape, context, writability), then copy ``outs``
+    into them and move their autograd entries there; nothing is written on an error."""
     for i, (t, r) in enumerate(zip(targets, outs)):
         if not isinstance(t, _NDArray):
-            raise GpundaError(f"Operator {op.name}: out[{i}] must be an NDArray, got {type(t).__name__}")
+            raise GpundaError(f"{where}: out[{i}] must be an NDArray, got {type(t).__name__}")
         if t.shape != r.shape:
-            raise GpundaError(f"Operator {op.name}: out[{i}] has shape {t.shape} but the "
+            raise GpundaError(f"{where}: out[{i}] has shape {t.shape} but the "
                               f"output has shape {r.shape}")
         if t._ctx is not r._ctx:
-            raise GpundaError(f"Operator {op.name}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
-    recorded = outs[0]._ag is not None
-    if recorded:
-        for t in targets:
-            _ag.check_writable(t, f"Operator {op.name}")
+            raise GpundaError(f"{where}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
+        if r._ag is not None:
+            _ag.check_writable(t, where)
     for i, (t, r) in enumerate(zip(targets, outs)):
         t._assign_from(r)
-        if recorded:
+        if r._ag is not None:
             _ag._retarget_output(r._ag[0], i, t)
-    return out

@@ -417,3 +417,13 @@ def test_batchnorm_graph_called_twice_in_one_recording():
         grads.append(net[0].weight.grad().asnumpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
     assert np.abs(grads[0]).sum() > 0
+
+
+def test_out_on_another_context_is_refused_untouched():
+    import gpunda as mx
+    x = sym.var("x")
+    cop = mx.CachedOp(x * 2)
+    target = nd.full((2,), 7.0, ctx=mx.cpu(1))
+    with pytest.raises(GpundaError, match=r"CachedOp: out\[0\] is on cpu\(1\)"):
+        cop(nd.ones((2,)), out=[target])
+    assert target.asnumpy().tolist() == [7.0, 7.0]
