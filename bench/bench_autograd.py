@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).absolute().parents[1]))
 
 import gpunda as mx  # noqa: E402
+from bench.common import time_block as _time_block  # noqa: E402
 
 
 def gpunda_step(x, c, n_ops):
@@ -68,13 +69,6 @@ def numpy_step(x, c, n_ops, gx, gc):
             g = g * (1 - t * t)
     gx[...] = g
     gc[...] = acc_c
-
-
-def _time_block(fn, reps, clock):
-    t0 = clock()
-    for _ in range(reps):
-        fn()
-    return (clock() - t0) / reps
 
 
 def main(argv=None):

@@ -31,6 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).absolute().parents[1]))
 
 import gpunda as mx  # noqa: E402
+from bench.common import time_block as _time_block  # noqa: E402
 from gpunda import autograd, gluon, nd  # noqa: E402
 from bench.common import mlp_inputs, numpy_mlp_step  # noqa: E402
 
@@ -90,13 +91,6 @@ def memory_flatness(steps, batch=64, ctx=None):
             nd.waitall()
             rss[i] = _rss_bytes()
     return rss, time.perf_counter() - t0
-
-
-def _time_block(fn, reps, clock):
-    t0 = clock()
-    for _ in range(reps):
-        fn()
-    return (clock() - t0) / reps
 
 
 def main(argv=None):

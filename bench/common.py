@@ -28,6 +28,14 @@ CASES = {
 PER_UNIT = {"w2_chain100": 100, "w7_cnn_step": 64, "w7_cnn_step_hybrid": 64}
 
 
+def time_block(fn, reps, clock):
+    """Seconds per call of ``fn`` over one block of ``reps`` calls, read with ``clock``."""
+    t0 = clock()
+    for _ in range(reps):
+        fn()
+    return (clock() - t0) / reps
+
+
 def rng(seed=0):
     return np.random.default_rng(seed)
 
