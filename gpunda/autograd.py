@@ -15,8 +15,8 @@ backward refuses to use one that changed.
 """
 from __future__ import annotations
 
+import contextvars
 import itertools
-import threading
 import weakref
 from operator import attrgetter
 
@@ -29,36 +29,39 @@ __all__ = ["is_recording", "is_training", "set_recording", "set_training", "reco
            "Function", "record_node"]
 
 
-class _State(threading.local):
-    # class attributes give every new thread "not recording, not training"
-    recording = False
-    training = False
-
-
-_state = _State()
+# The two flags are context variables: each thread has its own values and a new
+# thread starts from the defaults (not recording, not training), as with a
+# threading.local, but a read costs about a quarter as much, and invoke reads
+# the recording flag on every op.
+_recording = contextvars.ContextVar("gpunda_autograd_recording", default=False)
+_training = contextvars.ContextVar("gpunda_autograd_training", default=False)
+_is_rec = _recording.get
+_is_train = _training.get
+_set_rec = _recording.set
+_set_train = _training.set
 
 
 def is_recording():
     """Whether operations are being recorded for gradients (this thread)."""
-    return _state.recording
+    return _is_rec()
 
 
 def is_training():
     """Whether ops run in training mode (Dropout active, BatchNorm batch stats)."""
-    return _state.training
+    return _is_train()
 
 
 def set_recording(is_record):
     """Set recording on or off for this thread; returns the previous value."""
-    prev = _state.recording
-    _state.recording = bool(is_record)
+    prev = _is_rec()
+    _set_rec(bool(is_record))
     return prev
 
 
 def set_training(train_mode):
     """Set training mode for this thread; returns the previous value."""
-    prev = _state.training
-    _state.training = bool(train_mode)
+    prev = _is_train()
+    _set_train(bool(train_mode))
     return prev
 
 
@@ -72,15 +75,17 @@ class _Scope:
         self._prev = []     # a stack, so one scope object may be entered re-entrantly
 
     def __enter__(self):
-        self._prev.append((_state.recording, _state.training))
+        self._prev.append((_is_rec(), _is_train()))
         if self._rec is not None:
-            _state.recording = self._rec
+            _set_rec(self._rec)
         if self._train is not None:
-            _state.training = self._train
+            _set_train(self._train)
         return self
 
     def __exit__(self, *exc):
-        _state.recording, _state.training = self._prev.pop()
+        rec, train = self._prev.pop()
+        _set_rec(rec)
+        _set_train(train)
         return False
 
 
@@ -165,11 +170,13 @@ _next_seq = itertools.count().__next__
 _weakref = weakref.ref
 _alloc = object.__new__
 _save_flags = {}    # OpDef -> (saves inputs, saves outputs), filled on first record
+_BROADCAST = 2      # flags[0] for save="broadcast": inputs kept only when shapes differ
 
 
 def _flags_of(op):
     save = op.save or ()
-    f = _save_flags[op] = ("inputs" in save, "outputs" in save)
+    f = _save_flags[op] = (_BROADCAST if "broadcast" in save else "inputs" in save,
+                           "outputs" in save)
     return f
 
 
@@ -196,7 +203,8 @@ def _record(op, p, inputs, outs):
     flags = _save_flags.get(op)
     if flags is None:
         flags = _flags_of(op)
-    if flags[0]:
+    if flags[0] and (flags[0] is not _BROADCAST or n != 2
+                     or a.shape != b.shape):
         saved_in = inputs
         if n == 1:
             r = a._base
@@ -231,7 +239,7 @@ def _record(op, p, inputs, outs):
     node.out_refs = out_refs
     node.out_meta = None
     node.nout = nout
-    node.training = _state.training
+    node.training = _is_train()
     node.freed = False
     node._g = None
     node.ctx = outs[0]._ctx
@@ -243,6 +251,75 @@ def _record(op, p, inputs, outs):
         node.out_meta = tuple([(o.shape, np.dtype(o.dtype)) for o in outs])
         for i, o in enumerate(outs):
             o._ag = (node, i)
+
+
+def _record1(op, p, a, o):
+    """``_record`` for one input and one output, with ``a._ag`` known to be set.
+
+    The fast paths of invoke call this for most element-wise ops, so it spells
+    everything out instead of going through tuples of inputs and outputs.
+    """
+    flags = _save_flags.get(op)
+    if flags is None:
+        flags = _flags_of(op)
+    node = _alloc(Node)
+    if flags[0]:
+        r = a._base
+        node.saved_in = (a,)
+        node.in_versions = ((a if r is None else r)._version,)
+    else:
+        node.saved_in = node.in_versions = None
+    if flags[1]:
+        node.out_data = (o._data,)
+        node.out_refs = ((_weakref(o), 0),)
+    else:
+        node.out_data = node.out_refs = None
+    node.op = op
+    node.p = p
+    node.inputs = (a._ag,)
+    node.out_meta = None
+    node.nout = 1
+    node.training = _is_train()
+    node.freed = False
+    node._g = None
+    node.ctx = o._ctx
+    node.seq = _next_seq()
+    node.fn = None
+    o._ag = (node, 0)
+
+
+def _record2(op, p, a, b, o):
+    """``_record`` for two inputs and one output (binary element-wise ops)."""
+    ea, eb = a._ag, b._ag
+    if ea is None and eb is None:
+        return
+    flags = _save_flags.get(op)
+    if flags is None:
+        flags = _flags_of(op)
+    node = _alloc(Node)
+    if flags[0] and (flags[0] is not _BROADCAST or a._data.shape != b._data.shape):
+        r, q = a._base, b._base
+        node.saved_in = (a, b)
+        node.in_versions = ((a if r is None else r)._version, (b if q is None else q)._version)
+    else:
+        node.saved_in = node.in_versions = None
+    if flags[1]:
+        node.out_data = (o._data,)
+        node.out_refs = ((_weakref(o), 0),)
+    else:
+        node.out_data = node.out_refs = None
+    node.op = op
+    node.p = p
+    node.inputs = (ea, eb)
+    node.out_meta = None
+    node.nout = 1
+    node.training = _is_train()
+    node.freed = False
+    node._g = None
+    node.ctx = o._ctx
+    node.seq = _next_seq()
+    node.fn = None
+    o._ag = (node, 0)
 
 
 def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=False):
@@ -269,7 +346,7 @@ def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=
     else:
         out_data = out_refs = None
     node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, len(outs),
-                _state.training, outs[0]._ctx, _next_seq(), fn=rule,
+                _is_train(), outs[0]._ctx, _next_seq(), fn=rule,
                 out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
     for i, o in enumerate(outs):
         o._ag = (node, i)
@@ -289,7 +366,7 @@ def _retarget_output(node, i, target):
 def check_writable(target, where):
     """Refuse to overwrite a variable that requires grad while recording."""
     e = target._ag
-    if e is not None and e[0].is_leaf and e[0].grad_req != "null" and _state.recording:
+    if e is not None and e[0].is_leaf and e[0].grad_req != "null" and _is_rec():
         raise GpundaError(
             f"{where}: writing into an array that requires grad (attach_grad) inside "
             f"autograd.record() is not allowed; assign outside record() or detach() it")
@@ -320,29 +397,34 @@ _by_seq = attrgetter("seq")
 
 
 def _collect(head_nodes):
-    """Every node and leaf reachable from ``head_nodes``, newest first (leaves last).
+    """The nodes reachable from ``head_nodes``, newest first, and the leaves reached.
 
     Marks each by giving it a gradient slot list (``_g``); the caller resets them.
     """
-    found = []
-    stack = []
+    nodes, leaves, stack = [], [], []
     for n in head_nodes:
         if n._g is None:
             n._g = [None] * n.nout
-            found.append(n)
-            stack.append(n)
-    pop, push, add = stack.pop, stack.append, found.append
+            if n.is_leaf:
+                leaves.append(n)
+            else:
+                nodes.append(n)
+                stack.append(n)
+    pop, push, add, add_leaf = stack.pop, stack.append, nodes.append, leaves.append
     while stack:
         for e in pop().inputs:
             if e is not None:
                 m = e[0]
                 if m._g is None:
-                    m._g = [None] if m.nout == 1 else [None] * m.nout
-                    add(m)
-                    if not m.is_leaf:
+                    if m.is_leaf:
+                        m._g = [None]
+                        add_leaf(m)
+                    else:
+                        m._g = [None] if m.nout == 1 else [None] * m.nout
+                        add(m)
                         push(m)
-    found.sort(key=_by_seq, reverse=True)
-    return found
+    nodes.sort(key=_by_seq, reverse=True)
+    return nodes, leaves
 
 
 def _as_list(x, where, what):
@@ -468,7 +550,7 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
 def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_graph,
                    create_graph, train_mode, where):
     from .ndarray.ndarray import _new
-    found = _collect([e[0] for e in heads_e])
+    nodes, leaves = _collect([e[0] for e in heads_e])
     try:
         if var_entries is not None:
             for i, (leaf, _) in enumerate(var_entries):
@@ -486,64 +568,99 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
                 g = g._data
             cur = node._g[idx]
             node._g[idx] = g if cur is None else cur + g
-        prev = (_state.recording, _state.training)
-        _state.recording = bool(create_graph)
+        prev_rec, prev_train = _is_rec(), _is_train()
+        _set_rec(bool(create_graph))
         try:
-            _walk(found, create_graph, bool(train_mode))
+            if create_graph:
+                _walk_nd(nodes, bool(train_mode))
+            else:
+                _walk_raw(nodes, bool(train_mode))
         finally:
-            _state.recording, _state.training = prev
+            _set_rec(prev_rec)
+            _set_train(prev_train)
         if var_entries is not None:
             result = _gather(variables, var_entries, create_graph, head_list, hg_list)
         else:
-            _write_grads(found, where)
+            _write_grads(leaves, where)
             result = None
     except BaseException:
-        for n in found:
+        for n in nodes:
+            n._g = None
+        for n in leaves:
             n._g = None
         raise
+    for n in leaves:
+        n._g = None
     if retain_graph:
-        for n in found:
+        for n in nodes:
             n._g = None
     else:
-        for n in found:
-            n._g = None
-            if not n.is_leaf:
-                n.freed = True
-                n.saved_in = n.out_data = n.fn = None
-                n.inputs = ()
+        for n in nodes:
+            n._g = n.saved_in = n.out_data = n.fn = None
+            n.freed = True
+            n.inputs = ()
     return result
 
 
-def _walk(found, create_graph, train_mode):
-    """Apply the gradient rules of ``found`` (newest first), accumulating into inputs."""
-    _state.training = cur_train = train_mode
-    F = ctx = scope = None
-    node = None
-    if create_graph:
-        from . import ndarray as nd
-        from .ndarray.ndarray import _new
-        F = nd
+def _freed_error(node):
+    return GpundaError(
+        f"backward: the graph through {node.op.name} was already freed by an earlier "
+        f"backward; pass retain_graph=True to the first backward to run backward through "
+        f"it again")
+
+
+def _no_rule_error(node):
+    return GpundaError(f"Operator {node.op.name} has no gradient rule; it cannot be "
+                       f"differentiated")
+
+
+def _rule_failed(node, err):
+    name = node.op.name if node is not None and node.op is not None else "?"
+    return GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}")
+
+
+def _versions_changed(node):
+    """Whether an array ``node`` saved for its rule was written in place since."""
+    saved = node.saved_in
+    if saved is not None:
+        for x, v in zip(saved, node.in_versions):
+            r = x._base
+            if (x if r is None else r)._version != v:
+                return True
+    refs = node.out_refs
+    if refs is not None:
+        for r, v in refs:
+            o = r()
+            if o is not None and o._version != v and (o._base is None or o._base._version != v):
+                return True
+    return False
+
+
+def _walk_raw(nodes, train_mode):
+    """Apply the gradient rules of ``nodes`` (newest first) to backend arrays, accumulating
+    into the inputs' slots; the plain backward, where nothing is recorded.
+
+    It runs once per node of every training step, so the common case (one output, rule
+    from the registry, same context and training flag as the previous node) is kept to
+    a few attribute reads.
+    """
+    _set_train(train_mode)
+    cur_train = train_mode
+    F = ctx = scope = node = None
     try:
-        for node in found:
-            if node.is_leaf:
-                break       # leaves sort last
+        for node in nodes:
             gs = node._g
-            if node.nout == 1:
-                if gs[0] is None:
-                    continue
-            elif all(g is None for g in gs):
-                continue
+            if gs[0] is None and (node.nout == 1 or all(g is None for g in gs)):
+                continue        # no gradient reached this node
             if node.freed:
-                raise GpundaError(
-                    f"backward: the graph through {node.op.name} was already freed by an "
-                    f"earlier backward; pass retain_graph=True to the first backward to run "
-                    f"backward through it again")
+                raise _freed_error(node)
+            # arrays kept for the rule must not have been written in place since
             saved = node.saved_in
             if saved is not None:
                 for x, v in zip(saved, node.in_versions):
                     r = x._base
                     if (x if r is None else r)._version != v:
-                        _check_versions(node)     # raises, naming the op and input
+                        _check_versions(node)     # raises, naming the op and the input
             refs = node.out_refs
             if refs is not None:
                 for r, v in refs:
@@ -551,67 +668,121 @@ def _walk(found, create_graph, train_mode):
                     if o is not None and o._version != v and (
                             o._base is None or o._base._version != v):
                         _check_versions(node)
-            rule = node.fn or node.op.gradient
-            if rule is None:
-                raise GpundaError(f"Operator {node.op.name} has no gradient rule; it cannot "
-                                  f"be differentiated")
-            t = node.training
-            if t is not cur_train:
-                _state.training = cur_train = t
-            if create_graph:
-                ins = list(saved) if saved is not None else None
-                if node.out_data is not None:
-                    outs = []
-                    for i, d in enumerate(node.out_data):
-                        o = _new(d, node.ctx)
-                        o._ag = (node, i)
-                        outs.append(o)
-                else:
-                    outs = None
-                if node.nout > 1:
-                    gs = [g if g is not None else _zeros(node, i, True) for i, g in enumerate(gs)]
+            if node.training is not cur_train:
+                cur_train = node.training
+                _set_train(cur_train)
+            if node.ctx is not ctx:
+                ctx = node.ctx
+                F = _raw_namespace(ctx)
+                if scope is not None:
+                    scope.__exit__(None, None, None)
+                    scope = None
+                if ctx._xp is not np:
+                    scope = ctx.backend.device_scope()
+                    scope.__enter__()
+            if saved is None:
+                ins = None
+            elif len(saved) == 2:
+                ins = [saved[0]._data, saved[1]._data]
+            elif len(saved) == 1:
+                ins = [saved[0]._data]
             else:
-                if node.ctx is not ctx:
-                    ctx = node.ctx
-                    F = _raw_namespace(ctx)
-                    if scope is not None:
-                        scope.__exit__(None, None, None)
-                        scope = None
-                    if ctx._xp is not np:
-                        scope = ctx.backend.device_scope()
-                        scope.__enter__()
-                if saved is None:
-                    ins = None
-                elif len(saved) == 1:
-                    ins = [saved[0]._data]
-                elif len(saved) == 2:
-                    ins = [saved[0]._data, saved[1]._data]
-                else:
-                    ins = [x._data for x in saved]
-                outs = node.out_data
-                if node.nout > 1:
-                    gs = [g if g is not None else _zeros(node, i, False) for i, g in enumerate(gs)]
-            if node.fn is None and node.op.grad_need:
-                grads = rule(F, node.p, ins, outs, gs,
-                             need=tuple(e is not None for e in node.inputs))
+                ins = [x._data for x in saved]
+            if node.nout > 1:
+                gs = [g if g is not None else _zeros(node, i, False) for i, g in enumerate(gs)]
+            inputs = node.inputs
+            fn = node.fn
+            if fn is not None:
+                grads = fn(F, node.p, ins, node.out_data, gs)
             else:
-                grads = rule(F, node.p, ins, outs, gs)
-            for e, g in zip(node.inputs, grads):
-                if g is None or e is None:
-                    continue
-                tg = e[0]._g
-                k = e[1]
-                c = tg[k]
-                tg[k] = g if c is None else c + g
+                op = node.op
+                rule = op.gradient
+                if rule is None:
+                    raise _no_rule_error(node)
+                if op.grad_need:
+                    if len(inputs) == 2:
+                        need = (inputs[0] is not None, inputs[1] is not None)
+                    else:
+                        need = tuple([e is not None for e in inputs])
+                    grads = rule(F, node.p, ins, node.out_data, gs, need)
+                else:
+                    grads = rule(F, node.p, ins, node.out_data, gs)
+            if len(inputs) == 1:
+                e = inputs[0]
+                g = grads[0]
+                if e is not None and g is not None:
+                    tg = e[0]._g
+                    c = tg[e[1]]
+                    tg[e[1]] = g if c is None else c + g
+            else:
+                for e, g in zip(inputs, grads):
+                    if g is not None and e is not None:
+                        tg = e[0]._g
+                        k = e[1]
+                        c = tg[k]
+                        tg[k] = g if c is None else c + g
     except GpundaError:
         raise
     except Exception as err:
-        name = node.op.name if node is not None and node.op is not None else "?"
-        raise GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}") \
-            from err
+        raise _rule_failed(node, err) from err
     finally:
         if scope is not None:
             scope.__exit__(None, None, None)
+
+
+def _walk_nd(nodes, train_mode):
+    """``_walk_raw`` for ``create_graph=True``: rules run on NDArrays through the nd
+    namespace while recording, so the gradients are themselves differentiable."""
+    from . import ndarray as F
+    from .ndarray.ndarray import _new
+    _set_train(train_mode)
+    cur_train = train_mode
+    node = None
+    try:
+        for node in nodes:
+            gs = node._g
+            if all(g is None for g in gs):
+                continue
+            if node.freed:
+                raise _freed_error(node)
+            if _versions_changed(node):
+                _check_versions(node)
+            if node.training is not cur_train:
+                cur_train = node.training
+                _set_train(cur_train)
+            saved = node.saved_in
+            ins = list(saved) if saved is not None else None
+            if node.out_data is not None:
+                outs = []
+                for i, d in enumerate(node.out_data):
+                    o = _new(d, node.ctx)
+                    o._ag = (node, i)
+                    outs.append(o)
+            else:
+                outs = None
+            if node.nout > 1:
+                gs = [g if g is not None else _zeros(node, i, True) for i, g in enumerate(gs)]
+            if node.fn is not None:
+                grads = node.fn(F, node.p, ins, outs, gs)
+            else:
+                rule = node.op.gradient
+                if rule is None:
+                    raise _no_rule_error(node)
+                if node.op.grad_need:
+                    grads = rule(F, node.p, ins, outs, gs,
+                                 tuple([e is not None for e in node.inputs]))
+                else:
+                    grads = rule(F, node.p, ins, outs, gs)
+            for e, g in zip(node.inputs, grads):
+                if g is not None and e is not None:
+                    tg = e[0]._g
+                    k = e[1]
+                    c = tg[k]
+                    tg[k] = g if c is None else c + g
+    except GpundaError:
+        raise
+    except Exception as err:
+        raise _rule_failed(node, err) from err
 
 
 def _zeros(node, i, as_nd):
@@ -628,6 +799,8 @@ def _zeros(node, i, as_nd):
 def _gather(variables, var_entries, create_graph, head_list, hg_list):
     """The gradients ``grad()`` returns, as fresh NDArrays."""
     from .ndarray.ndarray import _new
+    # never hand back the caller's own head gradient buffer, nor one buffer twice
+    # (x + y passes the same gradient array to both)
     seeds = {id(h._data) for h in head_list}
     seeds.update(id(g._data) for g in hg_list if g is not None)
     result = []
@@ -652,7 +825,8 @@ def _gather(variables, var_entries, create_graph, head_list, hg_list):
         if g.shape != v.shape:
             g = xp.broadcast_to(g, v.shape).copy()
         elif id(g) in seeds:
-            g = g.copy()   # never hand back the caller's own head gradient buffer
+            g = g.copy()
+        seeds.add(id(g))
         wrap = getattr(g, "_gpunda_wrap", None)     # sparse storage -> its NDArray class
         result.append(wrap(v._ctx) if wrap is not None else _new(g, v._ctx))
     return result
@@ -673,12 +847,10 @@ def _no_grad_rule(F, p, ins, outs, ograds):
     return [None]
 
 
-def _write_grads(found, where):
+def _write_grads(leaves, where):
     """Write (or add) the leaves' gradients into their ``.grad``; all checked first."""
     todo = []
-    for leaf in reversed(found):
-        if not leaf.is_leaf:
-            break
+    for leaf in leaves:
         if leaf.grad_req == "null" or leaf.grad is None:
             continue
         g = leaf._g[0]

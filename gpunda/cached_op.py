@@ -30,7 +30,7 @@ from .ops.registry import OpDef
 
 __all__ = ["CachedOp"]
 
-_state = _ag._state
+_is_rec = _ag._is_rec
 
 _FLAGS = {"static_alloc": "bool", "static_shape": "bool", "inline_limit": "int",
           "forward_bulk_size": "int", "backward_bulk_size": "int",
@@ -262,7 +262,7 @@ class CachedOp:
         keep = set()
         for st in steps:
             save = st.op.save or ()
-            if "inputs" in save:
+            if "inputs" in save or "broadcast" in save:
                 keep.update(st.ins)
             if "outputs" in save or st.nout > 1:
                 keep.update(st.outs)
@@ -348,7 +348,7 @@ class CachedOp:
         if sparse:
             res = self._run_imperative(args)
         else:
-            recording = _state.recording and any(a._ag is not None for a in args)
+            recording = _is_rec() and any(a._ag is not None for a in args)
             xp = ctx.backend.xp
             arrays = [a._data for a in args]
             with ctx.backend.device_scope() if xp is not np else contextlib.nullcontext():
@@ -375,7 +375,7 @@ class CachedOp:
 
     def _signature(self, arrays, ctx):
         # strides too: whether an op returns a view or a copy can depend on them
-        return (ctx, _state.training) + tuple((a.shape, a.dtype.str, a.strides) for a in arrays)
+        return (ctx, _ag._is_train()) + tuple((a.shape, a.dtype.str, a.strides) for a in arrays)
 
     def _run_fast(self, xp, ctx, arrays):
         if not self._flags["static_alloc"]:
@@ -601,7 +601,7 @@ def _cached_backward(F, p, ins, outs, ograds):
             ogs = [x if x is not None else (nd.zeros_like(v) if create else xp.zeros_like(v))
                    for x, v in zip(ogs, o_vals)]
         save = op.save
-        i_vals = [vals[s] for s in st.ins] if "inputs" in save else None
+        i_vals = [vals[s] for s in st.ins] if "inputs" in save or "broadcast" in save else None
         try:
             o_arg = o_vals if "outputs" in save else None
             if op.grad_need:
@@ -630,7 +630,7 @@ def _rerecord(cop, vals, ins, ctx):
         # slots dropped after the forward are wrapped as None: their consumers save neither
         # them nor their shapes, only their autograd entries are needed to link the tape
         outs = [_new(vals[s], ctx) for s in st.outs]
-        if _state.recording and not st.op.nondiff:
+        if _is_rec() and not st.op.nondiff:
             _ag._record(st.op, st.p, inputs, outs)
         for s, o in zip(st.outs, outs):
             nd_vals[s] = o

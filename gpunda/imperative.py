@@ -18,7 +18,7 @@ from .ops.registry import OpDef, get_op
 
 __all__ = ["invoke", "invoke_parsed"]
 
-_state = _ag._state
+_is_rec = _ag._is_rec
 _NDArray = None     # set by gpunda.ndarray once the class exists
 _new = None         # fast NDArray constructor: _new(data, ctx)
 _sparse_invoke = None   # set by gpunda.ndarray.sparse
@@ -117,7 +117,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         for i in op.mutates:
             x = inputs[i]
             (x._base if x._base is not None else x)._version += 1
-    if _state.recording and not op.nondiff:
+    if _is_rec() and not op.nondiff:
         _ag._record(op, p, inputs, outs)
     if out is not None:
         return _write_out(op, p, outs, out)
@@ -132,6 +132,8 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
 
 
 _alloc = object.__new__
+_record1 = _ag._record1
+_record2 = _ag._record2
 
 
 def fast_unary(op, x):
@@ -146,10 +148,37 @@ def fast_unary(op, x):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
-            if _state.recording and not op.nondiff:
-                _ag._record(op, op.default_params, (x,), (o,))
+            if x._ag is not None and _is_rec() and not op.nondiff:
+                _record1(op, op.default_params, x, o)
             return o
     return invoke_parsed(op, (x,), op.default_params)
+
+
+def unary_fn(op):
+    """``f(x)``: ``op`` with default params on one NDArray, with the NumPy fast path
+    specialised for this op (``nd.tanh(x)`` and friends run through it)."""
+    if op.fixed_nout != 1 or op.wants_ctx or op.default_params is None:
+        return lambda x: fast_unary(op, x)
+    compute, dp, diff = op.compute, op.default_params, not op.nondiff
+
+    def f(x):
+        if type(x) is _NDArray:
+            ctx = x._ctx
+            if ctx._xp is np:
+                try:
+                    r = compute(np, dp, x._data)
+                except Exception:
+                    pass    # the general path raises the proper error
+                else:
+                    o = _alloc(_NDArray)
+                    o._data = r
+                    o._ctx = ctx
+                    if diff and x._ag is not None and _is_rec():
+                        _record1(op, dp, x, o)
+                    return o
+        return invoke_parsed(op, (x,), dp)
+    f.__name__ = op.name
+    return f
 
 
 def fast_binary(op, a, b):
@@ -164,10 +193,34 @@ def fast_binary(op, a, b):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
-            if _state.recording and not op.nondiff:
-                _ag._record(op, op.default_params, (a, b), (o,))
+            if _is_rec() and not op.nondiff:
+                _record2(op, op.default_params, a, b, o)
             return o
     return invoke_parsed(op, (a, b), op.default_params)
+
+
+def binary_fn(op):
+    """``f(a, b)``: ``op`` with default params on two NDArrays, with the NumPy fast path
+    specialised for this op (``a * b`` and friends run through it)."""
+    compute, dp, diff = op.compute, op.default_params, not op.nondiff
+
+    def f(a, b):
+        ctx = a._ctx
+        if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
+            try:
+                r = compute(np, dp, a._data, b._data)
+            except Exception:
+                pass
+            else:
+                o = _alloc(_NDArray)
+                o._data = r
+                o._ctx = ctx
+                if diff and _is_rec():
+                    _record2(op, dp, a, b, o)
+                return o
+        return invoke_parsed(op, (a, b), dp)
+    f.__name__ = op.name
+    return f
 
 
 def fast_scalar(op, x, s):
@@ -188,8 +241,8 @@ def fast_scalar(op, x, s):
             o = _alloc(_NDArray)
             o._data = r
             o._ctx = ctx
-            if _state.recording and not op.nondiff:
-                _ag._record(op, p, (x,), (o,))
+            if x._ag is not None and _is_rec() and not op.nondiff:
+                _record1(op, p, x, o)
             return o
     return invoke_parsed(op, (x,), p)
 

@@ -19,7 +19,7 @@ from ..context import Context, current_context, cpu
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
 
-_state = _ag._state
+_is_rec = _ag._is_rec
 
 
 class NDArray:
@@ -291,7 +291,7 @@ class NDArray:
         (self._base if self._base is not None else self)._version += 1
 
     def __getitem__(self, key):
-        if _state.recording and self._ag is not None:
+        if _is_rec() and self._ag is not None:
             from . import _op
             return _op._getitem(self, key=_raw_key(key, self._ctx))
         rkey = _raw_key(key, self._ctx)
@@ -376,24 +376,36 @@ class NDArray:
         return _imp.invoke_parsed(_OPS["abs"], (self,), _OPS["abs"].default_params)
 
     def __add__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_add"](self, other)
         return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
 
     def __radd__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_add"](self, other)
         return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
 
     def __sub__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_sub"](self, other)
         return _binary(self, other, "broadcast_sub", "_minus_scalar", "_rminus_scalar")
 
     def __rsub__(self, other):
         return _rbinary(self, other, "broadcast_sub", "_rminus_scalar")
 
     def __mul__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_mul"](self, other)
         return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
 
     def __rmul__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_mul"](self, other)
         return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
 
     def __truediv__(self, other):
+        if type(other) is NDArray:
+            return _BIN["broadcast_div"](self, other)
         return _binary(self, other, "broadcast_div", "_div_scalar", "_rdiv_scalar")
 
     def __rtruediv__(self, other):
@@ -473,6 +485,17 @@ class NDArray:
 
 
 _OPS = {}   # filled by gpunda.ndarray after the op families load
+
+
+class _BinaryFns(dict):
+    """op name -> ``imperative.binary_fn(op)``, made on first use by the operators."""
+
+    def __missing__(self, name):
+        f = self[name] = _imp.binary_fn(_OPS[name])
+        return f
+
+
+_BIN = _BinaryFns()
 _alloc = NDArray.__new__
 _SCALAR_TYPES = (int, float, np.generic, bool)
 
@@ -487,7 +510,7 @@ def _new(data, ctx):
 
 def _binary(self, other, opname, scalar_opname, _unused):
     if isinstance(other, NDArray):
-        return _imp.fast_binary(_OPS[opname], self, other)
+        return _BIN[opname](self, other)
     if isinstance(other, _SCALAR_TYPES):
         return _imp.fast_scalar(_OPS[scalar_opname], self, other)
     if isinstance(other, np.ndarray):

@@ -25,11 +25,11 @@ def make_function(op, fname):
     dp = op.default_params
     fast = dp is not None and fixed_inputs is not None and len(fixed_inputs) == 1 \
         and op.fixed_nout == 1 and not op.wants_ctx
-    fast_unary = _imp.fast_unary
+    fast_unary = _imp.unary_fn(op) if fast else None
 
     def fn(*args, out=None, name=None, **kwargs):
         if fast and not kwargs and out is None and len(args) == 1 and type(args[0]) is NDArray:
-            return fast_unary(op, args[0])
+            return fast_unary(args[0])
         inputs = []
         extra = []
         for a in args:

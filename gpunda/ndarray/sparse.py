@@ -45,7 +45,7 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix",
            "divide", "cast_storage", "retain"]
 
 _log = logging.getLogger("gpunda")
-_state = _ag._state
+_is_rec = _ag._is_rec
 
 
 # ----------------------------------------------------------------------------
@@ -643,7 +643,7 @@ def _sparse_invoke(op, inputs, p, out=None):
     for i in op.mutates:
         x = inputs[i]
         (x._base if x._base is not None else x)._version += 1
-    if _state.recording and not op.nondiff:
+    if _is_rec() and not op.nondiff:
         _ag._record(op, p, inputs, outs)
         e = outs[0]._ag
         if e is not None:

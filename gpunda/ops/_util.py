@@ -56,6 +56,7 @@ def legacy_scalar(xp, r):
 
 def sum_to_shape(F, g, shape):
     """Sum ``g`` over broadcast axes so it has ``shape`` (gradient of broadcasting)."""
-    if tuple(g.shape) == tuple(shape):
+    gs = g.shape
+    if gs == shape or tuple(gs) == tuple(shape):
         return g
     return F._sum_to(g, shape=shape)

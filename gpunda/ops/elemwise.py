@@ -194,21 +194,41 @@ _BOTH = (True, True)
 
 
 def _g_add(F, p, i, o, g, need=_BOTH):
-    need = need or _BOTH
-    return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
-            sum_to_shape(F, g[0], i[1].shape) if need[1] else None]
+    g0 = g[0]
+    if need is None:
+        need = _BOTH
+    if i is None:       # save="broadcast": the shapes were equal, nothing to reduce
+        return [g0 if need[0] else None, g0 if need[1] else None]
+    a, b = i
+    return [(g0 if a.shape == g0.shape else sum_to_shape(F, g0, a.shape)) if need[0] else None,
+            (g0 if b.shape == g0.shape else sum_to_shape(F, g0, b.shape)) if need[1] else None]
 
 
 def _g_sub(F, p, i, o, g, need=_BOTH):
-    need = need or _BOTH
-    return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
-            sum_to_shape(F, -g[0], i[1].shape) if need[1] else None]
+    g0 = g[0]
+    if need is None:
+        need = _BOTH
+    if i is None:
+        return [g0 if need[0] else None, -g0 if need[1] else None]
+    return [sum_to_shape(F, g0, i[0].shape) if need[0] else None,
+            sum_to_shape(F, -g0, i[1].shape) if need[1] else None]
 
 
 def _g_mul(F, p, i, o, g, need=_BOTH):
-    need = need or _BOTH
-    return [sum_to_shape(F, g[0] * i[1], i[0].shape) if need[0] else None,
-            sum_to_shape(F, g[0] * i[0], i[1].shape) if need[1] else None]
+    a, b = i
+    g0 = g[0]
+    if need is None:
+        need = _BOTH
+    ga = gb = None
+    if need[0]:
+        ga = g0 * b
+        if ga.shape != a.shape:
+            ga = sum_to_shape(F, ga, a.shape)
+    if need[1]:
+        gb = g0 * a
+        if gb.shape != b.shape:
+            gb = sum_to_shape(F, gb, b.shape)
+    return [ga, gb]
 
 
 def _g_div(F, p, i, o, g, need=_BOTH):
@@ -272,9 +292,14 @@ _ARITH = [
     ("div", _same_dtype(lambda xp, p, a, b: a / b), _g_div, ("_div",)),
 ]
 for _n, _f, _g, _al in _ARITH:
+    # add and sub read their inputs only to reduce over broadcast axes, and the
+    # elemwise_ forms have equal shapes: those keep nothing for backward
+    _shapes_only = _n in ("add", "sub")
     _bin("broadcast_" + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
+         save=("broadcast",) if _shapes_only else ("inputs",),
          aliases=_al if _n != "add" else ("_plus", "_add", "broadcast_plus"))
-    _bin("elemwise_" + _n, _f, _g, same_shape=True, doc=f"Element-wise {_n} of equal shapes.")
+    _bin("elemwise_" + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
+         doc=f"Element-wise {_n} of equal shapes.")
 _bin("broadcast_mod", _same_dtype(_mod), _g_mod, aliases=("_mod",), doc="Remainder with broadcasting.")
 _bin("broadcast_power", _same_dtype(lambda xp, p, a, b: xp.power(a, b)), _g_pow,
      aliases=("_power", "_Power"), doc="a ** b with broadcasting.")

@@ -15,6 +15,12 @@ A rule is ``gradient(F, p, ins, outs, ograds) -> list`` (one entry per input,
 with ``create_graph=True`` ``F`` is ``gpunda.nd`` and the arrays are recorded
 NDArrays, so the gradient is itself differentiable. Rules therefore use only
 ``F.<op>(...)``, arithmetic operators and ``.shape``/``.ndim``/``.dtype``.
+
+``OpDef.save`` says what a recorded call keeps for its rule: "inputs",
+"outputs", both, or "broadcast" for rules that read the inputs only to sum a
+gradient over broadcast axes (add, sub): the inputs are then kept only when
+their shapes differ, and otherwise the rule gets ``ins=None`` and passes the
+output gradient through.
 """
 from __future__ import annotations
 
