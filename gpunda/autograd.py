@@ -143,7 +143,7 @@ class Node:
     """
 
     __slots__ = ("op", "p", "inputs", "saved_in", "in_versions", "out_data", "out_refs",
-                 "out_meta", "nout", "training", "freed", "_g", "ctx", "seq", "fn",
+                 "out_meta", "nout", "training", "freed", "_g", "ctx", "seq", "fn", "stamp",
                  "__weakref__")
     is_leaf = False
 
@@ -164,9 +164,21 @@ class Node:
         self.ctx = ctx
         self.seq = seq
         self.fn = fn
+        self.stamp = _writes[0]
 
 
 _next_seq = itertools.count().__next__
+# Bumped after every in-place write to any array. A node stamps it when it keeps
+# arrays for its rule, so backward checks those arrays' versions only for nodes
+# recorded before the latest write.
+_writes = [0]
+
+
+def bump_version(x):
+    """Note an in-place write to NDArray ``x`` (its root's version; see _check_versions)."""
+    (x._base if x._base is not None else x)._version += 1
+    _writes[0] += 1   # after the version: a node stamped in between still sees the write
+
 _weakref = weakref.ref
 _alloc = object.__new__
 _save_flags = {}    # OpDef -> (saves inputs, saves outputs), filled on first record
@@ -245,6 +257,7 @@ def _record(op, p, inputs, outs):
     node.ctx = outs[0]._ctx
     node.seq = _next_seq()
     node.fn = None
+    node.stamp = _writes[0]
     if nout == 1:
         outs[0]._ag = (node, 0)
     else:
@@ -285,6 +298,7 @@ def _record1(op, p, a, o):
     node.ctx = o._ctx
     node.seq = _next_seq()
     node.fn = None
+    node.stamp = _writes[0]
     o._ag = (node, 0)
 
 
@@ -319,6 +333,7 @@ def _record2(op, p, a, b, o):
     node.ctx = o._ctx
     node.seq = _next_seq()
     node.fn = None
+    node.stamp = _writes[0]
     o._ag = (node, 0)
 
 
@@ -656,18 +671,8 @@ def _walk_raw(nodes, train_mode):
                 raise _freed_error(node)
             # arrays kept for the rule must not have been written in place since
             saved = node.saved_in
-            if saved is not None:
-                for x, v in zip(saved, node.in_versions):
-                    r = x._base
-                    if (x if r is None else r)._version != v:
-                        _check_versions(node)     # raises, naming the op and the input
-            refs = node.out_refs
-            if refs is not None:
-                for r, v in refs:
-                    o = r()
-                    if o is not None and o._version != v and (
-                            o._base is None or o._base._version != v):
-                        _check_versions(node)
+            if node.stamp != _writes[0] and _versions_changed(node):
+                _check_versions(node)     # raises, naming the op and the array
             if node.training is not cur_train:
                 cur_train = node.training
                 _set_train(cur_train)
@@ -699,12 +704,8 @@ def _walk_raw(nodes, train_mode):
                 rule = op.gradient
                 if rule is None:
                     raise _no_rule_error(node)
-                if op.grad_need:
-                    if len(inputs) == 2:
-                        need = (inputs[0] is not None, inputs[1] is not None)
-                    else:
-                        need = tuple([e is not None for e in inputs])
-                    grads = rule(F, node.p, ins, node.out_data, gs, need)
+                if op.grad_need:    # the entries double as the mask: None where no gradient
+                    grads = rule(F, node.p, ins, node.out_data, gs, inputs)
                 else:
                     grads = rule(F, node.p, ins, node.out_data, gs)
             if len(inputs) == 1:
@@ -714,6 +715,17 @@ def _walk_raw(nodes, train_mode):
                     tg = e[0]._g
                     c = tg[e[1]]
                     tg[e[1]] = g if c is None else c + g
+            elif len(inputs) == 2:
+                e, f = inputs
+                g, h = grads
+                if e is not None and g is not None:
+                    tg = e[0]._g
+                    c = tg[e[1]]
+                    tg[e[1]] = g if c is None else c + g
+                if f is not None and h is not None:
+                    tg = f[0]._g
+                    c = tg[f[1]]
+                    tg[f[1]] = h if c is None else c + h
             else:
                 for e, g in zip(inputs, grads):
                     if g is not None and e is not None:
@@ -769,8 +781,7 @@ def _walk_nd(nodes, train_mode):
                 if rule is None:
                     raise _no_rule_error(node)
                 if node.op.grad_need:
-                    grads = rule(F, node.p, ins, outs, gs,
-                                 tuple([e is not None for e in node.inputs]))
+                    grads = rule(F, node.p, ins, outs, gs, node.inputs)
                 else:
                     grads = rule(F, node.p, ins, outs, gs)
             for e, g in zip(node.inputs, grads):
@@ -874,7 +885,7 @@ def _write_grads(leaves, where):
             buf._data[...] = 0
         else:
             buf._data[...] = g
-        (buf._base if buf._base is not None else buf)._version += 1
+        bump_version(buf)
 
 
 def _write_sparse(leaf, buf, g):

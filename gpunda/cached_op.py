@@ -360,7 +360,7 @@ class CachedOp:
             res = [_new(r, ctx) for r in raw]
             for k in self._mutated_inputs:
                 a = args[k]
-                (a._base if a._base is not None else a)._version += 1
+                _ag.bump_version(a)
             if recording:
                 self._record(args, res, vals, ctx)
         if out is not None:

@@ -116,7 +116,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     if op.mutates:
         for i in op.mutates:
             x = inputs[i]
-            (x._base if x._base is not None else x)._version += 1
+            _ag.bump_version(x)
     if _is_rec() and not op.nondiff:
         _ag._record(op, p, inputs, outs)
     if out is not None:
@@ -154,30 +154,29 @@ def fast_unary(op, x):
     return invoke_parsed(op, (x,), op.default_params)
 
 
-def unary_fn(op):
-    """``f(x)``: ``op`` with default params on one NDArray, with the NumPy fast path
-    specialised for this op (``nd.tanh(x)`` and friends run through it)."""
-    if op.fixed_nout != 1 or op.wants_ctx or op.default_params is None:
-        return lambda x: fast_unary(op, x)
+def unary_fn(op, general):
+    """``nd.<op>``: runs ``op`` with default params on one dense NumPy NDArray inline, and
+    hands every other call (params, ``out=``, GPU, sparse) to ``general``."""
     compute, dp, diff = op.compute, op.default_params, not op.nondiff
 
-    def f(x):
-        if type(x) is _NDArray:
-            ctx = x._ctx
-            if ctx._xp is np:
-                try:
-                    r = compute(np, dp, x._data)
-                except Exception:
-                    pass    # the general path raises the proper error
-                else:
-                    o = _alloc(_NDArray)
-                    o._data = r
-                    o._ctx = ctx
-                    if diff and x._ag is not None and _is_rec():
-                        _record1(op, dp, x, o)
-                    return o
-        return invoke_parsed(op, (x,), dp)
-    f.__name__ = op.name
+    def f(*args, out=None, name=None, **kwargs):
+        if len(args) == 1 and out is None and not kwargs:
+            x = args[0]
+            if type(x) is _NDArray:
+                ctx = x._ctx
+                if ctx._xp is np:
+                    try:
+                        r = compute(np, dp, x._data)
+                    except Exception:
+                        pass    # general raises the proper error
+                    else:
+                        o = _alloc(_NDArray)
+                        o._data = r
+                        o._ctx = ctx
+                        if diff and x._ag is not None and _is_rec():
+                            _record1(op, dp, x, o)
+                        return o
+        return general(*args, out=out, name=name, **kwargs)
     return f
 
 

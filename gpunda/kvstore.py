@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from . import autograd as _ag
 from .base import GpundaError
 from .context import cpu
 
@@ -352,7 +353,7 @@ class KVStore:
                 if len(bucket) == 1 and _host_contiguous(bucket[0]):
                     a = bucket[0]       # a big array travels as it is, no staging copy
                     self._comm.allreduce_inplace(a._data)
-                    (a._base if a._base is not None else a)._version += 1
+                    _ag.bump_version(a)
                     continue
                 dt = np.result_type(*[np.dtype(a.dtype) for a in bucket])
                 flat = np.concatenate([a.asnumpy().astype(dt, copy=False).reshape(-1)

@@ -19,6 +19,7 @@ import pickle
 
 import numpy as np
 
+from . import autograd as _ag
 from .base import GpundaError
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Signum",
@@ -54,7 +55,7 @@ def _dense(grad):
 
 
 def _bump(arr):
-    (arr._base if arr._base is not None else arr)._version += 1
+    _ag.bump_version(arr)
 
 
 class Optimizer:

@@ -396,7 +396,7 @@ class Parameter:
         for i, g in enumerate(self._grad):
             with g.context.backend.device_scope():
                 g._data[...] = 0
-            (g._base if g._base is not None else g)._version += 1
+            autograd.bump_version(g)
             self._mark_grad_used(i)
 
     def var(self):

@@ -8,6 +8,7 @@ stale: ``step`` refuses it, naming the parameter, unless
 """
 from __future__ import annotations
 
+from .. import autograd as _ag
 from .. import optimizer as opt
 from ..base import GpundaError
 from .parameter import Parameter, ParameterDict
@@ -197,7 +198,7 @@ class Trainer:
             for g in grads:
                 # keeps the version bump that marks the gradient as fresh
                 g._data[...] = total.as_in_context(g.context)._data
-                (g._base if g._base is not None else g)._version += 1
+                _ag.bump_version(g)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update with the current gradients (after ``allreduce_grads``), rescaled by 1/batch_size."""

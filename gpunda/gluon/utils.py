@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from .. import autograd as _ag
 from ..base import GpundaError
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download"]
@@ -76,7 +77,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     if scale < 1.0:
         for a in arrays:
             a._data *= scale
-            (a._base if a._base is not None else a)._version += 1
+            _ag.bump_version(a)
     if check_isfinite:
         return norm
     return nd.array([norm], ctx=ctx)

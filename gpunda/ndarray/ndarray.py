@@ -269,7 +269,7 @@ class NDArray:
         """Write values of NDArray ``src`` (same context, broadcastable) into self."""
         d = src._data if isinstance(src, NDArray) else src
         self._data[...] = d
-        (self._base if self._base is not None else self)._version += 1
+        _ag.bump_version(self)
 
     def __setitem__(self, key, value):
         _ag.check_writable(self, "__setitem__")
@@ -288,7 +288,7 @@ class NDArray:
         except (IndexError, ValueError, TypeError) as e:
             raise GpundaError(f"__setitem__: cannot assign to index {key!r} of an array of "
                               f"shape {self.shape}: {e}") from None
-        (self._base if self._base is not None else self)._version += 1
+        _ag.bump_version(self)
 
     def __getitem__(self, key):
         if _is_rec() and self._ag is not None:

@@ -118,7 +118,7 @@ class BaseSparseNDArray(NDArray):
             raise GpundaError(f"assign: source has shape {tuple(raw.shape)} but the "
                               f"{type(self).__name__} has shape {self.shape}")
         self._data[...] = raw
-        (self._base if self._base is not None else self)._version += 1
+        _ag.bump_version(self)
 
     def __setitem__(self, key, value):
         if not (key is Ellipsis or key == slice(None)):
@@ -642,7 +642,7 @@ def _sparse_invoke(op, inputs, p, out=None):
         outs = [_wrap(r, ctx) for r in res]
     for i in op.mutates:
         x = inputs[i]
-        (x._base if x._base is not None else x)._version += 1
+        _ag.bump_version(x)
     if _is_rec() and not op.nondiff:
         _ag._record(op, p, inputs, outs)
         e = outs[0]._ag

@@ -302,7 +302,8 @@ class OpDef:
         self.ufunc = ufunc
         self.method = method          # NDArray method name, when it differs
         self.hidden = hidden          # internal op, not exported as nd.<name>
-        # the rule takes need=(bool per input) and may skip gradients nobody asked for
+        # the rule takes need= (need[i] truthy when input i wants a gradient) and may skip
+        # gradients nobody asked for
         self.grad_need = grad_need
         self.fixed_nout = num_outputs if isinstance(num_outputs, int) else None
         self.fixed_nvis = self.num_visible if isinstance(self.num_visible, int) else None
