@@ -416,28 +416,29 @@ def _collect(head_nodes):
 
     Marks each by giving it a gradient slot list (``_g``); the caller resets them.
     """
-    nodes, leaves, stack = [], [], []
+    nodes, leaves = [], []
     for n in head_nodes:
         if n._g is None:
             n._g = [None] * n.nout
-            if n.is_leaf:
-                leaves.append(n)
-            else:
-                nodes.append(n)
-                stack.append(n)
-    pop, push, add, add_leaf = stack.pop, stack.append, nodes.append, leaves.append
-    while stack:
-        for e in pop().inputs:
+            (leaves if n.is_leaf else nodes).append(n)
+    add, add_leaf = nodes.append, leaves.append
+    i = 0
+    # ``nodes`` doubles as the work queue: everything appended is visited once
+    while i < len(nodes):
+        ins = nodes[i].inputs
+        i += 1
+        for e in ins:
             if e is not None:
                 m = e[0]
                 if m._g is None:
-                    if m.is_leaf:
+                    if m.nout == 1:
                         m._g = [None]
-                        add_leaf(m)
+                        if m.is_leaf:
+                            add_leaf(m)
+                            continue
                     else:
-                        m._g = [None] if m.nout == 1 else [None] * m.nout
-                        add(m)
-                        push(m)
+                        m._g = [None] * m.nout
+                    add(m)
     nodes.sort(key=_by_seq, reverse=True)
     return nodes, leaves
 
@@ -613,6 +614,7 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         for n in nodes:
             n._g = n.saved_in = n.out_data = n.fn = None
             n.freed = True
+            n.stamp = -1
             n.inputs = ()
     return result
 
@@ -665,14 +667,18 @@ def _walk_raw(nodes, train_mode):
     try:
         for node in nodes:
             gs = node._g
-            if gs[0] is None and (node.nout == 1 or all(g is None for g in gs)):
-                continue        # no gradient reached this node
-            if node.freed:
-                raise _freed_error(node)
-            # arrays kept for the rule must not have been written in place since
-            saved = node.saved_in
-            if node.stamp != _writes[0] and _versions_changed(node):
-                _check_versions(node)     # raises, naming the op and the array
+            if node.nout == 1:
+                if gs[0] is None:
+                    continue    # no gradient reached this node
+            elif all(g is None for g in gs):
+                continue
+            # a freed node has stamp -1; otherwise a write since the node was recorded
+            # may have hit an array it kept for its rule
+            if node.stamp != _writes[0]:
+                if node.freed:
+                    raise _freed_error(node)
+                if _versions_changed(node):
+                    _check_versions(node)     # raises, naming the op and the array
             if node.training is not cur_train:
                 cur_train = node.training
                 _set_train(cur_train)
@@ -685,6 +691,7 @@ def _walk_raw(nodes, train_mode):
                 if ctx._xp is not np:
                     scope = ctx.backend.device_scope()
                     scope.__enter__()
+            saved = node.saved_in
             if saved is None:
                 ins = None
             elif len(saved) == 2:

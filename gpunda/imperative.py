@@ -198,25 +198,32 @@ def fast_binary(op, a, b):
     return invoke_parsed(op, (a, b), op.default_params)
 
 
-def binary_fn(op):
-    """``f(a, b)``: ``op`` with default params on two NDArrays, with the NumPy fast path
-    specialised for this op (``a * b`` and friends run through it)."""
+def binary_fn(op, other=None):
+    """``f(a, b)``: ``op`` with default params, running two dense NumPy NDArrays inline.
+
+    Used as the NDArray operators themselves (``a * b`` calls it directly), so a
+    right operand that is not an NDArray (a scalar) goes to ``other(a, b)``, and
+    everything else (GPU, sparse, mixed contexts) to ``invoke_parsed``.
+    """
     compute, dp, diff = op.compute, op.default_params, not op.nondiff
 
     def f(a, b):
-        ctx = a._ctx
-        if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
-            try:
-                r = compute(np, dp, a._data, b._data)
-            except Exception:
-                pass
-            else:
-                o = _alloc(_NDArray)
-                o._data = r
-                o._ctx = ctx
-                if diff and _is_rec():
-                    _record2(op, dp, a, b, o)
-                return o
+        if type(b) is _NDArray:
+            ctx = a._ctx
+            if b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
+                try:
+                    r = compute(np, dp, a._data, b._data)
+                except Exception:
+                    pass    # invoke_parsed raises the proper error
+                else:
+                    o = _alloc(_NDArray)
+                    o._data = r
+                    o._ctx = ctx
+                    if diff and _is_rec():
+                        _record2(op, dp, a, b, o)
+                    return o
+        elif other is not None:
+            return other(a, b)
         return invoke_parsed(op, (a, b), dp)
     f.__name__ = op.name
     return f

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import imperative as _imp
+from ..ops.registry import get_op
 from ..base import GpundaError, numeric_types
 from ..context import Context, current_context, cpu
 
@@ -375,38 +376,20 @@ class NDArray:
     def __abs__(self):
         return _imp.invoke_parsed(_OPS["abs"], (self,), _OPS["abs"].default_params)
 
-    def __add__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_add"](self, other)
-        return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
-
-    def __radd__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_add"](self, other)
-        return _binary(self, other, "broadcast_add", "_plus_scalar", "_plus_scalar")
-
-    def __sub__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_sub"](self, other)
-        return _binary(self, other, "broadcast_sub", "_minus_scalar", "_rminus_scalar")
+    # the common operators are imperative.binary_fn closures: ``a * b`` on two dense
+    # NumPy arrays runs without an extra Python frame; scalars go to _binary
+    __add__ = __radd__ = _imp.binary_fn(
+        get_op("broadcast_add"), lambda a, b: _binary(a, b, "broadcast_add", "_plus_scalar"))
+    __sub__ = _imp.binary_fn(
+        get_op("broadcast_sub"), lambda a, b: _binary(a, b, "broadcast_sub", "_minus_scalar"))
 
     def __rsub__(self, other):
         return _rbinary(self, other, "broadcast_sub", "_rminus_scalar")
 
-    def __mul__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_mul"](self, other)
-        return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
-
-    def __rmul__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_mul"](self, other)
-        return _binary(self, other, "broadcast_mul", "_mul_scalar", "_mul_scalar")
-
-    def __truediv__(self, other):
-        if type(other) is NDArray:
-            return _BIN["broadcast_div"](self, other)
-        return _binary(self, other, "broadcast_div", "_div_scalar", "_rdiv_scalar")
+    __mul__ = __rmul__ = _imp.binary_fn(
+        get_op("broadcast_mul"), lambda a, b: _binary(a, b, "broadcast_mul", "_mul_scalar"))
+    __truediv__ = _imp.binary_fn(
+        get_op("broadcast_div"), lambda a, b: _binary(a, b, "broadcast_div", "_div_scalar"))
 
     def __rtruediv__(self, other):
         return _rbinary(self, other, "broadcast_div", "_rdiv_scalar")
@@ -418,13 +401,13 @@ class NDArray:
         return q.floor() if hasattr(q, "floor") else q
 
     def __mod__(self, other):
-        return _binary(self, other, "broadcast_mod", "_mod_scalar", "_rmod_scalar")
+        return _binary(self, other, "broadcast_mod", "_mod_scalar")
 
     def __rmod__(self, other):
         return _rbinary(self, other, "broadcast_mod", "_rmod_scalar")
 
     def __pow__(self, other):
-        return _binary(self, other, "broadcast_power", "_power_scalar", "_rpower_scalar")
+        return _binary(self, other, "broadcast_power", "_power_scalar")
 
     def __rpow__(self, other):
         return _rbinary(self, other, "broadcast_power", "_rpower_scalar")
@@ -436,26 +419,24 @@ class NDArray:
     def __eq__(self, other):
         if other is None:
             return False
-        return _binary(self, other, "broadcast_equal", "_equal_scalar", "_equal_scalar")
+        return _binary(self, other, "broadcast_equal", "_equal_scalar")
 
     def __ne__(self, other):
         if other is None:
             return True
-        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
 
     def __gt__(self, other):
-        return _binary(self, other, "broadcast_greater", "_greater_scalar", "_lesser_scalar")
+        return _binary(self, other, "broadcast_greater", "_greater_scalar")
 
     def __ge__(self, other):
-        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar",
-                       "_lesser_equal_scalar")
+        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
 
     def __lt__(self, other):
-        return _binary(self, other, "broadcast_lesser", "_lesser_scalar", "_greater_scalar")
+        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
 
     def __le__(self, other):
-        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar",
-                       "_greater_equal_scalar")
+        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
 
     def _inplace(self, other, opname, scalar_opname):
         if isinstance(other, NDArray):
@@ -486,16 +467,6 @@ class NDArray:
 
 _OPS = {}   # filled by gpunda.ndarray after the op families load
 
-
-class _BinaryFns(dict):
-    """op name -> ``imperative.binary_fn(op)``, made on first use by the operators."""
-
-    def __missing__(self, name):
-        f = self[name] = _imp.binary_fn(_OPS[name])
-        return f
-
-
-_BIN = _BinaryFns()
 _alloc = NDArray.__new__
 _SCALAR_TYPES = (int, float, np.generic, bool)
 
@@ -508,14 +479,15 @@ def _new(data, ctx):
     return a
 
 
-def _binary(self, other, opname, scalar_opname, _unused):
+def _binary(self, other, opname, scalar_opname):
     if isinstance(other, NDArray):
-        return _BIN[opname](self, other)
+        op = _OPS[opname]
+        return _imp.invoke_parsed(op, (self, other), op.default_params)
     if isinstance(other, _SCALAR_TYPES):
         return _imp.fast_scalar(_OPS[scalar_opname], self, other)
     if isinstance(other, np.ndarray):
         return _binary(self, array(other, ctx=self._ctx, dtype=other.dtype), opname,
-                       scalar_opname, None)
+                       scalar_opname)
     return NotImplemented
 
 
