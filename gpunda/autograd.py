@@ -135,25 +135,25 @@ class Node:
     """One recorded op call.
 
     ``inputs``: the inputs' autograd entries (None for constants); ``saved_in``:
-    the input NDArrays when the rule needs them, with ``in_versions``;
-    ``out_data``: raw outputs when the rule needs them, with ``out_refs``
-    (weakref, version) to detect in-place writes; ``out_meta``: (shape, dtype)
-    per output of multi-output nodes, to make zero gradients; ``fn``: a rule
-    for this node alone (autograd.Function, CachedOp) used instead of the op's.
+    the input NDArrays when the rule needs them; ``out_data``: raw outputs when
+    the rule needs them, with ``out_refs`` (weakref, version) to detect in-place
+    writes; ``stamp``: the write count when recorded (see NOTE [In-place
+    writes]); ``out_meta``: (shape, dtype) per output of multi-output nodes, to
+    make zero gradients; ``fn``: a rule for this node alone (autograd.Function,
+    CachedOp) used instead of the op's.
     """
 
-    __slots__ = ("op", "p", "inputs", "saved_in", "in_versions", "out_data", "out_refs",
+    __slots__ = ("op", "p", "inputs", "saved_in", "out_data", "out_refs",
                  "out_meta", "nout", "training", "freed", "_g", "ctx", "seq", "fn", "stamp",
                  "__weakref__")
     is_leaf = False
 
-    def __init__(self, op, p, inputs, saved_in, in_versions, out_data, out_refs, nout,
+    def __init__(self, op, p, inputs, saved_in, out_data, out_refs, nout,
                  training, ctx, seq, fn=None, out_meta=None):
         self.op = op
         self.p = p
         self.inputs = inputs
         self.saved_in = saved_in
-        self.in_versions = in_versions
         self.out_data = out_data
         self.out_refs = out_refs
         self.out_meta = out_meta
@@ -168,16 +168,23 @@ class Node:
 
 
 _next_seq = itertools.count().__next__
-# Bumped after every in-place write to any array. A node stamps it when it keeps
-# arrays for its rule, so backward checks those arrays' versions only for nodes
-# recorded before the latest write.
+
+# NOTE [In-place writes]
+# Every in-place write to an array goes through bump_version, which counts it in
+# ``_writes`` and sets the root array's ``_version`` to that count. A node keeps
+# the count at record time as ``stamp``; an array it saved was written since
+# exactly when its root's version is above the stamp, so nodes store no versions
+# of their inputs, and backward looks at them only when the count moved on since
+# the node was recorded. (Outputs moved by ``out=`` keep an explicit version.)
+# Concurrent writes from another thread to an array being recorded are a data
+# race this does not try to catch.
 _writes = [0]
 
 
 def bump_version(x):
-    """Note an in-place write to NDArray ``x`` (its root's version; see _check_versions)."""
-    (x._base if x._base is not None else x)._version += 1
-    _writes[0] += 1   # after the version: a node stamped in between still sees the write
+    """Note an in-place write to NDArray ``x`` (see NOTE [In-place writes])."""
+    _writes[0] = n = _writes[0] + 1
+    (x._base if x._base is not None else x)._version = n
 
 _weakref = weakref.ref
 _alloc = object.__new__
@@ -218,17 +225,8 @@ def _record(op, p, inputs, outs):
     if flags[0] and (flags[0] is not _BROADCAST or n != 2
                      or a.shape != b.shape):
         saved_in = inputs
-        if n == 1:
-            r = a._base
-            in_versions = ((a if r is None else r)._version,)
-        elif n == 2:
-            r, q = a._base, b._base
-            in_versions = ((a if r is None else r)._version, (b if q is None else q)._version)
-        else:
-            in_versions = tuple([(x._base if x._base is not None else x)._version
-                                 for x in inputs])
     else:
-        saved_in = in_versions = None
+        saved_in = None
     nout = len(outs)
     if flags[1]:
         if nout == 1:
@@ -246,7 +244,6 @@ def _record(op, p, inputs, outs):
     node.p = p
     node.inputs = entries
     node.saved_in = saved_in
-    node.in_versions = in_versions
     node.out_data = out_data
     node.out_refs = out_refs
     node.out_meta = None
@@ -276,12 +273,7 @@ def _record1(op, p, a, o):
     if flags is None:
         flags = _flags_of(op)
     node = _alloc(Node)
-    if flags[0]:
-        r = a._base
-        node.saved_in = (a,)
-        node.in_versions = ((a if r is None else r)._version,)
-    else:
-        node.saved_in = node.in_versions = None
+    node.saved_in = (a,) if flags[0] else None
     if flags[1]:
         node.out_data = (o._data,)
         node.out_refs = ((_weakref(o), 0),)
@@ -312,11 +304,9 @@ def _record2(op, p, a, b, o):
         flags = _flags_of(op)
     node = _alloc(Node)
     if flags[0] and (flags[0] is not _BROADCAST or a._data.shape != b._data.shape):
-        r, q = a._base, b._base
         node.saved_in = (a, b)
-        node.in_versions = ((a if r is None else r)._version, (b if q is None else q)._version)
     else:
-        node.saved_in = node.in_versions = None
+        node.saved_in = None
     if flags[1]:
         node.out_data = (o._data,)
         node.out_refs = ((_weakref(o), 0),)
@@ -349,18 +339,14 @@ def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=
     entries = tuple(x._ag for x in inputs)
     if all(e is None for e in entries):
         return None
-    if save_inputs:
-        saved_in = tuple(inputs)
-        in_versions = tuple((x._base if x._base is not None else x)._version for x in inputs)
-    else:
-        saved_in = in_versions = None
+    saved_in = tuple(inputs) if save_inputs else None
     if save_outputs:
         out_data = tuple(o._data for o in outs)
         out_refs = tuple((weakref.ref(o), (o._base if o._base is not None else o)._version)
                          for o in outs)
     else:
         out_data = out_refs = None
-    node = Node(op, p, entries, saved_in, in_versions, out_data, out_refs, len(outs),
+    node = Node(op, p, entries, saved_in, out_data, out_refs, len(outs),
                 _is_train(), outs[0]._ctx, _next_seq(), fn=rule,
                 out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
     for i, o in enumerate(outs):
@@ -390,11 +376,11 @@ def check_writable(target, where):
 def _check_versions(node):
     op = node.op
     if node.saved_in is not None:
-        for i, (x, v) in enumerate(zip(node.saved_in, node.in_versions)):
+        for i, x in enumerate(node.saved_in):
             # an op's own mutated inputs (BatchNorm's moving stats) are not read by its rule
             if i in op.mutates:
                 continue
-            if (x._base if x._base is not None else x)._version != v:
+            if (x._base if x._base is not None else x)._version > node.stamp:
                 raise GpundaError(
                     f"Operator {op.name}: input {i} was modified in place after it was used "
                     f"in a recorded computation, so its gradient would be wrong; copy it "
@@ -637,18 +623,21 @@ def _rule_failed(node, err):
 
 
 def _versions_changed(node):
-    """Whether an array ``node`` saved for its rule was written in place since."""
+    """Whether an array ``node`` kept for its rule was written in place since it was
+    recorded (NOTE [In-place writes]); _check_versions then says which, or lets it
+    pass when the op itself mutates that input."""
     saved = node.saved_in
     if saved is not None:
-        for x, v in zip(saved, node.in_versions):
+        stamp = node.stamp
+        for x in saved:
             r = x._base
-            if (x if r is None else r)._version != v:
+            if (x if r is None else r)._version > stamp:
                 return True
     refs = node.out_refs
     if refs is not None:
         for r, v in refs:
             o = r()
-            if o is not None and o._version != v and (o._base is None or o._base._version != v):
+            if o is not None and (o._base if o._base is not None else o)._version != v:
                 return True
     return False
 

@@ -2,7 +2,7 @@
 
 The payload ``_data`` is a backend array (numpy.ndarray or cupy.ndarray).
 Views made by basic indexing share memory with their root (``_base``); every
-in-place write bumps the root's ``_version`` (autograd checks it).
+in-place write sets the root's ``_version`` (see autograd's NOTE [In-place writes]).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class NDArray:
     stype = "default"
     _ag = None          # autograd entry: (Node or Leaf, output index)
     _base = None        # the array a view was taken from
-    _version = 0        # bumped by every in-place write to a root array
+    _version = 0        # write count at the last in-place write to this root array
     __array_priority__ = 1000.0
 
     # -- basic properties -----------------------------------------------------
