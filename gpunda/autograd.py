@@ -137,19 +137,35 @@ class Node:
     ``inputs``: the inputs' autograd entries (None for constants); ``saved_in``:
     the input NDArrays when the rule needs them; ``out_data``: raw outputs when
     the rule needs them, with ``out_refs`` (weakref, version) to detect in-place
-    writes; ``stamp``: the write count when recorded (see NOTE [In-place
-    writes]); ``out_meta``: (shape, dtype) per output of multi-output nodes, to
-    make zero gradients; ``fn``: a rule for this node alone (autograd.Function,
-    CachedOp) used instead of the op's.
+    writes; ``seq``: its number on the tape, which also orders it against
+    in-place writes (NOTE [In-place writes]); -1 once backward freed it.
+
+    A plain Node has one output and its op's rule; ``_FullNode`` adds ``nout``,
+    ``out_meta`` ((shape, dtype) per output, to make zero gradients) and ``fn``
+    (a rule for this node alone: autograd.Function, CachedOp). Keeping those out
+    of the common node saves three stores on every recorded op.
     """
 
-    __slots__ = ("op", "p", "inputs", "saved_in", "out_data", "out_refs",
-                 "out_meta", "nout", "training", "freed", "_g", "ctx", "seq", "fn", "stamp",
-                 "__weakref__")
+    __slots__ = ("op", "p", "inputs", "saved_in", "out_data", "out_refs", "training", "_g",
+                 "ctx", "seq", "__weakref__")
     is_leaf = False
+    nout = 1
+    fn = None
+    out_meta = None
+
+    @property
+    def freed(self):
+        """Whether an earlier backward released this node (no retain_graph)."""
+        return self.seq < 0
+
+
+class _FullNode(Node):
+    """A node with several outputs or its own rule (see Node)."""
+
+    __slots__ = ("nout", "fn", "out_meta")
 
     def __init__(self, op, p, inputs, saved_in, out_data, out_refs, nout,
-                 training, ctx, seq, fn=None, out_meta=None):
+                 training, ctx, fn=None, out_meta=None):
         self.op = op
         self.p = p
         self.inputs = inputs
@@ -159,102 +175,60 @@ class Node:
         self.out_meta = out_meta
         self.nout = nout
         self.training = training
-        self.freed = False
         self._g = None
         self.ctx = ctx
-        self.seq = seq
         self.fn = fn
-        self.stamp = _writes[0]
+        self.seq = _next_seq()
 
-
-_next_seq = itertools.count().__next__
 
 # NOTE [In-place writes]
-# Every in-place write to an array goes through bump_version, which counts it in
-# ``_writes`` and sets the root array's ``_version`` to that count. A node keeps
-# the count at record time as ``stamp``; an array it saved was written since
-# exactly when its root's version is above the stamp, so nodes store no versions
-# of their inputs, and backward looks at them only when the count moved on since
-# the node was recorded. (Outputs moved by ``out=`` keep an explicit version.)
+# One counter numbers both recorded nodes (``seq``) and in-place writes. Every
+# in-place write to an array goes through bump_version, which takes the next
+# number, stores it in ``_last_write`` and as the root array's ``_version``. An
+# array a node saved was written after the node was recorded exactly when its
+# root's version is above the node's seq, so nodes keep no versions of their
+# inputs, and backward looks at them only for nodes older than the last write.
+# (Outputs moved by ``out=`` keep an explicit version in ``out_refs``.)
 # Concurrent writes from another thread to an array being recorded are a data
 # race this does not try to catch.
-_writes = [0]
+_next_seq = itertools.count().__next__
+_last_write = [-1]
 
 
 def bump_version(x):
     """Note an in-place write to NDArray ``x`` (see NOTE [In-place writes])."""
-    _writes[0] = n = _writes[0] + 1
+    _last_write[0] = n = _next_seq()
     (x._base if x._base is not None else x)._version = n
+
 
 _weakref = weakref.ref
 _alloc = object.__new__
-_save_flags = {}    # OpDef -> (saves inputs, saves outputs), filled on first record
-_BROADCAST = 2      # flags[0] for save="broadcast": inputs kept only when shapes differ
-
-
-def _flags_of(op):
-    save = op.save or ()
-    f = _save_flags[op] = (_BROADCAST if "broadcast" in save else "inputs" in save,
-                           "outputs" in save)
-    return f
 
 
 def _record(op, p, inputs, outs):
-    """Put one op call on the tape (called by invoke for every op while recording)."""
-    # one- and two-input calls are spelled out: comprehensions cost a frame each
+    """Put one op call on the tape (invoke's general path; the element-wise fast
+    paths use _record1/_record2)."""
     n = len(inputs)
-    if n == 1:
-        a = inputs[0]
-        e = a._ag
-        if e is None:
-            return      # no input depends on a variable: nothing to differentiate
-        entries = (e,)
-    elif n == 2:
+    if n == 2:
         a, b = inputs
-        ea, eb = a._ag, b._ag
-        if ea is None and eb is None:
-            return
-        entries = (ea, eb)
+        entries = (a._ag, b._ag)
     else:
         entries = tuple([x._ag for x in inputs])
-        if entries.count(None) == n:
-            return
-    flags = _save_flags.get(op)
-    if flags is None:
-        flags = _flags_of(op)
-    if flags[0] and (flags[0] is not _BROADCAST or n != 2
-                     or a.shape != b.shape):
+    if entries.count(None) == n:
+        return      # no input depends on a variable: nothing to differentiate
+    save_in = op.save_in
+    if save_in and (save_in == 1 or n != 2 or a.shape != b.shape):
         saved_in = inputs
     else:
         saved_in = None
     nout = len(outs)
-    if flags[1]:
-        if nout == 1:
-            o = outs[0]
-            out_data = (o._data,)
-            out_refs = ((_weakref(o), 0),)
-        else:
-            out_data = tuple([o._data for o in outs])
-            out_refs = tuple([(_weakref(o), 0) for o in outs])
+    if op.save_out:
+        out_data = tuple([o._data for o in outs])
+        out_refs = tuple([(_weakref(o), 0) for o in outs])
     else:
         out_data = out_refs = None
-    # Node(...) spelled out: keyword-free slot stores beat __init__'s argument passing
-    node = _alloc(Node)
-    node.op = op
-    node.p = p
-    node.inputs = entries
-    node.saved_in = saved_in
-    node.out_data = out_data
-    node.out_refs = out_refs
-    node.out_meta = None
-    node.nout = nout
-    node.training = _is_train()
-    node.freed = False
-    node._g = None
-    node.ctx = outs[0]._ctx
-    node.seq = _next_seq()
-    node.fn = None
-    node.stamp = _writes[0]
+    node = _FullNode(op, p, entries, saved_in, out_data, out_refs, nout, _is_train(),
+                     outs[0]._ctx)
     if nout == 1:
         outs[0]._ag = (node, 0)
     else:
@@ -267,14 +241,11 @@ def _record1(op, p, a, o):
     """``_record`` for one input and one output, with ``a._ag`` known to be set.
 
     The fast paths of invoke call this for most element-wise ops, so it spells
-    everything out instead of going through tuples of inputs and outputs.
+    everything out (slot stores instead of ``__init__``'s argument passing).
     """
-    flags = _save_flags.get(op)
-    if flags is None:
-        flags = _flags_of(op)
     node = _alloc(Node)
-    node.saved_in = (a,) if flags[0] else None
-    if flags[1]:
+    node.saved_in = (a,) if op.save_in else None
+    if op.save_out:
         node.out_data = (o._data,)
         node.out_refs = ((_weakref(o), 0),)
     else:
@@ -282,15 +253,10 @@ def _record1(op, p, a, o):
     node.op = op
     node.p = p
     node.inputs = (a._ag,)
-    node.out_meta = None
-    node.nout = 1
     node.training = _is_train()
-    node.freed = False
     node._g = None
     node.ctx = o._ctx
     node.seq = _next_seq()
-    node.fn = None
-    node.stamp = _writes[0]
     o._ag = (node, 0)
 
 
@@ -299,15 +265,14 @@ def _record2(op, p, a, b, o):
     ea, eb = a._ag, b._ag
     if ea is None and eb is None:
         return
-    flags = _save_flags.get(op)
-    if flags is None:
-        flags = _flags_of(op)
     node = _alloc(Node)
-    if flags[0] and (flags[0] is not _BROADCAST or a._data.shape != b._data.shape):
+    save_in = op.save_in
+    # save_in 2 ("broadcast"): inputs are needed only when the shapes differ
+    if save_in and (save_in == 1 or a._data.shape != b._data.shape):
         node.saved_in = (a, b)
     else:
         node.saved_in = None
-    if flags[1]:
+    if op.save_out:
         node.out_data = (o._data,)
         node.out_refs = ((_weakref(o), 0),)
     else:
@@ -315,15 +280,10 @@ def _record2(op, p, a, b, o):
     node.op = op
     node.p = p
     node.inputs = (ea, eb)
-    node.out_meta = None
-    node.nout = 1
     node.training = _is_train()
-    node.freed = False
     node._g = None
     node.ctx = o._ctx
     node.seq = _next_seq()
-    node.fn = None
-    node.stamp = _writes[0]
     o._ag = (node, 0)
 
 
@@ -346,9 +306,9 @@ def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=
                          for o in outs)
     else:
         out_data = out_refs = None
-    node = Node(op, p, entries, saved_in, out_data, out_refs, len(outs),
-                _is_train(), outs[0]._ctx, _next_seq(), fn=rule,
-                out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
+    node = _FullNode(op, p, entries, saved_in, out_data, out_refs, len(outs),
+                     _is_train(), outs[0]._ctx, fn=rule,
+                     out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
     for i, o in enumerate(outs):
         o._ag = (node, i)
     return node
@@ -380,7 +340,7 @@ def _check_versions(node):
             # an op's own mutated inputs (BatchNorm's moving stats) are not read by its rule
             if i in op.mutates:
                 continue
-            if (x._base if x._base is not None else x)._version > node.stamp:
+            if (x._base if x._base is not None else x)._version > node.seq:
                 raise GpundaError(
                     f"Operator {op.name}: input {i} was modified in place after it was used "
                     f"in a recorded computation, so its gradient would be wrong; copy it "
@@ -598,10 +558,11 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
             n._g = None
     else:
         for n in nodes:
-            n._g = n.saved_in = n.out_data = n.fn = None
-            n.freed = True
-            n.stamp = -1
+            n._g = n.saved_in = n.out_data = None
+            n.seq = -1      # freed
             n.inputs = ()
+            if n.fn is not None:
+                n.fn = None
     return result
 
 
@@ -628,10 +589,10 @@ def _versions_changed(node):
     pass when the op itself mutates that input."""
     saved = node.saved_in
     if saved is not None:
-        stamp = node.stamp
+        seq = node.seq
         for x in saved:
             r = x._base
-            if (x if r is None else r)._version > stamp:
+            if (x if r is None else r)._version > seq:
                 return True
     refs = node.out_refs
     if refs is not None:
@@ -661,10 +622,10 @@ def _walk_raw(nodes, train_mode):
                     continue    # no gradient reached this node
             elif all(g is None for g in gs):
                 continue
-            # a freed node has stamp -1; otherwise a write since the node was recorded
+            # a freed node has seq -1; otherwise a write since the node was recorded
             # may have hit an array it kept for its rule
-            if node.stamp != _writes[0]:
-                if node.freed:
+            if node.seq < _last_write[0]:
+                if node.seq < 0:
                     raise _freed_error(node)
                 if _versions_changed(node):
                     _check_versions(node)     # raises, naming the op and the array

@@ -292,6 +292,10 @@ class OpDef:
         self.doc = doc
         self.family = family
         self.save = save
+        # what a recorded call keeps, read by autograd on every record: save_in is
+        # 0 (nothing), 1 (the inputs) or 2 ("broadcast": only when shapes differ)
+        self.save_in = 2 if "broadcast" in (save or ()) else int("inputs" in (save or ()))
+        self.save_out = "outputs" in (save or ())
         self.output_names = output_names
         self.key_var_num_args = key_var_num_args
         self.sparse = sparse or {}
