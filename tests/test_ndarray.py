@@ -129,6 +129,26 @@ def test_basic_indexing_reads_and_views():
         a[5]
 
 
+def test_reshape_is_a_view_like_mxnet():
+    a = nd.arange(12).reshape((3, 4))
+    v = a.reshape((-1,))[:6].reshape((2, 3))   # MXNet codes and a first-axis slice
+    v[:] = 7
+    np.testing.assert_array_equal(a.asnumpy().ravel(), [7] * 6 + list(range(6, 12)))
+    np.testing.assert_array_equal(a.reshape(0, -1).asnumpy(), a.asnumpy())
+    assert a.reshape((-3,)).shape == (12,) and a.reshape(-1, 3, reverse=True).shape == (4, 3)
+    with pytest.raises(mx.base.GpundaError, match=r"Reshape.*\(5, 5\)"):
+        a.reshape((5, 5))
+
+
+def test_reshape_while_recording_is_differentiable():
+    x = nd.array(np.arange(6.0), dtype="float64")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (x.reshape((2, 3)) * nd.array([[1.0], [2.0]], dtype="float64")).sum()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [1, 1, 1, 2, 2, 2])
+
+
 def test_advanced_indexing():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     a = nd.array(x)

@@ -312,13 +312,24 @@ class NDArray:
 
     # -- shape helpers that take MXNet's calling styles ------------------------------
     def reshape(self, *shape, **kwargs):
-        """Reshape with MXNet's codes (0, -1, -2, -3, -4); ``reverse=True`` reads right to left."""
+        """This array with a new shape, sharing its memory as MXNet's ``reshape`` does
+        (writes to one show in the other). MXNet's codes 0, -1, -2, -3, -4 apply;
+        ``reverse=True`` reads them right to left. While recording, the Reshape op
+        makes a recorded copy instead, so gradients flow through it."""
         from . import _op
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if "shape" in kwargs:
             shape = kwargs.pop("shape")
-        return _op.Reshape(self, shape=shape, **kwargs)
+        if type(self) is not NDArray or (_is_rec() and self._ag is not None) \
+                or set(kwargs) - {"reverse"}:
+            return _op.Reshape(self, shape=shape, **kwargs)
+        from ..ops.matrix import infer_reshape
+        r = self._data.reshape(infer_reshape(self.shape, tuple(shape), bool(kwargs.get("reverse"))))
+        a = _new(r, self._ctx)
+        if _shares(r, self._data):
+            a._base = self._base if self._base is not None else self
+        return a
 
     def reshape_like(self, other):
         from . import _op
