@@ -295,6 +295,54 @@ def test_simple_bind_mlp():
         net.simple_bind(mx.cpu())
 
 
+def _fc_net():
+    data = sym.var("data")
+    return sym.FullyConnected(data, num_hidden=3, name="fc")
+
+
+def test_executor_reshape_shares_memory_and_computes(rng):
+    net = _fc_net()
+    ex = net.simple_bind(mx.cpu(), data=(4, 5))
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    b = rng.standard_normal((3,)).astype(np.float32)
+    ex.arg_dict["fc_weight"][:] = w
+    ex.arg_dict["fc_bias"][:] = b
+    small = ex.reshape(data=(2, 5))
+    # weights keep their shape: the very same arrays; data shrinks: a view on its start
+    assert small.arg_dict["fc_weight"] is ex.arg_dict["fc_weight"]
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    small.arg_dict["data"][:] = x
+    np.testing.assert_array_equal(ex.arg_dict["data"].asnumpy()[:2], x)
+    out = small.forward(is_train=True)[0]
+    np.testing.assert_allclose(out.asnumpy(), x @ w.T + b, rtol=1e-5)
+    hg = rng.standard_normal((2, 3)).astype(np.float32)
+    small.backward(mx.nd.array(hg))
+    np.testing.assert_allclose(small.grad_dict["fc_weight"].asnumpy(), hg.T @ x, rtol=1e-5)
+    np.testing.assert_allclose(ex.grad_dict["fc_weight"].asnumpy(), hg.T @ x, rtol=1e-5)
+    # the original executor still works at its own shape
+    xb = rng.standard_normal((4, 5)).astype(np.float32)
+    out = ex.forward(data=mx.nd.array(xb))[0]
+    np.testing.assert_allclose(out.asnumpy(), xb @ w.T + b, rtol=1e-5)
+
+
+def test_executor_reshape_growing_and_unnamed_changes():
+    net = _fc_net()
+    ex = net.simple_bind(mx.cpu(), data=(2, 5))
+    with pytest.raises(GpundaError, match="data would grow.*allow_up_sizing"):
+        ex.reshape(data=(8, 5))
+    big = ex.reshape(allow_up_sizing=True, data=(8, 5))
+    assert big.arg_dict["data"].shape == (8, 5) and big.forward()[0].shape == (8, 3)
+    # the weight follows the data's width: it changes without being named
+    with pytest.raises(GpundaError, match="fc_weight would change.*partial_shaping"):
+        ex.reshape(data=(2, 4))
+    narrow = ex.reshape(partial_shaping=True, data=(2, 4))
+    assert narrow.arg_dict["fc_weight"].shape == (3, 4)
+    with pytest.raises(GpundaError, match="'nope' is not an argument"):
+        ex.reshape(nope=(1,))
+    with pytest.raises(GpundaError, match="tuple of non-negative ints"):
+        ex.reshape(data=(2, -5))
+
+
 def test_get_symbol_from_tape(rng):
     x = mx.nd.array(rng.standard_normal((3,)).astype(np.float32))
     w = mx.nd.array(rng.standard_normal((3,)).astype(np.float32))

@@ -42,7 +42,8 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
 class Executor:
     """Bound arrays plus a CachedOp: ``forward``, ``backward``, ``outputs``, ``*_dict``."""
 
-    def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None):
+    def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None,
+                 _cached_op=None):
         from ..context import current_context, Context
         from ..cached_op import CachedOp
         self._symbol = sym
@@ -76,7 +77,8 @@ class Executor:
                 reqs[n] = "null"
         self._grad_req = reqs
         self.grad_dict = {n: g for n, g in grads.items() if g is not None}
-        self._cop = CachedOp(sym)
+        # reshape() shares the CachedOp: its plans are kept per input signature
+        self._cop = _cached_op if _cached_op is not None else CachedOp(sym)
         self.outputs = []
         self._recorded = None
 
@@ -153,8 +155,61 @@ class Executor:
                 elif not allow_extra_params:
                     raise GpundaError(f"copy_params_from: {what} {k!r} is not in the executor")
 
-    def reshape(self, *args, **kwargs):
-        raise GpundaError("Executor.reshape is not supported; call simple_bind again")
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new Executor for new input shapes that shares memory with this one (MXNet's).
+
+        ``kwargs`` give new shapes by argument name; the other shapes are inferred.
+        An array whose shape stays is shared; one that shrinks becomes a view on the
+        start of the old memory; one that grows gets new memory only with
+        ``allow_up_sizing=True``. An argument not named whose inferred shape changes
+        (a weight that follows the data) needs ``partial_shaping=True``. The two
+        executors share memory, so use one at a time.
+        """
+        where = "Executor.reshape"
+        for k, v in kwargs.items():
+            if k not in self._arg_names:
+                raise GpundaError(f"{where}: {k!r} is not an argument; arguments are "
+                                  f"{self._arg_names}")
+            if not isinstance(v, (tuple, list)) or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v):
+                raise GpundaError(f"{where}: the shape for {k} must be a tuple of "
+                                  f"non-negative ints, got {v!r}")
+        try:
+            arg_s, _, aux_s = self._symbol.infer_shape(**{k: tuple(v) for k, v in kwargs.items()})
+        except GpundaError as e:
+            raise GpundaError(f"{where}: the new shapes {kwargs} do not fit the graph: {e}") \
+                from None
+        if arg_s is None:
+            raise GpundaError(f"{where}: cannot infer every shape from {kwargs}; give more")
+
+        def fit(name, arr, shape, named, what):
+            shape = tuple(shape)
+            if arr is None or arr.shape == shape:
+                return arr
+            if not named and not partial_shaping:
+                raise GpundaError(
+                    f"{where}: the shape of {what} {name} would change from {arr.shape} to "
+                    f"{shape}; pass its new shape or partial_shaping=True")
+            size = int(np.prod(shape, dtype=np.int64))
+            if size > arr.size:
+                if not allow_up_sizing:
+                    raise GpundaError(
+                        f"{where}: {what} {name} would grow from {arr.shape} to {shape}; pass "
+                        f"allow_up_sizing=True (binding the largest shape first and reshaping "
+                        f"down to smaller ones shares memory instead)")
+                return nd.zeros(shape, ctx=arr.context, dtype=arr.dtype)
+            return arr.reshape((-1,))[:size].reshape(shape)
+
+        from .. import ndarray as nd
+        import numpy as np
+        args = {n: fit(n, self.arg_dict[n], s, n in kwargs, "argument")
+                for n, s in zip(self._arg_names, arg_s)}
+        grads = {n: fit(n, self.grad_dict.get(n), s, n in kwargs, "gradient of")
+                 for n, s in zip(self._arg_names, arg_s)}
+        aux = {n: fit(n, self.aux_dict[n], s, False, "auxiliary state")
+               for n, s in zip(self._aux_names, aux_s)}
+        return Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
+                        _cached_op=self._cop)
 
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes):
