@@ -26,6 +26,7 @@ import numpy as np
 from . import autograd as _ag
 from .base import GpundaError
 from .imperative import write_outputs
+from .ops._util import capture_gemm as _capture_gemm
 from .ops.registry import OpDef
 
 __all__ = ["CachedOp"]
@@ -148,7 +149,7 @@ def _out_writer(op, p, xp, nin):
 
 class _Step:
     __slots__ = ("op", "p", "ins", "outs", "name", "nout", "compute", "wants_ctx", "capturable",
-                 "why_not")
+                 "why_not", "gemm")
 
     def __init__(self, node, ins, outs):
         self.op, self.p, self.ins, self.outs, self.name = node.op, node.p, ins, outs, node.name
@@ -157,7 +158,11 @@ class _Step:
         self.wants_ctx = node.op.wants_ctx
         op = node.op
         why = None
-        if op.capture != "ok":
+        # a GEMM op joins a graph when the backend has a capture-safe GEMM (_GraphEntry)
+        self.gemm = op.capture == "gemm"
+        if self.gemm:
+            why = "cuBLAS GEMM, and this backend has no capture-safe GEMM"
+        elif op.capture != "ok":
             why = op.capture
         elif op.random:
             why = "random numbers (cuRAND)"
@@ -895,17 +900,36 @@ def _compute_step(cop, st, xp):
 # rerun eagerly (nothing ran during the failed capture) and stays eager; the
 # reason is kept in stats()["fallbacks"]. Captures happen on a private
 # non-blocking stream that waits for, and is waited on by, the caller's stream.
-# Not done: a capture-safe GEMM (cuBLAS with a preset workspace or a CuPy
-# matmul kernel), so dot/FullyConnected/Convolution-as-GEMM remain eager steps.
+# GEMM ops (OpDef.capture == "gemm": FullyConnected, dot, batch_dot, the
+# convolutions) join segments when the backend has a capture-safe GEMM: during
+# a capture they multiply through it (NOTE [Capture-safe GEMM]), so an MLP
+# forward is one segment.
+
+@contextlib.contextmanager
+def _gemm_override(fn):
+    """Route this thread's GEMM ops through ``fn`` (NOTE [Capture-safe GEMM])."""
+    if fn is None:
+        yield
+        return
+    prev = _capture_gemm.fn
+    _capture_gemm.fn = fn
+    try:
+        yield
+    finally:
+        _capture_gemm.fn = prev
+
 
 class _CupyGraphs:
     """CUDA-graph primitives over CuPy (GPU only)."""
 
     def __init__(self, ctx):
         import cupy
+        from .backends import _cuda_gemm
         self.cp = cupy
         with ctx.backend.device_scope():
             self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.gemm = _cuda_gemm.matmul
+        self.prepare_gemm = _cuda_gemm.prepare
 
     def new_pool(self):
         return self.cp.cuda.MemoryPool()
@@ -954,10 +978,11 @@ class _GraphEntry:
         self.cop, self.gb, self.xp, self.ctx = cop, gb, xp, ctx
         steps = cop._steps
         nin = cop._nin
+        self.gemm = getattr(gb, "gemm", None)
         pieces = []
         cur = None
         for i, st in enumerate(steps):
-            if st.capturable:
+            if st.capturable or (st.gemm and self.gemm is not None):
                 if cur is None:
                     cur = ["seg", []]
                     pieces.append(cur)
@@ -1019,6 +1044,10 @@ class _GraphEntry:
             if capture:
                 # shapes of boundary values from a plain run (already warm)
                 vals = cop._run_plain(xp, self.ctx, arrays, keep=True)
+                if self.gemm is not None:
+                    # compile the GEMM kernels now: a capture should only launch them
+                    gb.prepare_gemm({vals[s].dtype for st in cop._steps if st.gemm
+                                     for s in st.ins})
                 with gb.alloc_scope(self.pool):
                     for s in self.boundary:
                         if s >= nin:
@@ -1042,7 +1071,7 @@ class _GraphEntry:
                     continue
                 if capture:
                     try:
-                        with gb.alloc_scope(self.pool):
+                        with gb.alloc_scope(self.pool), _gemm_override(self.gemm):
                             g = gb.capture(lambda idxs=idxs: self._run_piece(idxs, vals))
                     except Exception as e:
                         names = ", ".join(cop._steps[i].name for i in idxs[:3])

@@ -1,6 +1,8 @@
 """Small helpers shared by the op families (not ops themselves)."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..base import GpundaError
@@ -42,6 +44,29 @@ def norm_axes(axis, ndim, where, exclude=False):
     if exclude:
         axes = tuple(a for a in range(ndim) if a not in axes)
     return axes
+
+
+# NOTE [Capture-safe GEMM]
+# CuPy raises on any cuBLAS call made on a capturing stream, so the GEMM ops
+# (FullyConnected, dot, batch_dot, the convolutions) multiply through
+# ``matmul`` below. While CachedOp captures a CUDA-graph segment it installs a
+# capture-safe GEMM (backends/_cuda_gemm.py: a tiled kernel launched like any
+# other), so those ops join the graph instead of splitting it; at every other
+# time the product goes to the array module's matmul (cuBLAS on a GPU). The
+# override is per thread: only the capturing thread's ops are redirected.
+class _CaptureGemm(threading.local):
+    fn = None
+
+
+capture_gemm = _CaptureGemm()
+
+
+def matmul(xp, a, b):
+    """``a @ b`` for the GEMM ops (2-D, or batched over equal leading axes)."""
+    f = capture_gemm.fn
+    if f is not None:
+        return f(a, b)
+    return xp.matmul(a, b)
 
 
 def legacy_scalar(xp, r):

@@ -19,7 +19,7 @@ import math
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from ._util import legacy_scalar
+from ._util import legacy_scalar, matmul
 
 
 def _prod(dims):
@@ -68,7 +68,7 @@ def _dot(xp, p, a, b):
     lv, ta, rv, tb, out = _views(a.shape, b.shape, p.transpose_a, p.transpose_b)
     a2 = a.reshape(lv)
     b2 = b.reshape(rv)
-    r = xp.matmul(a2.T if ta else a2, b2.T if tb else b2)
+    r = matmul(xp, a2.T if ta else a2, b2.T if tb else b2)
     if out == ():
         return legacy_scalar(xp, r.reshape(()))
     return r.reshape(out)
@@ -103,7 +103,7 @@ _TRANSPOSE = [Param("transpose_a", "bool", False, "use the transpose of lhs"),
               Param("forward_stype", "str", None, "accepted for MXNet compatibility")]
 
 register(OpDef("dot", _dot, inputs=("lhs", "rhs"), params=_TRANSPOSE, gradient=_g_dot,
-               save=("inputs",), family="linalg", capture="cuBLAS",
+               save=("inputs",), family="linalg", capture="gemm",
                doc="Dot product of two arrays (MXNet's N-d matrix-view rules)."))
 register(OpDef("_linalg_view", lambda xp, p, x: x.reshape(tuple(p.shape)),
                params=[Param("shape", "shape")],
@@ -125,7 +125,7 @@ def _batch_dot(xp, p, a, b):
         raise GpundaError(f"Operator batch_dot: shape mismatch: lhs shape {a.shape} "
                           f"(transpose_a={p.transpose_a}) and rhs shape {b.shape} "
                           f"(transpose_b={p.transpose_b})")
-    return xp.matmul(a2, b2)
+    return matmul(xp, a2, b2)
 
 
 def _g_batch_dot(F, p, ins, outs, og):
@@ -144,7 +144,7 @@ def _g_batch_dot(F, p, ins, outs, og):
 
 
 register(OpDef("batch_dot", _batch_dot, inputs=("lhs", "rhs"), params=_TRANSPOSE,
-               gradient=_g_batch_dot, save=("inputs",), family="linalg", capture="cuBLAS",
+               gradient=_g_batch_dot, save=("inputs",), family="linalg", capture="gemm",
                doc="Batched matrix product over the last two axes (3-D: (B, M, K) x (B, K, N))."))
 
 # ----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 from .. import autograd as _ag
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from ._util import norm_axis, sum_to_shape
+from ._util import matmul, norm_axis, sum_to_shape
 from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def _fully_connected(xp, p, x, w, b=None):
         raise GpundaError(f"Operator FullyConnected: input weight has shape {tuple(w.shape)}, "
                           f"expected {(H, x2.shape[1])} for data {tuple(x.shape)} "
                           f"(num_hidden={H}, flatten={p.flatten})")
-    y = x2 @ w.T
+    y = matmul(xp, x2, w.T)
     if b is not None:
         if tuple(b.shape) != (H,):
             raise GpundaError(f"Operator FullyConnected: input bias has shape {tuple(b.shape)}, "
@@ -122,18 +122,18 @@ register(OpDef(
     params=[Param("num_hidden", "int"), Param("no_bias", "bool", False),
             Param("flatten", "bool", True)],
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
-    gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="cuBLAS",
+    gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="gemm",
     family="nn", doc="y = x W^T + b; x is flattened to 2-D (flatten=True) or uses its last axis."))
 
 
 def _fc_data_grad(xp, p, g, w):
     g2 = g.reshape(-1, w.shape[0])
-    return (g2 @ w).reshape(tuple(p.data_shape))
+    return matmul(xp, g2, w).reshape(tuple(p.data_shape))
 
 
 def _fc_weight_grad(xp, p, g, x):
     H = g.shape[-1] if not p.flatten else g.reshape(g.shape[0], -1).shape[1]
-    return g.reshape(-1, H).T @ _fc_2d(x, p.flatten)
+    return matmul(xp, g.reshape(-1, H).T, _fc_2d(x, p.flatten))
 
 
 register(OpDef(
@@ -142,7 +142,7 @@ register(OpDef(
     gradient=lambda F, p, i, o, g: [
         F.FullyConnected(g[0], i[1], no_bias=True, num_hidden=i[1].shape[0], flatten=p.flatten),
         F._fc_weight_grad(i[0], g[0], flatten=p.flatten)],
-    save=("inputs",), hidden=True, capture="cuBLAS", family="nn",
+    save=("inputs",), hidden=True, capture="gemm", family="nn",
     doc="FullyConnected gradient with respect to data."))
 register(OpDef(
     "_fc_weight_grad", _fc_weight_grad, inputs=("ograd", "data"),
@@ -150,7 +150,7 @@ register(OpDef(
     gradient=lambda F, p, i, o, g: [
         F.FullyConnected(i[1], g[0], no_bias=True, num_hidden=g[0].shape[0], flatten=p.flatten),
         F._fc_data_grad(i[0], g[0], flatten=p.flatten, data_shape=i[1].shape)],
-    save=("inputs",), hidden=True, capture="cuBLAS", family="nn",
+    save=("inputs",), hidden=True, capture="gemm", family="nn",
     doc="FullyConnected gradient with respect to weight."))
 
 # ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..base import GpundaError
+from ._util import matmul
 from .registry import OpDef, Param, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -151,7 +152,7 @@ def _conv_core(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     N = x.shape[0]
     F = w.shape[0]
     cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, groups, opname)
-    y = xp.matmul(w.reshape(groups, F // groups, -1), cols)     # (G, Fg, N*P)
+    y = matmul(xp, w.reshape(groups, F // groups, -1), cols)     # (G, Fg, N*P)
     y = y.reshape(F, N, -1).transpose(1, 0, 2)
     return xp.ascontiguousarray(y).reshape((N, F) + out_sp)
 
@@ -161,7 +162,7 @@ def _data_grad_core(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape):
     out_sp = tuple(gy.shape[2:])
     N, C = data_shape[:2]
     wm = w.reshape(groups, F // groups, -1)
-    dcols = xp.matmul(wm.transpose(0, 2, 1), _to_groups(gy, groups))   # (G, CK, N*P)
+    dcols = matmul(xp, wm.transpose(0, 2, 1), _to_groups(gy, groups))   # (G, CK, N*P)
     dcols = dcols.reshape((C, math.prod(kernel), N) + out_sp)
     return _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp,
                    np.result_type(gy.dtype, w.dtype))
@@ -174,7 +175,7 @@ def _weight_grad_core(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     if tuple(out_sp) != tuple(gy.shape[2:]):
         raise GpundaError(f"Operator {opname}: output gradient spatial shape "
                           f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
-    dw = xp.matmul(_to_groups(gy, groups), cols.transpose(0, 2, 1))    # (G, Fg, CK)
+    dw = matmul(xp, _to_groups(gy, groups), cols.transpose(0, 2, 1))    # (G, Fg, CK)
     return dw.reshape((F, C // groups) + tuple(kernel))
 
 
@@ -257,7 +258,7 @@ register(OpDef(
     "Convolution", _convolution, params=_CONV_PARAMS,
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
     gradient=_grad_convolution, grad_need=True, save=("inputs",), infer_shape=_infer_conv,
-    capture="cuBLAS", family="nn", aliases=("Convolution_v1",),
+    capture="gemm", family="nn", aliases=("Convolution_v1",),
     doc="N-d convolution (1-D, 2-D, 3-D), channel-first, with groups, dilation and padding."))
 
 _GEO_PARAMS = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
@@ -285,7 +286,7 @@ def _grad_conv_data_grad(F, p, ins, outs, og):
 register(OpDef(
     "_conv_data_grad", _conv_data_grad, inputs=("ograd", "weight"),
     params=_GEO_PARAMS + [Param("data_shape", "shape")], gradient=_grad_conv_data_grad,
-    save=("inputs",), hidden=True, capture="cuBLAS", family="nn",
+    save=("inputs",), hidden=True, capture="gemm", family="nn",
     doc="Gradient of Convolution with respect to its data (transposed convolution)."))
 
 
@@ -303,7 +304,7 @@ def _grad_conv_weight_grad(F, p, ins, outs, og):
 
 register(OpDef(
     "_conv_weight_grad", _conv_weight_grad, inputs=("ograd", "data"), params=_GEO_PARAMS,
-    gradient=_grad_conv_weight_grad, save=("inputs",), hidden=True, capture="cuBLAS",
+    gradient=_grad_conv_weight_grad, save=("inputs",), hidden=True, capture="gemm",
     family="nn", doc="Gradient of Convolution with respect to its weight."))
 
 # ---------------------------------------------------------------------------
@@ -392,7 +393,7 @@ register(OpDef(
             Param("no_bias", "bool", True)] + _CUDNN,
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
     gradient=_grad_deconvolution, save=("inputs",), infer_shape=_infer_deconv,
-    capture="cuBLAS", family="nn",
+    capture="gemm", family="nn",
     doc="Transposed convolution (1-D, 2-D, 3-D); weight (in_channels, num_filter/num_group, *kernel)."))
 
 # ---------------------------------------------------------------------------

@@ -107,9 +107,10 @@ def test_dot_errors():
         nd.dot(a, b, transpose_a="nope")
 
 
-def test_dot_is_marked_cublas():
-    assert mx.ops.get_op("dot").capture == "cuBLAS"
-    assert mx.ops.get_op("batch_dot").capture == "cuBLAS"
+def test_gemm_ops_are_marked_for_the_capture_safe_gemm():
+    for name in ("dot", "batch_dot", "FullyConnected", "_fc_data_grad", "_fc_weight_grad",
+                 "Convolution", "_conv_data_grad", "_conv_weight_grad", "Deconvolution"):
+        assert mx.ops.get_op(name).capture == "gemm", name
 
 
 @pytest.mark.parametrize("ls,rs,ta,tb", _DOT_CASES)
