@@ -180,24 +180,6 @@ def unary_fn(op, general):
     return f
 
 
-def fast_binary(op, a, b):
-    """``op(a, b)`` with default params: the common case without the general machinery."""
-    ctx = a._ctx
-    if type(b) is _NDArray and b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
-        try:
-            r = op.compute(np, op.default_params, a._data, b._data)
-        except Exception:
-            pass
-        else:
-            o = _alloc(_NDArray)
-            o._data = r
-            o._ctx = ctx
-            if _is_rec() and not op.nondiff:
-                _record2(op, op.default_params, a, b, o)
-            return o
-    return invoke_parsed(op, (a, b), op.default_params)
-
-
 def binary_fn(op, other=None):
     """``f(a, b)``: ``op`` with default params, running two dense NumPy NDArrays inline.
 
