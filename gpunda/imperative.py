@@ -70,6 +70,8 @@ def _check_inputs(op, p, inputs):
 
 def invoke_parsed(op, inputs, p, out=None, ctx=None):
     """``invoke`` with params already parsed; the hot path."""
+    if op.sparse_out and inputs:
+        return _sparse_invoke(op, inputs, p, out)
     if inputs:
         x0 = inputs[0]
         if type(x0) is not _NDArray:

@@ -148,6 +148,21 @@ def test_tostype_every_pair(rng, src, dst):
         assert y.indices.asnumpy().tolist() == [i for i in range(5) if d[i].any()]
 
 
+@pytest.mark.parametrize("stype,cls", [("csr", CSRNDArray), ("row_sparse", RowSparseNDArray)])
+def test_generic_invoke_of_cast_storage_gives_the_sparse_class(stype, cls, rng):
+    from gpunda import imperative
+    d = rng.standard_normal((4, 3)).astype(np.float32)
+    d[1] = 0
+    x = nd.array(d)
+    for y in (imperative.invoke("cast_storage", [x], stype=stype),
+              nd._internal.cast_storage(x, stype=stype)):
+        assert type(y) is cls and y.stype == stype
+        np.testing.assert_array_equal(y.asnumpy(), d)
+    back = imperative.invoke("cast_storage", [y], stype="default")
+    assert back.stype == "default"
+    np.testing.assert_array_equal(back.asnumpy(), d)
+
+
 def test_row_sparse_to_csr_needs_2d():
     r = nd.sparse.row_sparse_array((3, 2, 2))
     with pytest.raises(GpundaError, match="csr needs a 2-D"):

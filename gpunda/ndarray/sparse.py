@@ -15,9 +15,9 @@ can take (sparse for sparse-aware nodes and sparse gradient buffers, dense
 otherwise).
 
 Two ops produce sparse output from dense inputs (``cast_storage``,
-``_embedding_rsp_grad``); the dense fast path would wrap that storage in a plain
-NDArray, so ``nd.<name>`` / ``nd._op.<name>`` for them are replaced here by
-functions that always dispatch through ``_sparse_invoke``. Raw storage holders
+``_embedding_rsp_grad``); they set ``OpDef.sparse_out``, so invoke sends every
+call of theirs through ``_sparse_invoke`` (``nd.cast_storage`` also checks its
+arguments here). Raw storage holders
 offer ``_gpunda_wrap(ctx)`` (the matching NDArray class), which
 ``autograd.grad`` uses for sparse gradients.
 """

@@ -273,7 +273,7 @@ class OpDef:
                  random=False, doc="", family="", save=("inputs", "outputs"),
                  output_names=None, key_var_num_args=None, sparse=None, capture="ok",
                  check=None, aux_inputs=(), no_grad_inputs=(), ufunc=None,
-                 method=None, hidden=False, grad_need=False):
+                 method=None, hidden=False, grad_need=False, sparse_out=False):
         self.name = name
         self.compute = compute
         self.params = tuple(params)
@@ -309,6 +309,9 @@ class OpDef:
         # the rule takes need= (need[i] truthy when input i wants a gradient) and may skip
         # gradients nobody asked for
         self.grad_need = grad_need
+        # may return sparse storage from dense inputs (cast_storage): invoke always
+        # dispatches it through the storage-type path, which wraps the right class
+        self.sparse_out = sparse_out
         self.fixed_nout = num_outputs if isinstance(num_outputs, int) else None
         self.fixed_nvis = self.num_visible if isinstance(self.num_visible, int) else None
         self._cache = {}

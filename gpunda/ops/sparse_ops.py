@@ -609,7 +609,7 @@ def _cast_storage_kernel(xp, sp, p, x):
 register(OpDef(
     "cast_storage", lambda xp, p, x: to_stype(x, p.stype, copy=True),
     params=[Param("stype", "enum", choices=STYPES, doc="the storage type of the output")],
-    gradient=lambda F, p, i, o, g: [g[0]], save=(), family="sparse",
+    gradient=lambda F, p, i, o, g: [g[0]], save=(), family="sparse", sparse_out=True,
     sparse={"*": _cast_storage_kernel, "grad": lambda p, i, o, g, need: [g[0]]},
     doc="Convert to storage type `stype` ('default', 'csr' or 'row_sparse').\n"
         "Called as nd.cast_storage / NDArray.tostype, which return the sparse classes."))
@@ -765,7 +765,7 @@ register(OpDef(
     sparse={"*": lambda xp, sp, p, d, g: _embedding_rsp_grad(xp, p, d, g)},
     gradient=lambda F, p, i, o, g: [
         None, F.Embedding(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
-    save=("inputs",), hidden=True, family="sparse", nondiff=True,
+    save=("inputs",), hidden=True, family="sparse", nondiff=True, sparse_out=True,
     doc="Embedding's weight gradient as row_sparse: only the looked-up rows\n"
         "(not differentiable again, like MXNet's Embedding backward)."))
 
