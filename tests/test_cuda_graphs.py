@@ -247,6 +247,42 @@ def test_capture_gemm_host_side_passes_the_right_strides(monkeypatch, sa, sb, ta
     np.testing.assert_array_equal(ints, np.full((2, 2), 3))
 
 
+_HALF_STUB = """
+struct __half { unsigned short bits; };
+static float __half2float(__half) { return 0.f; }
+static __half __float2half(float) { return __half(); }
+"""
+
+
+def test_cuda_gemm_kernel_source_runs_right_when_emulated_on_cpu(tmp_path):
+    """The kernel's CUDA source, compiled by the host C++ compiler with every block's
+    threads as std::threads and __syncthreads() as a barrier, against a triple loop."""
+    import pathlib
+    import shutil
+    import subprocess
+    from gpunda.backends import _cuda_gemm
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler to emulate the CUDA kernel with")
+    tmpl = (pathlib.Path(__file__).parent / "data" / "cuda_gemm_emulation.cpp").read_text()
+    # one translation unit: the float32 and float16 kernels under other names (so every
+    # variant compiles), then the float64 one that the harness runs (it works in double)
+    srcs = _cuda_gemm._SOURCES
+    kernels = "".join(f"#define gpunda_gemm gemm_{dt}\n" + srcs[dt] + "#undef gpunda_gemm\n"
+                      for dt in ("float32", "float16")) + srcs["float64"]
+    f, exe = tmp_path / "emu.cpp", tmp_path / "emu"
+    f.write_text(tmpl.replace("// @@KERNEL@@",
+                              kernels.replace("#include <cuda_fp16.h>", _HALF_STUB)))
+    r = subprocess.run([cxx, "-std=c++20", "-pthread", "-D__restrict__=__restrict", str(f),
+                        "-o", str(exe)], capture_output=True, text=True)
+    if r.returncode and "barrier" in r.stderr:
+        pytest.skip(f"{cxx} lacks C++20 <barrier>")
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("maxerr=0") == 7, r.stdout
+
+
 # --------------------------------------------------------------------------- real GPU
 
 def _gpu_arrays(vals):
