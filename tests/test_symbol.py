@@ -32,6 +32,17 @@ def test_var_attrs():
         sym.var("w", foo=1)
 
 
+def test_auto_names_follow_the_alias_called():
+    # MXNet names a node after the function it was created by (lower-cased)
+    with mx.name.NameManager():
+        data = sym.var("data")
+        assert sym.split(data, num_outputs=2)[0].name == "split0"
+        assert sym.SliceChannel(data, num_outputs=2)[1].name == "slicechannel0"
+        assert sym.Flatten(data).name == "flatten0" and sym.flatten(data).name == "flatten1"
+        nodes = json.loads(sym.split(data, num_outputs=2).tojson())["nodes"]
+    assert [(n["op"], n["name"]) for n in nodes] == [("null", "data"), ("SliceChannel", "split1")]
+
+
 def test_auto_names_and_implicit_variables():
     with mx.name.NameManager():
         x = sym.var("data")

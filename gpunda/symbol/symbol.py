@@ -489,7 +489,7 @@ def _arith(sym, other, binop, scalar_op):
     return NotImplemented
 
 
-def make_node(op, inputs, params, name, attr, named_inputs=None):
+def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
     """A Symbol for ``op`` applied to Symbols ``inputs`` (positional) and ``named_inputs``.
 
     Missing inputs of ops with named inputs become variables ``<name>_<input>``
@@ -512,8 +512,9 @@ def make_node(op, inputs, params, name, attr, named_inputs=None):
             raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
     param_attrs = {k: _attr_str(v) for k, v in params.items()}
     attrs.update(param_attrs)
-    hint = op.name.lower()
-    nm = _name.current().get(name, hint)
+    # automatic names follow the name the op was called by, as MXNet's do (sym.split
+    # gives split0, sym.SliceChannel slicechannel0)
+    nm = _name.current().get(name, hint or op.name.lower())
     try:
         names = list(op.input_names(p))
     except Exception:
@@ -592,7 +593,7 @@ def make_function(op, fname):
                 raise GpundaError(f"Operator {op.name}: too many positional arguments "
                                   f"({len(args)}); pass parameters by name")
             kwargs.update(zip(free, extra))
-        return make_node(op, syms, kwargs, name, attr, named)
+        return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
 
     fn.__name__ = fname
     fn.__qualname__ = fname
