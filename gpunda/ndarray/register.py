@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import imperative as _imp
 from ..base import GpundaError
-from ..ops.registry import all_names
+from ..ops.registry import all_names, fill_positional_params
 
 _invoke = _imp.invoke_parsed
 
@@ -18,7 +18,6 @@ _invoke = _imp.invoke_parsed
 def make_function(op, fname):
     """The ``nd.<fname>`` function for OpDef ``op``."""
     from .ndarray import NDArray
-    params = op.params
     fixed_inputs = None if op.variadic else op.inputs
     var_key = op.key_var_num_args
 
@@ -42,14 +41,7 @@ def make_function(op, fname):
                                       f"must be an NDArray, got {type(a).__name__}")
                 extra.append(a)
         if extra:
-            free = [s.name for s in params if s.name not in kwargs]
-            if var_key in free:
-                free.remove(var_key)
-            if len(extra) > len(free):
-                raise GpundaError(f"Operator {op.name}: too many positional arguments "
-                                  f"({len(args)}); pass parameters by name")
-            for k, v in zip(free, extra):
-                kwargs[k] = v
+            fill_positional_params(op, extra, kwargs, len(args))
         if fixed_inputs is not None:
             if kwargs and len(inputs) < len(fixed_inputs):
                 for nm in fixed_inputs[len(inputs):]:

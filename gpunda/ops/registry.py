@@ -32,7 +32,7 @@ import numpy as np
 from ..base import GpundaError
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
-           "Params"]
+           "Params", "fill_positional_params"]
 
 
 class _Required:
@@ -260,6 +260,19 @@ class Params:
 
 def _one(x):
     return 1
+
+
+def fill_positional_params(op, extra, kwargs, nargs):
+    """Give parameters passed positionally after the inputs (MXNet allows
+    ``nd.sum(x, 1)``) to ``op``'s parameters not already in ``kwargs``, in schema
+    order; ``nargs`` is the call's positional count, for the error."""
+    free = [s.name for s in op.params if s.name not in kwargs]
+    if op.key_var_num_args in free:
+        free.remove(op.key_var_num_args)
+    if len(extra) > len(free):
+        raise GpundaError(f"Operator {op.name}: too many positional arguments ({nargs}); "
+                          f"pass parameters by name")
+    kwargs.update(zip(free, extra))
 
 
 class OpDef:

@@ -16,7 +16,7 @@ import numpy as np
 from ..base import GpundaError
 from .. import name as _name
 from .. import attribute as _attribute
-from ..ops.registry import all_names, get_op, to_attr_string, parse_dtype
+from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
 
@@ -563,8 +563,6 @@ def _single(op, name, s):
 
 def make_function(op, fname):
     """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
-    params = op.params
-    var_key = op.key_var_num_args
 
     def fn(*args, name=None, attr=None, out=None, **kwargs):
         syms, extra = [], []
@@ -586,13 +584,7 @@ def make_function(op, fname):
             elif v is None and k not in op.param_map:
                 kwargs.pop(k)       # an input explicitly left out (bias=None)
         if extra:
-            free = [s.name for s in params if s.name not in kwargs]
-            if var_key in free:
-                free.remove(var_key)
-            if len(extra) > len(free):
-                raise GpundaError(f"Operator {op.name}: too many positional arguments "
-                                  f"({len(args)}); pass parameters by name")
-            kwargs.update(zip(free, extra))
+            fill_positional_params(op, extra, kwargs, len(args))
         return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
 
     fn.__name__ = fname
