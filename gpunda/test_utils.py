@@ -388,7 +388,9 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
             outs = _as_out_list(fn(*nds))
         rng = np.random.RandomState(0)
         heads = [rng.normal(size=o.shape) for o in outs]
-        autograd.backward(outs, [array(h, ctx=c, dtype=o.dtype) for h, o in zip(heads, outs)])
+        # the backward runs in the forward's mode (BatchNorm's rule differs between them)
+        autograd.backward(outs, [array(h, ctx=c, dtype=o.dtype) for h, o in zip(heads, outs)],
+                          train_mode=use_forward_train)
         numeric = numeric_grad(fn, values, eps=numeric_eps, use_forward_train=use_forward_train,
                                dtype=dtype, head_grads=heads)
         # finite differences are only as exact as the dtype allows

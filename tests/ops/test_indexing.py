@@ -5,24 +5,15 @@ import numpy as np
 import pytest
 
 import gpunda as mx
+from gpunda.test_utils import numeric_grad
 from gpunda.base import GpundaError
 
 nd = mx.nd
 
 
 def _numeric_grad(f, x, head, eps=1e-6):
-    def loss():
-        return float((f(nd.array(x, dtype="float64")).asnumpy() * head).sum())
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        old = x[i]
-        x[i] = old + eps
-        up = loss()
-        x[i] = old - eps
-        down = loss()
-        x[i] = old
-        g[i] = (up - down) / (2 * eps)
-    return g
+    """Central differences of sum(f(x) * head), in float64."""
+    return numeric_grad(f, [x], eps=2 * eps, dtype=np.float64, head_grads=[head])[0]
 
 
 def check_grad(f, x, rng, rtol=1e-5, atol=1e-6):

@@ -4,28 +4,15 @@ import numpy as np
 import pytest
 
 import gpunda as mx
+from gpunda.test_utils import numeric_grad
 from gpunda.base import GpundaError
 
 nd = mx.nd
 
 
 def _numeric_grads(f, xs, head, eps=1e-6):
-    def loss():
-        out = f(*[nd.array(x, dtype="float64") for x in xs])
-        return float((out.asnumpy() * head).sum())
-    grads = []
-    for x in xs:
-        g = np.zeros_like(x)
-        for i in np.ndindex(x.shape):
-            old = x[i]
-            x[i] = old + eps
-            up = loss()
-            x[i] = old - eps
-            down = loss()
-            x[i] = old
-            g[i] = (up - down) / (2 * eps)
-        grads.append(g)
-    return grads
+    """Central differences of sum(f(*xs) * head), in float64."""
+    return numeric_grad(f, xs, eps=2 * eps, dtype=np.float64, head_grads=[head])
 
 
 def check_grad(f, xs, rng, rtol=1e-5, atol=1e-6):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
+from gpunda.test_utils import numeric_grad
 from gpunda import autograd
 from gpunda.base import GpundaError
 
@@ -443,22 +444,7 @@ def test_failed_call_leaves_inputs_alone():
 
 def fd_grads(f, xs, heads, eps=1e-6):
     """Numerical d/dx_k of sum_j <head_j, f(x)_j> for every input x_k."""
-    def loss(arrays):
-        ys = f(*[nd.array(a, dtype=np.float64) for a in arrays])
-        ys = ys if isinstance(ys, (list, tuple)) else [ys]
-        return sum(float((y.asnumpy() * h).sum()) for y, h in zip(ys, heads))
-
-    out = []
-    for k, x in enumerate(xs):
-        g = np.zeros_like(x)
-        for idx in np.ndindex(*x.shape):
-            plus = [a.copy() for a in xs]
-            minus = [a.copy() for a in xs]
-            plus[k][idx] += eps
-            minus[k][idx] -= eps
-            g[idx] = (loss(plus) - loss(minus)) / (2 * eps)
-        out.append(g)
-    return out
+    return numeric_grad(f, xs, eps=2 * eps, dtype=np.float64, head_grads=heads)
 
 
 def analytic_grads(f, xs, heads, create_graph=False):

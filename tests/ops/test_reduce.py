@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
+from gpunda.test_utils import numeric_grad
 from gpunda.base import GpundaError
 
 nd = mx.nd
@@ -14,23 +15,7 @@ nd = mx.nd
 
 def _numeric_grads(f, xs, head, eps=1e-6):
     """Central differences of sum(f(*xs) * head) w.r.t. each float64 array in xs."""
-    def loss():
-        outs = f(*[nd.array(x, dtype="float64") for x in xs])
-        outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        return sum(float((o.asnumpy() * h).sum()) for o, h in zip(outs, head))
-    grads = []
-    for x in xs:
-        g = np.zeros_like(x)
-        for i in np.ndindex(x.shape):
-            old = x[i]
-            x[i] = old + eps
-            up = loss()
-            x[i] = old - eps
-            down = loss()
-            x[i] = old
-            g[i] = (up - down) / (2 * eps)
-        grads.append(g)
-    return grads
+    return numeric_grad(f, xs, eps=2 * eps, dtype=np.float64, head_grads=head)
 
 
 def check_grad(f, xs, rng, rtol=1e-5, atol=1e-6):
