@@ -471,16 +471,36 @@ def _pool_type(p):
     return p.pool_type
 
 
+def _window_slices(kernel, stride, out):
+    """Per kernel position, the strided slice of the padded input its window cells form."""
+    lead = (slice(None), slice(None))
+    for kidx in itertools.product(*(range(k) for k in kernel)):
+        yield lead + tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i])
+                           for i in range(len(kernel)))
+
+
+def _pool_reduce(xp, x, kernel, stride, pad, out, extra, value, ufunc):
+    """``ufunc`` (maximum or add) over every pooling window: one strided slice per kernel
+    position, combined element-wise; a reduction over the window axes of a strided
+    view is many times slower on NumPy."""
+    if math.prod(kernel) > 16:      # big windows (global pooling): reduce the window axes
+        win = _pool_windows(xp, x, kernel, stride, pad, out, extra, value)
+        axes = tuple(range(2 + len(kernel), 2 + 2 * len(kernel)))
+        return win.max(axis=axes) if ufunc is xp.maximum else win.sum(axis=axes, dtype=x.dtype)
+    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
+    acc = None
+    for sl in _window_slices(kernel, stride, out):
+        acc = xpad[sl].copy() if acc is None else ufunc(acc, xpad[sl], out=acc)
+    return acc
+
+
 def _pooling(xp, p, x):
     kind = _pool_type(p)
     kernel, stride, pad, out, extra = _pool_geo(p, x.shape)
-    nd = len(kernel)
-    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
     if kind == "max":
-        win = _pool_windows(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype))
-        return win.max(axis=kaxes)
-    win = _pool_windows(xp, x, kernel, stride, pad, out, extra, 0)
-    s = win.sum(axis=kaxes, dtype=x.dtype)
+        return _pool_reduce(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype),
+                            xp.maximum)
+    s = _pool_reduce(xp, x, kernel, stride, pad, out, extra, 0, xp.add)
     if kind == "sum":
         return s
     include = True if p.count_include_pad is None else p.count_include_pad
@@ -543,10 +563,27 @@ class _G:
 
 
 def _argmax_windows(xp, p, x):
+    """The (first) argmax position of every pooling window, as a flat kernel index."""
     kernel, stride, pad, out, extra = _pool_geo(_G(p), x.shape)
-    win = _pool_windows(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype))
+    geo = (kernel, stride, pad, out, extra)
+    low = _min_value(x.dtype)
     kp = math.prod(kernel)
-    return win.reshape(tuple(x.shape[:2]) + out + (kp,)).argmax(axis=-1), (kernel, stride, pad, out, extra)
+    if kp > 16:
+        win = _pool_windows(xp, x, kernel, stride, pad, out, extra, low)
+        return win.reshape(tuple(x.shape[:2]) + out + (kp,)).argmax(axis=-1), geo
+    # small windows: compare the strided slices in turn (as _pool_reduce does); a later
+    # position wins only when strictly larger, so ties keep the first, like argmax
+    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), low)
+    best = arg = None
+    for j, sl in enumerate(_window_slices(kernel, stride, out)):
+        v = xpad[sl]
+        if best is None:
+            best, arg = v.copy(), xp.zeros(v.shape, dtype=np.int64)
+            continue
+        m = v > best
+        xp.maximum(best, v, out=best)
+        arg[m] = j
+    return arg, geo
 
 
 def _pool_max_route(xp, p, x, h):
@@ -556,9 +593,13 @@ def _pool_max_route(xp, p, x, h):
     full = tuple(x.shape[2 + i] + 2 * pad[i] + extra[i] for i in range(nd))
     dx = xp.zeros(tuple(x.shape[:2]) + full, dtype=h.dtype)
     lead = (slice(None), slice(None))
-    for j, kidx in enumerate(itertools.product(*(range(k) for k in kernel))):
-        sl = tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
-        dx[lead + sl] += xp.where(arg == j, h, 0).astype(h.dtype, copy=False)
+    # windows that do not overlap own disjoint cells: assign instead of accumulating
+    overlap = any(s < k for s, k in zip(stride, kernel))
+    for j, sl in enumerate(_window_slices(kernel, stride, out)):
+        if overlap:
+            dx[sl] += (arg == j) * h
+        else:
+            xp.multiply(arg == j, h, out=dx[sl])
     return dx[lead + tuple(slice(pad[i], pad[i] + x.shape[2 + i]) for i in range(nd))]
 
 
