@@ -735,13 +735,14 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv):
     scale = r if p.fix_gamma else _acc(gamma) * r
     out = (xa - mean.reshape(bshape)) * scale.reshape(bshape) + _acc(beta).reshape(bshape)
     out = out.astype(x.dtype, copy=False)
-    mean_o, var_o = mean.astype(x.dtype), var.astype(x.dtype)
     if _bn_training(p):
         # moving stats are written last, once nothing can fail any more
         mom = p.momentum
-        mm[...] = mm * mom + mean_o * (1 - mom)
-        mv[...] = mv * mom + var_o * (1 - mom)
-    return out, mean_o, var_o
+        mm[...] = mm * mom + mean.astype(x.dtype) * (1 - mom)
+        mv[...] = mv * mom + var.astype(x.dtype) * (1 - mom)
+    # the third output is 1/sqrt(var + eps), as MXNet's (its "var" output holds the
+    # inverse standard deviation, batch or moving, on CPU and with cuDNN alike)
+    return out, mean.astype(x.dtype), r.astype(x.dtype)
 
 
 def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=None):
@@ -777,12 +778,14 @@ def _grad_batch_norm(F, p, ins, outs, og):
         axes = tuple(i for i in range(x.ndim) if i != ax)
         extra = {}
         if p.output_mean_var:
-            extra = dict(og_mean=bc(og[1]), og_var=bc(og[2]))
+            # output 2 is r = (var + eps)^-1/2, so dr/dvar = -r^3 / 2
+            r = outs[2]
+            extra = dict(og_mean=bc(og[1]), og_var=bc(og[2] * (r * r * r) * -0.5))
         dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps, **extra)
     else:
         # the moving stats as used by the forward (hidden outputs): the aux inputs
         # themselves may have been updated since by another training-mode call
-        r = F.rsqrt(bc(outs[2]) + p.eps)
+        r = bc(outs[2])
         xhat = (x - bc(outs[1])) * r
         dx = g * r if gamma_b is None else g * (gamma_b * r)
     dgamma = F.zeros_like(gamma) if p.fix_gamma else F._nn_axis_sum(g * xhat, axis=ax)
