@@ -179,6 +179,11 @@ SPECS = {
     # nn
     "Activation": dict(params={"act_type": "tanh"}),
     "LeakyReLU": dict(inputs=[U(2, 3, **_PM)], params={"act_type": "leaky", "slope": 0.3}),
+    # with use_length (the plain form is checked in tests/ops/test_nn.py)
+    "softmax": dict(inputs=[U(3, 4, **_PM), K([2, 4, 1])],
+                    params={"axis": 1, "use_length": True, "temperature": 1.5}),
+    "log_softmax": dict(inputs=[U(3, 4, **_PM), K([2, 4, 1])],
+                        params={"axis": 1, "use_length": True}),
     "FullyConnected": dict(inputs=[U(2, 3), U(4, 3), U(4)], params={"num_hidden": 4}),
     "Convolution": dict(inputs=[U(1, 2, 4, 4), U(3, 2, 2, 2), U(3)],
                         params={"kernel": (2, 2), "num_filter": 3}),

@@ -309,8 +309,6 @@ def _softmax_core(xp, x, axis, log):
 
 
 def _softmax_prep(xp, p, x, opname):
-    if p.use_length:
-        raise GpundaError(f"Operator {opname}: use_length=True is not supported")
     ax = norm_axis(p.axis, x.ndim, opname)
     if p.dtype is not None:
         x = x.astype(p.dtype)
@@ -320,12 +318,38 @@ def _softmax_prep(xp, p, x, opname):
     return x, ax
 
 
-def _softmax(xp, p, x):
+def _length_mask(xp, x, length, ax, opname):
+    """True where the position along ``ax`` is below ``length`` (``use_length=True``).
+
+    ``length`` has the shape of ``x`` without ``ax``, as in MXNet."""
+    want = tuple(d for i, d in enumerate(x.shape) if i != ax)
+    if tuple(length.shape) != want:
+        raise GpundaError(f"Operator {opname}: input length has shape {tuple(length.shape)}, "
+                          f"expected {want} (data shape {tuple(x.shape)} without axis {ax})")
+    pos = xp.arange(x.shape[ax]).reshape(_chan_shape(x.shape, ax))
+    return pos < xp.expand_dims(length, ax).astype(np.int64)
+
+
+def _masked_softmax(xp, p, x, length, opname, log):
+    x, ax = _softmax_prep(xp, p, x, opname)
+    mask = _length_mask(xp, x, length, ax, opname)
+    # masked cells get the lowest finite value, so a row with length 0 stays finite;
+    # they are set to 0 in the output, as MXNet does
+    low = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    y = _softmax_core(xp, xp.where(mask, x, low), ax, log)
+    return xp.where(mask, y, 0).astype(y.dtype, copy=False)
+
+
+def _softmax(xp, p, x, length=None):
+    if p.use_length:
+        return _masked_softmax(xp, p, x, length, "softmax", False)
     x, ax = _softmax_prep(xp, p, x, "softmax")
     return _softmax_core(xp, x, ax, False)
 
 
-def _log_softmax(xp, p, x):
+def _log_softmax(xp, p, x, length=None):
+    if p.use_length:
+        return _masked_softmax(xp, p, x, length, "log_softmax", True)
     x, ax = _softmax_prep(xp, p, x, "log_softmax")
     return _softmax_core(xp, x, ax, True)
 
@@ -341,32 +365,52 @@ def _cast_back(F, g, x):
 def _grad_softmax(F, p, ins, outs, og):
     x, y, g = ins[0], outs[0], og[0]
     ax = norm_axis(p.axis, x.ndim, "softmax")
+    # masked cells (use_length) have y = 0, so they get no gradient and add nothing
     gx = y * (g - _sum_keep(F, g * y, ax))
     t = _temp(p)
     if t != 1.0:
         gx = gx / t
-    return [_cast_back(F, gx, x)]
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
 
 
 def _grad_log_softmax(F, p, ins, outs, og):
     x, y, g = ins[0], outs[0], og[0]
     ax = norm_axis(p.axis, x.ndim, "log_softmax")
-    gx = g - F.exp(y) * _sum_keep(F, g, ax)
+    if p.use_length:
+        mask = F._length_mask_op(x, ins[1], axis=ax)
+        g = g * mask
+        gx = (g - F.exp(y) * mask * _sum_keep(F, g, ax))
+    else:
+        gx = g - F.exp(y) * _sum_keep(F, g, ax)
     t = _temp(p)
     if t != 1.0:
         gx = gx / t
-    return [_cast_back(F, gx, x)]
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
 
 
 _SOFTMAX_PARAMS = [Param("axis", "int", -1), Param("temperature", "float", None),
                    Param("dtype", "dtype", None), Param("use_length", "bool", False)]
 _same = (lambda p, s: (list(s), None if s[0] is None else [s[0]]))
+
+
+def _softmax_inputs(p):
+    return ("data", "length") if p.use_length else ("data",)
+
+
 register(OpDef("softmax", _softmax, params=_SOFTMAX_PARAMS, gradient=_grad_softmax,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
-               doc="Softmax along `axis` (default -1), optionally with a temperature."))
+               doc="Softmax along `axis` (default -1), optionally with a temperature; with "
+                   "use_length=True only the first `length` cells count, the rest give 0."))
 register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_grad_log_softmax,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
-               doc="Log of softmax along `axis`, computed stably."))
+               doc="Log of softmax along `axis`, computed stably; use_length as softmax."))
+register(OpDef(
+    "_length_mask_op", lambda xp, p, x, length: _length_mask(xp, x, length, p.axis, "softmax")
+    .astype(x.dtype), inputs=("data", "length"), params=[Param("axis", "int")], nondiff=True,
+    save=(), hidden=True, family="nn",
+    doc="1 where the position along `axis` is below `length`, else 0 (softmax use_length)."))
 
 
 def _softmax_activation(xp, p, x):

@@ -207,6 +207,38 @@ def test_softmax_activation(rng, mode):
     _fd_check(lambda a: nd.SoftmaxActivation(a, mode=mode), [x], [0])
 
 
+def _np_masked_softmax(x, length, log):
+    out = np.zeros_like(x)
+    for i, n in enumerate(length.astype(int)):
+        if n:
+            z = x[i, :n] - x[i, :n].max()
+            out[i, :n] = z - np.log(np.exp(z).sum()) if log else np.exp(z) / np.exp(z).sum()
+    return out
+
+
+@pytest.mark.parametrize("op,log", [("softmax", False), ("log_softmax", True)])
+def test_softmax_use_length(op, log, rng):
+    x = rng.standard_normal((4, 5))
+    length = np.array([2, 5, 0, 1], dtype=np.float64)
+    y = getattr(nd, op)(_nd(x), _nd(length), axis=1, use_length=True)
+    np.testing.assert_allclose(y.asnumpy(), _np_masked_softmax(x, length, log), rtol=1e-12,
+                               atol=1e-15)
+    # the gradient reaches only the first length cells of each row
+    _fd_check(lambda a: getattr(nd, op)(a, _nd(length), axis=1, use_length=True), [x], [0])
+    xt = _nd(x)
+    xt.attach_grad()
+    with mx.autograd.record():
+        z = getattr(nd, op)(xt, _nd(length), axis=1, use_length=True)
+    z.backward(_nd(rng.standard_normal((4, 5))))
+    g = xt.grad.asnumpy()
+    assert not g[0, 2:].any() and not g[2].any() and not g[3, 1:].any()
+    with pytest.raises(GpundaError, match=r"length has shape \(3,\), expected \(4,\)"):
+        getattr(nd, op)(_nd(x), _nd(length[:3]), axis=1, use_length=True)
+    s = getattr(mx.sym, op)(mx.sym.var("x"), mx.sym.var("len"), axis=1, use_length=True)
+    assert s.list_arguments() == ["x", "len"]
+    assert s.infer_shape(x=(4, 5), len=(4,))[1] == [(4, 5)]
+
+
 def test_softmax_cross_entropy(rng):
     x = rng.standard_normal((4, 3))
     lab = np.array([0, 2, 1, 2.0])
