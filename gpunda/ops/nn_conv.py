@@ -23,7 +23,7 @@ import numpy as np
 
 from ..base import GpundaError
 from ._util import matmul
-from .registry import OpDef, Param, register
+from .registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -656,40 +656,104 @@ register(OpDef(
     doc="Gradient of avg/sum pooling (the adjoint of Pooling)."))
 
 # ---------------------------------------------------------------------------
-# UpSampling (nearest)
+# UpSampling: nearest (one or several inputs), bilinear (a Deconvolution, as in MXNet)
+
+
+def _bilinear_deconv_params(p):
+    """The Deconvolution MXNet runs for bilinear UpSampling: kernel 2s - s % 2, stride s,
+    pad ceil((s - 1) / 2), one group per channel, no bias."""
+    s = p.scale
+    k, pad = 2 * s - s % 2, s // 2      # s // 2 == ceil((s - 1) / 2)
+    return get_op("Deconvolution").parse_params(dict(
+        kernel=(k, k), stride=(s, s), pad=(pad, pad), num_filter=p.num_filter,
+        num_group=p.num_filter, no_bias=True))
+
+
+def _nearest_scales(p, shapes):
+    """Per input, its integer scale to the output size (the first input's size x scale)."""
+    H, W = shapes[0][2] * p.scale, shapes[0][3] * p.scale
+    scales = []
+    for i, sh in enumerate(shapes):
+        if len(sh) != 4:
+            raise GpundaError(f"Operator UpSampling: input arg{i} must be 4-D (NCHW), got "
+                              f"shape {tuple(sh)}")
+        if H % sh[2] or W % sh[3] or H // sh[2] != W // sh[3]:
+            raise GpundaError(f"Operator UpSampling: input arg{i} of shape {tuple(sh)} does not "
+                              f"scale by a whole factor to the output size {(H, W)}")
+        scales.append(H // sh[2])
+    if p.multi_input_mode == "sum" and len({sh[1] for sh in shapes}) > 1:
+        raise GpundaError(f"Operator UpSampling: multi_input_mode='sum' needs equal channel "
+                          f"counts, got {[sh[1] for sh in shapes]}")
+    return scales
 
 
 def _upsampling(xp, p, *xs):
-    if p.sample_type != "nearest":
-        raise GpundaError(f"Operator UpSampling: sample_type={p.sample_type!r} is not "
-                          f"supported; only 'nearest'")
-    if len(xs) != 1:
-        raise GpundaError(f"Operator UpSampling: num_args={len(xs)} is not supported; only 1")
-    x = xs[0]
-    if x.ndim != 4:
-        raise GpundaError(f"Operator UpSampling: input data must be 4-D (NCHW), got shape "
-                          f"{tuple(x.shape)}")
     if p.scale < 1:
         raise GpundaError(f"Operator UpSampling: scale={p.scale} must be >= 1")
-    s = p.scale
-    return xp.repeat(xp.repeat(x, s, axis=2), s, axis=3)
+    if p.sample_type == "bilinear":
+        if len(xs) != 2:
+            raise GpundaError("Operator UpSampling: sample_type='bilinear' takes data and "
+                              f"weight, got {len(xs)} inputs")
+        if p.num_filter != xs[0].shape[1]:
+            raise GpundaError(f"Operator UpSampling: num_filter={p.num_filter} must equal the "
+                              f"channels of data {tuple(xs[0].shape)}")
+        return _deconvolution(xp, _bilinear_deconv_params(p), xs[0], xs[1])
+    ups = [xp.repeat(xp.repeat(x, s, axis=2), s, axis=3)
+           for x, s in zip(xs, _nearest_scales(p, [x.shape for x in xs]))]
+    if len(ups) == 1:
+        return ups[0]
+    if p.multi_input_mode == "sum":
+        out = ups[0].copy()
+        for u in ups[1:]:
+            out += u
+        return out
+    return xp.concatenate(ups, axis=1)
+
+
+def _grad_upsampling(F, p, ins, outs, og):
+    g = og[0]
+    if p.sample_type == "bilinear":
+        return _grad_deconvolution(F, _bilinear_deconv_params(p), ins, outs, og)
+    grads, c0 = [], 0
+    for x, s in zip(ins, _nearest_scales(p, [x.shape for x in ins])):
+        part = g
+        if p.multi_input_mode == "concat" and len(ins) > 1:
+            part = F.slice_axis(g, axis=1, begin=c0, end=c0 + x.shape[1])
+            c0 += x.shape[1]
+        grads.append(F.Pooling(part, pool_type="sum", kernel=(s, s), stride=(s, s)))
+    return grads
+
+
+def _upsampling_inputs(p):
+    if p.sample_type == "bilinear":
+        return ("data", "weight")
+    return tuple(f"arg{i}" for i in range(p.num_args))
 
 
 def _infer_upsampling(p, in_shapes):
     d = in_shapes[0]
+    shapes = list(in_shapes)
     if d is None:
-        return list(in_shapes), None
-    return list(in_shapes), [(d[0], d[1], d[2] * p.scale, d[3] * p.scale)]
+        return shapes, None
+    out = (d[0], d[1], d[2] * p.scale, d[3] * p.scale)
+    if p.sample_type == "bilinear":
+        k = 2 * p.scale - p.scale % 2
+        shapes[1] = (p.num_filter, 1, k, k)
+    elif len(shapes) > 1 and p.multi_input_mode == "concat":
+        if any(s is None for s in shapes):
+            return shapes, None
+        out = (d[0], sum(s[1] for s in shapes), out[2], out[3])
+    return shapes, [out]
 
 
 register(OpDef(
-    "UpSampling", _upsampling,
-    inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args)), key_var_num_args="num_args",
+    "UpSampling", _upsampling, inputs=_upsampling_inputs, key_var_num_args="num_args",
     params=[Param("scale", "int"), Param("num_filter", "int", 0),
             Param("sample_type", "enum", "nearest", choices=("nearest", "bilinear")),
             Param("multi_input_mode", "enum", "concat", choices=("concat", "sum")),
             Param("num_args", "int", 1), Param("workspace", "int", 512)],
-    gradient=lambda F, p, i, o, g: [F.Pooling(g[0], pool_type="sum", kernel=(p.scale, p.scale),
-                                              stride=(p.scale, p.scale))],
-    save=(), infer_shape=_infer_upsampling, family="nn",
-    doc="Nearest-neighbour upsampling of NCHW data by an integer scale."))
+    gradient=_grad_upsampling, save=("inputs",), infer_shape=_infer_upsampling, family="nn",
+    capture="gemm",
+    doc="Upsampling of NCHW data by an integer scale: nearest (several inputs are scaled to "
+        "the first one's output size and concatenated or summed) or bilinear (a grouped "
+        "Deconvolution with the given weight, as in MXNet)."))

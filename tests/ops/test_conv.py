@@ -414,5 +414,47 @@ def test_upsampling_nearest_and_gradient(rng):
     y = nd.UpSampling(_nd(x), scale=2, sample_type="nearest")
     np.testing.assert_array_equal(y.asnumpy(), x.repeat(2, axis=2).repeat(2, axis=3))
     _fd_check(lambda a: nd.UpSampling(a, scale=3, sample_type="nearest"), [x], [0])
-    with pytest.raises(GpundaError, match="UpSampling.*bilinear"):
-        nd.UpSampling(_nd(x), scale=2, sample_type="bilinear")
+    with pytest.raises(GpundaError, match="UpSampling.*bilinear.*data and weight"):
+        nd.UpSampling(_nd(x), scale=2, sample_type="bilinear", num_filter=2)
+
+
+@pytest.mark.parametrize("mode", ["concat", "sum"])
+def test_upsampling_nearest_several_inputs(mode, rng):
+    # each input is scaled to the first one's output size (2x of 2x3 -> 4x6)
+    a, b = rng.standard_normal((1, 2, 2, 3)), rng.standard_normal((1, 2, 4, 6))
+    y = nd.UpSampling(_nd(a), _nd(b), scale=2, num_args=2, multi_input_mode=mode)
+    ua, ub = a.repeat(2, axis=2).repeat(2, axis=3), b
+    want = np.concatenate([ua, ub], axis=1) if mode == "concat" else ua + ub
+    np.testing.assert_array_equal(y.asnumpy(), want)
+    _fd_check(lambda p, q: nd.UpSampling(p, q, scale=2, num_args=2, multi_input_mode=mode),
+              [a, b], [0, 1])
+    with pytest.raises(GpundaError, match="does not scale by a whole factor"):
+        nd.UpSampling(_nd(a), _nd(rng.standard_normal((1, 2, 3, 3))), scale=2, num_args=2)
+
+
+def _ref_bilinear_upsampling(x, w, s):
+    """MXNet's bilinear UpSampling as the transposed convolution it is, by loops."""
+    k, pad = 2 * s - s % 2, int(np.ceil((s - 1) / 2))
+    N, C, H, W = x.shape
+    out = np.zeros((N, C, H * s, W * s))
+    for n, c, iy, ix, ky, kx in np.ndindex(N, C, H, W, k, k):
+        oy, ox = iy * s - pad + ky, ix * s - pad + kx
+        if 0 <= oy < H * s and 0 <= ox < W * s:
+            out[n, c, oy, ox] += x[n, c, iy, ix] * w[c, 0, ky, kx]
+    return out
+
+
+@pytest.mark.parametrize("scale", [2, 3])
+def test_upsampling_bilinear_is_mxnets_deconvolution(scale, rng):
+    x = rng.standard_normal((2, 3, 3, 2))
+    k = 2 * scale - scale % 2
+    w = rng.standard_normal((3, 1, k, k))
+    y = nd.UpSampling(_nd(x), _nd(w), scale=scale, sample_type="bilinear", num_filter=3)
+    np.testing.assert_allclose(y.asnumpy(), _ref_bilinear_upsampling(x, w, scale), rtol=1e-12,
+                               atol=1e-12)
+    _fd_check(lambda a, b: nd.UpSampling(a, b, scale=scale, sample_type="bilinear",
+                                         num_filter=3), [x, w], [0, 1])
+    up = mx.sym.UpSampling(mx.sym.var("data"), mx.sym.var("weight"), scale=scale,
+                           sample_type="bilinear", num_filter=3)
+    arg, out, _ = up.infer_shape(data=(2, 3, 3, 2))
+    assert arg == [(2, 3, 3, 2), (3, 1, k, k)] and out == [(2, 3, 3 * scale, 2 * scale)]
