@@ -466,9 +466,15 @@ def _pool_windows(xp, x, kernel, stride, pad, out, extra, value):
 
 
 def _pool_type(p):
-    if p.pool_type == "lp":
-        raise GpundaError("Operator Pooling: pool_type='lp' is not supported")
+    if p.pool_type == "lp" and p.p_value not in (1, 2, 3):
+        raise GpundaError(f"Operator Pooling: pool_type='lp' needs p_value 1, 2 or 3, got "
+                          f"p_value={p.p_value}")
     return p.pool_type
+
+
+def _lp_root(xp, s, pv):
+    """s ** (1/p) for MXNet's lp pooling (p = 1, 2, 3; odd roots keep the sign)."""
+    return s if pv == 1 else xp.sqrt(s) if pv == 2 else xp.cbrt(s)
 
 
 def _window_slices(kernel, stride, out):
@@ -500,6 +506,10 @@ def _pooling(xp, p, x):
     if kind == "max":
         return _pool_reduce(xp, x, kernel, stride, pad, out, extra, _min_value(x.dtype),
                             xp.maximum)
+    if kind == "lp":    # (sum of x^p over the window)^(1/p), without abs, as MXNet
+        pv = p.p_value
+        return _lp_root(xp, _pool_reduce(xp, x ** pv if pv != 1 else x, kernel, stride, pad,
+                                         out, extra, 0, xp.add), pv).astype(x.dtype, copy=False)
     s = _pool_reduce(xp, x, kernel, stride, pad, out, extra, 0, xp.add)
     if kind == "sum":
         return s
@@ -518,8 +528,18 @@ def _pool_kw(p, shape):
 def _grad_pooling(F, p, ins, outs, og):
     x = ins[0]
     kw = _pool_kw(p, x.shape)
-    if _pool_type(p) == "max":
+    kind = _pool_type(p)
+    if kind == "max":
         return [F._pool_max_route(x, og[0], **kw)]
+    if kind == "lp":
+        # d out / d x = (x / out)^(p-1) for each window the cell belongs to
+        pv = p.p_value
+        if pv == 1:
+            return [F._pool_avg_backward(og[0], pool_type="sum", data_shape=x.shape, **kw)]
+        out = F.Pooling(x, **p._given)      # recomputed: Pooling keeps only its input
+        y = out if pv == 2 else out * out
+        w = F._pool_avg_backward(og[0] / y, pool_type="sum", data_shape=x.shape, **kw)
+        return [w * (x if pv == 2 else x * x)]
     return [F._pool_avg_backward(og[0], pool_type=p.pool_type, data_shape=x.shape, **kw)]
 
 
@@ -539,12 +559,12 @@ register(OpDef(
             Param("cudnn_off", "bool", False, "accepted, ignored"),
             Param("pooling_convention", "enum", "valid", choices=("valid", "full", "same")),
             Param("stride", "shape", ()), Param("pad", "shape", ()),
-            Param("p_value", "int", None, "lp pooling (not supported)"),
+            Param("p_value", "int", None, "lp pooling: p (1, 2 or 3)"),
             Param("count_include_pad", "bool", None, "avg: count padded cells (default True)"),
             Param("layout", "str", None, "NCW, NCHW or NCDHW")],
     gradient=_grad_pooling, save=("inputs",), infer_shape=_infer_pool, family="nn",
     aliases=("Pooling_v1",),
-    doc="Max/avg/sum pooling over 1-3 spatial dimensions (valid or full convention)."))
+    doc="Max/avg/sum/lp pooling over 1-3 spatial dimensions (valid or full convention)."))
 
 _HPOOL = [Param("kernel", "shape"), Param("stride", "shape"), Param("pad", "shape"),
           Param("pooling_convention", "enum", "valid", choices=("valid", "full")),

@@ -405,6 +405,19 @@ def test_cnn_fixture_attrs_are_accepted(rng):
     assert nd.Pooling(y, **attrs["Pooling"]).shape[2:] == (4, 4)
 
 
+@pytest.mark.parametrize("pv", [1, 2, 3])
+def test_lp_pooling(pv, rng):
+    x = rng.uniform(0.5, 1.5, (2, 2, 4, 6))
+    kw = dict(kernel=(2, 3), stride=(2, 3), pool_type="lp", p_value=pv)
+    y = nd.Pooling(_nd(x), **kw)
+    want = (x.reshape(2, 2, 2, 2, 2, 3) ** pv).sum(axis=(3, 5)) ** (1 / pv)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-12)
+    _fd_check(lambda a: nd.Pooling(a, **kw), [x], [0])
+    _second_order(lambda a: nd.Pooling(a, **kw), [x], 0, 0, rng)
+    with pytest.raises(GpundaError, match="p_value 1, 2 or 3.*p_value=4"):
+        nd.Pooling(_nd(x), kernel=(2, 2), pool_type="lp", p_value=4)
+
+
 # ---------------------------------------------------------------------------
 # UpSampling
 
