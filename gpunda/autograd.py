@@ -9,9 +9,12 @@ nodes reachable from the heads, sorts them by number (newest first) and applies
 each op's gradient rule in that order (see NOTE [Gradient rules] in
 ops/registry.py).
 
-In-place safety: every NDArray root has a version counter bumped by every
-in-place write; a node remembers the versions of the arrays it saved and
-backward refuses to use one that changed.
+In-place safety: every in-place write stamps the written array's root with
+the next number of the counter that also numbers the nodes, so backward
+refuses a saved array whose stamp is newer than the node that saved it (NOTE
+[In-place writes]). The plain backward (``_walk_raw``) runs the rules on raw
+backend arrays; ``create_graph=True`` (``_walk_nd``) runs them on recorded
+NDArrays so the result can be differentiated again.
 """
 from __future__ import annotations
 
