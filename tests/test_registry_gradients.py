@@ -62,6 +62,13 @@ def _spd(n, batch=()):
     return make
 
 
+def _separated_sym(n):
+    def make(rng):
+        q, _ = np.linalg.qr(rng.uniform(-1, 1, (n, n)))
+        return q @ np.diag(np.arange(1.0, n + 1) * 1.5) @ q.T
+    return make
+
+
 def _lower(n):
     def make(rng):
         return np.tril(rng.uniform(0.5, 1.5, (n, n))) + np.eye(n)
@@ -165,6 +172,10 @@ SPECS = {
     "_linalg_slogdet": dict(inputs=[G(_spd(3))]),
     "_linalg_inverse": dict(inputs=[G(_spd(3))]),
     "_linalg_potrf": dict(inputs=[G(_spd(3))], pre=lambda xs: [(xs[0] + xs[0].T) * 0.5]),
+    # well separated eigenvalues: eigenvectors are smooth functions of A there
+    "_linalg_syevd": dict(inputs=[G(_separated_sym(3))],
+                          pre=lambda xs: [(xs[0] + xs[0].T) * 0.5]),
+    "_linalg_gelqf": dict(inputs=[U(2, 3)]),
     "_linalg_potri": dict(inputs=[G(_lower(3))]),
     "_linalg_sumlogdiag": dict(inputs=[G(_spd(3))]),
     "_linalg_extractdiag": dict(inputs=[U(3, 3)]),

@@ -527,6 +527,61 @@ _la("maketrian", _maketrian,
     params=_TRIAN, save=(), doc="Triangular matrices from packed row-major triangles.")
 
 
+def _syevd(xp, p, a):
+    _check_mat("_linalg_syevd", a, square=True)
+    w, v = xp.linalg.eigh(a)
+    u = _swap(xp, v)        # MXNet returns the eigenvectors as the rows of U
+    # MXNet's sign convention: the largest-magnitude entry of each eigenvector is positive
+    big = xp.take_along_axis(u, xp.argmax(xp.abs(u), axis=-1)[..., None], axis=-1)
+    u = u * xp.where(big < 0, -1, 1).astype(u.dtype)
+    return xp.ascontiguousarray(u), w
+
+
+def _g_syevd(F, p, i, o, g):
+    # A = U^T diag(L) U: A_bar = sym(U^T (diag(L_bar) + K o (U U_bar^T)) U) with
+    # K_ij = 1 / (L_j - L_i) off the diagonal and 0 on it
+    u, lam = o[0], o[1]
+    eye = F._linalg_makediag(F.ones_like(lam))
+    gap = F.broadcast_sub(F.expand_dims(lam, axis=-2), F.expand_dims(lam, axis=-1))
+    k = (1 - eye) / (gap + eye)
+    m = F._linalg_gemm2(u, g[0], transpose_b=True) * k + F._linalg_makediag(g[1])
+    a = F._linalg_gemm2(F._linalg_gemm2(u, m, transpose_a=True), u)
+    return [(a + F._linalg_swap(a)) * 0.5]
+
+
+_la("syevd", _syevd, _g_syevd, num_outputs=2, save=("outputs",),
+    doc="Eigendecomposition of symmetric matrices: U (eigenvectors as rows, each with its "
+        "largest-magnitude entry positive) and L (ascending), with A = U^T diag(L) U.")
+
+
+def _gelqf(xp, p, a):
+    _check_mat("_linalg_gelqf", a)
+    if a.shape[-2] > a.shape[-1]:
+        raise GpundaError(f"Operator _linalg_gelqf: A of shape {tuple(a.shape)} has more rows "
+                          f"than columns; LQ needs rows <= columns")
+    # A^T = Q R (Householder, as LAPACK's gelqf works on A), so A = R^T Q^T = L Q; the
+    # signs are LAPACK's, which is what MXNet returns (its documented example matches)
+    q, r = xp.linalg.qr(_swap(xp, a))
+    return xp.ascontiguousarray(_swap(xp, q)), xp.ascontiguousarray(_swap(xp, r))
+
+
+def _g_gelqf(F, p, i, o, g):
+    # A = L Q (Q Q^T = I, L lower): A_bar = L^-T (Q_bar + copyltu(M) Q) with
+    # M = L^T L_bar - Q_bar Q^T, and copyltu(M) the symmetric matrix from M's lower triangle
+    q, l = o[0], o[1]
+    gq, gl = g[0], g[1]
+    m = F._linalg_gemm2(l, gl, transpose_a=True) - F._linalg_gemm2(gq, q, transpose_b=True)
+    low = F._linalg_tril(m)
+    sym = low + F._linalg_swap(F._linalg_tril(m, k=-1))
+    rhs = gq + F._linalg_gemm2(sym, q)
+    return [F._linalg_trsm(l, rhs, transpose=True)]
+
+
+_la("gelqf", _gelqf, _g_gelqf, num_outputs=2, save=("outputs",),
+    doc="LQ factorisation A = L Q of matrices with rows <= columns: Q with orthonormal rows "
+        "and L lower triangular (outputs Q, L).")
+
+
 def _inverse(xp, p, a):
     _check_mat("_linalg_inverse", a, square=True)
     return xp.linalg.inv(a)

@@ -339,3 +339,35 @@ def test_linalg_family_on_gpu_matches_cpu(rng):
             res.append([y.asnumpy()] + [v.grad.asnumpy() for v in vs])
         for c, g in zip(*res):
             np.testing.assert_allclose(g, c, rtol=1e-8, atol=1e-10, err_msg=name)
+
+
+def test_syevd_matches_mxnets_documented_examples():
+    a = nd.array([[[1., 2.], [2., 4.]], [[1., 2.], [2., 5.]]], dtype="float64")
+    u, lam = nd.linalg.syevd(a)
+    np.testing.assert_allclose(u.asnumpy(), [[[0.89442719, -0.4472136], [0.4472136, 0.89442719]],
+                                             [[0.92387953, -0.38268343],
+                                              [0.38268343, 0.92387953]]], rtol=1e-7)
+    np.testing.assert_allclose(lam.asnumpy(), [[0., 5.], [0.17157288, 5.82842712]],
+                               rtol=1e-7, atol=1e-12)
+    # A = U^T diag(L) U for a random symmetric matrix too
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((4, 4))
+    m = m + m.T
+    u, lam = nd.linalg.syevd(nd.array(m, dtype="float64"))
+    u, lam = u.asnumpy(), lam.asnumpy()
+    np.testing.assert_allclose(u.T @ np.diag(lam) @ u, m, atol=1e-12)
+    assert (np.diff(lam) > 0).all()
+    big = np.take_along_axis(u, np.abs(u).argmax(axis=1)[:, None], axis=1)
+    assert (big > 0).all()
+    with pytest.raises(GpundaError, match="syevd"):
+        nd.linalg.syevd(nd.ones((2, 3)))
+
+
+def test_gelqf_matches_mxnets_documented_example():
+    q, l = nd.linalg.gelqf(nd.array([[1., 2., 3.], [4., 5., 6.]], dtype="float64"))
+    np.testing.assert_allclose(q.asnumpy(), [[-0.26726124, -0.53452248, -0.80178373],
+                                             [0.87287156, 0.21821789, -0.43643578]], rtol=1e-7)
+    np.testing.assert_allclose(l.asnumpy(), [[-3.74165739, 0.], [-8.55235974, 1.96396101]],
+                               rtol=1e-7)
+    with pytest.raises(GpundaError, match="gelqf.*more rows than columns"):
+        nd.linalg.gelqf(nd.ones((3, 2)))
