@@ -371,12 +371,21 @@ def test_saved_context_is_ignored_and_legacy_none_records():
     assert (records[0].dev_type, records[0].dev_id) == (2, 3)
 
 
+def test_bfloat16_arrays_load_as_exact_float32():
+    # MXNet writes bfloat16 (dtype code 12) as the upper 16 bits of float32
+    vals = np.array([[1.5, -2.25, 2.0 ** 120], [0.0, -0.0, 7.8125e-3]], dtype=np.float32)
+    bf16 = (vals.view(np.uint32) >> 16).astype("<u2").tobytes()
+    loaded = mx.nd.load_frombuffer(_file([_dense_record((2, 3), 12, bf16)], ["w"]))
+    assert loaded["w"].dtype == np.float32
+    np.testing.assert_array_equal(loaded["w"].asnumpy(), vals)
+
+
 @pytest.mark.parametrize("buf, msg", [
     (b"", "truncated"),
     (b"PK\x03\x04 this is a zip file, not MXNet.....", "bad magic"),
     (struct.pack("<QQQ", 0x112, 0, 2 ** 62), "claims"),
     (_file([_dense_record((2,), 99, b"\0" * 8)]), "unknown dtype code 99"),
-    (_file([_dense_record((2,), 12, b"\0" * 4)]), "bfloat16"),
+    (_file([_dense_record((2,), 12, b"\0" * 4)])[:-9], "needs 4 bytes"),   # 2-byte bfloat16
     (_file([_dense_record((2, 3), 0, b"\0" * 20)])[:-8], "needs 24 bytes"),
     (_file([_dense_record((2 ** 40, 2 ** 40, 2 ** 40), 0)]), "absurdly large"),
     (_file([_dense_record((2 ** 30, 2 ** 20), 0)]), "needs 4503599627370496 bytes"),
@@ -388,7 +397,7 @@ def test_saved_context_is_ignored_and_legacy_none_records():
     (_file([_dense_record((1,), 0, b"\0" * 4)])[:-8] + struct.pack("<Q", 5), "5 names for 1"),
     (_file([_dense_record((1,), 0, b"\0" * 4)], ["ab"])[:-2] + b"\xff\xfe", "UTF-8"),
     (_file([_dense_record((2,), 7, b"\x00\x02")]), "bool"),
-], ids=["empty", "zip", "huge-count", "dtype-99", "bfloat16", "short-data", "overflow",
+], ids=["empty", "zip", "huge-count", "dtype-99", "bfloat16-short", "short-data", "overflow",
         "too-big", "negative-dim", "ndim", "stype", "record-magic", "trailing", "name-count",
         "utf8", "bool-byte"])
 def test_corrupt_files_raise_named_errors(buf, msg, tmp_path):

@@ -47,7 +47,10 @@ _CODE2DTYPE = {0: np.dtype("<f4"), 1: np.dtype("<f8"), 2: np.dtype("<f2"), 3: np
                8: np.dtype("<i2"), 9: np.dtype("<u2"), 10: np.dtype("<u4"), 11: np.dtype("<u8")}
 # keyed by kind+itemsize so that the byte order of the in-memory dtype does not matter
 _KEY2CODE = {d.kind + str(d.itemsize): c for c, d in _CODE2DTYPE.items()}
-_UNSUPPORTED_CODES = {12: "bfloat16"}
+# bfloat16 (code 12) has no NumPy type: its values are read as 2-byte units under this
+# marker dtype and widened to float32 (bfloat16 is float32's upper half, so exactly)
+_BF16 = np.dtype([("bfloat16", "<u2")])
+_CODE2DTYPE_READ = {**_CODE2DTYPE, 12: _BF16}
 
 _MAX_NDIM = 64                 # NumPy's limit; MXNet files never come close
 _MAX_ELEMS_BYTES = 1 << 62     # beyond this a shape is corrupt whatever the file size
@@ -182,11 +185,9 @@ def _check_dims(src, dims, itemsize, what):
 
 def _read_dtype(src, what):
     code = src.unpack(_I32, f"{what} dtype")[0]
-    dt = _CODE2DTYPE.get(code)
+    dt = _CODE2DTYPE_READ.get(code)
     if dt is None:
-        extra = (f" ({_UNSUPPORTED_CODES[code]}, which gpunda cannot hold)"
-                 if code in _UNSUPPORTED_CODES else "")
-        raise src.error(f"{what} has unknown dtype code {code}{extra}")
+        raise src.error(f"{what} has unknown dtype code {code}")
     return dt
 
 
@@ -227,7 +228,8 @@ def _read_record(src, i):
             _check_sparse_shapes(src, stype, shape, sshape, [s for _, s in aux_desc], what)
         for adt, ashape in aux_desc:
             _check_dims(src, ashape, adt.itemsize, what)
-        values = src.read_array(dtype, sshape if sshape is not None else shape, f"{what} values")
+        values = _widen(src.read_array(dtype, sshape if sshape is not None else shape,
+                                       f"{what} values"))
         aux = tuple(src.read_array(adt, ashape, f"{what} aux {k} data")
                     for k, (adt, ashape) in enumerate(aux_desc))
         if stype != "default":
@@ -250,9 +252,24 @@ def _read_record(src, i):
     dev_type, dev_id = src.unpack(_CTX, f"{what} context")
     dtype = _read_dtype(src, what)
     _check_dims(src, shape, dtype.itemsize, what)
-    values = src.read_array(dtype, shape, f"{what} values")
+    values = _widen(src.read_array(dtype, shape, f"{what} values"))
     _check_bool(src, values, what)
     return RawArray("default", tuple(shape), values.dtype, values, (), version, dev_type, dev_id)
+
+
+_bf16_noted = []
+
+
+def _widen(values):
+    """bfloat16 values (read under the _BF16 marker) as float32; others unchanged."""
+    if values.dtype != _BF16:
+        return values
+    if not _bf16_noted:
+        _bf16_noted.append(True)
+        import logging
+        logging.getLogger("gpunda").info(
+            "loading bfloat16 arrays as float32 (exact; gpunda has no bfloat16 type)")
+    return (values.view("<u2").astype("<u4") << 16).view("<f4")
 
 
 def _check_bool(src, values, what):
