@@ -134,9 +134,10 @@ def _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp, dtype):
                  for i in range(nd))
     dx = xp.zeros((N, C) + full, dtype=dtype)
     lead = (slice(None), slice(None))
-    perm = (1, 0) + tuple(range(2, 2 + nd))
+    # one transposing copy to (K, N, C, *out) makes every per-position add read contiguously
+    dk = xp.ascontiguousarray(dcols.transpose((1, 2, 0) + tuple(range(3, 3 + nd))))
     for j, sl in _kernel_slices(kernel, stride, dilate, out_sp):
-        dx[lead + sl] += dcols[:, j].transpose(perm)
+        dx[lead + sl] += dk[j]
     crop = lead + tuple(slice(pad[i], pad[i] + sp[i]) for i in range(nd))
     return dx[crop]
 
