@@ -28,31 +28,14 @@ from gpunda import nd, sym  # noqa: E402
 _PATTERN = 5   # op kinds in the chain: sin, *1.01, +x, tanh, -0.1
 
 
-def chain_sym(n):
-    x = sym.var("x")
+def chain(x, n, sin, tanh):
+    """The 50-op chain on ``x`` (Symbol, NDArray or NumPy array) with that library's
+    sin and tanh; the arithmetic is the same for all three."""
     h = x
     for i in range(n):
         k = i % _PATTERN
-        h = (sym.sin(h) if k == 0 else h * 1.01 if k == 1 else h + x if k == 2
-             else sym.tanh(h) if k == 3 else h - 0.1)
-    return h
-
-
-def chain_nd(x, n):
-    h = x
-    for i in range(n):
-        k = i % _PATTERN
-        h = (nd.sin(h) if k == 0 else h * 1.01 if k == 1 else h + x if k == 2
-             else nd.tanh(h) if k == 3 else h - 0.1)
-    return h
-
-
-def chain_np(x, n):
-    h = x
-    for i in range(n):
-        k = i % _PATTERN
-        h = (np.sin(h) if k == 0 else h * 1.01 if k == 1 else h + x if k == 2
-             else np.tanh(h) if k == 3 else h - 0.1)
+        h = (sin(h) if k == 0 else h * 1.01 if k == 1 else h + x if k == 2
+             else tanh(h) if k == 3 else h - 0.1)
     return h
 
 
@@ -100,10 +83,11 @@ def main():
     n = 50
     xv = rng.standard_normal(64).astype(np.float32)
     x = nd.array(xv)
-    cop = mx.CachedOp(chain_sym(n), flags)
-    np.testing.assert_allclose(cop(x).asnumpy(), chain_np(xv, n), rtol=1e-4, atol=1e-5)
-    r = interleaved({"cachedop": lambda: cop(x), "imperative": lambda: chain_nd(x, n),
-                     "numpy": lambda: chain_np(xv, n)}, args.rounds, 200)
+    cop = mx.CachedOp(chain(sym.var("x"), n, sym.sin, sym.tanh), flags)
+    np.testing.assert_allclose(cop(x).asnumpy(), chain(xv, n, np.sin, np.tanh), rtol=1e-4,
+                               atol=1e-5)
+    r = interleaved({"cachedop": lambda: cop(x), "imperative": lambda: chain(x, n, nd.sin, nd.tanh),
+                     "numpy": lambda: chain(xv, n, np.sin, np.tanh)}, args.rounds, 200)
     print(f"50-op element-wise chain on (64,), median per call:")
     for k, v in r.items():
         print(f"  {k:11s} {v * 1e6:9.1f} us   ({v / r['numpy']:.2f}x numpy)")

@@ -687,12 +687,7 @@ def _walk_raw(nodes, train_mode):
                     c = tg[f[1]]
                     tg[f[1]] = h if c is None else c + h
             else:
-                for e, g in zip(inputs, grads):
-                    if g is not None and e is not None:
-                        tg = e[0]._g
-                        k = e[1]
-                        c = tg[k]
-                        tg[k] = g if c is None else c + g
+                _accumulate(inputs, grads)
     except GpundaError:
         raise
     except Exception as err:
@@ -744,16 +739,23 @@ def _walk_nd(nodes, train_mode):
                     grads = rule(F, node.p, ins, outs, gs, node.inputs)
                 else:
                     grads = rule(F, node.p, ins, outs, gs)
-            for e, g in zip(node.inputs, grads):
-                if g is not None and e is not None:
-                    tg = e[0]._g
-                    k = e[1]
-                    c = tg[k]
-                    tg[k] = g if c is None else c + g
+            _accumulate(node.inputs, grads)
     except GpundaError:
         raise
     except Exception as err:
         raise _rule_failed(node, err) from err
+
+
+def _accumulate(inputs, grads):
+    """Add each input's gradient into the slot of the node (or leaf) that produced it.
+
+    _walk_raw spells out the one- and two-input cases, the common ones."""
+    for e, g in zip(inputs, grads):
+        if g is not None and e is not None:
+            tg = e[0]._g
+            k = e[1]
+            c = tg[k]
+            tg[k] = g if c is None else c + g
 
 
 def _zeros(node, i, as_nd):

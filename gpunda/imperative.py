@@ -138,24 +138,6 @@ _record1 = _ag._record1
 _record2 = _ag._record2
 
 
-def fast_unary(op, x):
-    """``op(x)`` with default params: the common case without the general machinery."""
-    ctx = x._ctx
-    if type(x) is _NDArray and ctx._xp is np and op.fixed_nout == 1:
-        try:
-            r = op.compute(np, op.default_params, x._data)
-        except Exception:
-            pass    # let the general path raise a proper error
-        else:
-            o = _alloc(_NDArray)
-            o._data = r
-            o._ctx = ctx
-            if x._ag is not None and _is_rec() and not op.nondiff:
-                _record1(op, op.default_params, x, o)
-            return o
-    return invoke_parsed(op, (x,), op.default_params)
-
-
 def unary_fn(op, general):
     """``nd.<op>``: runs ``op`` with default params on one dense NumPy NDArray inline, and
     hands every other call (params, ``out=``, GPU, sparse) to ``general``."""

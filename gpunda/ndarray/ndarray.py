@@ -23,6 +23,14 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "wait
 _is_rec = _ag._is_rec
 
 
+def _unary_operator(name):
+    """An NDArray operator such as ``-x``: op ``name`` with default params, the dense
+    NumPy case inline (imperative.unary_fn), anything else through invoke."""
+    op = get_op(name)
+    return _imp.unary_fn(
+        op, lambda x, out=None, name=None: _imp.invoke_parsed(op, (x,), op.default_params))
+
+
 class NDArray:
     """A dense n-dimensional array on a device (``cpu(0)``, ``gpu(1)``).
 
@@ -378,8 +386,7 @@ class NDArray:
         return self
 
     # -- arithmetic ------------------------------------------------------------
-    def __neg__(self):
-        return _imp.fast_unary(_OPS["negative"], self)
+    __neg__ = _unary_operator("negative")
 
     def __pos__(self):
         return self
