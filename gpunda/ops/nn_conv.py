@@ -461,9 +461,14 @@ def _min_value(dtype):
     return np.iinfo(dtype).min
 
 
+def _pool_padded(xp, x, pad, extra, value):
+    """``x`` padded for pooling: ``pad`` before, ``pad + extra`` (full convention) after."""
+    return _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
+
+
 def _pool_windows(xp, x, kernel, stride, pad, out, extra, value):
-    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
-    return _windows(xp, xpad, kernel, stride, (1,) * len(kernel), out)
+    return _windows(xp, _pool_padded(xp, x, pad, extra, value), kernel, stride,
+                    (1,) * len(kernel), out)
 
 
 def _pool_type(p):
@@ -479,11 +484,11 @@ def _lp_root(xp, s, pv):
 
 
 def _window_slices(kernel, stride, out):
-    """Per kernel position, the strided slice of the padded input its window cells form."""
+    """Per kernel position, the strided slice (batch and channel axes included) of the
+    padded input that its window cells form: _kernel_slices without dilation."""
     lead = (slice(None), slice(None))
-    for kidx in itertools.product(*(range(k) for k in kernel)):
-        yield lead + tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i])
-                           for i in range(len(kernel)))
+    for _, sl in _kernel_slices(kernel, stride, (1,) * len(kernel), out):
+        yield lead + sl
 
 
 def _pool_reduce(xp, x, kernel, stride, pad, out, extra, value, ufunc):
@@ -494,7 +499,7 @@ def _pool_reduce(xp, x, kernel, stride, pad, out, extra, value, ufunc):
         win = _pool_windows(xp, x, kernel, stride, pad, out, extra, value)
         axes = tuple(range(2 + len(kernel), 2 + 2 * len(kernel)))
         return win.max(axis=axes) if ufunc is xp.maximum else win.sum(axis=axes, dtype=x.dtype)
-    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
+    xpad = _pool_padded(xp, x, pad, extra, value)
     acc = None
     for sl in _window_slices(kernel, stride, out):
         acc = xpad[sl].copy() if acc is None else ufunc(acc, xpad[sl], out=acc)
@@ -594,7 +599,7 @@ def _argmax_windows(xp, p, x):
         return win.reshape(tuple(x.shape[:2]) + out + (kp,)).argmax(axis=-1), geo
     # small windows: compare the strided slices in turn (as _pool_reduce does); a later
     # position wins only when strictly larger, so ties keep the first, like argmax
-    xpad = _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), low)
+    xpad = _pool_padded(xp, x, pad, extra, low)
     best = arg = None
     for j, sl in enumerate(_window_slices(kernel, stride, out)):
         v = xpad[sl]
@@ -662,9 +667,8 @@ def _pool_avg_backward(xp, p, g):
     full = tuple(shape[2 + i] + 2 * pad[i] + extra[i] for i in range(nd))
     dx = xp.zeros(tuple(shape[:2]) + full, dtype=g.dtype)
     lead = (slice(None), slice(None))
-    for kidx in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(kidx[i], kidx[i] + stride[i] * (out[i] - 1) + 1, stride[i]) for i in range(nd))
-        dx[lead + sl] += g
+    for sl in _window_slices(kernel, stride, out):
+        dx[sl] += g
     return dx[lead + tuple(slice(pad[i], pad[i] + shape[2 + i]) for i in range(nd))]
 
 
