@@ -337,6 +337,8 @@ def check_writable(target, where):
 
 
 def _check_versions(node):
+    """Raise, naming the op and the array, when an array ``node`` kept for its rule was
+    written in place after the node was recorded (NOTE [In-place writes])."""
     op = node.op
     if node.saved_in is not None:
         for i, x in enumerate(node.saved_in):
@@ -586,26 +588,6 @@ def _rule_failed(node, err):
     return GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}")
 
 
-def _versions_changed(node):
-    """Whether an array ``node`` kept for its rule was written in place since it was
-    recorded (NOTE [In-place writes]); _check_versions then says which, or lets it
-    pass when the op itself mutates that input."""
-    saved = node.saved_in
-    if saved is not None:
-        seq = node.seq
-        for x in saved:
-            r = x._base
-            if (x if r is None else r)._version > seq:
-                return True
-    refs = node.out_refs
-    if refs is not None:
-        for r, v in refs:
-            o = r()
-            if o is not None and (o._base if o._base is not None else o)._version != v:
-                return True
-    return False
-
-
 def _walk_raw(nodes, train_mode):
     """Apply the gradient rules of ``nodes`` (newest first) to backend arrays, accumulating
     into the inputs' slots; the plain backward, where nothing is recorded.
@@ -630,8 +612,7 @@ def _walk_raw(nodes, train_mode):
             if node.seq < _last_write[0]:
                 if node.seq < 0:
                     raise _freed_error(node)
-                if _versions_changed(node):
-                    _check_versions(node)     # raises, naming the op and the array
+                _check_versions(node)     # raises, naming the op and the array
             if node.training is not cur_train:
                 cur_train = node.training
                 _set_train(cur_train)
@@ -712,8 +693,7 @@ def _walk_nd(nodes, train_mode):
                 continue
             if node.freed:
                 raise _freed_error(node)
-            if _versions_changed(node):
-                _check_versions(node)
+            _check_versions(node)
             if node.training is not cur_train:
                 cur_train = node.training
                 _set_train(cur_train)

@@ -26,8 +26,7 @@ _MAX_GRID_Z = 65535
 # One kernel per dtype from one body; A is (batch, M, K) and B (batch, K, N),
 # both read through element strides (so transposed views need no copy); C is a
 # contiguous (batch, M, N). Batches start at z0 (the grid's z is limited).
-_BODY = r"""
-#define GPUNDA_TS 16
+_BODY = f"#define GPUNDA_TS {_TILE}\n" + r"""
 #define GPUNDA_GEMM(NAME, T, ACC, LOAD, STORE)                                          \
 extern "C" __global__ void NAME(const T* __restrict__ A, const T* __restrict__ B,        \
                                 T* __restrict__ C, const int M, const int N, const int K, \
