@@ -238,6 +238,11 @@ SPECS = {
     "LogisticRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MAERegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MakeLoss": dict(skip=_MAKE_LOSS),
+    "RNN": dict(inputs=[U(3, 2, 2, lo=-1, hi=1), U(48, lo=-0.5, hi=0.5), U(1, 2, 2), U(1, 2, 2)],
+                params={"state_size": 2, "num_layers": 1, "mode": "lstm", "state_outputs": True},
+                second="once-differentiable: the backward is a BPTT kernel (a second order "
+                       "raises, tests/ops/test_rnn.py)"),
+    "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
                    second="custom operators are once-differentiable (a second order raises)"),
