@@ -238,6 +238,13 @@ SPECS = {
     "LogisticRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MAERegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MakeLoss": dict(skip=_MAKE_LOSS),
+    "SequenceMask": dict(inputs=[U(3, 2, 2), K([3, 1])],
+                         params={"use_sequence_length": True, "value": -1.0}),
+    "SequenceLast": dict(inputs=[U(2, 3, 2), K([1, 2])],
+                         params={"use_sequence_length": True, "axis": 1}),
+    "SequenceReverse": dict(inputs=[U(3, 2, 2), K([2, 3])], params={"use_sequence_length": True}),
+    "_sequence_last_scatter": dict(inputs=[U(2, 2), K([2, 3])],
+                                   params={"use_sequence_length": True, "length": 3}),
     "RNN": dict(inputs=[U(3, 2, 2, lo=-1, hi=1), U(48, lo=-0.5, hi=0.5), U(1, 2, 2), U(1, 2, 2)],
                 params={"state_size": 2, "num_layers": 1, "mode": "lstm", "state_outputs": True},
                 second="once-differentiable: the backward is a BPTT kernel (a second order "
