@@ -212,3 +212,15 @@ def current_context():
     if d is None:
         d = default_device_choice()[0]
     return d
+
+
+def _set_default_device(ctx):
+    """Make ``ctx`` the default device of every thread (None: the environment's choice again).
+
+    ``test_utils.set_default_context`` uses it; a ``with ctx:`` scope still wins.
+    """
+    global _default, _default_reason
+    if ctx is None:
+        _default = _default_reason = None
+    else:
+        _default, _default_reason = Context(ctx), "set_default_context"
