@@ -215,12 +215,14 @@ def current_context():
 
 
 def _set_default_device(ctx):
-    """Make ``ctx`` the default device of every thread (None: the environment's choice again).
+    """Make ``ctx`` this thread's default device, as MXNet's ``Context._default_ctx.value``.
 
-    ``test_utils.set_default_context`` uses it; a ``with ctx:`` scope still wins.
+    It sits at the bottom of the thread's ``with ctx:`` stack, so scopes still
+    win and unwind back to it; None removes it (the environment's choice again).
     """
-    global _default, _default_reason
-    if ctx is None:
-        _default = _default_reason = None
-    else:
-        _default, _default_reason = Context(ctx), "set_default_context"
+    st = _ctx_state
+    if getattr(st, "has_base", False):
+        st.stack.pop(0)
+    st.has_base = ctx is not None
+    if ctx is not None:
+        st.stack.insert(0, Context(ctx))

@@ -1,4 +1,4 @@
-"""Testing helpers with the names, signatures, defaults and tolerances of MXNet's ``mxnet.test_utils``.
+"""Testing helpers with the names, signatures, defaults and tolerances of ``mxnet.test_utils``.
 
 - comparison with per-dtype tolerances: ``assert_almost_equal`` (and
   ``_with_err``, ``_ignore_nan``), ``almost_equal``, ``same``, ``get_tols``;
@@ -52,5 +52,6 @@ class np_symbol:
 
 
 __all__ = (_compare_all + _datasets_all + _environ_all + _gradients_all + _random_all
-           + _runners_all + _stats_all + ["array", "Context", "current_context", "Features", "Symbol", "getenv", "setenv",
-                                          "use_np", "mx", "np_symbol"])
+           + _runners_all + _stats_all
+           + ["array", "Context", "current_context", "Features", "Symbol", "getenv", "setenv",
+              "use_np", "mx", "np_symbol"])

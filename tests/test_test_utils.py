@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -84,6 +85,7 @@ def test_assert_almost_equal_tolerances_follow_dtype():
     with pytest.raises(AssertionError):
         tu.assert_almost_equal(np.array([1, 2]), np.array([1, 3]))  # integers: exact
     tu.assert_almost_equal(x, x + 0.3, rtol={np.dtype(np.float32): 0.5})
+    tu.assert_almost_equal(x, x + 0.3, rtol={np.float32: 0.5})
 
 
 def test_assert_almost_equal_shapes_nan_bool():
@@ -337,9 +339,18 @@ def test_set_default_context_moves_new_arrays():
         assert tu.rand_ndarray((2,)).context == mx.cpu(1)
         with mx.cpu(0):
             assert mx.current_context() == mx.cpu(0)
+        assert mx.current_context() == mx.cpu(1)
+        tu.set_default_context(mx.cpu(2))               # replaces, does not stack
+        assert mx.current_context() == mx.cpu(2)
+        # per thread, as MXNet's Context._default_ctx
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(tu.default_context()))
+        t.start()
+        t.join()
+        assert seen[0] != mx.cpu(2)
     finally:
         tu.set_default_context(None)
-    assert tu.default_context() == mx.current_context() != mx.cpu(1)
+    assert tu.default_context() == mx.current_context() not in (mx.cpu(1), mx.cpu(2))
 
 
 def test_environment_sets_and_restores_even_on_error():

@@ -71,7 +71,8 @@ def get_tolerance(dat, tol, default_tol):
     if isinstance(tol, numbers.Number):
         return tol
     dtype = effective_dtype(dat)
-    tol = {} if tol is None else tol
+    # keys may be dtypes or scalar types (np.float32): compare them as dtypes
+    tol = {} if tol is None else {np.dtype(k): v for k, v in tol.items()}
     if dtype in tol:
         return tol[dtype]
     if dtype not in default_tol:
@@ -172,7 +173,7 @@ def _violations(a, b, rtol, atol):
         return diff / (atol + rtol * np.abs(b) + 1e-20)
 
 
-def _mismatch_error(a, b, rtol, atol, names, equal_nan, mismatches, bad):
+def _mismatch_error(a, b, rtol, atol, names, mismatches, bad):
     """The AssertionError for ``a`` vs ``b`` (broadcast NumPy arrays) where ``bad`` is True.
 
     Prints the ``mismatches[0]`` largest violations and reports the mismatched
@@ -231,7 +232,7 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=
     close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if close.all():
         return
-    raise _mismatch_error(a, b, rtol, atol, names, equal_nan, mismatches, ~close)
+    raise _mismatch_error(a, b, rtol, atol, names, mismatches, ~close)
 
 
 def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan=True):
@@ -255,7 +256,7 @@ def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=("
     close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     err_rate = 1.0 - np.count_nonzero(close) / close.size if close.size else 0.0
     if err_rate > etol:
-        raise _mismatch_error(a, b, rtol, atol, names, equal_nan, mismatches, ~close)
+        raise _mismatch_error(a, b, rtol, atol, names, mismatches, ~close)
 
 
 def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b")):

@@ -26,9 +26,9 @@ def default_context():
 def set_default_context(ctx):
     """Make ``ctx`` the default context, so that ``mx.current_context()`` and new arrays use it.
 
-    As in MXNet, this is how a test module switches a whole suite to ``mx.gpu(0)``.
-    In gpunda the default is shared by all threads; ``None`` goes back to the
-    device ``GPUNDA_DEFAULT_DEVICE`` chooses.
+    As in MXNet, this is how a test module switches a whole suite to ``mx.gpu(0)``,
+    and it holds for the calling thread. ``None`` goes back to the device
+    ``GPUNDA_DEFAULT_DEVICE`` chooses.
     """
     from ..context import _set_default_device
     _set_default_device(ctx)
@@ -91,7 +91,7 @@ def environment(*args):
 
 
 def set_env_var(key, val, default_val=""):
-    """Set environment variable ``key`` to ``val``; returns its previous value (or ``default_val``)."""
+    """Set environment variable ``key`` to ``val``; returns the previous value or ``default_val``."""
     prev = os.environ.get(key, default_val)
     os.environ[key] = str(val)
     return prev

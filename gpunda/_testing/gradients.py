@@ -43,7 +43,7 @@ def _to_nd(v, ctx, dtype):
 
 
 def _parse_location(sym, location, ctx, dtype=default_dtype()):
-    """``location`` (list in ``list_arguments()`` order, or dict) as a name-sorted dict of NDArrays."""
+    """``location`` (a list in ``list_arguments()`` order, or a dict) as sorted NDArrays."""
     args = sym.list_arguments()
     if isinstance(location, dict):
         if set(location) != set(args):

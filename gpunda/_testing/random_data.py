@@ -261,7 +261,7 @@ def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=No
 
 def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None,
                            dtype=None, modifier_func=None, shuffle_csr_indices=False):
-    """``create_sparse_array`` where a row_sparse array stores exactly ``rsp_indices`` (or nothing)."""
+    """``create_sparse_array``; a row_sparse array stores exactly ``rsp_indices`` (or no row)."""
     if stype == "row_sparse":
         density = 0.0
         if rsp_indices is not None and len(rsp_indices) > _shape(shape)[0]:
@@ -273,7 +273,7 @@ def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=No
 
 
 def assign_each(the_input, function):
-    """``function`` applied to every element of ``the_input``, as a float64 array (a copy if None)."""
+    """``function`` of every element of ``the_input``, as float64 (a copy when None)."""
     the_input = np.asarray(the_input)
     if function is None:
         return np.array(the_input)
@@ -283,7 +283,7 @@ def assign_each(the_input, function):
 
 
 def assign_each2(input1, input2, function):
-    """``function(a, b)`` for every pair of elements, as a float64 array (a copy of input1 if None)."""
+    """``function(a, b)`` of every pair of elements, as float64 (a copy of input1 when None)."""
     input1 = np.asarray(input1)
     if function is None:
         return np.array(input1)
@@ -339,7 +339,7 @@ def np_reduce(dat, axis, keepdims, numpy_reduce_func):
 
 
 def collapse_sum_like(a, shape):
-    """Sum NumPy ``a`` down to ``shape`` (which must broadcast to ``a.shape``): a broadcast's gradient."""
+    """Sum NumPy ``a`` down to ``shape`` (which broadcasts to ``a.shape``): a broadcast's gradient."""
     shape = tuple(shape)
     if len(a.shape) < len(shape):
         raise GpundaError(f"collapse_sum_like: shape {shape} has more axes than {a.shape}")

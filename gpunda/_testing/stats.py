@@ -1,4 +1,4 @@
-"""Statistical checks of random generators (mean, variance, chi-square), as MXNet's test_random uses.
+"""Statistical checks of random generators (mean, variance, chi-square), as test_random uses.
 
 A *generator* is any callable ``generator(n)`` returning ``n`` i.i.d. samples
 (NumPy array, NDArray or list).
