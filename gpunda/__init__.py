@@ -18,7 +18,7 @@ from . import ndarray as nd
 from . import random
 from . import name, attribute, runtime
 
-for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
+for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
            "metric", "initializer", "kvstore", "io", "profiler", "recordio", "operator"):
     try:
         __import__(f"{__name__}.{_m}")
@@ -34,3 +34,14 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+
+
+def __getattr__(name):
+    # rarely used modules load on first use, keeping ``import gpunda`` fast
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY_MODULES = ("test_utils",)
