@@ -34,3 +34,11 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+
+
+def __getattr__(name):
+    # rarely used packages load on first use, so ``import gpunda`` stays fast
+    if name == "contrib":
+        import importlib
+        return importlib.import_module(f"{__name__}.contrib")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
