@@ -12,7 +12,8 @@ ops/registry.py).
 In-place safety: every in-place write stamps the written array's root with
 the next number of the counter that also numbers the nodes, so backward
 refuses a saved array whose stamp is newer than the node that saved it (NOTE
-[In-place writes]). The plain backward (``_walk_raw``) runs the rules on raw
+[In-place writes]). While recording, a write into an array still in a recorded
+graph is refused before it happens, as MXNet does (``check_writable``). The plain backward (``_walk_raw``) runs the rules on raw
 backend arrays; ``create_graph=True`` (``_walk_nd``) runs them on recorded
 NDArrays so the result can be differentiated again.
 """
@@ -554,12 +555,17 @@ def _check_heads(heads, head_grads, where):
         if not isinstance(g, NDArray):
             raise GpundaError(f"{where}: head_grads[{i}] must be an NDArray or None, got "
                               f"{type(g).__name__}")
-        if g.shape != h.shape:
+        if g.shape != h.shape and g.size != h.size:
+            # MXNet does not check and reads the buffer as the head's shape, past its
+            # end when it is smaller; only an equal element count is well defined
             raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but heads[{i}] "
                               f"has shape {h.shape}")
         if g._ctx != h._ctx:
             raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but heads[{i}] is on "
                               f"{h._ctx}")
+        if g.shape != h.shape:
+            with _Scope(False, None):
+                hg_list[i] = g = g.reshape(h.shape)
         if g.stype != "default":
             # a sparse head gradient seeds the walk as its dense values, as MXNet's
             # storage fallback computes it

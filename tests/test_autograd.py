@@ -760,6 +760,19 @@ def test_head_grads_wrong_shape_context_count_raise():
     np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 2.0])
 
 
+def test_head_grads_of_another_shape_with_as_many_elements_are_read_in_the_heads_shape():
+    # MXNet 1.9.1 reads the head gradient buffer in the head's shape: (3, 1) for (3,) works
+    x = _var([1.0, 2.0, 3.0])
+    hg = nd.array([[1.0], [2.0], [3.0]], dtype="float64")
+    with ag.record():
+        y = x * 2
+    (g,) = ag.grad(y, [x], head_grads=hg, retain_graph=True)
+    np.testing.assert_array_equal(g.asnumpy(), [2.0, 4.0, 6.0])
+    y.backward(hg)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [2.0, 4.0, 6.0])
+    assert hg.shape == (3, 1)
+
+
 def test_grad_of_variable_not_in_graph_raises():
     x, z = _var([1.0]), _var([2.0])
     with ag.record():
