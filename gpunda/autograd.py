@@ -563,6 +563,9 @@ def _check_heads(heads, head_grads, where):
         if g._ctx != h._ctx:
             raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but heads[{i}] is on "
                               f"{h._ctx}")
+        if g.dtype != h.dtype:      # MXNet refuses the mismatch too (TBlob type check)
+            raise GpundaError(f"{where}: head_grads[{i}] has dtype {np.dtype(g.dtype).name} "
+                              f"but heads[{i}] has dtype {np.dtype(h.dtype).name}")
         if g.shape != h.shape:
             with _Scope(False, None):
                 hg_list[i] = g = g.reshape(h.shape)

@@ -754,6 +754,9 @@ def test_head_grads_wrong_shape_context_count_raise():
         y.backward(nd.ones((2,), ctx=mx.cpu(1), dtype="float64"))
     with pytest.raises(GpundaError, match="2 head_grads for 1 heads"):
         ag.backward([y], [None, None])
+    with pytest.raises(GpundaError, match=r"head_grads\[0\] has dtype float32 but heads\[0\] "
+                                          r"has dtype float64"):
+        y.backward(nd.ones((2,), dtype="float32"))
     with pytest.raises(GpundaError, match="must be an NDArray"):
         ag.backward([y], [np.ones(2)])
     y.backward()      # the failed calls did not free the graph
