@@ -72,10 +72,10 @@ def is_training():
     return _is_train()
 
 
-def set_recording(is_record):
+def set_recording(is_recording):   # MXNet's parameter name (it shadows is_recording here)
     """Set recording on or off for this thread; returns the previous value."""
     prev = _is_rec()
-    _set_rec(bool(is_record))
+    _set_rec(bool(is_recording))
     return prev
 
 

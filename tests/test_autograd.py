@@ -32,6 +32,11 @@ def test_initial_state_and_setters_return_previous():
     assert ag.set_training(1) is False
     assert ag.is_training() is True
     assert ag.set_training(False) is True
+    # MXNet's keyword names
+    assert ag.set_recording(is_recording=True) is False
+    assert ag.set_recording(is_recording=False) is True
+    assert ag.set_training(train_mode=True) is False
+    assert ag.set_training(train_mode=False) is True
 
 
 def test_record_and_pause_scopes():
