@@ -385,16 +385,18 @@ def record_assign(target, key, value):
     """
     from .ndarray import _op
     from .imperative import write_outputs
-    basic = (slice, int, type(None), type(Ellipsis))
     keys = key if isinstance(key, tuple) else (key,)
     whole = False
-    if all(isinstance(k, basic) for k in keys):
-        view = target._data[key]
+    if all(isinstance(k, (slice, int, np.integer, type(None), type(Ellipsis))) for k in keys):
+        # new axes (None) select nothing: a[None] = v assigns the whole array too
+        view = target._data[tuple(k for k in keys if k is not None)]
         whole = view.shape == target.shape and view.strides == target._data.strides
     if not whole:
         check_not_inplace([target], [target], "__setitem__")
     if value.shape == target.shape:
         r = _op._copy(value)
+    elif value.ndim > target.ndim and value.size == target.size:
+        r = value.reshape(target.shape)       # a[None] = v with v of shape a[None].shape
     else:   # NumPy's broadcasting rule: missing leading axes first, then stretch
         if value.ndim < target.ndim:
             value = value.reshape((1,) * (target.ndim - value.ndim) + value.shape)

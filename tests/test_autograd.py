@@ -543,7 +543,7 @@ def test_inplace_op_on_plain_array_with_recorded_operand_raises():
     np.testing.assert_array_equal(acc.asnumpy(), [0.0, 0.0])
 
 
-@pytest.mark.parametrize("how", ["setitem", "copyto", "broadcast"])
+@pytest.mark.parametrize("how", ["setitem", "copyto", "broadcast", "newaxis", "full_slice"])
 def test_whole_array_assignment_of_recorded_value_joins_the_graph(how):
     # MXNet: z[:] = y and y.copyto(z) are recorded copies (values checked against MXNet 1.9.1)
     x = _var([1.0, 2.0])
@@ -552,6 +552,10 @@ def test_whole_array_assignment_of_recorded_value_joins_the_graph(how):
         y = x * 2
         if how == "copyto":
             y.copyto(z)
+        elif how == "newaxis":
+            z[None] = y.reshape((1, 2))     # a[None] = v assigns all of a, as a[...] = v
+        elif how == "full_slice":
+            z[0:2] = y
         else:
             z[:] = y
         w = z * 3
