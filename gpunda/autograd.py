@@ -139,10 +139,9 @@ _GRAD_REQS = ("write", "add", "null")
 class Leaf:
     """A variable: where gradients land (``x.grad``) and how (``grad_req``)."""
 
-    __slots__ = ("grad", "grad_req", "_g", "__weakref__", "var", "fresh")
+    __slots__ = ("grad", "grad_req", "_g", "__weakref__", "var", "fresh", "freed")
     nout = 1
     is_leaf = True
-    freed = False
     inputs = ()
     seq = -1            # sorts after every node
     op = None
@@ -152,6 +151,9 @@ class Leaf:
         self.var = weakref.ref(var) if var is not None else None
         # MXNet's fresh_out_grad (``x._fresh_grad``): set when a backward writes .grad
         self.fresh = False
+        # a 'null' variable is dropped from the graph by a backward that frees it, as
+        # MXNet's AGInfo::Clear does; afterwards it may be written inside record()
+        self.freed = False
 
 
 class Node:
@@ -170,7 +172,7 @@ class Node:
     """
 
     __slots__ = ("op", "p", "inputs", "saved_in", "out_data", "out_refs", "training", "_g",
-                 "ctx", "seq", "__weakref__")
+                 "ctx", "seq", "fresh", "__weakref__")
     is_leaf = False
     nout = 1
     fn = None
@@ -546,7 +548,7 @@ def _check_heads(heads, head_grads, where):
             raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only "
                               f"floating point arrays can be differentiated")
         node = h._ag[0]
-        if node.freed:
+        if node.freed and not node.is_leaf:
             raise GpundaError(
                 f"{where}: heads[{i}] comes from {node.op.name} whose graph was already freed "
                 f"by an earlier backward; pass retain_graph=True to the first backward to "
@@ -646,6 +648,8 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         raise
     for n in leaves:
         n._g = None
+        if not retain_graph and n.grad_req == "null":
+            n.freed = True
     if retain_graph:
         for n in nodes:
             n._g = None

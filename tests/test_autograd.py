@@ -933,8 +933,31 @@ def test_fresh_grad_is_set_by_backward_only():
     w.backward()
     assert x._fresh_grad is False and y._fresh_grad is True
     plain = nd.ones((2,))
-    plain._fresh_grad = True        # no variable: nothing to set, as MXNet
     assert plain._fresh_grad is False
+    with pytest.raises(GpundaError, match="not marked as a variable"):
+        plain._fresh_grad = True    # as MXNet: no gradient state to set
+    x.attach_grad()
+    assert x._fresh_grad is False   # a new variable starts stale
+
+
+def test_null_variable_leaves_the_graph_with_a_freeing_backward():
+    # MXNet clears a 'null' variable with the graph; 'write' variables stay marked
+    x, z = _var([1.0, 2.0]), _var([3.0, 4.0], grad_req="null")
+    with ag.record():
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            z[:] = 0
+        y = x * z
+    y.backward(retain_graph=True)
+    with ag.record():
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            z[:] = 0                # a retained graph keeps it
+    y.backward()
+    with ag.record():
+        z[:] = 5
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            x[:] = 0
+    assert z._fresh_grad is False and x._fresh_grad is True
+    np.testing.assert_array_equal(z.asnumpy(), [5.0, 5.0])
 
 
 @pytest.mark.parametrize("stype", ["csr", "row_sparse"])

@@ -270,13 +270,15 @@ class NDArray:
     def _fresh_grad(self):
         """Whether a backward wrote this variable's ``.grad`` since the flag was reset."""
         e = self._ag
-        return e is not None and e[0].is_leaf and e[0].fresh
+        return e is not None and getattr(e[0], "fresh", False)
 
     @_fresh_grad.setter
     def _fresh_grad(self, state):
         e = self._ag
-        if e is not None and e[0].is_leaf:
-            e[0].fresh = bool(state)
+        if e is None:
+            raise GpundaError("_fresh_grad: this NDArray is not marked as a variable and "
+                              "has no gradient state; call attach_grad() first")
+        e[0].fresh = bool(state)
 
     def detach(self):
         """The same values, cut from the autograd graph."""
