@@ -13,9 +13,10 @@ In-place safety: every in-place write stamps the written array's root with
 the next number of the counter that also numbers the nodes, so backward
 refuses a saved array whose stamp is newer than the node that saved it (NOTE
 [In-place writes]). While recording, a write into an array still in a recorded
-graph is refused before it happens, as MXNet does (``check_writable``). The plain backward (``_walk_raw``) runs the rules on raw
-backend arrays; ``create_graph=True`` (``_walk_nd``) runs them on recorded
-NDArrays so the result can be differentiated again.
+graph is refused before it happens, as MXNet does (``check_writable``). The
+plain backward (``_walk_raw``) runs the rules on raw backend arrays;
+``create_graph=True`` (``_walk_nd``) runs them on recorded NDArrays so the
+result can be differentiated again.
 """
 from __future__ import annotations
 
@@ -570,14 +571,14 @@ def _check_heads(heads, head_grads, where):
         if g.dtype != h.dtype:      # MXNet refuses the mismatch too (TBlob type check)
             raise GpundaError(f"{where}: head_grads[{i}] has dtype {np.dtype(g.dtype).name} "
                               f"but heads[{i}] has dtype {np.dtype(h.dtype).name}")
-        if g.shape != h.shape:
-            with _Scope(False, None):
-                hg_list[i] = g = g.reshape(h.shape)
         if g.stype != "default":
             # a sparse head gradient seeds the walk as its dense values, as MXNet's
             # storage fallback computes it
             with _Scope(False, None):
-                hg_list[i] = g.tostype("default")
+                hg_list[i] = g = g.tostype("default")
+        if g.shape != h.shape:
+            with _Scope(False, None):
+                hg_list[i] = g.reshape(h.shape)
     return head_list, hg_list
 
 

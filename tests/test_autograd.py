@@ -1007,3 +1007,12 @@ def test_dot_gradient_of_row_sparse_weight_is_row_sparse(rng):
     y.backward()
     assert w.grad.stype == "row_sparse"
     np.testing.assert_allclose(w.grad.asnumpy(), lhs.T @ np.ones((2, 3)), rtol=1e-6)
+
+
+def test_sparse_head_gradient_of_another_shape_is_densified_then_read_in_the_heads_shape():
+    x = _var([1.0, 2.0, 3.0, 4.0])
+    hg = nd.array([[1.0, 0.0], [0.0, 2.0]], dtype="float64").tostype("csr")
+    with ag.record():
+        y = x * 3
+    y.backward(hg)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [3.0, 0.0, 0.0, 6.0])

@@ -169,7 +169,7 @@ class NDArray:
                 raise GpundaError(f"copyto: target has shape {other.shape} but the source "
                                   f"has shape {self.shape}")
             _ag.check_writable(other, "copyto")
-            if self._ag is not None and _is_rec():
+            if self._ag is not None and _is_rec() and type(self) is type(other) is NDArray:
                 # recorded: ``other`` takes the copy's place in the graph
                 _imp.write_outputs([other], [_transfer(self, other._ctx)], "copyto")
                 return other
