@@ -16,7 +16,8 @@ nd = mx.nd
 
 
 def test_contrib_package_loads_submodules_lazily():
-    code = ("import sys, gpunda, gpunda.contrib; "
+    code = ("import sys, gpunda; assert 'gpunda.contrib' not in sys.modules; "
+            "import gpunda.contrib; "
             "assert 'gpunda.contrib.autograd' not in sys.modules; "
             "gpunda.contrib.autograd; assert 'gpunda.contrib.autograd' in sys.modules; "
             "assert gpunda.contrib.nd is gpunda.nd.contrib")
