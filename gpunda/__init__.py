@@ -44,4 +44,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_LAZY_MODULES = ("test_utils",)
+_LAZY_MODULES = ("test_utils", "contrib")

@@ -294,6 +294,20 @@ def test_bind_forward_backward(rng):
         s.bind(mx.cpu(), {"a": mx.nd.array(x)})
 
 
+def test_executor_backward_casts_out_grads_to_the_outputs_dtype(rng):
+    # MXNet copies out_grads into float32 head-gradient buffers; autograd.backward
+    # itself refuses a dtype mismatch
+    a = sym.var("a")
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    ga = mx.nd.zeros((2, 3))
+    ex = (a * 3).bind(mx.cpu(), {"a": mx.nd.array(x)}, args_grad={"a": ga})
+    ex.forward(is_train=True)
+    h = rng.standard_normal((2, 3))
+    ex.backward(mx.nd.array(h, dtype="float64"))
+    assert ga.dtype == np.float32
+    np.testing.assert_allclose(ga.asnumpy(), 3 * h, rtol=1e-6)
+
+
 def test_simple_bind_mlp():
     net = _mlp()
     ex = net.simple_bind(mx.cpu(), data=(5, 7))
