@@ -124,9 +124,13 @@ class _MxnetFinder(importlib.abc.MetaPathFinder):
 
     def __init__(self, root):
         self.root = root
+        self.notice = None      # said once, at the first `import mxnet`
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == _ROOT:
+            if self.notice:
+                _log.warning("%s", self.notice)
+                self.notice = None
             return importlib.util.spec_from_loader(_ROOT, _AliasLoader(self.root),
                                                    is_package=True)
         if not fullname.startswith(_PREFIX):
@@ -188,25 +192,32 @@ def install_mxnet_alias(reason="install_mxnet_alias()"):
         gpunda.install_mxnet_alias()
         import mxnet as mx          # gpunda, mx.nd is gpunda.nd
     """
+    _install(reason)
+    return importlib.import_module(_ROOT)
+
+
+def _install(reason):
+    """Put the finder in place (once); a real MXNet installed too gets the notice, said
+    at the first ``import mxnet``, so processes that never import it stay quiet."""
     finder = _installed_finder()
     loaded = sys.modules.get(_ROOT)
-    if finder is not None and loaded is finder.root:
-        return finder.root
+    if finder is not None and loaded in (None, finder.root):
+        return finder
     if loaded is not None and not is_alias(loaded):
         from .base import GpundaError
         raise GpundaError(f"{reason}: a real MXNet is already imported (from "
                           f"{getattr(loaded, '__file__', '?')}); install the gpunda alias before "
                           f"the first `import mxnet`")
-    real = _real_mxnet_location()
     if finder is None:
         finder = _MxnetFinder(_new_root())
         sys.meta_path.insert(0, finder)
+    real = _real_mxnet_location()
     if real is not None:
         target = _gpunda()
-        _log.warning("gpunda: `import mxnet` gives gpunda %s (%s), not the MXNet installed at %s "
-                     "(asked for by %s)", target.__version__, os.path.dirname(target.__file__),
-                     real, reason)
-    return importlib.import_module(_ROOT)
+        finder.notice = (f"gpunda: `import mxnet` gives gpunda {target.__version__} "
+                         f"({os.path.dirname(target.__file__)}), not the MXNet installed at "
+                         f"{real} (asked for by {reason})")
+    return finder
 
 
 def uninstall_mxnet_alias():
@@ -233,7 +244,7 @@ def install_from_env():
     if not env_requests_alias():
         return
     try:
-        install_mxnet_alias(reason=f"{ENV_VAR}={os.environ.get(ENV_VAR)}")
+        _install(f"{ENV_VAR}={os.environ.get(ENV_VAR)}")
     except Exception as e:      # noqa: BLE001 -- site start-up must go on
         print(f"gpunda: {ENV_VAR} is set but the mxnet alias could not be installed: "
               f"{type(e).__name__}: {e}", file=sys.stderr)

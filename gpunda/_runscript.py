@@ -45,6 +45,8 @@ def _split(argv):
     if argv and argv[0] in ("-h", "--help"):
         _parser().print_help()
         sys.exit(0)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
     if argv and argv[0] == "-m":
         if len(argv) < 2:
             _parser().error("-m needs a module name")

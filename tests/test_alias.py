@@ -209,17 +209,32 @@ def test_env_var_opt_in_through_the_startup_hook(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     shutil.copy(REPO / "gpunda_mxnet_alias.pth", site)
-    code = (f"import site; site.addsitedir({str(site)!r}); import sys; "
-            f"print('mxnet' in sys.modules and sys.modules['mxnet'].__gpunda__)")
-    on = _py(["-c", code], tmp_path, GPUNDA_AS_MXNET="1")
-    assert on.returncode == 0 and on.stdout == "True\n", on.stderr
-    for off in ("0", ""):
-        r = _py(["-c", code], tmp_path, GPUNDA_AS_MXNET=off)
-        assert r.returncode == 0 and r.stdout == "False\n", r.stderr
-    # unset: the hook imports nothing at all
-    r = _py(["-c", f"import site; site.addsitedir({str(site)!r}); import sys; "
-                   f"print('gpunda' in sys.modules)"], tmp_path)
-    assert r.stdout == "False\n"
+    start = f"import site; site.addsitedir({str(site)!r}); import sys; "
+    on = _py(["-c", start + "import mxnet; print(mxnet.__gpunda__, mxnet.nd is "
+                            "sys.modules['gpunda'].nd)"], tmp_path, GPUNDA_AS_MXNET="1")
+    assert on.returncode == 0 and on.stdout == "True True\n", on.stderr
+    # unset or off: the hook neither imports gpunda nor installs anything
+    probe = start + "print('gpunda' in sys.modules, [type(f).__name__ for f in sys.meta_path])"
+    for off in ("0", "", None):
+        env = {} if off is None else {"GPUNDA_AS_MXNET": off}
+        r = _py(["-c", probe], tmp_path, **env)
+        assert r.returncode == 0 and r.stdout.startswith("False ["), r.stderr
+        assert "_MxnetFinder" not in r.stdout
+
+
+def test_env_opt_in_beside_a_real_mxnet_notices_at_the_first_import_only(tmp_path, fake_mxnet):
+    site = tmp_path / "hook"
+    site.mkdir()
+    shutil.copy(REPO / "gpunda_mxnet_alias.pth", site)
+    start = f"import site; site.addsitedir({str(site)!r}); "
+    quiet = _py(["-c", start + "print('ok')"], tmp_path, extra_path=[fake_mxnet],
+                GPUNDA_AS_MXNET="1")
+    assert quiet.stdout == "ok\n" and quiet.stderr == ""
+    loud = _py(["-c", start + "import mxnet; import mxnet.nd; print(mxnet.__gpunda__)"],
+               tmp_path, extra_path=[fake_mxnet], GPUNDA_AS_MXNET="1")
+    assert loud.stdout == "True\n"
+    (line,) = loud.stderr.splitlines()
+    assert "GPUNDA_AS_MXNET=1" in line and str(fake_mxnet / "mxnet") in line
 
 
 def test_run_passes_the_opt_in_to_child_processes(tmp_path):
@@ -250,7 +265,7 @@ def test_without_opt_in_a_real_mxnet_is_untouched(tmp_path, fake_mxnet):
 
 def test_opt_in_wins_over_a_real_mxnet_and_says_so(tmp_path, fake_mxnet):
     script = _write(tmp_path / "which.py", "import mxnet; print(hasattr(mxnet, 'REAL'))\n")
-    r = _run([script.name], tmp_path, extra_path=[fake_mxnet])
+    r = _run(["--", script.name], tmp_path, extra_path=[fake_mxnet])
     assert r.returncode == 0 and r.stdout == "False\n"
     notice = r.stderr.splitlines()
     assert len(notice) == 1, r.stderr
