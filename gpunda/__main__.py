@@ -1,4 +1,4 @@
-"""Command line: ``python -m gpunda {info,demo,inspect}``."""
+"""Command line: ``python -m gpunda {info,demo,inspect,run}``."""
 from __future__ import annotations
 
 import argparse
