@@ -5,7 +5,8 @@ MXNet 1.x code would be; it trains hybridized (through a CachedOp) on the
 default device unless told otherwise, shows its progress on stderr (a bar on
 a terminal, plain lines every few seconds elsewhere), prints a line per epoch
 (loss, train accuracy, test accuracy, samples/s), and ends by timing imperative
-against hybridized training steps of the same model. The data (1797 UCI digits, see gpunda/data/README.md) ships with gpunda.
+against hybridized training steps of the same model. The data (1797 UCI digits,
+see gpunda/data/README.md) ships with gpunda.
 """
 from __future__ import annotations
 
@@ -152,7 +153,8 @@ def _parser():
     p = argparse.ArgumentParser(prog="python -m gpunda demo",
                                 description="Train a small CNN on the 8x8 digits (MXNet Gluon "
                                             "code on gpunda). Exits 0 when the final test "
-                                            f"accuracy reaches {TARGET_ACCURACY:.0%}, else 1 (saying why).")
+                                            f"accuracy reaches {TARGET_ACCURACY:.0%}, else 1 "
+                                            "(saying why).")
     p.add_argument("--device", default="auto",
                    help="cpu, gpu, gpu:N, or auto: the default device, a GPU when one is usable "
                         "(default: %(default)s)")
