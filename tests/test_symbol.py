@@ -13,10 +13,7 @@ FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
 def _fixture(name):
-    path = os.path.join(FIX, f"{name}-symbol.json")
-    if not os.path.exists(path):
-        pytest.skip("MXNet fixtures not available")
-    with open(path) as f:
+    with open(os.path.join(FIX, f"{name}-symbol.json")) as f:
         return f.read()
 
 
@@ -187,6 +184,7 @@ def test_infer_shape_elementwise_by_compute():
         sym.broadcast_add(a, b).infer_shape(a=(4, 3), b=(5,))
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("model", ["mlp", "textemb"])
 def test_json_fixture_round_trip_exact(model):
     text = _fixture(model)
@@ -194,6 +192,7 @@ def test_json_fixture_round_trip_exact(model):
     assert s.tojson() == text
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_fixture_cnn_lists():
     text = _fixture("cnn")
     s = sym.load_json(text)
@@ -209,6 +208,7 @@ def test_json_fixture_cnn_lists():
     assert out == [(2, 10)] and aux == [(8,), (8,), (16,), (16,)]
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_legacy_forms():
     text = _fixture("mlp")
     ref = sym.load_json(text).tojson()
@@ -229,6 +229,7 @@ def test_json_legacy_forms():
     assert g["attrs"] == {"mxnet_version": ["int", 10901]}
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_errors():
     text = _fixture("mlp")
     h = json.loads(text)
