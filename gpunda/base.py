@@ -39,3 +39,34 @@ def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
         raise GpundaError(f"{where}: {what}={value!r} {rule}")
+
+
+class NotSupportedForSparseNDArray(GpundaError):
+    """An NDArray method that sparse storage does not offer (MXNet's error of that name)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f" (namely operator \"{self.alias}\")"
+        if self.args:
+            msg += " with arguments (" + ", ".join(self.args) + ")"
+        return msg + " is not supported for SparseNDArray and only available in NDArray."
+
+
+def c_array_buf(ctype, buf):
+    """A ctypes array of ``ctype`` over the buffer ``buf`` (no copy), as MXNet's helper."""
+    import ctypes
+    return (ctype * len(buf)).from_buffer(buf)
+
+
+def check_call(ret):
+    """MXNet's C-API return-code check: gpunda has no C library, so a non-zero code
+    can only come from the caller; it raises GpundaError naming it."""
+    if ret != 0:
+        raise GpundaError(f"check_call: a C API call returned {ret}")

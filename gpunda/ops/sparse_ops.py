@@ -143,11 +143,20 @@ class _Holder:
         from ..ndarray.sparse import _wrap
         return _wrap(self, ctx)
 
+    def refuse_if_malformed(self, where):
+        """Raise when this holder was built from parts that failed the format check.
+
+        MXNet lets such an array be created and only ``check_format`` reports it;
+        computing with it could index out of bounds, so gpunda refuses that."""
+        if self._bad is not None:
+            raise GpundaError(f"{where}: the {self.stype} array is malformed ({self._bad}); "
+                              f"only its parts and check_format() can be used")
+
 
 class CSRData(_Holder):
     """Raw csr storage (see the module docstring)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols")
+    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols", "_bad")
     stype = "csr"
 
     def __init__(self, data, indices, indptr, shape, m=None):
@@ -155,6 +164,7 @@ class CSRData(_Holder):
         self.shape = tuple(int(d) for d in shape)
         self._m = m
         self._cols = None
+        self._bad = None        # why the parts are malformed (set by creation from parts)
 
     @classmethod
     def from_matrix(cls, m):
@@ -182,9 +192,12 @@ class CSRData(_Holder):
         self.data, self.indices, self.indptr, self._m = (other.data, other.indices,
                                                          other.indptr, other._m)
         self._cols = None
+        self._bad = other._bad
 
     def copy(self):
-        return CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+        c = CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+        c._bad = self._bad
+        return c
 
     def supported(self):
         """Whether the sparse library computes with this dtype."""
@@ -194,6 +207,7 @@ class CSRData(_Holder):
         """The csr matrix (scipy or cupyx) over these parts; cached."""
         m = self._m
         if m is None:
+            self.refuse_if_malformed(where)
             xp = self.xp
             if not self.supported():
                 lib = "scipy.sparse" if xp is np else "cupyx.scipy.sparse"
@@ -234,12 +248,13 @@ class CSRData(_Holder):
 class RSPData(_Holder):
     """Raw row_sparse storage (see the module docstring)."""
 
-    __slots__ = ("indices", "values", "shape")
+    __slots__ = ("indices", "values", "shape", "_bad")
     stype = "row_sparse"
 
     def __init__(self, indices, values, shape):
         self.indices, self.values = indices, values
         self.shape = tuple(int(d) for d in shape)
+        self._bad = None
 
     @property
     def dtype(self):
@@ -255,9 +270,12 @@ class RSPData(_Holder):
 
     def _rebind(self, other):
         self.indices, self.values = other.indices, other.values
+        self._bad = other._bad
 
     def copy(self):
-        return RSPData(self.indices.copy(), self.values.copy(), self.shape)
+        c = RSPData(self.indices.copy(), self.values.copy(), self.shape)
+        c._bad = self._bad
+        return c
 
     def astype(self, dtype, copy=True):
         if not copy and self.dtype == dtype:
@@ -284,6 +302,8 @@ def empty_like_stype(xp, stype, shape, dtype):
 
 def to_dense(raw):
     """A dense backend array with the values of ``raw``."""
+    if isinstance(raw, _Holder):
+        raw.refuse_if_malformed("densify")
     if isinstance(raw, CSRData):
         if raw.supported():
             return raw.mat("densify").toarray()
@@ -471,6 +491,27 @@ def _clip_kernel(op):
         if not p.a_min <= 0 <= p.a_max:
             return NotImplemented    # zeros would change: the result is dense
         return vw(xp, sp, p, x)
+    return kernel
+
+
+def _keeps_zero(op, p, dtype):
+    """Whether scalar op ``op`` maps 0 to 0 with params ``p`` (MXNet's storage rule
+    for the scalar logic and +/- ops: ``OP::Map(0, scalar) == 0``)."""
+    return not op.compute(np, p, np.zeros(1, dtype))[0]
+
+
+def _scalar_kernel(op, dense_result):
+    """Kernel of a scalar op: same stype as the input when 0 stays 0; otherwise a
+    dense result, computed here when MXNet declares one (``dense_result``: +/-
+    scalar) or by the logged fallback (comparisons, as MXNet falls back)."""
+    vw = _valuewise(op)
+
+    def kernel(xp, sp, p, x):
+        if not isinstance(x, _Holder):
+            return NotImplemented
+        if _keeps_zero(op, p, x.dtype):
+            return vw(xp, sp, p, x)
+        return op.compute(xp, p, to_dense(x)) if dense_result else NotImplemented
     return kernel
 
 
@@ -834,6 +875,10 @@ def _plan():
     for n in _ZERO_PRESERVING:
         plan.append((n, "*", _valuewise))
     plan.append(("clip", "*", _clip_kernel))
+    for n in ("_plus_scalar", "_minus_scalar"):
+        plan.append((n, "*", lambda op: _scalar_kernel(op, True)))
+    for n in ("equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
+        plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
     for kind in ("add", "sub", "mul"):
         for n in ("elemwise_" + kind, "broadcast_" + kind):
@@ -877,3 +922,4 @@ try:    # the dot op lives in linalg; import it first so its kernels can be atta
 except ImportError:
     pass
 install()
+from . import sparse_csr_ops  # noqa: E402,F401  (take of csr rows, getnnz)
