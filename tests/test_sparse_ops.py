@@ -146,6 +146,117 @@ def test_scalar_ops_and_clip(rng):
         assert z.stype == st and z.asnumpy().sum() == 0
 
 
+# MXNet 1.9.1's output stypes for scalar ops on sparse input (observed on the CPU wheel):
+# sparse exactly when op(0, scalar) == 0 for comparisons, and when scalar == 0 for + and -
+_SCALAR_STYPES = [
+    (lambda y: y == 0, False), (lambda y: y == 1, True), (lambda y: 0 == y, False),
+    (lambda y: y != 0, True), (lambda y: y != 1, False), (lambda y: y > 0, True),
+    (lambda y: 0 > y, True), (lambda y: y > -1, False), (lambda y: y >= 0, False),
+    (lambda y: y >= 1, True), (lambda y: 0 >= y, False), (lambda y: y < 0, True),
+    (lambda y: y < 1, False), (lambda y: 0 < y, True), (lambda y: y <= 0, False),
+    (lambda y: 1 <= y, True), (lambda y: y <= -1, True), (lambda y: y == 0.5, True),
+    (lambda y: y != 0.5, False), (lambda y: y + 0, True), (lambda y: y + 1, False),
+    (lambda y: y - 0, True), (lambda y: y - 1, False), (lambda y: 1 - y, False),
+]
+
+
+@pytest.mark.parametrize("st", ["csr", "row_sparse"])
+@pytest.mark.parametrize("k", range(len(_SCALAR_STYPES)))
+def test_scalar_ops_output_stype_as_mxnet(rng, st, k):
+    f, sparse = _SCALAR_STYPES[k]
+    d = _rsp_dense(rng, (5, 4), [0, 2, 3])
+    d[0, 1] = 1.0
+    y = f(nd.array(d).tostype(st))
+    assert y.stype == (st if sparse else "default")
+    np.testing.assert_array_equal(y.asnumpy(), f(d).astype(np.float32))
+
+
+def test_sparse_scalar_results_are_computed_without_fallback(rng, caplog, monkeypatch):
+    import gpunda.ndarray.sparse as spmod
+    monkeypatch.setattr(spmod, "_fallback_logged", set())
+    x = nd.array(_rsp_dense(rng, (4, 3), [1])).tostype("csr")
+    with caplog.at_level(logging.WARNING, logger="gpunda"):
+        x > 0.5, x + 2, x - 0     # noqa: B018  (sparse, dense-by-MXNet's-rule, sparse)
+    assert not [r for r in caplog.records if "falling back" in r.getMessage()]
+    with caplog.at_level(logging.WARNING, logger="gpunda"):
+        x >= 0                    # noqa: B018  (MXNet falls back here too)
+    assert [r for r in caplog.records if "_greater_equal_scalar" in r.getMessage()]
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("density", [0.0, 0.4, 1.0])
+def test_take_csr_rows_stays_csr(rng, mode, density):
+    m = _csr(rng, (6, 5), density=density)
+    idx = np.array([4, -3, 0, 7, 4, 2, 11, -8], np.float32)
+    y = nd.take(nd.sparse.csr_matrix(m), nd.array(idx), mode=mode)
+    assert isinstance(y, CSRNDArray) and y.shape == (8, 5)
+    ref = np.take(m.toarray(), idx.astype(np.int64), axis=0, mode=mode)
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    y.check_format()
+    exp = sps.csr_matrix(ref)
+    assert y.indptr.asnumpy().tolist() == exp.indptr.tolist()
+    assert y.indices.asnumpy().tolist() == exp.indices.tolist()
+
+
+def test_take_csr_other_cases(rng):
+    m = _csr(rng, (4, 3))
+    a = nd.sparse.csr_matrix(m)
+    with pytest.raises(GpundaError, match="csr input needs 1-D indices"):
+        nd.take(a, nd.array([[0, 1], [3, 3]]), axis=0, mode="clip")
+    r = nd.take(a, nd.array([2, 0]), axis=1)                              # fallback: dense
+    assert r.stype == "default"
+    np.testing.assert_array_equal(r.asnumpy(), np.take(m.toarray(), [2, 0], axis=1))
+
+
+@pytest.mark.parametrize("density", [0.0, 0.5, 1.0])
+def test_getnnz_matches_scipy(rng, density):
+    m = _csr(rng, (5, 7), density=density)
+    a = nd.sparse.csr_matrix(m)
+    for axis in (None, 0, 1):
+        r = nd.contrib.getnnz(a, axis=axis)
+        assert r.dtype == np.int64
+        np.testing.assert_array_equal(r.asnumpy(), np.atleast_1d(m.getnnz(axis=axis)))
+    with pytest.raises(GpundaError, match="must be csr"):
+        nd.contrib.getnnz(nd.array(m.toarray()))
+    with pytest.raises(GpundaError, match="axis=2"):
+        nd.contrib.getnnz(a, axis=2)
+
+
+def test_retain_checks_its_inputs_and_params():
+    a = nd.ones((2, 2)).tostype("row_sparse")
+    with pytest.raises(GpundaError, match="unknown parameter invalid_arg"):
+        nd.sparse.retain(a, nd.array([0]), invalid_arg="garbage_value")
+    with pytest.raises(GpundaError):
+        nd.sparse.retain(a, invalid_arg="garbage_value")
+    assert a.retain(nd.array([1])).indices.asnumpy().tolist() == [1]
+    assert a.retain(indices=nd.array([0])).indices.asnumpy().tolist() == [0]
+
+
+def test_storage_introspection_as_mxnet():
+    c = nd.sparse.csr_matrix(([1., 2.], [0, 2], [0, 1, 2]), shape=(2, 3))
+    r = nd.sparse.row_sparse_array(([[1., 2.]], [1]), shape=(3, 2))
+    assert c._num_aux == 2 and r._num_aux == 1
+    assert c._aux_types == [np.int64, np.int64] and r._aux_type(0) == np.int64
+    assert c._aux_data(0).asnumpy().tolist() == [0, 1, 2]        # indptr
+    assert c._aux_data(1).asnumpy().tolist() == [0, 2]           # indices
+    assert r._aux_data(0).asnumpy().tolist() == [1]
+    from gpunda.base import NotSupportedForSparseNDArray
+    with pytest.raises(NotSupportedForSparseNDArray, match="_at.*not supported for SparseNDArray"):
+        r._at(0)
+    with pytest.raises(NotSupportedForSparseNDArray, match="_slice"):
+        c._slice(0, 1)
+
+
+def test_fully_connected_with_row_sparse_weight_and_column_bias(rng):
+    x = _rand(rng, 5, 10)
+    w = _rand(rng, 8, 10)
+    b = _rand(rng, 8, 1)
+    for data in (nd.array(x), nd.array(x).tostype("csr")):
+        y = nd.sparse.FullyConnected(data, nd.array(w).tostype("row_sparse"),
+                                     nd.array(b).tostype("row_sparse"), num_hidden=8)
+        np.testing.assert_allclose(y.asnumpy(), x @ w.T + b[:, 0], rtol=1e-5, atol=1e-5)
+
+
 # -- reductions and sparse-only ops -------------------------------------------------------
 
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
