@@ -622,3 +622,43 @@ if given is not None:
         for s1 in ("csr", "row_sparse"):
             for s2 in ("csr", "row_sparse", "default"):
                 np.testing.assert_array_equal(a.tostype(s1).tostype(s2).asnumpy(), d)
+
+
+def _np_adagrad(w, g, h, lr, eps, rescale, clip):
+    g = g * rescale
+    if clip >= 0:
+        g = np.clip(g, -clip, clip)
+    h = h + g * g
+    return w - lr * g / np.sqrt(h + eps), h
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.3])
+def test_sparse_adagrad_update_touches_only_grad_rows(rng, clip):
+    w, h = _rand(rng, 6, 3), np.abs(_rand(rng, 6, 3))
+    g = _rsp_dense(rng, (6, 3), [1, 4])
+    kw = dict(lr=0.1, epsilon=1e-7, rescale_grad=0.5, clip_gradient=clip)
+    wn, hn = nd.array(w), nd.array(h)
+    out = nd.sparse.adagrad_update(wn, nd.array(g).tostype("row_sparse"), hn, out=wn, **kw)
+    assert out is wn
+    ref_w, ref_h = _np_adagrad(w, g, h, 0.1, 1e-7, 0.5, clip)
+    rows = [1, 4]
+    keep = [0, 2, 3, 5]
+    np.testing.assert_allclose(wn.asnumpy()[rows], ref_w[rows], rtol=1e-5)
+    np.testing.assert_allclose(hn.asnumpy()[rows], ref_h[rows], rtol=1e-5)
+    np.testing.assert_array_equal(wn.asnumpy()[keep], w[keep])      # lazy: untouched
+    np.testing.assert_array_equal(hn.asnumpy()[keep], h[keep])
+    # dense grad: every row (gpunda's extension; MXNet has only the sparse form)
+    hd = nd.array(h)
+    r = nd.sparse.adagrad_update(nd.array(w), nd.array(g), hd, **kw)
+    np.testing.assert_allclose(r.asnumpy(), ref_w, rtol=1e-5)
+    np.testing.assert_allclose(hd.asnumpy(), ref_h, rtol=1e-5)
+    with pytest.raises(GpundaError, match="wd=0.1 is not supported"):
+        nd.sparse.adagrad_update(nd.array(w), nd.array(g), nd.array(h), lr=0.1, wd=0.1)
+
+
+def test_sparse_namespace_names():
+    assert nd.sparse.op is nd.op and nd.sparse.gs_retain is nd.sparse.retain
+    a, b = _rand(np.random.default_rng(0), 2, 3), np.float32([[1.], [2.]])
+    np.testing.assert_allclose(nd.sparse.broadcast_minus(nd.array(a), nd.array(b)).asnumpy(),
+                               a - b)
+    assert nd.broadcast_minus is not None and nd.sparse.add is not None

@@ -557,10 +557,18 @@ def divide(lhs, rhs):
     return _elemwise_or_broadcast("div", lhs, rhs)
 
 
+gs_retain = retain      # MXNet's name for the generated op function
+
+
 def __getattr__(name):
-    # every op is reachable as nd.sparse.<name>, as in MXNet
+    # every op is reachable as nd.sparse.<name>, and sparse-only ops registered as
+    # _sparse_<name> (adagrad_update) under their short name, as in MXNet
     from . import _op
+    if name == "op":
+        return _op
     fn = getattr(_op, name, None)
+    if fn is None and not name.startswith("_"):
+        fn = getattr(_op, "_sparse_" + name, None)
     if fn is None or name.startswith("__"):
         raise AttributeError(f"module 'gpunda.ndarray.sparse' has no attribute {name!r}")
     return fn

@@ -832,9 +832,10 @@ def _wrap_embedding(op):
 def _lazy_update(op):
     """Kernel running ``op``'s dense update on the gradient's rows only: weight rows
     and state rows (mom, mean, var) not in ``grad.indices`` are left untouched,
-    as MXNet's lazy update does. lazy_update=False falls back (dense update)."""
+    as MXNet's lazy update does. lazy_update=False falls back (dense update); ops
+    without that parameter (sparse adagrad) always update lazily."""
     def kernel(xp, sp, p, w, g, *states):
-        if not p.lazy_update or not isinstance(g, RSPData) or stype_of(w) != "default" or \
+        if not getattr(p, "lazy_update", True) or not isinstance(g, RSPData) or stype_of(w) != "default" or \
                 any(stype_of(s) != "default" for s in states):
             return NotImplemented
         if tuple(g.shape) != tuple(w.shape):
@@ -849,6 +850,32 @@ def _lazy_update(op):
         out[rows] = new_rows
         return out
     return kernel
+
+
+def _adagrad(xp, p, w, g, history):
+    if p.wd != 0:
+        raise GpundaError(f"Operator _sparse_adagrad_update: wd={p.wd} is not supported "
+                          f"(MXNet's sparse adagrad_update needs wd=0)")
+    for name, a in (("grad", g), ("history", history)):
+        if tuple(a.shape) != tuple(w.shape):
+            raise GpundaError(f"Operator _sparse_adagrad_update: input {name} has shape "
+                              f"{tuple(a.shape)} but weight has shape {tuple(w.shape)}")
+    gr = g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad)
+    if p.clip_gradient >= 0:
+        gr = xp.clip(gr, -p.clip_gradient, p.clip_gradient)
+    history += gr * gr
+    return (w - p.lr * gr / xp.sqrt(history + p.epsilon)).astype(w.dtype, copy=False)
+
+
+register(OpDef(
+    "_sparse_adagrad_update", _adagrad, inputs=("weight", "grad", "history"),
+    params=[Param("lr", "float", doc="learning rate"), Param("epsilon", "float", 1e-7),
+            Param("wd", "float", 0.0, "must be 0 (as in MXNet)"),
+            Param("rescale_grad", "float", 1.0), Param("clip_gradient", "float", -1.0)],
+    nondiff=True, mutates=(2,), save=(), family="sparse",
+    doc="AdaGrad step (nd.sparse.adagrad_update): g = clip(rescale_grad * grad);\n"
+        "history += g**2; weight - lr * g / sqrt(history + epsilon). With a row_sparse\n"
+        "grad only its rows of weight and history change; MXNet has no dense form."))
 
 
 # ----------------------------------------------------------------------------
@@ -893,6 +920,7 @@ def _plan():
     plan.append(("dot", ("csr", "row_sparse"), lambda op: _with_forward_stype(_dot_csr_any)))
     plan.append(("dot", ("default", "csr"), lambda op: _with_forward_stype(_dot_dense_csr)))
     plan.append(("dot", "grad", lambda op: _dot_grad))
+    plan.append(("_sparse_adagrad_update", ("default", "row_sparse", "default"), _lazy_update))
     for n in ("sgd_update", "sgd_mom_update", "adam_update"):
         plan.append((n, ("default", "row_sparse") + ("*",) * {"sgd_update": 0,
                                                             "sgd_mom_update": 1,
