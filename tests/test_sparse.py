@@ -331,7 +331,8 @@ def test_malformed_csr_is_created_and_check_format_names_the_problem(parts, shap
         a.check_format()
     assert a.indptr.asnumpy().tolist() == list(parts[2])      # the parts stay readable
     for use in (a.asnumpy, a.asscipy, lambda: a * 2, lambda: a.copyto(mx.cpu(1)).asnumpy(),
-                lambda: nd.sparse.array(a)):
+                lambda: nd.sparse.array(a), lambda: a.copyto(nd.sparse.zeros("csr", shape)),
+                lambda: a.tostype("default")):
         with pytest.raises(GpundaError, match="malformed"):
             use()
     a[:] = np.ones(shape, np.float32)       # assigning valid values repairs it

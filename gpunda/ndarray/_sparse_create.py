@@ -268,7 +268,7 @@ def _csr_from_parts(parts, shape, ctx, dtype, where):
             if indices.ndim != 1 or indices.shape[0] == 0:
                 raise ValueError(f"{where}: invalid shape: cannot infer the shape from empty "
                                  f"indices; pass shape=")
-            shape = (indptr.shape[0] - 1, int(indices.max()) + 1)
+            shape = (indptr.shape[0] - 1, max(int(indices.max()) + 1, 0))
         if data.ndim != 1 or indices.ndim != 1 or indptr.ndim != 1 or indptr.shape[0] == 0 \
                 or len(shape) != 2:
             raise ValueError(f"{where}: invalid shape: data, indices and indptr must be 1-D "
@@ -323,7 +323,7 @@ def _rsp_from_parts(parts, shape, ctx, dtype, where):
                 raise ValueError(f"{where}: invalid shape: cannot infer the shape from empty "
                                  f"indices; pass shape=")
             # MXNet takes the last row id (ids are meant to be ascending)
-            shape = (int(indices[-1]) + 1,) + tuple(values.shape[1:])
+            shape = (max(int(indices[-1]) + 1, 0),) + tuple(values.shape[1:])
         if values.ndim != len(shape) or indices.ndim != 1 or math.prod(shape[1:]) == 0:
             raise ValueError(f"{where}: invalid shape: data of shape {tuple(values.shape)} and "
                              f"indices of shape {tuple(indices.shape)} do not make an array of "

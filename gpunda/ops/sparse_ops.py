@@ -362,6 +362,8 @@ def _rsp_to_csr(xp, r):
 
 def to_stype(raw, stype, copy=False, dtype=None):
     """``raw`` converted to storage ``stype`` (a copy when ``copy`` or converting)."""
+    if isinstance(raw, _Holder):
+        raw.refuse_if_malformed("cast_storage")
     if dtype is not None and raw.dtype != dtype:
         raw, copy = raw.astype(dtype), False
     src = stype_of(raw)
