@@ -662,3 +662,124 @@ def test_sparse_namespace_names():
     np.testing.assert_allclose(nd.sparse.broadcast_minus(nd.array(a), nd.array(b)).asnumpy(),
                                a - b)
     assert nd.broadcast_minus is not None and nd.sparse.add is not None
+
+
+# MXNet 1.9.1's output stypes for binary ops (observed on the CPU wheel): broadcast_add/sub
+# are dense whatever the inputs, broadcast_mul/div keep csr only for (csr, dense); the
+# Python operators +, -, * of one shape use the elemwise ops, / stays broadcast_div
+_BINARY_STYPES = {
+    ("broadcast_add", "csr", "csr"): "default", ("broadcast_add", "row_sparse", "row_sparse"): "default",
+    ("broadcast_sub", "csr", "default"): "default", ("broadcast_sub", "default", "csr"): "default",
+    ("broadcast_mul", "csr", "default"): "csr", ("broadcast_mul", "default", "csr"): "default",
+    ("broadcast_mul", "row_sparse", "default"): "default", ("broadcast_mul", "csr", "csr"): "default",
+    ("broadcast_div", "csr", "default"): "csr", ("elemwise_mul", "csr", "default"): "csr",
+    ("elemwise_add", "row_sparse", "row_sparse"): "row_sparse", ("elemwise_add", "csr", "default"): "default",
+    ("add_n", "row_sparse", "row_sparse"): "row_sparse", ("add_n", "csr", "csr"): "default",
+}
+
+
+@pytest.mark.parametrize("key", sorted(_BINARY_STYPES))
+def test_binary_op_output_stypes_as_mxnet(rng, key):
+    name, sa, sb = key
+    d = _rsp_dense(rng, (4, 5), [0, 2, 3])
+    e = np.abs(_rand(rng, 4, 5)) + 0.5
+    a = nd.array(d).tostype(sa)
+    b = nd.array(e).tostype(sb) if sb == "default" else nd.array(d * 2).tostype(sb)
+    y = getattr(nd, name)(a, b)
+    assert y.stype == _BINARY_STYPES[key]
+    rhs = e if sb == "default" else d * 2
+    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+           "n": np.add}[name.split("_")[-1]](d, rhs)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-6)
+
+
+def test_python_operators_follow_mxnet_sparse_helpers(rng):
+    d = _rsp_dense(rng, (4, 5), [0, 2, 3])
+    e = np.abs(_rand(rng, 4, 5)) + 0.5
+    for st in ("csr", "row_sparse"):
+        x, D = nd.array(d).tostype(st), nd.array(e)
+        for f, want in ((lambda: x + x, st), (lambda: x - x, st), (lambda: x * x, st),
+                        (lambda: x / x, "default"), (lambda: x + D, "default"),
+                        (lambda: x * D, st), (lambda: D * x, "default"), (lambda: x * 2, st),
+                        (lambda: 2 * x, st), (lambda: x - 0, st), (lambda: 1 - x, "default")):
+            with np.errstate(divide="ignore", invalid="ignore"):     # x / x: 0 / 0
+                assert f().stype == want
+        np.testing.assert_allclose((x * D).asnumpy(), d * e, rtol=1e-6)
+        np.testing.assert_allclose((1 - x).asnumpy(), 1 - d, rtol=1e-6)
+        np.testing.assert_allclose(nd.sparse.subtract(2, x).asnumpy(), 2 - d, rtol=1e-6)
+        np.testing.assert_allclose(nd.sparse.divide(x, 2).asnumpy(), d / 2, rtol=1e-6)
+        # in place: computed with the same rules, written back into the same storage
+        z = x.copy()
+        z += x
+        z *= D
+        assert z.stype == st
+        np.testing.assert_allclose(z.asnumpy(), 2 * d * e, rtol=1e-6)
+    with pytest.raises(TypeError, match="cannot combine"):
+        nd.sparse.add(nd.array(d).tostype("csr"), "a")
+
+
+def test_csr_broadcast_mul_div_by_a_row_or_column(rng):
+    m = _csr(rng, (5, 4))
+    a = nd.sparse.csr_matrix(m)
+    row, col = np.abs(_rand(rng, 1, 4)) + 0.5, np.abs(_rand(rng, 5, 1)) + 0.5
+    for v in (row, col):
+        y = nd.broadcast_mul(a, nd.array(v))
+        assert y.stype == "csr"
+        np.testing.assert_allclose(y.asnumpy(), m.toarray() * v, rtol=1e-6)
+        z = nd.broadcast_div(a, nd.array(v))
+        assert z.stype == "csr"
+        np.testing.assert_allclose(z.asnumpy(), m.toarray() / v, rtol=1e-6)
+        y.check_format()
+    with pytest.raises(GpundaError):
+        nd.broadcast_mul(a, nd.ones((3, 4)))          # does not broadcast
+
+
+@pytest.mark.parametrize("begin,end", [((1, 0), (3, 4)), ((1, 1), (4, 3)), ((0,), (2,)),
+                                       ((-3, -2), (None, None)), ((2, 1), (2, 3)),
+                                       ((None, 2), (None, 4))])
+def test_slice_csr_stays_csr(rng, begin, end):
+    m = _csr(rng, (5, 4))
+    y = nd.slice(nd.sparse.csr_matrix(m), begin=begin, end=end)
+    assert isinstance(y, CSRNDArray)
+    ref = m.toarray()[tuple(slice(b, e) for b, e in zip(begin, end))]
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    y.check_format()
+    assert y.indptr.asnumpy().tolist() == sps.csr_matrix(ref).indptr.tolist()
+    s = nd.sparse.slice(nd.sparse.csr_matrix(m), begin=(0,), end=(5,), step=(2,))
+    assert s.stype == "default"            # a step falls back, as MXNet
+    np.testing.assert_array_equal(s.asnumpy(), m.toarray()[0:5:2])
+
+
+def test_concat_csr_rows_stays_csr(rng):
+    ms = [_csr(rng, (n, 4), density=dens) for n, dens in ((2, 0.5), (3, 0.0), (1, 1.0))]
+    y = nd.concat(*[nd.sparse.csr_matrix(m) for m in ms], dim=0)
+    assert isinstance(y, CSRNDArray) and y.shape == (6, 4)
+    ref = sps.vstack(ms).tocsr()
+    np.testing.assert_array_equal(y.asnumpy(), ref.toarray())
+    assert y.indptr.asnumpy().tolist() == ref.indptr.tolist()
+    y.check_format()
+    z = nd.concat(nd.sparse.csr_matrix(ms[0]), nd.sparse.csr_matrix(ms[0]), dim=1)
+    assert z.stype == "default"
+    np.testing.assert_array_equal(z.asnumpy(), np.hstack([ms[0].toarray()] * 2))
+
+
+def test_add_n_of_row_sparse_stays_row_sparse(rng):
+    ds = [_rsp_dense(rng, (6, 2), rows) for rows in ([0, 2], [2, 5], [1])]
+    y = nd.add_n(*[nd.array(d).tostype("row_sparse") for d in ds])
+    assert isinstance(y, RowSparseNDArray) and y.indices.asnumpy().tolist() == [0, 1, 2, 5]
+    np.testing.assert_allclose(y.asnumpy(), sum(ds), rtol=1e-6)
+    one = nd.array(ds[0]).tostype("row_sparse")
+    assert nd.add_n(one).stype == "row_sparse"
+
+
+def test_stop_gradient_keeps_stype_and_cast_is_dense_as_mxnet(rng):
+    d = _rsp_dense(rng, (4, 3), [1, 3])
+    for st in ("csr", "row_sparse"):
+        x = nd.array(d).tostype(st)
+        assert nd.stop_gradient(x).stype == st and nd.BlockGrad(x).stype == st
+        np.testing.assert_array_equal(nd.stop_gradient(x).asnumpy(), d)
+        c = nd.Cast(x, dtype="float64")
+        assert c.stype == "default" and c.dtype == np.float64
+        a = x.astype("float64")
+        assert a.stype == st and a.dtype == np.float64 and x.astype("float32", copy=False) is x
+        np.testing.assert_array_equal(a.asnumpy(), d)

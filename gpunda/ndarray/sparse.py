@@ -36,7 +36,7 @@ from ..base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check
 from ..base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
 from ..context import Context, current_context
 from ..ops import sparse_ops as _so
-from ..ops.registry import get_op
+from ..ops.registry import get_op, parse_dtype
 from ..ops.sparse_ops import CSRData, RSPData, to_stype, to_dense, stype_of
 from .ndarray import NDArray, _new
 from .ndarray import array as _dense_array
@@ -148,6 +148,44 @@ class BaseSparseNDArray(NDArray):
             raise TypeError(f"__setitem__: cannot assign a {type(value).__name__} to a {name}; "
                             f"use an NDArray, NumPy array, SciPy matrix or a number")
         self._assign_from(value)
+
+    # MXNet's BaseSparseNDArray: +, - and * of one shape use the elemwise ops (csr+csr
+    # stays csr); / keeps NDArray's broadcast_div. In place: compute, copy back.
+    def __add__(self, other):
+        return add(self, other)
+
+    def __sub__(self, other):
+        return subtract(self, other)
+
+    def __mul__(self, other):
+        return multiply(self, other)
+
+    def astype(self, dtype, copy=True):
+        """A copy in ``dtype`` with the same storage type (``self`` when ``copy=False``
+        and the dtype matches), as MXNet's sparse astype."""
+        dt = parse_dtype(dtype, "astype")
+        if not copy and self._data.dtype == dt:
+            return self
+        with self._ctx.backend.device_scope():
+            return _wrap(to_stype(self._data, self.stype, copy=True, dtype=dt), self._ctx)
+
+    def _update_from(self, result):
+        result.copyto(self)
+        return self
+
+    def __iadd__(self, other):
+        return self._update_from(add(self, other))
+
+    def __isub__(self, other):
+        return self._update_from(subtract(self, other))
+
+    def __imul__(self, other):
+        return self._update_from(multiply(self, other))
+
+    def __itruediv__(self, other):
+        return self._update_from(self / other)
+
+    __idiv__ = __itruediv__
 
     def _filled(self, value):
         """Storage of this shape and dtype holding ``value`` everywhere (every row
@@ -525,16 +563,29 @@ def retain(*args, **kwargs):
     return _op._sparse_retain(*args, **kwargs)
 
 
+_SCALAR_OPS = {"add": ("_plus_scalar", "_plus_scalar"), "sub": ("_minus_scalar", "_rminus_scalar"),
+               "mul": ("_mul_scalar", "_mul_scalar"), "div": ("_div_scalar", "_rdiv_scalar")}
+
+
 def _elemwise_or_broadcast(kind, lhs, rhs):
+    """MXNet's sparse ufunc helper: elemwise_<kind> for two NDArrays of one shape
+    (so csr+csr stays csr), broadcast_<kind> for other shapes, the scalar ops for
+    a number on either side."""
     from . import _op
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         if lhs.shape == rhs.shape:
             return getattr(_op, "elemwise_" + kind)(lhs, rhs)
         return getattr(_op, "broadcast_" + kind)(lhs, rhs)
+    if isinstance(lhs, NDArray) and isinstance(rhs, numeric_types):
+        return getattr(_op, _SCALAR_OPS[kind][0])(lhs, scalar=rhs)
+    if isinstance(rhs, NDArray) and isinstance(lhs, numeric_types):
+        return getattr(_op, _SCALAR_OPS[kind][1])(rhs, scalar=lhs)
+    if isinstance(lhs, NDArray) or isinstance(rhs, NDArray):
+        raise TypeError(f"sparse {kind}: cannot combine {type(lhs).__name__} and "
+                        f"{type(rhs).__name__}")
     import operator
-    f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-         "div": operator.truediv}[kind]
-    return f(lhs, rhs)
+    return {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+            "div": operator.truediv}[kind](lhs, rhs)
 
 
 def add(lhs, rhs):

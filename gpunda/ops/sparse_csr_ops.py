@@ -1,5 +1,6 @@
-"""Row-structure ops on csr storage: ``take`` of rows (csr -> csr, MXNet's
-TakeOpForwardCsrImpl) and ``_contrib_getnnz`` (stored-value counts).
+"""Structure ops on csr storage, all csr -> csr as in MXNet: ``take`` of rows
+(TakeOpForwardCsrImpl), ``slice`` with unit steps, ``concat`` along rows; and
+``_contrib_getnnz`` (stored-value counts).
 
 Both follow NOTE [Sparse kernels] in sparse_ops.py: one body for NumPy and
 CuPy, working on the parts only (no densifying).
@@ -38,6 +39,41 @@ def _take_csr(xp, sp, p, a, idx):
     return CSRData(a.data[src], a.indices[src], indptr, out_shape)
 
 
+def _slice_csr(xp, sp, p, a):
+    """slice(csr) with unit steps -> csr (MXNet's SliceCsrImpl); other steps fall back."""
+    if not isinstance(a, CSRData) or any(s not in (None, 1) for s in (p.step or ())):
+        return NotImplemented
+    from .matrix import _slice_tuple
+    key = _slice_tuple("slice", a.shape, p.begin, p.end, p.step) + (slice(None),) * 2
+    r0, r1, _ = key[0].indices(a.shape[0])
+    c0, c1, _ = key[1].indices(a.shape[1])
+    r1, c1 = max(r1, r0), max(c1, c0)
+    lo, hi = int(a.indptr[r0]), int(a.indptr[r1])
+    data, idx, ptr = a.data[lo:hi], a.indices[lo:hi], a.indptr[r0:r1 + 1] - lo
+    shape = (r1 - r0, c1 - c0)
+    if c0 == 0 and c1 == a.shape[1]:
+        return CSRData(data.copy(), idx.copy(), ptr, shape)
+    keep = (idx >= c0) & (idx < c1)
+    row = xp.searchsorted(ptr[1:], xp.arange(idx.shape[0], dtype=INDEX), side="right")
+    indptr = xp.zeros(shape[0] + 1, INDEX)
+    if idx.shape[0]:
+        indptr[1:] = xp.cumsum(xp.bincount(row[keep], minlength=shape[0]))
+    return CSRData(data[keep], idx[keep] - c0, indptr, shape)
+
+
+def _concat_csr(xp, sp, p, *xs):
+    """Concat of csr arrays along rows (dim=0) -> csr, as MXNet; otherwise fallback."""
+    if not xs or not all(isinstance(x, CSRData) for x in xs) or p.dim not in (0, -2) or \
+            len(xs) != p.num_args or len({(x.shape[1], x.dtype) for x in xs}) != 1:
+        return NotImplemented
+    offsets = np.cumsum([0] + [x.nnz for x in xs])
+    indptr = xp.concatenate([xs[0].indptr[:1]] + [x.indptr[1:] + int(o)
+                                                   for x, o in zip(xs, offsets[:-1])])
+    return CSRData(xp.concatenate([x.data for x in xs]),
+                   xp.concatenate([x.indices for x in xs]), indptr.astype(INDEX, copy=False),
+                   (sum(x.shape[0] for x in xs), xs[0].shape[1]))
+
+
 def _getnnz_dense(xp, p, x):
     raise GpundaError("Operator _contrib_getnnz: input data must be csr (MXNet counts the "
                       f"stored values of a CSRNDArray), got a dense array of shape "
@@ -67,12 +103,13 @@ register(OpDef(
 
 
 def install():
-    """Attach the csr take kernel once ``take`` is registered (idempotent)."""
-    try:
-        op = get_op("take")
-    except GpundaError:
-        return
-    op.sparse.setdefault(("csr", "default"), _take_csr)
+    """Attach the csr kernels once their ops are registered (idempotent)."""
+    for name, key, kernel in (("take", ("csr", "default"), _take_csr),
+                              ("slice", ("csr",), _slice_csr), ("Concat", "*", _concat_csr)):
+        try:
+            get_op(name).sparse.setdefault(key, kernel)
+        except GpundaError:
+            continue
 
 
 install()

@@ -475,6 +475,42 @@ def _binary_kernel(kind):
     return kernel
 
 
+def _broadcast_kernel(kind):
+    """broadcast_<kind> with MXNet's storage rules: a sparse and a dense array of the
+    same shape add/subtract to dense; csr times / divided by a dense array that
+    broadcasts to its shape stays csr; any other sparse combination falls back."""
+    same_shape = _binary_kernel(kind)
+
+    def kernel(xp, sp, p, a, b):
+        sa, sb = stype_of(a), stype_of(b)
+        if kind in ("add", "sub"):
+            if (sa == "default") == (sb == "default"):
+                return NotImplemented       # two sparse inputs: MXNet falls back too
+            return same_shape(xp, sp, p, a, b)
+        if sa != "csr" or sb != "default" or a.dtype != b.dtype:
+            return NotImplemented
+        try:
+            if np.broadcast_shapes(a.shape, tuple(b.shape)) != a.shape:
+                return NotImplemented
+        except ValueError:
+            return NotImplemented           # the dense op names the mismatch
+        at = xp.broadcast_to(b, a.shape)[a.row_ids(), a.indices]
+        vals = a.data * at if kind == "mul" else a.data / at
+        return CSRData(vals.astype(a.dtype, copy=False), a.indices, a.indptr, a.shape)
+    return kernel
+
+
+def _add_n_kernel(xp, sp, p, *xs):
+    """add_n of row_sparse arrays only: row_sparse (the union of their rows), as MXNet."""
+    if not xs or not all(isinstance(x, RSPData) for x in xs) or \
+            len({(tuple(x.shape), x.dtype) for x in xs}) != 1:
+        return NotImplemented
+    r = xs[0]
+    for x in xs[1:]:
+        r = _rsp_union(xp, r, x, 1)
+    return r if len(xs) > 1 else r.copy()
+
+
 def _valuewise(op):
     """Kernel applying a zero-preserving op to the stored values only."""
     def kernel(xp, sp, p, x):
@@ -886,8 +922,8 @@ register(OpDef(
 _ZERO_PRESERVING = (
     "abs", "sign", "negative", "square", "sqrt", "cbrt", "relu", "sin", "tan", "arcsin",
     "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians",
-    "floor", "ceil", "rint", "trunc", "round", "fix", "erf", "softsign", "Cast", "_copy",
-    "_mul_scalar", "_div_scalar")
+    "floor", "ceil", "rint", "trunc", "round", "fix", "erf", "softsign", "_copy",
+    "_mul_scalar", "_div_scalar", "BlockGrad")
 
 
 def _same_stype_grad(sign):
@@ -910,8 +946,10 @@ def _plan():
         plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
     for kind in ("add", "sub", "mul"):
-        for n in ("elemwise_" + kind, "broadcast_" + kind):
-            plan.append((n, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))
+        plan.append(("elemwise_" + kind, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))
+    for kind in ("add", "sub", "mul", "div"):
+        plan.append(("broadcast_" + kind, "*", (lambda k: lambda op: _broadcast_kernel(k))(kind)))
+    plan.append(("add_n", "*", lambda op: _add_n_kernel))
     for n in ("elemwise_add", "broadcast_add"):
         plan.append((n, "grad", lambda op: _same_stype_grad(1)))
     for n in ("elemwise_sub", "broadcast_sub"):
@@ -934,6 +972,8 @@ def install():
     """Attach the sparse kernels to ops registered by other families (idempotent;
     ops not registered yet are skipped and picked up by a later call)."""
     from ..base import GpundaError as _E
+    from . import sparse_csr_ops
+    sparse_csr_ops.install()
     for name, key, make in _plan():
         try:
             op = get_op(name)
@@ -952,4 +992,3 @@ try:    # the dot op lives in linalg; import it first so its kernels can be atta
 except ImportError:
     pass
 install()
-from . import sparse_csr_ops  # noqa: E402,F401  (take of csr rows, getnnz)
