@@ -919,10 +919,12 @@ register(OpDef(
 # ----------------------------------------------------------------------------
 # kernels on ops of other families, installed once they are registered
 
+# the unary ops MXNet 1.9.1 computes on sparse storage (erf and softsign also keep 0
+# but MXNet densifies them, and so does Cast; astype keeps the stype)
 _ZERO_PRESERVING = (
     "abs", "sign", "negative", "square", "sqrt", "cbrt", "relu", "sin", "tan", "arcsin",
     "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians",
-    "floor", "ceil", "rint", "trunc", "round", "fix", "erf", "softsign", "_copy",
+    "floor", "ceil", "rint", "trunc", "round", "fix", "_copy",
     "_mul_scalar", "_div_scalar", "BlockGrad")
 
 
