@@ -20,6 +20,11 @@ call of theirs through ``_sparse_invoke`` (``nd.cast_storage`` also checks its
 arguments here). Raw storage holders
 offer ``_gpunda_wrap(ctx)`` (the matching NDArray class), which
 ``autograd.grad`` uses for sparse gradients.
+
+Creation (``csr_matrix``, ``row_sparse_array``, ``zeros``, ``empty``, ``array``)
+and ``check_format`` live in ``_sparse_create.py``; a holder built from
+malformed parts carries the reason in ``_bad`` and is refused by every
+computation (``_sparse_invoke``, ``to_dense``, ``to_stype``).
 """
 from __future__ import annotations
 

@@ -11,7 +11,14 @@ Storage (what a sparse NDArray keeps in its ``_data`` slot):
 Holders are immutable by convention: kernels make new holders (index arrays may
 be shared between holders, never written in place). The only in-place changes
 are ``holder[...] = value`` and ``holder += value``, which rebind the parts;
-autograd uses them to write and accumulate gradients.
+autograd uses them to write and accumulate gradients. A holder made from parts
+that fail MXNet's format check (MXNet creates such arrays; ``check_format``
+reports them) keeps the reason in ``_bad``; ``refuse_if_malformed`` stops any
+computation with it. Kernels may therefore trust the canonical layout.
+
+Which stypes an op's output has follows MXNet 1.9.1's FInferStorageType of that
+op (see the comments at each plan entry); the csr structure ops (take, slice,
+concat, getnnz) are in ``sparse_csr_ops.py``.
 
 # NOTE [Sparse kernels]
 An op's ``OpDef.sparse`` dict says what it computes natively on sparse storage::
@@ -942,11 +949,14 @@ def _plan():
     for n in _ZERO_PRESERVING:
         plan.append((n, "*", _valuewise))
     plan.append(("clip", "*", _clip_kernel))
+    # MXNet: BinaryScalarStorageTypeWithDenseResultStorageType (+/-) and
+    # BinaryScalarLogicStorageType (comparisons): sparse iff 0 stays 0
     for n in ("_plus_scalar", "_minus_scalar"):
         plan.append((n, "*", lambda op: _scalar_kernel(op, True)))
     for n in ("equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
         plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
+    # MXNet: ElemwiseStorageType (elemwise_*), BinaryBroadcastAdd/MulStorageType (broadcast_*)
     for kind in ("add", "sub", "mul"):
         plan.append(("elemwise_" + kind, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))
     for kind in ("add", "sub", "mul", "div"):
