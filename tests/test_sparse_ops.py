@@ -797,3 +797,13 @@ def test_stop_gradient_keeps_stype_and_cast_is_dense_as_mxnet(rng):
         a = x.astype("float64")
         assert a.stype == st and a.dtype == np.float64 and x.astype("float32", copy=False) is x
         np.testing.assert_array_equal(a.asnumpy(), d)
+
+
+def test_in_place_on_a_recorded_sparse_leaf_is_refused():
+    x = nd.ones((3, 2)).tostype("row_sparse")
+    x.attach_grad()
+    with autograd.record():
+        with pytest.raises(GpundaError, match="requires grad"):
+            x += x
+    x += x                                  # outside record(): allowed
+    np.testing.assert_array_equal(x.asnumpy(), np.full((3, 2), 2.0))

@@ -175,6 +175,7 @@ class BaseSparseNDArray(NDArray):
             return _wrap(to_stype(self._data, self.stype, copy=True, dtype=dt), self._ctx)
 
     def _update_from(self, result):
+        _ag.check_writable(self, "in-place update")
         result.copyto(self)
         return self
 
