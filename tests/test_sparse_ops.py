@@ -807,3 +807,46 @@ def test_in_place_on_a_recorded_sparse_leaf_is_refused():
             x += x
     x += x                                  # outside record(): allowed
     np.testing.assert_array_equal(x.asnumpy(), np.full((3, 2), 2.0))
+
+
+def test_make_loss_passes_values_and_sends_back_ones(rng):
+    d = _rsp_dense(rng, (4, 3), [0, 2])
+    for st in ("default", "csr", "row_sparse"):
+        y = nd.make_loss(nd.array(d).tostype(st))
+        assert y.stype == st                       # MXNet keeps the input's stype
+        np.testing.assert_array_equal(y.asnumpy(), d)
+    x = nd.array(d)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.make_loss(x * 3)
+    y.backward(nd.full((4, 3), 5.0))               # the head gradient is ignored
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((4, 3), 3.0))
+    assert nd.sparse.make_loss is nd.make_loss
+
+
+def _np_ftrl(w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+    g = g * rescale
+    if clip >= 0:
+        g = np.clip(g, -clip, clip)
+    z = z + g - (np.sqrt(n + g * g) - np.sqrt(n)) * w / lr
+    n = n + g * g
+    w = (np.sign(z) * lamda1 - z) / ((beta + np.sqrt(n)) / lr + wd) * (np.abs(z) > lamda1)
+    return w, z, n
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.2])
+def test_ftrl_update_dense_and_lazy_row_sparse(rng, clip):
+    w, z, n = _rand(rng, 5, 3), _rand(rng, 5, 3) * 0.1, np.abs(_rand(rng, 5, 3))
+    g = _rsp_dense(rng, (5, 3), [0, 3])
+    kw = dict(lr=0.1, lamda1=0.01, beta=1.0, wd=0.05, rescale_grad=0.5, clip_gradient=clip)
+    ref = _np_ftrl(w, g, z, n, 0.1, 0.01, 1.0, 0.05, 0.5, clip)
+    zd, nd_ = nd.array(z), nd.array(n)
+    out = nd.ftrl_update(nd.array(w), nd.array(g), zd, nd_, **kw)
+    for got, want in zip((out, zd, nd_), ref):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-7)
+    wn, zs, ns = nd.array(w), nd.array(z), nd.array(n)
+    nd.sparse.ftrl_update(wn, nd.array(g).tostype("row_sparse"), zs, ns, out=wn, **kw)
+    rows, keep = [0, 3], [1, 2, 4]
+    for got, want, orig in zip((wn, zs, ns), ref, (w, z, n)):
+        np.testing.assert_allclose(got.asnumpy()[rows], want[rows], rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(got.asnumpy()[keep], orig[keep])   # lazy rows

@@ -1,7 +1,7 @@
 """Ops that act on gradients rather than values, and user-defined autograd Functions.
 
 ``BlockGrad`` (alias ``stop_gradient``) passes values through and stops the
-gradient. ``call_function`` runs an ``autograd.Function``: forward with
+gradient; ``make_loss`` passes them through and sends back a gradient of ones. ``call_function`` runs an ``autograd.Function``: forward with
 recording paused, then one tape node whose gradient calls the Function's
 ``backward`` on NDArrays.
 """
@@ -14,6 +14,13 @@ register(OpDef(
     "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
     gradient=lambda F, p, i, o, g: [None], save=(), family="custom",
     doc="The input's values; no gradient flows back through it (its gradient is zero)."))
+
+
+register(OpDef(
+    "make_loss", lambda xp, p, x: x.copy(), output_names=("loss",),
+    gradient=lambda F, p, i, o, g: [F.ones_like(i[0])], save=("inputs",), family="custom",
+    doc="Marks its input as a loss: the values pass through and the gradient sent back\n"
+        "is ones (whatever the head gradient), as MXNet's make_loss."))
 
 
 def _never_computed(xp, p, *arrays):

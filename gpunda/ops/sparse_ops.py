@@ -932,7 +932,7 @@ _ZERO_PRESERVING = (
     "abs", "sign", "negative", "square", "sqrt", "cbrt", "relu", "sin", "tan", "arcsin",
     "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians",
     "floor", "ceil", "rint", "trunc", "round", "fix", "_copy",
-    "_mul_scalar", "_div_scalar", "BlockGrad")
+    "_mul_scalar", "_div_scalar", "BlockGrad", "make_loss")
 
 
 def _same_stype_grad(sign):
@@ -973,6 +973,7 @@ def _plan():
     plan.append(("dot", ("default", "csr"), lambda op: _with_forward_stype(_dot_dense_csr)))
     plan.append(("dot", "grad", lambda op: _dot_grad))
     plan.append(("_sparse_adagrad_update", ("default", "row_sparse", "default"), _lazy_update))
+    plan.append(("ftrl_update", ("default", "row_sparse", "default", "default"), _lazy_update))
     for n in ("sgd_update", "sgd_mom_update", "adam_update"):
         plan.append((n, ("default", "row_sparse") + ("*",) * {"sgd_update": 0,
                                                             "sgd_mom_update": 1,
