@@ -79,3 +79,21 @@ class MXCallbackList(ctypes.Structure):
     _fields_ = [("num_callbacks", ctypes.c_int),
                 ("callbacks", ctypes.POINTER(ctypes.CFUNCTYPE(ctypes.c_int))),
                 ("contexts", ctypes.POINTER(ctypes.c_void_p))]
+
+
+class NotSupportedForSparseNDArray(GpundaError):
+    """An NDArray method that sparse storage does not offer (MXNet's error of that name)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f" (namely operator \"{self.alias}\")"
+        if self.args:
+            msg += " with arguments (" + ", ".join(self.args) + ")"
+        return msg + " is not supported for SparseNDArray and only available in NDArray."
