@@ -4,7 +4,8 @@ from __future__ import annotations
 from ....context import cpu
 from ...block import HybridBlock
 from ... import nn
-from ._common import HybridConcurrent, load_pretrained
+from ...contrib.nn import HybridConcurrent, Identity
+from ._common import load_pretrained
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201"]
 
@@ -19,7 +20,7 @@ def _make_dense_layer(growth_rate, bn_size, dropout):
     if dropout:
         new_features.add(nn.Dropout(dropout))
     out = HybridConcurrent(axis=1, prefix="")
-    out.add(nn.Identity(), new_features)
+    out.add(Identity(), new_features)
     return out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from ....context import cpu
 from ...block import HybridBlock
 from ... import nn
-from ._common import HybridConcurrent, load_pretrained
+from ...contrib.nn import HybridConcurrent
+from ._common import load_pretrained
 
 __all__ = ["Inception3", "inception_v3"]
 
