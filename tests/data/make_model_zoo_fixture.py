@@ -10,7 +10,9 @@ Writes
   ``seeded_arrays`` below (NumPy only, so the test rebuilds the same weights without a file);
 - model_zoo_mxnet191_<case>.params: small networks initialized by MXNet, their BN statistics
   moved by a training step, saved by ``save_parameters`` (or ``save_params``: the legacy
-  names), with their outputs in model_zoo_mxnet191_outputs.npz.
+  names), with their outputs in model_zoo_mxnet191_outputs.npz;
+- model_zoo_mxnet191_graphs.json.gz: for those small networks, the [op, name] of every node
+  of the graph ``export`` writes after ``hybridize``.
 
 The test imports this file for ``seeded_arrays``, ``seeded_input``, ``NAME_CASES``,
 ``OUTPUT_CASES`` and ``FILE_CASES``; MXNet is imported only when it runs as a script.
@@ -97,6 +99,12 @@ def seeded_input(shape, seed=1):
     return np.random.RandomState(seed).uniform(-1, 1, shape).astype(np.float32)
 
 
+def _write_json_gz(path, obj):
+    # mtime=0: the same content gives the same bytes, so a rerun leaves git clean
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(json.dumps(obj, separators=(",", ":")).encode())
+
+
 def _main():
     import mxnet as mx
     from mxnet.gluon.model_zoo import vision
@@ -110,8 +118,7 @@ def _main():
         names[case] = {"prefix": net.prefix, "input": list(shape), "kwargs": kwargs,
                        "params": [[k, p.name, list(p.shape)]
                                   for k, p in net._collect_params_with_prefix().items()]}
-    with gzip.open(os.path.join(here, "model_zoo_mxnet191_params.json.gz"), "wt") as f:
-        json.dump(names, f, separators=(",", ":"))
+    _write_json_gz(os.path.join(here, "model_zoo_mxnet191_params.json.gz"), names)
 
     outputs = {}
     for case, (name, kwargs, shape, _slow) in OUTPUT_CASES.items():
@@ -125,6 +132,20 @@ def _main():
             p.set_data(mx.nd.array(arrays[k]))
         outputs[case] = net(x).asnumpy()
         print(case, outputs[case].shape, float(np.abs(outputs[case]).max()))
+
+    graphs = {}
+    for case, (ctor, args, kwargs, shape, fmt) in FILE_CASES.items():
+        args = tuple(getattr(vision, a) if isinstance(a, str) else a for a in args)
+        with mx.name.NameManager():
+            net = getattr(vision, ctor)(*args, **kwargs)
+        net.initialize()
+        net.hybridize()
+        net(mx.nd.zeros(shape))
+        net.export(os.path.join(here, "_graph"))
+        with open(os.path.join(here, "_graph-symbol.json")) as f:
+            graphs[case] = [[n["op"], n["name"]] for n in json.load(f)["nodes"]]
+        for suffix in ("-symbol.json", "-0000.params"):
+            os.remove(os.path.join(here, "_graph" + suffix))
 
     mx.random.seed(7)
     for case, (ctor, args, kwargs, shape, fmt) in FILE_CASES.items():
@@ -142,6 +163,7 @@ def _main():
             net.save_parameters(path)
         print(case, os.path.getsize(path))
     np.savez_compressed(os.path.join(here, "model_zoo_mxnet191_outputs.npz"), **outputs)
+    _write_json_gz(os.path.join(here, "model_zoo_mxnet191_graphs.json.gz"), graphs)
 
 
 if __name__ == "__main__":
