@@ -36,6 +36,21 @@ def py_str(x):
     return x.decode("utf-8") if isinstance(x, bytes) else x
 
 
+def data_dir_default():
+    """MXNet's default data folder: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    import os
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA", ""), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """Where downloaded data and model files live: ``$MXNET_HOME``, else ``data_dir_default()``."""
+    import os
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
 def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
