@@ -229,3 +229,20 @@ def test_symbol_image_ops_bind_and_infer():
     ex = s.bind(mx.cpu(), {"data": nd.array(IMG_F32)})
     ref = nd.image.to_tensor(nd.image.resize(nd.array(IMG_F32), (4, 3)))
     np.testing.assert_allclose(ex.forward()[0].asnumpy(), ref.asnumpy(), rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_image_ops_on_gpu_match_cpu():
+    gpu = mx.gpu(0)
+    for fn in (lambda a: nd.image.resize(a, (4, 3)), nd.image.to_tensor,
+               nd.image.flip_left_right, lambda a: nd.image.crop(a, 1, 1, 3, 2),
+               lambda a: nd.image.random_hue(a, 0.3, 0.3),
+               lambda a: nd.image.random_contrast(a, 1.3, 1.3),
+               lambda a: nd.image.adjust_lighting(a, alpha=(0.1, 0.2, 0.3))):
+        for src in (IMG_U8, IMG_F32):
+            cpu_out = fn(nd.array(src, dtype=src.dtype)).asnumpy()
+            gpu_in = nd.array(src, dtype=src.dtype, ctx=gpu)
+            gpu_out = fn(gpu_in)
+            assert gpu_out.context == gpu
+            np.testing.assert_allclose(gpu_out.asnumpy().astype(np.float64), cpu_out,
+                                       atol=1 if src.dtype == np.uint8 else 1e-3)

@@ -14,10 +14,8 @@ The default root is MXNet's, ``$MXNET_HOME/datasets/<name>`` with
 """
 from __future__ import annotations
 
-import gzip
 import os
 import struct
-import tarfile
 import warnings
 
 import numpy as np
@@ -66,6 +64,7 @@ class _LocalDataset(Dataset):
 
 def read_idx(path):
     """The array in an idx file (gzip-compressed or not): MNIST's format."""
+    import gzip
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
         zero, dtype_code, ndim = struct.unpack(">HBB", f.read(4))
@@ -173,6 +172,7 @@ class CIFAR10(_LocalDataset):
         folder = self._folder(names)
         archive = os.path.join(self._root, self._archive)
         if folder is None and os.path.exists(archive):
+            import tarfile
             with tarfile.open(archive) as tar:
                 tar.extractall(self._root, filter="data")
             folder = self._folder(names)
