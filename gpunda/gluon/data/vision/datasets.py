@@ -174,7 +174,9 @@ class CIFAR10(_LocalDataset):
         if folder is None and os.path.exists(archive):
             import tarfile
             with tarfile.open(archive) as tar:
-                tar.extractall(self._root, filter="data")
+                # the "data" filter refuses paths outside root (Pythons that have it)
+                safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                tar.extractall(self._root, **safe)
             folder = self._folder(names)
         if folder is None:
             first = next(n for n in names if not os.path.exists(os.path.join(self._root, n)))
