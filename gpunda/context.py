@@ -212,3 +212,12 @@ def current_context():
     if d is None:
         d = default_device_choice()[0]
     return d
+
+
+def shares_memory_space(a, b):
+    """Whether arrays on contexts ``a`` and ``b`` can meet in one op without a copy.
+
+    Host memory is one in MXNet: ``cpu(0)``, ``cpu(1)`` and ``cpu_pinned(0)`` mix
+    freely; a GPU only meets itself.
+    """
+    return a is b or (a.device_type != "gpu" and b.device_type != "gpu")
