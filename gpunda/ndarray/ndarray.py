@@ -288,6 +288,13 @@ class NDArray:
             if not shares_memory_space(value._ctx, self._ctx):
                 raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
                                   f"{self._ctx}")
+            if value._ag is not None and _is_rec():
+                # MXNet records the assignment with the array as input and output, which
+                # its autograd refuses; a silent copy would lose the value's gradient
+                raise GpundaError("__setitem__: Inplace operations (+=, -=, x[:]=, etc) are not "
+                                  "supported when recording with autograd: the value is part of "
+                                  "the recorded graph; build the result with ops (concat, where, "
+                                  "_slice_assign) instead")
             value = value._data
         elif not isinstance(value, numeric_types):
             value = np.asarray(value)
@@ -357,9 +364,10 @@ class NDArray:
             a._base = self._base if self._base is not None else self
         return a
 
-    def reshape_like(self, other):
+    def reshape_like(self, *args, **kwargs):
+        """``nd.reshape_like(self, rhs, ...)``: this array in the shape of ``rhs``."""
         from . import _op
-        return _op.reshape_like(self, other)
+        return _op.reshape_like(self, *args, **kwargs)
 
     def zeros_like(self):
         from . import _op
@@ -840,8 +848,9 @@ def _writable_view(a):
 
     class _Holder:
         __array_interface__ = iface
-    out = np.asarray(_Holder())
-    return out
+    holder = _Holder()
+    holder.owner = a    # the view's base is the holder: it keeps the imported memory alive
+    return np.asarray(holder)
 
 
 def concatenate(arrays, axis=0, always_copy=True):

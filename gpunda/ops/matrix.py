@@ -708,6 +708,9 @@ def _broadcast_like(xp, p, lhs, rhs):
         if p.lhs_axes is None or p.rhs_axes is None or len(p.lhs_axes) != len(p.rhs_axes):
             raise _err("broadcast_like", f"lhs_axes={p.lhs_axes} and rhs_axes={p.rhs_axes} "
                                          f"must both be given with the same length")
+        if not p.lhs_axes:
+            raise _err("broadcast_like", "lhs_axes=() and rhs_axes=(): an empty axes tuple is "
+                                         "not allowed (pass None to broadcast every axis)")
         pairs = []
         for la, ra in zip(p.lhs_axes, p.rhs_axes):
             if not -lhs.ndim <= la < lhs.ndim:

@@ -132,3 +132,15 @@ def test_zeros_like_ones_like(rng):
 def test_logical_not():
     r = nd.logical_not(nd.array([0.0, 2.0]))
     assert r.asnumpy().tolist() == [1.0, 0.0]
+
+
+def test_rcbrt_against_numpy_and_its_gradient():
+    x = np.array([1.0, 8.0, 27.0, 0.125, 3.0])
+    a = nd.array(x, dtype="float64")
+    np.testing.assert_allclose(nd.rcbrt(a).asnumpy(), 1 / np.cbrt(x))
+    np.testing.assert_allclose(a.rcbrt().asnumpy(), 1 / np.cbrt(x))
+    a.attach_grad()
+    with mx.autograd.record():
+        y = nd.rcbrt(a)
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), -x ** (-4.0 / 3) / 3, rtol=1e-12)
