@@ -108,9 +108,11 @@ def _sigmoid(xp, p, x):
 
 _unary("sigmoid", _sigmoid, lambda F, p, i, o, g: [g[0] * o[0] * (1 - o[0])],
        save=("outputs",), doc="Logistic sigmoid 1/(1+exp(-x)).")
+# MXNet's relu_grad is 1 for x > 0, 0 below, and NaN at NaN (relu keeps NaN): that is
+# sign(relu(x)), read from the output
 _unary("relu", lambda xp, p, x: xp.maximum(x, 0).astype(x.dtype, copy=False),
-       lambda F, p, i, o, g: [g[0] * F._greater_scalar(i[0], scalar=0.0)],
-       save=("inputs",), doc="max(x, 0).")
+       lambda F, p, i, o, g: [g[0] * F.sign(o[0])],
+       save=("outputs",), doc="max(x, 0); NaN stays NaN.")
 _unary("softsign", lambda xp, p, x: x / (1 + xp.abs(x)),
        lambda F, p, i, o, g: [g[0] / F.square(1 + F.abs(i[0]))], save=("inputs",),
        doc="x / (1 + |x|).")
