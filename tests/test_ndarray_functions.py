@@ -147,3 +147,26 @@ def test_contrib_isinf_isfinite_isnan():
 def test_cached_op_is_in_nd():
     op = nd.CachedOp(mx.sym.var("x") * 2)
     assert op(nd.ones((2,))).asnumpy().tolist() == [2, 2]
+
+
+def test_histogram_against_numpy():
+    x = np.array([0.1, 0.5, 0.5, 2.0, 3.9, 4.0, -1], np.float32)
+    counts, edges = nd.histogram(nd.array(x), bins=4, range=(0, 4))
+    want_c, want_e = np.histogram(x, bins=4, range=(0, 4))
+    assert counts.dtype == np.int64 and counts.asnumpy().tolist() == want_c.tolist()
+    np.testing.assert_allclose(edges.asnumpy(), want_e)
+    counts, edges = nd.histogram(nd.array(x), bins=nd.array([0, 1, 2.5, 4]))
+    assert counts.asnumpy().tolist() == np.histogram(x, bins=[0, 1, 2.5, 4])[0].tolist()
+    counts, edges = nd.histogram(nd.array(x), bins=3)        # no range: NumPy's (min, max)
+    assert counts.asnumpy().tolist() == np.histogram(x, bins=3)[0].tolist()
+    with pytest.raises(ValueError, match="bins"):
+        nd.histogram(nd.array(x), bins="auto")
+
+
+def test_utils_and_generated_module_names():
+    import scipy.sparse as sp
+    assert nd.utils.array(sp.csr_matrix(np.eye(3))).stype == "csr"
+    assert nd.utils.array([1, 2]).stype == "default"
+    assert nd.utils.empty((2, 2), stype="row_sparse").stype == "row_sparse"
+    assert nd.utils.zeros((2,)).asnumpy().tolist() == [0, 0]
+    assert nd.gen_op.dot is nd.dot and nd.gen_linalg is nd.linalg

@@ -10,7 +10,7 @@ from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall,
 from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
-                        split_v2, from_numpy, to_dlpack_for_read, to_dlpack_for_write)
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
 from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
                        get_oshape_of_gather_nd_op)
 
@@ -57,6 +57,11 @@ from . import random  # noqa: E402,F401
 
 from . import _contrib_extra  # noqa: E402
 _contrib_extra.extend(contrib)
+from . import utils  # noqa: E402,F401
+
+# MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)
+gen_op = gen__internal = _op
+gen_contrib, gen_linalg, gen_sparse = contrib, linalg, sparse
 
 
 def __getattr__(name):

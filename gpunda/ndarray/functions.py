@@ -14,7 +14,7 @@ from ..base import GpundaError, GpundaTypeError, GpundaValueError, numeric_types
 __all__ = ["add", "subtract", "multiply", "divide", "true_divide", "modulo", "power",
            "maximum", "minimum", "equal", "not_equal", "greater", "greater_equal",
            "lesser", "lesser_equal", "logical_and", "logical_or", "logical_xor",
-           "linspace", "eye", "moveaxis", "split_v2", "from_numpy",
+           "linspace", "eye", "moveaxis", "split_v2", "from_numpy", "histogram",
            "to_dlpack_for_read", "to_dlpack_for_write"]
 
 
@@ -191,3 +191,20 @@ def to_dlpack_for_read(data):
 def to_dlpack_for_write(data):
     """A DLPack capsule sharing ``data``'s memory, for writing."""
     return data.to_dlpack_for_write()
+
+
+def histogram(a, bins=10, range=None):   # noqa: A002 (MXNet's parameter name)
+    """``(counts, bin_edges)`` of the flattened ``a``: ``bins`` equal bins over ``range``
+    (an int), or the edges given as an NDArray. With an int and no range MXNet uses
+    NumPy's result (range = (min, max)), and so does this."""
+    from .ndarray import NDArray, array
+    op = _ops()
+    if isinstance(bins, NDArray):
+        return op._histogram(a, bins)
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+        if range is None:
+            counts, edges = np.histogram(a.asnumpy(), bins=int(bins))
+            return array(counts, ctx=a.context, dtype=counts.dtype), \
+                array(edges, ctx=a.context, dtype=edges.dtype)
+        return op._histogram(a, bin_cnt=int(bins), range=tuple(range))
+    raise GpundaValueError("histogram: bins argument should be either an integer or an NDArray")

@@ -897,7 +897,7 @@ _DTYPE_MX_TO_NP = {v: k for k, v in _DTYPE_NP_TO_MX.items()}
 from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: E402
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
-                        split_v2, from_numpy, to_dlpack_for_read, to_dlpack_for_write)
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
 from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402
                        get_oshape_of_gather_nd_op, _NDARRAY_UNSUPPORTED_INDEXING,
                        _NDARRAY_BASIC_INDEXING, _NDARRAY_ADVANCED_INDEXING,
