@@ -19,8 +19,8 @@ from . import ndarray as nd
 from . import random
 from . import name, attribute, runtime
 
-for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "profiler", "recordio"):
+for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
+           "metric", "initializer", "kvstore", "io", "profiler", "recordio", "operator"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:
@@ -35,3 +35,22 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+
+
+def __getattr__(name):
+    # rarely used modules load on first use, keeping ``import gpunda`` fast
+    if name in _LAZY_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY_MODULES = ("test_utils", "contrib")
+
+
+def install_mxnet_alias():
+    """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
+    mxnet itself; call it before the first ``import mxnet``. Returns the alias module.
+    See gpunda/_alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
+    from ._alias import install_mxnet_alias as _install
+    return _install()

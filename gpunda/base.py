@@ -1,6 +1,7 @@
 """Basic names shared by every part of gpunda, laid out as MXNet's ``mxnet.base``."""
 from __future__ import annotations
 
+import ctypes     # already loaded by NumPy; MXNet's C-API helpers below are ctypes
 import numbers
 
 import numpy as np
@@ -39,6 +40,45 @@ def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
         raise GpundaError(f"{where}: {what}={value!r} {rule}")
+
+
+# -- MXNet's ctypes plumbing ------------------------------------------------------
+# ``mxnet.base`` and modules that import from it (``mxnet.autograd``) expose the helpers
+# MXNet used to call its C library. gpunda has no C library: the pure ctypes helpers
+# work as in MXNet, the ones that need a library handle raise NotImplementedForGpunda.
+
+def check_call(ret):
+    """Raise ``MXNetError`` when a C-API return code ``ret`` is not 0."""
+    if ret != 0:
+        raise GpundaError(f"check_call: a C-API call returned {ret!r}")
+
+
+def c_array(ctype, values):
+    """A ctypes array of ``ctype`` holding ``values``."""
+    return (ctype * len(values))(*values)
+
+
+def c_array_buf(ctype, buf):
+    """A ctypes array of ``ctype`` sharing the memory of buffer ``buf`` (e.g. array.array)."""
+    return (ctype * len(buf)).from_buffer(buf)
+
+
+def c_str(string):
+    """A C string (``ctypes.c_char_p``) holding ``string`` UTF-8 encoded."""
+    return ctypes.c_char_p(string.encode("utf-8"))
+
+
+def c_handle_array(objs):
+    """MXNet: the C handles of ``objs``; gpunda's arrays have no C handles."""
+    raise NotImplementedForGpunda(
+        "c_handle_array is not supported yet: gpunda objects have no C-API handles")
+
+
+class MXCallbackList(ctypes.Structure):
+    """MXNet's C struct of callbacks (num_callbacks, callbacks, contexts)."""
+    _fields_ = [("num_callbacks", ctypes.c_int),
+                ("callbacks", ctypes.POINTER(ctypes.CFUNCTYPE(ctypes.c_int))),
+                ("contexts", ctypes.POINTER(ctypes.c_void_p))]
 
 
 # Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),

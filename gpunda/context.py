@@ -187,7 +187,10 @@ def _choose_default():
     if n == 0:
         msg = f"no usable GPU ({why_none}); using cpu(0)"
         if require_gpu:
-            raise GpundaError(f"GPUNDA_REQUIRE_GPU=1 but {msg.split(';')[0]}")
+            raise GpundaError(
+                f"GPUNDA_REQUIRE_GPU={os.environ['GPUNDA_REQUIRE_GPU']} asks for a GPU, but none "
+                f"is usable: {why_none}. Unset GPUNDA_REQUIRE_GPU (or set it to 0) to compute "
+                f"on cpu(0) instead")
         if "GPUNDA_DEFAULT_DEVICE" in os.environ:
             _log.warning("gpunda: GPUNDA_DEFAULT_DEVICE=%s but %s", raw, msg)
         else:
@@ -212,6 +215,20 @@ def current_context():
     if d is None:
         d = default_device_choice()[0]
     return d
+
+
+def _set_default_device(ctx):
+    """Make ``ctx`` this thread's default device, as MXNet's ``Context._default_ctx.value``.
+
+    It sits at the bottom of the thread's ``with ctx:`` stack, so scopes still
+    win and unwind back to it; None removes it (the environment's choice again).
+    """
+    st = _ctx_state
+    if getattr(st, "has_base", False):
+        st.stack.pop(0)
+    st.has_base = ctx is not None
+    if ctx is not None:
+        st.stack.insert(0, Context(ctx))
 
 
 def shares_memory_space(a, b):

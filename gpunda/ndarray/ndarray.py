@@ -169,6 +169,10 @@ class NDArray:
                 raise GpundaError(f"copyto: target has shape {other.shape} but the source "
                                   f"has shape {self.shape}")
             _ag.check_writable(other, "copyto")
+            if self._ag is not None and _is_rec() and type(self) is type(other) is NDArray:
+                # recorded: ``other`` takes the copy's place in the graph
+                _imp.write_outputs([other], [_transfer(self, other._ctx)], "copyto")
+                return other
             self._copy_into(other)
             return other
         return self._copy_to_context(other)
@@ -241,9 +245,12 @@ class NDArray:
 
     # -- autograd ---------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
-        """Allocate a gradient buffer and mark this array as a variable."""
-        from . import _op
-        if stype is not None and stype != "default":
+        """Allocate a gradient buffer and mark this array as a variable.
+
+        ``stype`` is the gradient's storage type, by default this array's own."""
+        if stype is None:
+            stype = self.stype
+        if stype != "default":
             from . import sparse
             g = sparse.zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
         else:
@@ -261,7 +268,17 @@ class NDArray:
 
     @property
     def _fresh_grad(self):
-        return False
+        """Whether a backward wrote this variable's ``.grad`` since the flag was reset."""
+        e = self._ag
+        return e is not None and getattr(e[0], "fresh", False)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, state):
+        e = self._ag
+        if e is None:
+            raise GpundaError("_fresh_grad: this NDArray is not marked as a variable and "
+                              "has no gradient state; call attach_grad() first")
+        e[0].fresh = bool(state)
 
     def detach(self):
         """The same values, cut from the autograd graph."""
@@ -289,12 +306,7 @@ class NDArray:
                 raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
                                   f"{self._ctx}")
             if value._ag is not None and _is_rec():
-                # MXNet records the assignment with the array as input and output, which
-                # its autograd refuses; a silent copy would lose the value's gradient
-                raise GpundaError("__setitem__: Inplace operations (+=, -=, x[:]=, etc) are not "
-                                  "supported when recording with autograd: the value is part of "
-                                  "the recorded graph; build the result with ops (concat, where, "
-                                  "_slice_assign) instead")
+                return _ag.record_assign(self, key, value)
             value = value._data
         elif not isinstance(value, numeric_types):
             value = np.asarray(value)
