@@ -243,7 +243,7 @@ def write_outputs(targets, outs, where, inputs=()):
         if t.shape != r.shape:
             raise GpundaError(f"{where}: out[{i}] has shape {t.shape} but the "
                               f"output has shape {r.shape}")
-        if not shares_memory_space(t._ctx, r._ctx):
+        if t._ctx is not r._ctx and not shares_memory_space(t._ctx, r._ctx):
             raise GpundaError(f"{where}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
         _ag.check_writable(t, where)
     if inputs and outs[0]._ag is not None:

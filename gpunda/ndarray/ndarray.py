@@ -299,10 +299,10 @@ class NDArray:
 
     def __setitem__(self, key, value):
         _ag.check_writable(self, "__setitem__")
-        _check_key_types(key)
+        orig_key = key
         key = _raw_key(key, self._ctx)
         if isinstance(value, NDArray):
-            if not shares_memory_space(value._ctx, self._ctx):
+            if value._ctx is not self._ctx and not shares_memory_space(value._ctx, self._ctx):
                 raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
                                   f"{self._ctx}")
             if value._ag is not None and _is_rec():
@@ -320,6 +320,7 @@ class NDArray:
                 raise GpundaValueError(f"__setitem__: cannot assign to index {key!r} of an "
                                        f"array of shape {self.shape}: {e}") from None
         except IndexError as e:
+            _check_key_types(orig_key)
             raise GpundaIndexError(f"__setitem__: index {key!r} does not fit an array of shape "
                                    f"{self.shape}: {e}") from None
         except TypeError as e:
@@ -328,15 +329,15 @@ class NDArray:
         _ag.bump_version(self)
 
     def __getitem__(self, key):
-        if type(key) is not int and type(key) is not slice:
-            _check_key_types(key)
         if _is_rec() and self._ag is not None:
+            _check_key_types(key)
             from . import _op
             return _op._getitem(self, key=_raw_key(key, self._ctx))
         rkey = _raw_key(key, self._ctx)
         try:
             r = self._data[rkey]
         except IndexError as e:
+            _check_key_types(key)   # a float or str key is MXNet's ValueError (error path only)
             raise GpundaIndexError(f"__getitem__: index {key!r} does not fit an array of shape "
                                    f"{self.shape}: {e}") from None
         except (ValueError, TypeError) as e:
