@@ -331,3 +331,18 @@ def test_module_constants_of_mxnet_ndarray_ndarray():
     assert m._DTYPE_NP_TO_MX[np.float32] == 0 and m._DTYPE_NP_TO_MX[np.int64] == 6
     assert m._DTYPE_MX_TO_NP[7] is np.bool_ and m._DTYPE_MX_TO_NP[-1] is None
     assert mx.np_shape is mx.util.np_shape and mx.is_np_shape() is False
+
+
+def test_more_misuse_raises_the_python_exception_mxnet_raises():
+    # each checked on MXNet 1.9.1
+    x = mx.nd.ones((2, 3))
+    for f, exc in ((lambda: int(x), TypeError), (lambda: float(x), TypeError),
+                   (lambda: x.astype("notatype"), TypeError), (lambda: x[::0], ValueError),
+                   (lambda: x.broadcast_to((4, 4)), ValueError),
+                   (lambda: x.copyto("cpu"), TypeError), (lambda: mx.nd.array("abc"), TypeError),
+                   (lambda: x == "a", TypeError), (lambda: x != "a", TypeError),
+                   (lambda: x.__iadd__("s"), TypeError)):
+        with pytest.raises(exc):
+            f()
+    assert (x == None) is False and (x != None) is True     # noqa: E711 (MXNet's rule)
+    assert int(x[0, 0]) == 1 and float(x[1, 2]) == 1.0

@@ -134,9 +134,13 @@ class NDArray:
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __float__(self):
+        if self.size != 1:
+            raise GpundaTypeError("only size-1 arrays can be converted to Python scalars")
         return float(self.asscalar())
 
     def __int__(self):
+        if self.size != 1:
+            raise GpundaTypeError("only size-1 arrays can be converted to Python scalars")
         return int(self.asscalar())
 
     def __index__(self):
@@ -150,7 +154,10 @@ class NDArray:
     def astype(self, dtype, copy=True):
         """This array converted to ``dtype`` (a copy unless ``copy=False`` and same dtype)."""
         from ..ops.registry import parse_dtype
-        dt = parse_dtype(dtype, "astype")
+        try:
+            dt = parse_dtype(dtype, "astype")
+        except GpundaError as e:    # MXNet: NumPy's TypeError for what is not a dtype
+            raise GpundaTypeError(str(e)) from None
         if not copy and self._data.dtype == dt:
             return self
         from . import _op
@@ -188,7 +195,8 @@ class NDArray:
                 from . import _op
                 return _op._copy(self)
             return self._to_ctx(other)
-        raise GpundaError(f"copyto: target must be an NDArray or Context, got {type(other).__name__}")
+        raise GpundaTypeError(f"copyto: target must be an NDArray or Context, got "
+                              f"{type(other).__name__}")
 
     def _to_ctx(self, ctx):
         """A copy on another context; storage types override it."""
@@ -340,7 +348,10 @@ class NDArray:
             _check_key_types(key)   # a float or str key is MXNet's ValueError (error path only)
             raise GpundaIndexError(f"__getitem__: index {key!r} does not fit an array of shape "
                                    f"{self.shape}: {e}") from None
-        except (ValueError, TypeError) as e:
+        except ValueError as e:     # slice step 0
+            raise GpundaValueError(f"__getitem__: index {key!r} does not fit an array of shape "
+                                   f"{self.shape}: {e}") from None
+        except TypeError as e:
             raise GpundaError(f"__getitem__: index {key!r} does not fit an array of shape "
                               f"{self.shape}: {e}") from None
         if r.ndim == 0:
@@ -391,8 +402,12 @@ class NDArray:
         return _op.ones_like(self)
 
     def broadcast_to(self, shape):
+        """This array broadcast to ``shape``; shapes that do not fit raise ValueError."""
         from . import _op
-        return _op.broadcast_to(self, shape=shape)
+        try:
+            return _op.broadcast_to(self, shape=shape)
+        except GpundaError as e:    # MXNet's method checks the shapes itself: ValueError
+            raise GpundaValueError(str(e)) from None
 
     def broadcast_like(self, other):
         from . import _op
@@ -486,12 +501,18 @@ class NDArray:
     def __eq__(self, other):
         if other is None:
             return False
-        return _binary(self, other, "broadcast_equal", "_equal_scalar")
+        r = _binary(self, other, "broadcast_equal", "_equal_scalar")
+        if r is NotImplemented:     # MXNet: a str or other object is a TypeError, not False
+            raise GpundaTypeError(f"type {type(other)} not supported")
+        return r
 
     def __ne__(self, other):
         if other is None:
             return True
-        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+        r = _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+        if r is NotImplemented:
+            raise GpundaTypeError(f"type {type(other)} not supported")
+        return r
 
     def __gt__(self, other):
         return _binary(self, other, "broadcast_greater", "_greater_scalar")
@@ -747,8 +768,9 @@ def array(source_array, ctx=None, dtype=None):
             host = np.array(source_array, dtype=_dtype_of(dtype) if dtype is not None else None)
         except (ValueError, TypeError) as e:
             raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
-        if host.dtype == object:
-            raise GpundaError(f"array: source of type {type(source_array).__name__} is not numeric")
+        if host.dtype.kind not in "fiubc":
+            raise GpundaTypeError(f"array: source of type {type(source_array).__name__} is not "
+                                  f"numeric (NumPy dtype {host.dtype})")
         if dtype is None:
             host = host.astype(np.float32 if host.dtype.kind in "fiub" or host.ndim else host.dtype)
     if ctx._xp is np:
