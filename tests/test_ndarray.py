@@ -346,3 +346,19 @@ def test_more_misuse_raises_the_python_exception_mxnet_raises():
             f()
     assert (x == None) is False and (x != None) is True     # noqa: E711 (MXNet's rule)
     assert int(x[0, 0]) == 1 and float(x[1, 2]) == 1.0
+
+
+def test_mxnet_ndarray_ndarray_all_names_exist():
+    m = mx.nd.ndarray
+    for name in ("NDArray", "concatenate", "_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP",
+                 "ones", "add", "arange", "linspace", "eye", "divide", "equal", "full", "greater",
+                 "greater_equal", "imdecode", "lesser", "lesser_equal", "logical_and",
+                 "logical_or", "logical_xor", "maximum", "minimum", "moveaxis", "modulo",
+                 "multiply", "not_equal", "onehot_encode", "power", "subtract", "true_divide",
+                 "waitall", "_new_empty_handle", "histogram", "split_v2", "to_dlpack_for_read",
+                 "to_dlpack_for_write", "from_dlpack", "from_numpy", "zeros",
+                 "indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
+                 "get_oshape_of_gather_nd_op"):      # MXNet 1.9.1's __all__
+        assert name in m.__all__ and hasattr(m, name), name
+    with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
+        m._new_empty_handle()

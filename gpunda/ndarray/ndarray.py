@@ -937,3 +937,20 @@ from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_
                        get_oshape_of_gather_nd_op, _NDARRAY_UNSUPPORTED_INDEXING,
                        _NDARRAY_BASIC_INDEXING, _NDARRAY_ADVANCED_INDEXING,
                        _NDARRAY_EMPTY_TUPLE_INDEXING)
+__all__ += ["_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "add", "linspace", "eye",
+            "divide", "equal", "greater", "greater_equal", "lesser", "lesser_equal",
+            "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "modulo",
+            "multiply", "not_equal", "power", "subtract", "true_divide", "histogram", "split_v2",
+            "to_dlpack_for_read", "to_dlpack_for_write", "from_numpy",
+            "indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
+            "get_oshape_of_gather_nd_op"]
+
+
+def _new_empty_handle():
+    """MXNet: a fresh C handle for an output; gpunda arrays have no C handles."""
+    from ..base import NotImplementedForGpunda
+    raise NotImplementedForGpunda("_new_empty_handle is not supported yet: gpunda arrays have "
+                                  "no C-API handles (create arrays with nd.empty)")
+
+
+__all__.append("_new_empty_handle")
