@@ -112,3 +112,17 @@ class NotSupportedForSparseNDArray(GpundaError):
         if self.args:
             msg += " with arguments (" + ", ".join(self.args) + ")"
         return msg + " is not supported for SparseNDArray and only available in NDArray."
+
+
+# Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),
+# gpunda raises one of these: the exception MXNet code catches, and still a GpundaError.
+class GpundaValueError(GpundaError, ValueError):
+    """A ``ValueError`` where MXNet raises one (``asscalar`` of a vector, a bad reshape)."""
+
+
+class GpundaIndexError(GpundaError, IndexError):
+    """An ``IndexError`` where MXNet raises one (an index out of bounds)."""
+
+
+class GpundaTypeError(GpundaError, TypeError):
+    """A ``TypeError`` where MXNet raises one (an operand type NDArray does not take)."""
