@@ -923,13 +923,12 @@ class _CupyGraphs:
     """CUDA-graph primitives over CuPy (GPU only)."""
 
     def __init__(self, ctx):
-        import cupy
         from .backends import _cuda_gemm
-        self.cp = cupy
+        cupy = self.cp = ctx.backend.xp     # cupy (or the test stand-in's module)
         with ctx.backend.device_scope():
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.gemm = _cuda_gemm.matmul
-        self.prepare_gemm = _cuda_gemm.prepare
+        self.prepare_gemm = lambda dtypes: _cuda_gemm.prepare(dtypes, cupy)
 
     def new_pool(self):
         return self.cp.cuda.MemoryPool()

@@ -624,6 +624,10 @@ def array(source_array, ctx=None, dtype=None):
 
 
 def _cuda_to_host(obj):
+    from ..backends import array_module
+    xp = array_module(obj) if not isinstance(obj, np.ndarray) else None
+    if xp is not None and xp is not np and isinstance(obj, xp.ndarray):
+        return xp.asnumpy(obj)
     import cupy
     return cupy.asnumpy(cupy.asarray(obj))
 
