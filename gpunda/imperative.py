@@ -107,7 +107,9 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     except GpundaError:
         raise
     except Exception as e:
-        raise _op_error(op, inputs, p, e) from e
+        if not _is_oom(e, ctx):
+            raise _op_error(op, inputs, p, e) from e
+        res = _retry_after_oom(op, inputs, p, ctx, xp, arrays, e)
     nout = op.fixed_nout
     if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
         ctx = op.out_ctx(p)
@@ -248,3 +250,20 @@ def write_outputs(targets, outs, where):
         t._assign_from(r)
         if r._ag is not None:
             _ag._retarget_output(r._ag[0], i, t)
+
+
+def _is_oom(e, ctx):
+    from . import _oom
+    return _oom.is_oom(e, ctx)
+
+
+def _retry_after_oom(op, inputs, p, ctx, xp, arrays, err):
+    """Out of device memory in ``op``: free gpunda's caches, compute once more (gpunda/_oom.py)."""
+    from . import _oom
+
+    def again():
+        if xp is np:
+            return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+        with ctx._backend.device_scope():
+            return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    return _oom.retry(again, ctx, lambda e: _op_error(op, inputs, p, e), err)

@@ -354,10 +354,10 @@ class ndarray:
     # NumPy protocol dispatch, as CuPy's: to CuPy's function of the same name, or refuse
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         f = getattr(xp, ufunc.__name__, None)
+        if method == "__call__" and callable(f) and not _is_missing(f):
+            return f(*inputs, **kwargs)     # CuPy's ufunc, or its function (matmul)
         if not isinstance(f, _Ufunc):
             return NotImplemented
-        if method == "__call__":
-            return f(*inputs, **kwargs)
         return getattr(f, method)(*inputs, **kwargs)
 
     def __array_function__(self, func, types_, args, kwargs):
