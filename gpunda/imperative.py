@@ -261,9 +261,14 @@ def _retry_after_oom(op, inputs, p, ctx, xp, arrays, err):
     """Out of device memory in ``op``: free gpunda's caches, compute once more (gpunda/_oom.py)."""
     from . import _oom
 
+    def run():
+        if op.wants_ctx:
+            return op.compute(xp, p, *arrays, ctx=ctx)
+        return op.compute(xp, p, *arrays)
+
     def again():
         if xp is np:
-            return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+            return run()
         with ctx._backend.device_scope():
-            return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+            return run()
     return _oom.retry(again, ctx, lambda e: _op_error(op, inputs, p, e), err)

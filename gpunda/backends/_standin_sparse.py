@@ -12,7 +12,7 @@ import types
 
 import numpy as np
 
-from . import _standin as _s
+from . import _standin_array as _s
 from . import _standin_cuda as _cuda
 from . import _standin_names as _names
 
