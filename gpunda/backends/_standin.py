@@ -29,7 +29,7 @@ from . import _standin_cuda as _cuda
 from . import _standin_names as _names
 from ._numpy import Backend
 from ._standin_array import (_SCALARS, _call, _check_h2d, _check_lib, _check_sync, _index,
-                             _is_missing, _missing, _new, _unwrap, ndarray)
+                             _missing, _new, _unwrap, ndarray)
 
 __all__ = ["ndarray", "xp", "StandinBackend", "enabled", "env_enabled", "NAME"]
 
