@@ -91,6 +91,12 @@ def oom_error(where, ctx, err, retried=True):
                        f"Reduce the batch size or free arrays you still hold")
 
 
+def describe(where, shape, dtype):
+    """``where`` with the shape and dtype being created, for a creation's OOM message."""
+    import numpy as np
+    return f"{where}: creating shape {tuple(shape)} dtype {np.dtype(dtype).name}"
+
+
 def retry(fn, ctx, describe, err):
     """After OOM ``err``: free the caches, run ``fn()`` once more; GpundaError if it fails.
 

@@ -111,3 +111,15 @@ def test_is_oom_follows_causes():
     except mx.MXNetError as e:
         assert _oom.is_oom(e)
     assert not _oom.is_oom(ValueError("x"))
+
+
+def test_creation_out_of_memory_names_shape_dtype_and_bytes(standin_gpu, monkeypatch):
+    monkeypatch.setenv("GPUNDA_TEST_STANDIN_GPU_MEMORY", str(_used() + 4096))
+    with pytest.raises(mx.MXNetError, match=r"zeros: creating shape \(1000, 100\) dtype "
+                                            r"float64 -- out of memory on gpu\(0\) asking for "
+                                            r"800,256 bytes"):
+        nd.zeros((1000, 100), ctx=mx.gpu(0), dtype="float64")
+    with pytest.raises(mx.MXNetError, match=r"array: creating shape \(300, 10\) dtype float32"):
+        nd.array(np.ones((300, 10), np.float32), ctx=mx.gpu(0))
+    monkeypatch.delenv("GPUNDA_TEST_STANDIN_GPU_MEMORY")
+    assert nd.zeros((1000, 100), ctx=mx.gpu(0)).shape == (1000, 100)
