@@ -11,9 +11,7 @@ names the op, its inputs' shapes and dtypes and the bytes asked for.
 """
 from __future__ import annotations
 
-import gc
 import logging
-import re
 import weakref
 
 from .base import GpundaError
@@ -23,7 +21,6 @@ __all__ = ["is_oom", "free_caches", "oom_error", "track_cached_op", "stats"]
 _log = logging.getLogger("gpunda")
 _cached_ops = weakref.WeakSet()
 _stats = {"ooms": 0, "recovered": 0, "freed_cached_ops": 0}
-_BYTES = re.compile(r"allocating ([\d,]+) bytes")
 
 
 def track_cached_op(cop):
@@ -62,6 +59,7 @@ def free_caches(ctx=None):
         if release is not None and release():
             n += 1
     _stats["freed_cached_ops"] += n
+    import gc
     gc.collect()
     if ctx is not None and ctx.device_type == "gpu" and ctx._backend is not None:
         ctx._backend.empty_cache()
@@ -69,8 +67,9 @@ def free_caches(ctx=None):
 
 
 def _asked(err):
+    import re
     while err is not None:
-        m = _BYTES.search(str(err))
+        m = re.search(r"allocating ([\d,]+) bytes", str(err))
         if m:
             return int(m.group(1).replace(",", ""))
         err = err.__cause__
