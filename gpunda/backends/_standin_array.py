@@ -74,7 +74,8 @@ def _unwrap(x, host_ok, where, known):
         return x.copy()
     if isinstance(x, (list, tuple)):
         return type(x)(_unwrap(v, host_ok, where, known) for v in x)
-    if host_ok and hasattr(x, "__array__") and not isinstance(x, _SCALARS):
+    # dtype arguments (np.float32 is a class with an __array__ attribute) pass through
+    if host_ok and hasattr(x, "__array__") and not isinstance(x, _SCALARS + (type, np.dtype)):
         raise TypeError(f"Unsupported type {type(x)} ({where})")
     return x
 
