@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import threading
 
-from .base import GpundaError
-
 __all__ = ["AttrScope", "current"]
 
 
@@ -16,7 +14,8 @@ class AttrScope:
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise GpundaError(f"AttrScope: attribute {k}={v!r} must be a string")
+                # MXNet raises ValueError here
+                raise ValueError(f"AttrScope: attribute {k}={v!r} must be a string")
         self._attr = kwargs
         self._old = None
 

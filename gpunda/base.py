@@ -39,3 +39,28 @@ def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
         raise GpundaError(f"{where}: {what}={value!r} {rule}")
+
+
+class NotImplementedForSymbol(GpundaError):
+    """An NDArray-only operation tried on a Symbol (MXNet's class, same signature).
+
+    ``function`` is the method refused, ``alias`` the operator spelling (``'+='``)
+    or None, ``args`` the operands (only their types are kept for the message).
+    """
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."
+
+
+__all__.append("NotImplementedForSymbol")

@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 
-from ..base import GpundaError
+from ..base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
 from .. import name as _name
 from .. import attribute as _attribute
 from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
@@ -130,6 +130,37 @@ def _attr_str(v):
     return v if isinstance(v, str) else to_attr_string(v)
 
 
+#: Attribute keys MXNet stores as ``__key__`` (c_api_symbolic.cc's kHiddenKeys)
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
+def hidden_key(key, where):
+    """``key`` as stored on a node: ``lr_mult`` -> ``__lr_mult__``; ``fc1_lr_mult``
+    (a parameter's attribute set through its op) is refused as MXNet refuses it."""
+    for k in HIDDEN_KEYS:
+        if key.startswith(k):
+            return f"__{key}__" if key == k else key
+        if key.endswith(k) and len(key) > len(k) and not key.startswith("__"):
+            raise GpundaError(
+                f"{where}: setting variable attributes with {key} is deprecated; use "
+                f"w = Variable('{key[:-len(k) - 1]}', {k}=...) and pass w to the operator")
+    return key
+
+
+def is_dunder(key):
+    return len(key) > 4 and key.startswith("__") and key.endswith("__")
+
+
+def _with_plain_keys(attrs):
+    """``attrs`` plus, for each hidden ``__key__``, its plain spelling (MXNet lists both)."""
+    out = dict(attrs)
+    for k in HIDDEN_KEYS:
+        v = attrs.get(f"__{k}__")
+        if v is not None:
+            out[k] = v
+    return out
+
+
 class Symbol:
     """A symbolic graph with one or more outputs (MXNet's ``mx.sym.Symbol``).
 
@@ -204,8 +235,8 @@ class Symbol:
         return self._rebuild({})
 
     def copy(self):
-        """A deep copy (new nodes), as MXNet's ``Symbol.__copy__``."""
-        return self._rebuild({})
+        # MXNet's Symbol.copy is the NDArray method refused; copy.copy() copies
+        raise NotImplementedForSymbol(self.copy, None)
 
     def __reduce__(self):
         return (load_json, (self.tojson(),))
@@ -270,30 +301,41 @@ class Symbol:
 
     # -- attributes -------------------------------------------------------------
     def attr(self, key):
-        """The string attribute ``key`` of this (single-output) symbol's node, or None."""
+        """The string attribute ``key`` of this (single-output) symbol's node, or None.
+
+        ``lr_mult`` and the other hidden keys are stored as ``__lr_mult__``; either
+        spelling finds them (MXNet's MXSymbolGetAttr).
+        """
         if len(self._outputs) != 1:
             return None
-        return self._outputs[0][0].attrs.get(key)
+        attrs = self._outputs[0][0].attrs
+        v = attrs.get(key)
+        if v is None and key in HIDDEN_KEYS:
+            v = attrs.get(f"__{key}__")
+        return v
 
     def list_attr(self, recursive=False):
         """The attributes of this symbol's node (``recursive``: of every node, keyed
-        ``<node>$<key>``)."""
+        ``<node>$<key>``); hidden keys are listed in both spellings."""
         if recursive:
-            return {f"{n.name}${k}": v for n in self._topo() for k, v in n.attrs.items()}
+            return {f"{n.name}${k}": v for n in self._topo()
+                    for k, v in _with_plain_keys(n.attrs).items()}
         if len(self._outputs) != 1:
             return {}
-        return dict(self._outputs[0][0].attrs)
+        return _with_plain_keys(self._outputs[0][0].attrs)
 
     def attr_dict(self):
         """``{node name: {key: value}}`` for every node that has attributes."""
-        return {n.name: dict(n.attrs) for n in self._topo() if n.attrs}
+        return {n.name: _with_plain_keys(n.attrs) for n in self._topo() if n.attrs}
 
     def _set_attr(self, **kwargs):
+        """Set string attributes on this symbol's node(s) (hidden keys become ``__k__``)."""
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise GpundaError(f"Symbol._set_attr: attribute {k}={v!r} must be a string")
+                raise ValueError(f"Symbol._set_attr: attribute {k}={v!r} must be a string")
+        attrs = {hidden_key(k, "_set_attr"): v for k, v in kwargs.items()}
         for n, _ in self._outputs:
-            n.attrs.update(kwargs)
+            n.attrs.update(attrs)
 
     # -- composition --------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -320,50 +362,124 @@ class Symbol:
         return self._rebuild(replace)
 
     # -- arithmetic ------------------------------------------------------------------
+    # As in MXNet, Symbol operators do not broadcast: ``a + b`` is elemwise_add named
+    # ``_plus0`` (use sym.broadcast_add to broadcast); comparisons build symbols.
     def __add__(self, other):
-        return _arith(self, other, "broadcast_add", "_plus_scalar")
+        return _arith(self, other, ("elemwise_add", "_plus"), ("_plus_scalar", "_plusscalar"))
 
     __radd__ = __add__
 
     def __sub__(self, other):
-        return _arith(self, other, "broadcast_sub", "_minus_scalar")
+        return _arith(self, other, ("elemwise_sub", "_minus"), ("_minus_scalar", "_minusscalar"))
 
     def __rsub__(self, other):
-        return _arith(self, other, None, "_rminus_scalar")
+        return _arith(self, other, None, ("_rminus_scalar", "_rminusscalar"))
 
     def __mul__(self, other):
-        return _arith(self, other, "broadcast_mul", "_mul_scalar")
+        return _arith(self, other, ("elemwise_mul", "_mul"), ("_mul_scalar", "_mulscalar"))
 
     __rmul__ = __mul__
 
     def __truediv__(self, other):
-        return _arith(self, other, "broadcast_div", "_div_scalar")
+        return _arith(self, other, ("elemwise_div", "_div"), ("_div_scalar", "_divscalar"))
 
     def __rtruediv__(self, other):
-        return _arith(self, other, None, "_rdiv_scalar")
+        return _arith(self, other, None, ("_rdiv_scalar", "_rdivscalar"))
 
     __div__, __rdiv__ = __truediv__, __rtruediv__
 
     def __mod__(self, other):
-        return _arith(self, other, "broadcast_mod", "_mod_scalar")
+        return _arith(self, other, ("broadcast_mod", "_mod"), ("_mod_scalar", "_modscalar"))
 
     def __rmod__(self, other):
-        return _arith(self, other, None, "_rmod_scalar")
+        return _arith(self, other, None, ("_rmod_scalar", "_rmodscalar"))
 
     def __pow__(self, other):
-        return _arith(self, other, "broadcast_power", "_power_scalar")
+        return _arith(self, other, ("broadcast_power", "_power"),
+                      ("_power_scalar", "_powerscalar"))
 
     def __rpow__(self, other):
-        return _arith(self, other, None, "_rpower_scalar")
+        return _arith(self, other, None, ("_rpower_scalar", "_rpower_scalar"))
 
     def __neg__(self):
-        return _arith(self, -1.0, None, "_mul_scalar")
+        return _arith(self, -1.0, None, ("_mul_scalar", "_mulscalar"))
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return make_node(get_op("abs"), [self], {}, None, None)
+        return make_node(get_op("abs"), [self], {}, None, None, hint="abs")
+
+    def __eq__(self, other):
+        return _arith(self, other, ("broadcast_equal", "_equal"), ("_equal_scalar", None))
+
+    def __ne__(self, other):
+        return _arith(self, other, ("broadcast_not_equal", "_not_equal"),
+                      ("_not_equal_scalar", None))
+
+    def __gt__(self, other):
+        return _arith(self, other, ("broadcast_greater", "_greater"), ("_greater_scalar", None))
+
+    def __ge__(self, other):
+        return _arith(self, other, ("broadcast_greater_equal", "_greater_equal"),
+                      ("_greater_equal_scalar", None))
+
+    def __lt__(self, other):
+        return _arith(self, other, ("broadcast_lesser", "_lesser"), ("_lesser_scalar", None))
+
+    def __le__(self, other):
+        return _arith(self, other, ("broadcast_lesser_equal", "_lesser_equal"),
+                      ("_lesser_equal_scalar", None))
+
+    # MXNet's Symbol is unhashable (it defines __eq__); gpunda keeps identity hashing so
+    # symbols can still key the dicts of code that relied on it
+    __hash__ = object.__hash__
+
+    # -- NDArray-only operations (MXNet raises NotImplementedForSymbol) -----------------
+    def __bool__(self):
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    __nonzero__ = __bool__
+
+    def __iadd__(self, other):
+        raise NotImplementedForSymbol(self.__iadd__, "+=", other, 1)
+
+    def __isub__(self, other):
+        raise NotImplementedForSymbol(self.__isub__, "-=", other)
+
+    def __imul__(self, other):
+        raise NotImplementedForSymbol(self.__imul__, "*=", other)
+
+    def __idiv__(self, other):
+        raise NotImplementedForSymbol(self.__idiv__, "/=", other)
+
+    def __itruediv__(self, other):
+        raise NotImplementedForSymbol(self.__itruediv__, "/=", other)
+
+    def wait_to_read(self):
+        raise NotImplementedForSymbol(self.wait_to_read, None)
+
+    def asnumpy(self):
+        raise NotImplementedForSymbol(self.asnumpy, None)
+
+    def asscalar(self):
+        raise NotImplementedForSymbol(self.asscalar, None)
+
+    def as_in_context(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.as_in_context, None)
+
+    def detach(self):
+        raise NotImplementedForSymbol(self.detach, None)
+
+    def backward(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.backward, None)
+
+    def as_nd_ndarray(self):
+        """This symbol (the legacy front end's symbols are already ``nd`` symbols)."""
+        return self
+
+    def as_np_ndarray(self):
+        raise NotImplementedForGpunda("Symbol.as_np_ndarray (mx.sym.np) is not supported yet")
 
     # -- inference ---------------------------------------------------------------------
     def infer_shape(self, *args, **kwargs):
@@ -391,12 +507,12 @@ class Symbol:
         return {k: v for k, v in known.items() if v is not None}
 
     def _infer_shape_impl(self, args, kwargs, partial):
-        given = {}
-        for k, v in self._named(args, kwargs, "infer_shape").items():
-            if isinstance(v, (int, np.integer)):
-                v = (int(v),)
-            given[k] = tuple(int(d) for d in v)
-        shapes, _ = infer_graph(self, given, {})
+        from .infer import infer_graph, to_internal, to_public, known
+        from ..util import is_np_shape
+        np_mode = is_np_shape()
+        given = {k: to_internal(v, np_mode)
+                 for k, v in self._named(args, kwargs, "infer_shape").items()}
+        shapes, _ = infer_graph(self, given, {}, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
         arg_s, aux_s = [], []
@@ -404,24 +520,25 @@ class Symbol:
             if n.op is None:
                 (aux_s if id(n) in aux else arg_s).append(shapes.get((id(n), 0)))
         out_s = [shapes.get((id(n), i)) for n, i in self._outputs]
-        if partial:
-            f = lambda s: () if s is None else s  # noqa: E731
-            return [f(s) for s in arg_s], [f(s) for s in out_s], [f(s) for s in aux_s]
-        if any(s is None or 0 in s for s in arg_s + out_s + aux_s):
+        if not partial and not all(known(shapes.get((id(n), i)))
+                                   for n in order for i in range(n.nout)):
             return None, None, None
-        return arg_s, out_s, aux_s
+        f = lambda s: to_public(s, np_mode)  # noqa: E731
+        return [f(s) for s in arg_s], [f(s) for s in out_s], [f(s) for s in aux_s]
 
     def infer_type(self, *args, **kwargs):
         """(arg_types, out_types, aux_types) as NumPy types from known input dtypes."""
         return self._infer_type_impl(args, kwargs, partial=False)
 
     def infer_type_partial(self, *args, **kwargs):
+        """Like ``infer_type`` but unknown types come back as None."""
         return self._infer_type_impl(args, kwargs, partial=True)
 
     def _infer_type_impl(self, args, kwargs, partial):
+        from .infer import infer_graph
         given = {k: parse_dtype(v, "infer_type")
                  for k, v in self._named(args, kwargs, "infer_type").items()}
-        _, dtypes = infer_graph(self, {}, given)
+        _, dtypes = infer_graph(self, {}, given, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
         arg_t, aux_t = [], []
@@ -480,13 +597,15 @@ class Symbol:
 
 
 def _arith(sym, other, binop, scalar_op):
+    """``sym <op> other``: ``binop``/``scalar_op`` are (operator, name hint) pairs."""
     if isinstance(other, Symbol):
         if binop is None:
             raise GpundaError("Symbol arithmetic: unexpected operand order")
-        return make_node(get_op(binop), [sym, other], {}, None, None)
+        return make_node(get_op(binop[0]), [sym, other], {}, None, None, hint=binop[1])
     if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-        return make_node(get_op(scalar_op), [sym], {"scalar": other}, None, None)
-    return NotImplemented
+        return make_node(get_op(scalar_op[0]), [sym], {"scalar": other}, None, None,
+                         hint=scalar_op[1] or scalar_op[0])
+    raise TypeError(f"type {type(other)} not supported")
 
 
 def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
@@ -505,13 +624,22 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
         inputs = inputs[:-1]
     if op.variadic and key is not None and key not in params and key in op.param_map:
         params[key] = len(inputs) + len(named_inputs)
-    p = op.parse_params(params)
-    attrs = _attribute.current().get(attr)
-    for k, v in attrs.items():
+    # attributes (scope, attr=, lr_mult=...) travel with the params as MXNet's kwargs do:
+    # hidden keys become __key__, and __key__ entries are node attributes, not params
+    extra = _attribute.current().get(attr)
+    for k, v in extra.items():
         if not isinstance(v, str):
             raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
-    param_attrs = {k: _attr_str(v) for k, v in params.items()}
-    attrs.update(param_attrs)
+    attrs = {}
+    for k, v in list(extra.items()) + list(params.items()):
+        k2 = hidden_key(k, f"Operator {op.name}")
+        if is_dunder(k2):
+            attrs[k2] = _attr_str(v)
+            params.pop(k, None)
+        else:
+            params[k2] = v
+    p = op.parse_params(params)
+    attrs.update({k: _attr_str(v) for k, v in params.items()})
     # automatic names follow the name the op was called by, as MXNet's do (sym.split
     # gives split0, sym.SliceChannel slicechannel0)
     nm = _name.current().get(name, hint or op.name.lower())
@@ -621,13 +749,15 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
             raise GpundaError(f"var: stype={stype!r} is not one of {list(_STYPE_TO_CODE)}")
         attrs["__storage_type__"] = str(_STYPE_TO_CODE[stype])
     for k, v in kwargs.items():
-        if not (k.startswith("__") and k.endswith("__")):
-            raise GpundaError(f"var: attribute name={k} is not supported; additional "
-                              f"attributes must start and end with double underscores")
+        if not is_dunder(k):
+            raise ValueError(f"var: attribute name={k} is not supported; additional "
+                             f"attributes must start and end with double underscores, "
+                             f"e.g. __{k}__")
         attrs[k] = str(v)
     for k, v in attrs.items():
         if not isinstance(v, str):
-            raise GpundaError(f"var: attribute {k}={v!r} must be a string")
+            raise ValueError(f"var: attribute {k}={v!r} must be a string")
+    attrs = {hidden_key(k, "var"): v for k, v in attrs.items()}
     return Symbol([(_Node(None, name, attrs, [], None), 0)])
 
 
@@ -664,167 +794,22 @@ def load(fname):
 
 
 # ---------------------------------------------------------------------------
-# shape and dtype inference
-
-def parse_shape_attr(s):
-    try:
-        v = ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return None
-    if isinstance(v, int):
-        v = (v,)
-    if not isinstance(v, (tuple, list)):
-        return None
-    return tuple(int(d) for d in v)
-
+# shape inference inputs (the passes are in infer.py)
 
 def _var_shape(n, given):
-    s = given.get(n.name)
-    if s is None and "__shape__" in n.attrs:
-        s = parse_shape_attr(n.attrs["__shape__"])
-    if s is not None and len(s) == 0:
-        return None      # legacy semantics: () means unknown
-    return s
+    """A variable's starting shape (internal form): the given one, else its ``__shape__``."""
+    from .infer import parse_shape_attr, to_internal
+    from ..util import is_np_shape
+    if n.name in given:
+        return given[n.name]
+    if "__shape__" in n.attrs:
+        return to_internal(parse_shape_attr(n.attrs["__shape__"]), is_np_shape())
+    return None
 
 
 def _var_dtype(n, given):
-    t = given.get(n.name)
-    if t is None and "__dtype__" in n.attrs:
-        try:
-            t = np.dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
-        except (KeyError, ValueError):
-            t = None
-    return t
-
-
-def _complete(s):
-    return s is not None and 0 not in s
-
-
-def _dummy(shape, dtype):
-    # zero strides: every element aliases one zero, so big shapes cost nothing
-    return np.broadcast_to(np.zeros((), dtype), shape)
-
-
-def _run_dummy(node, in_shapes, in_types):
-    from .. import autograd as ag
-    from ..context import cpu
-    op, p = node.op, node.p
-    prev = ag.set_training(False)
-    try:
-        with np.errstate(all="ignore"):
-            for make in (_dummy, lambda s, t: np.zeros(s, t)):
-                arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
-                try:
-                    if op.wants_ctx:
-                        r = op.compute(np, p, *arrays, ctx=cpu())
-                    else:
-                        r = op.compute(np, p, *arrays)
-                    break
-                except GpundaError:
-                    raise
-                except (ValueError, TypeError) as e:
-                    if make is not _dummy:
-                        raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
-                                          f"(input shapes {list(in_shapes)})") from None
-    finally:
-        ag.set_training(prev)
-    rs = [r] if op.n_outputs(p) == 1 else list(r)
-    return [tuple(x.shape) for x in rs], [np.dtype(x.dtype) for x in rs]
-
-
-def infer_graph(sym, given_shapes, given_types):
-    """Forward shape/dtype inference: maps (id(node), output) -> shape / dtype (None unknown).
-
-    Ops with ``infer_shape(p, in_shapes) -> (in_shapes, out_shapes)`` fill in
-    their parameter shapes; other ops run their compute on zero-stride dummy
-    inputs once every input shape is known.
-    """
-    order = sym._topo()
-    shapes, types = {}, {}
-    for n in order:
-        if n.op is None:
-            shapes[(id(n), 0)] = _var_shape(n, given_shapes)
-            types[(id(n), 0)] = _var_dtype(n, given_types)
-    for _ in range(4):
-        changed = False
-        for n in order:
-            if n.op is None:
-                continue
-            if all(_complete(shapes.get((id(n), i))) and types.get((id(n), i)) is not None
-                   for i in range(n.nout)):
-                continue
-            keys = [(id(c), i) for c, i in n.inputs]
-            in_s = [shapes.get(k) for k in keys]
-            in_t = [types.get(k) for k in keys]
-            # dtypes: unknown inputs follow the first known one (MXNet's default rule)
-            known_t = next((t for t in in_t if t is not None), None)
-            if n.op.infer_type is not None:
-                try:
-                    r = n.op.infer_type(n.p, list(in_t))
-                    if r is not None:
-                        new_in, out_t = r
-                        for k, t in zip(keys, new_in):
-                            if t is not None and types.get(k) is None:
-                                types[k] = np.dtype(t)
-                                changed = True
-                        for i, t in enumerate(out_t):
-                            if t is not None and types.get((id(n), i)) is None:
-                                types[(id(n), i)] = np.dtype(t)
-                                changed = True
-                except Exception:
-                    pass
-            elif known_t is not None:
-                for k, t in zip(keys, in_t):
-                    if t is None and types.get(k) is None:
-                        types[k] = known_t
-                        changed = True
-                dt = n.p.dtype if getattr(n.p, "dtype", None) is not None and \
-                    "dtype" in n.p._given else known_t
-                for i in range(n.nout):
-                    if types.get((id(n), i)) is None:
-                        types[(id(n), i)] = np.dtype(dt)
-                        changed = True
-            if n.op.infer_shape is not None:
-                try:
-                    r = n.op.infer_shape(n.p, list(in_s))
-                except GpundaError as e:
-                    if all(_complete(s) for s in in_s):
-                        raise GpundaError(f"infer_shape: node {n.name!r}: {e}") from None
-                    r = None
-                except Exception:
-                    r = None
-                if r is not None:
-                    new_in, out_s = r
-                    for k, s in zip(keys, new_in):
-                        if s is not None and not _complete(shapes.get(k)) and _complete(tuple(s)):
-                            shapes[k] = tuple(s)
-                            changed = True
-                    for i, s in enumerate(out_s or ()):
-                        if s is not None and not _complete(shapes.get((id(n), i))):
-                            shapes[(id(n), i)] = tuple(s)
-                            changed = True
-                    in_s = [shapes.get(k) for k in keys]
-            if all(_complete(s) for s in in_s) and not all(
-                    _complete(shapes.get((id(n), i))) for i in range(n.nout)) or (
-                    all(_complete(s) for s in in_s) and any(
-                        types.get((id(n), i)) is None for i in range(n.nout))):
-                in_t2 = [t if t is not None else (known_t or np.dtype(np.float32)) for t in in_t]
-                if n.op.random and not n.inputs and hasattr(n.p, "shape"):
-                    out_s2 = [tuple(n.p.shape)]
-                    out_t2 = [np.dtype(getattr(n.p, "dtype", None) or np.float32)]
-                else:
-                    out_s2, out_t2 = _run_dummy(n, in_s, in_t2)
-                for i, (s, t) in enumerate(zip(out_s2, out_t2)):
-                    if not _complete(shapes.get((id(n), i))):
-                        shapes[(id(n), i)] = s
-                        changed = True
-                    if types.get((id(n), i)) != t:
-                        types[(id(n), i)] = t
-                        changed = True
-        if not changed:
-            break
-    return shapes, types
+    from .infer import _var_dtype as f
+    return f(n, given)
 
 
 # ---------------------------------------------------------------------------
