@@ -48,3 +48,11 @@ contrib = _prefixed_namespace("contrib", ("_contrib_",))
 
 from . import ndarray  # noqa: E402,F401
 from . import random  # noqa: E402,F401
+
+
+def __getattr__(name):
+    # MXNet exposes mxnet.ndarray.CachedOp; it lives above ndarray in gpunda's layers
+    if name == "CachedOp":
+        from ..cached_op import CachedOp
+        return CachedOp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,3 +49,34 @@ def __getattr__(name):
         return _symbol.lookup(name)
     except Exception:
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
+
+
+def _binary_fn(fname, sym_op, scalar_op, rscalar_op, pyop):
+    """``sym.<fname>(left, right)`` over Symbols and numbers, as MXNet's symbol.py."""
+    def fn(left, right):
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return _symbol.lookup(sym_op)(left, right)
+        if isinstance(left, Symbol):
+            return _symbol.lookup(scalar_op)(left, scalar=right)
+        if isinstance(right, Symbol):
+            return _symbol.lookup(rscalar_op)(right, scalar=left)
+        return pyop(left, right)
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = f"Element-wise {fname} of Symbols and/or numbers (no broadcasting)."
+    return fn
+
+
+maximum = _binary_fn("maximum", "_Maximum", "_maximum_scalar", "_maximum_scalar", max)
+minimum = _binary_fn("minimum", "_Minimum", "_minimum_scalar", "_minimum_scalar", min)
+hypot = _binary_fn("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar",
+                   lambda a, b: (a * a + b * b) ** 0.5)
+power = _binary_fn("power", "_Power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
+pow = power  # noqa: A001  (MXNet's name)
+
+
+from . import namespaces as _namespaces  # noqa: E402
+
+_mods = _namespaces.build(_symbol.lookup, Symbol)
+contrib, linalg, image, sparse, random = (_mods[k] for k in  # noqa: A001
+                                          ("contrib", "linalg", "image", "sparse", "random"))
+symbol = _symbol

@@ -7,7 +7,10 @@ bound gradient arrays.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..base import GpundaError
+from .optimize import optimize
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -43,7 +46,7 @@ class Executor:
     """Bound arrays plus a CachedOp: ``forward``, ``backward``, ``outputs``, ``*_dict``."""
 
     def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None,
-                 _cached_op=None):
+                 _cached_op=None, _outputs=None):
         from ..context import current_context, Context
         from ..cached_op import CachedOp
         self._symbol = sym
@@ -77,10 +80,36 @@ class Executor:
                 reqs[n] = "null"
         self._grad_req = reqs
         self.grad_dict = {n: g for n, g in grads.items() if g is not None}
+        # the graph that runs: common subexpressions merged unless
+        # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
+        self._optimized = optimize(sym)
         # reshape() shares the CachedOp: its plans are kept per input signature
-        self._cop = _cached_op if _cached_op is not None else CachedOp(sym)
-        self.outputs = []
+        self._cop = _cached_op if _cached_op is not None else CachedOp(self._optimized)
+        # outputs exist from bind on, and forward writes into them (as MXNet's do)
+        self.outputs = _outputs if _outputs is not None else self._alloc_outputs()
         self._recorded = None
+        self._last_train = False
+
+    def _alloc_outputs(self):
+        from .. import ndarray as nd
+        shapes = {k: v.shape for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
+        types = {k: v.dtype for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
+        _, out_s, _ = self._symbol.infer_shape(**shapes)
+        _, out_t, _ = self._symbol.infer_type(**types)
+        if out_s is None:
+            raise GpundaError(f"bind: cannot infer the output shapes from the bound arrays "
+                              f"{shapes}")
+        return [nd.zeros(sh, ctx=self._ctx, dtype=t if t is not None else np.float32)
+                for sh, t in zip(out_s, out_t or [None] * len(out_s))]
+
+    def get_optimized_symbol(self):
+        """The graph this executor runs (after common-subexpression elimination)."""
+        return self._optimized
+
+    def debug_str(self):
+        """The executed graph, one node per block, and the memory its plan allocates."""
+        from .debug import executor_debug_str
+        return executor_debug_str(self)
 
     @property
     def arg_arrays(self):
@@ -100,50 +129,81 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         """Run the graph; keyword arrays are first copied into the bound arguments."""
-        from .. import autograd
-        from ..ndarray.ndarray import NDArray, _new
+        from ..ndarray.ndarray import NDArray
         for k, v in kwargs.items():
             if k not in self.arg_dict:
-                raise GpundaError(f"Executor.forward: {k!r} is not an argument; arguments are "
-                                  f"{self._arg_names}")
+                raise TypeError(f"Executor.forward: unknown argument {k!r}; arguments are "
+                                f"{self._arg_names}")
             dst = self.arg_dict[k]
+            if tuple(v.shape) != tuple(dst.shape):
+                raise ValueError(f"Executor.forward: shape of {k} must be {dst.shape}, got "
+                                 f"{tuple(v.shape)}")
             if isinstance(v, NDArray):
                 v.copyto(dst)
             else:
                 dst[:] = v
+        self._last_train = bool(is_train)
         train_grads = is_train and any(r != "null" for r in self._grad_req.values())
+        self._run(is_train, record=train_grads)
+        return self.outputs
+
+    def _run(self, is_train, record):
+        from .. import autograd
+        from ..ndarray.ndarray import NDArray, _new
         inputs = []
-        for n in self._input_names:
+        for n in self._optimized.list_inputs():
             a = self.arg_dict.get(n)
             if a is None:
                 inputs.append(self.aux_dict[n])
                 continue
-            if train_grads and self._grad_req[n] != "null":
+            if record and self._grad_req[n] != "null":
                 # a private handle on the same memory carries the gradient buffer
                 w = _new(a._data, a._ctx)
                 autograd.mark_variables([w], [self.grad_dict[n]], self._grad_req[n])
                 a = w
             inputs.append(a)
-        if train_grads:
-            with autograd.record(train_mode=True):
+        if record:
+            with autograd.record(train_mode=is_train):
                 out = self._cop(*inputs)
         else:
             with autograd.pause(train_mode=is_train):
                 out = self._cop(*inputs)
-        self.outputs = [out] if isinstance(out, NDArray) else list(out)
-        self._recorded = self.outputs if train_grads else None
-        return self.outputs
+        res = [out] if isinstance(out, NDArray) else list(out)
+        with autograd.pause():
+            for dst, r in zip(self.outputs, res):
+                r.copyto(dst)
+        self._recorded = res if record else None
 
     def backward(self, out_grads=None, is_train=True):
-        """Gradients of the outputs (times ``out_grads``) into ``grad_dict``."""
+        """Gradients of the outputs (times ``out_grads``) into ``grad_dict``.
+
+        As in MXNet, a backward may follow a forward with ``is_train=False`` (or no
+        forward at all): the forward is then run again under recording first.
+        """
         from .. import autograd
         from ..ndarray.ndarray import NDArray
-        if self._recorded is None:
-            raise GpundaError("Executor.backward: call forward(is_train=True) first (with some "
-                              "grad_req other than 'null')")
-        if out_grads is not None and isinstance(out_grads, NDArray):
+        if not any(r != "null" for r in self._grad_req.values()):
+            return
+        if out_grads is None:
+            out_grads = None
+        elif isinstance(out_grads, NDArray):
             out_grads = [out_grads]
-        autograd.backward(self._recorded, out_grads, train_mode=is_train)
+        elif isinstance(out_grads, dict):
+            out_grads = [out_grads[k] for k in self._symbol.list_outputs()]
+        else:
+            out_grads = list(out_grads)
+        if out_grads is not None:
+            for g in out_grads:
+                if not isinstance(g, NDArray):
+                    raise TypeError(f"Executor.backward: out_grads must be NDArrays, got "
+                                    f"{type(g).__name__}")
+            if not out_grads:
+                out_grads = None
+        if self._recorded is None:
+            self._run(self._last_train, record=True)
+        heads = self._recorded
+        self._recorded = None
+        autograd.backward(heads, out_grads, train_mode=is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values from dicts of NDArrays into the bound arguments and aux states."""
@@ -208,8 +268,13 @@ class Executor:
                  for n, s in zip(self._arg_names, arg_s)}
         aux = {n: fit(n, self.aux_dict[n], s, False, "auxiliary state")
                for n, s in zip(self._aux_names, aux_s)}
+        _, out_s, _ = self._symbol.infer_shape(**{n: a.shape for n, a in args.items()})
+        outs = [fit(f"output {i}", o, sh, True, "output")
+                for i, (o, sh) in enumerate(zip(self.outputs, out_s))]
+        if any(o.shape != tuple(sh) for o, sh in zip(outs, out_s)):
+            outs = None
         return Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
-                        _cached_op=self._cop)
+                        _cached_op=self._cop, _outputs=outs)
 
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes):

@@ -225,10 +225,10 @@ class _Pass:
             return
         # unknown inputs follow the first known one (MXNet's default rule)
         first = next((t for t in in_t if t is not None), None)
-        if first is None:
-            return
-        for k in ins:
-            self.put_type(k, first)
+        if first is not None:
+            for k in ins:
+                self.put_type(k, first)
+        # an explicit dtype parameter (Cast, Embedding) decides the outputs
         dt = p.dtype if getattr(p, "dtype", None) is not None and "dtype" in p._given else first
         for k in outs:
             self.put_type(k, dt)

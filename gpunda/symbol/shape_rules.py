@@ -104,7 +104,7 @@ def fully_connected(p, ins, outs):
         ins[0] = data
         ins[1] = (H, k)
     else:
-        ins[1] = (H, -1 if w is None else w[1])
+        return ins, outs        # MXNet infers nothing before the data's rank is known
     if not p.no_bias:
         ins[2] = (H,)
     return ins, [out] + list(outs[1:])

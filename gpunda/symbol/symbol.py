@@ -292,9 +292,11 @@ class Symbol:
 
     def get_children(self):
         """A group of the inputs of the output node(s); None for a variable."""
-        ins = []
+        ins, seen = [], set()
         for n, _ in self._outputs:
-            ins.extend(n.inputs)
+            if id(n) not in seen:      # a multi-output node's inputs are listed once
+                seen.add(id(n))
+                ins.extend(n.inputs)
         if not ins:
             return None
         return Symbol(ins)

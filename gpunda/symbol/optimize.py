@@ -1,0 +1,64 @@
+"""Graph rewrites an Executor applies before running a Symbol (MXNet's graph passes).
+
+Common-subexpression elimination (MXNet's ``MXNET_ELIMINATE_COMMON_EXPR``, on by
+default): two op nodes with the same operator, the same attributes and the same
+inputs compute the same values, so one of them is kept. Ops that draw random
+numbers, use the context or write into their inputs are never merged. When
+merging leaves two graph outputs on one entry, a ``_copy`` keeps the outputs
+distinct arrays, as MXNet's pass does.
+"""
+from __future__ import annotations
+
+import os
+
+from ..ops.registry import get_op
+from .symbol import Symbol, _Node
+
+__all__ = ["optimize", "eliminate_common_expr"]
+
+
+def optimize(sym):
+    """``sym`` as an Executor runs it (CSE unless MXNET_ELIMINATE_COMMON_EXPR=0)."""
+    if os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() in ("0", "false", "False"):
+        return sym
+    return eliminate_common_expr(sym)
+
+
+def _mergeable(op):
+    return not (op.random or op.wants_ctx or op.mutates or op.name == "Dropout")
+
+
+def eliminate_common_expr(sym):
+    """A Symbol computing the same outputs with duplicate op nodes merged."""
+    canon = {}      # id(node) -> node that replaces it
+    seen = {}       # signature -> node
+    for n in sym._topo():
+        if n.op is None:
+            canon[id(n)] = n
+            continue
+        ins = [(canon[id(c)], i) for c, i in n.inputs]
+        key = None
+        if _mergeable(n.op):
+            key = (n.op.name, tuple(sorted(n.attrs.items())),
+                   tuple((id(c), i) for c, i in ins))
+            hit = seen.get(key)
+            if hit is not None:
+                canon[id(n)] = hit
+                continue
+        same = all(c is o for (c, _), (o, _) in zip(ins, n.inputs))
+        node = n if same else _Node(n.op, n.name, dict(n.attrs), ins, n.p)
+        canon[id(n)] = node
+        if key is not None:
+            seen[key] = node
+    outs, used = [], set()
+    copy_op = get_op("_copy")
+    for n, i in sym._outputs:
+        e = (canon[id(n)], i)
+        if (id(e[0]), i) in used:
+            # two outputs on one entry would be one array: isolate it with a copy
+            cp = _Node(copy_op, f"{e[0].name}_copy{len(outs)}", {}, [e],
+                       copy_op.parse_params({}))
+            e = (cp, 0)
+        used.add((id(e[0]), e[1]))
+        outs.append(e)
+    return Symbol(outs)
