@@ -32,11 +32,13 @@ def merge(a, b, where):
     if b is None:
         return a
     if len(a) != len(b):
-        raise GpundaError(f"{where}: shape {_show(a)} and shape {_show(b)} have different ranks")
+        raise GpundaError(f"{where}: has shape {_show(a)} but the graph needs {_show(b)} "
+                          f"(different ranks)")
     out = []
     for x, y in zip(a, b):
         if x >= 0 and y >= 0 and x != y:
-            raise GpundaError(f"{where}: shape {_show(a)} and shape {_show(b)} are inconsistent")
+            raise GpundaError(f"{where}: has shape {_show(a)} but the graph needs {_show(b)} "
+                              f"(dimension {len(out)} differs)")
         out.append(x if x >= 0 else y)
     return tuple(out)
 
