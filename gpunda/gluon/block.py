@@ -24,8 +24,7 @@ from collections import OrderedDict
 from .. import name as _name
 from ..base import GpundaError
 from ..context import Context
-from .parameter import (Parameter, ParameterDict, DeferredInitializationError, _check_names,
-                        _shape_known)
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 

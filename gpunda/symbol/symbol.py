@@ -627,7 +627,8 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
     if op.variadic and key is not None and key not in params and key in op.param_map:
         params[key] = len(inputs) + len(named_inputs)
     # attributes (scope, attr=, lr_mult=...) travel with the params as MXNet's kwargs do:
-    # hidden keys become __key__, and __key__ entries are node attributes, not params
+    # hidden keys become __key__, and __key__ entries are node attributes, not params; an
+    # op without parameters keeps every key as an attribute (MXNet parses none for it)
     extra = _attribute.current().get(attr)
     for k, v in extra.items():
         if not isinstance(v, str):
@@ -635,7 +636,7 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
     attrs = {}
     for k, v in list(extra.items()) + list(params.items()):
         k2 = hidden_key(k, f"Operator {op.name}")
-        if is_dunder(k2):
+        if is_dunder(k2) or (not op.params and k2 != key):
             attrs[k2] = _attr_str(v)
             params.pop(k, None)
         else:
