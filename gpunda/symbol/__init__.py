@@ -51,6 +51,9 @@ def __getattr__(name):
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
 
 
+import builtins as _builtins  # noqa: E402
+
+
 def _binary_fn(fname, sym_op, scalar_op, rscalar_op, pyop):
     """``sym.<fname>(left, right)`` over Symbols and numbers, as MXNet's symbol.py."""
     def fn(left, right):
@@ -66,8 +69,9 @@ def _binary_fn(fname, sym_op, scalar_op, rscalar_op, pyop):
     return fn
 
 
-maximum = _binary_fn("maximum", "_Maximum", "_maximum_scalar", "_maximum_scalar", max)
-minimum = _binary_fn("minimum", "_Minimum", "_minimum_scalar", "_minimum_scalar", min)
+# builtins: this namespace's max/min are the reduction ops
+maximum = _binary_fn("maximum", "_Maximum", "_maximum_scalar", "_maximum_scalar", _builtins.max)
+minimum = _binary_fn("minimum", "_Minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
 hypot = _binary_fn("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar",
                    lambda a, b: (a * a + b * b) ** 0.5)
 power = _binary_fn("power", "_Power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)

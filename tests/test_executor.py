@@ -1,0 +1,83 @@
+"""Executor (bind/simple_bind) as MXNet 1.9.1's: persistent outputs, backward after an
+inference forward, reshape sharing memory, CSE, debug_str (gpunda/symbol/executor.py,
+optimize.py, debug.py)."""
+import re
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import sym
+
+
+def test_backward_after_inference_forward(rng):
+    a, b = sym.var("a"), sym.var("b")
+    x = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+    y = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+    ga, gb = mx.nd.zeros((3, 4)), mx.nd.zeros((3, 4))
+    ex = (a / b).bind(mx.cpu(), args=[mx.nd.array(x), mx.nd.array(y)], args_grad=[ga, gb])
+    ex.forward()                          # is_train=False, as MXNet's test_bind does
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    ex.backward([mx.nd.array(g)])
+    np.testing.assert_allclose(ga.asnumpy(), g / y, rtol=1e-5)
+    np.testing.assert_allclose(gb.asnumpy(), -x * g / y ** 2, rtol=1e-5)
+
+
+def test_outputs_exist_at_bind_and_are_written_in_place():
+    s = sym.FullyConnected(sym.var("x"), num_hidden=4, name="fc")
+    exe = s.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    held = exe.outputs[0]
+    assert held.shape == (5, 4)
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = 1
+    exe.forward()
+    assert held is exe.outputs[0] and np.all(held.asnumpy() == 4)
+    small = exe.reshape(x=(3, 4))
+    small.forward()
+    # the smaller executor's output is a view on the start of the bigger one's
+    assert np.all(exe.outputs[0].asnumpy()[:3] == 4)
+
+
+def test_common_subexpressions_are_merged_unless_disabled(monkeypatch):
+    a, b = sym.var("a"), sym.var("b")
+    arrs = {"a": mx.nd.array([1.0, 2.0]), "b": mx.nd.array([3.0, 5.0])}
+    s = (a + b) + (a + b)
+    ex = s.bind(mx.cpu(), args=arrs)
+    assert len(ex.get_optimized_symbol().get_internals()) == len(s.get_internals()) - 1
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), [8.0, 14.0])
+    # two outputs left on one entry get a copy, so they stay two arrays
+    g = sym.Group([a * b, a * b])
+    ex = g.bind(mx.cpu(), args=arrs)
+    assert len(ex.get_optimized_symbol().get_internals()) == len(g.get_internals())
+    o1, o2 = ex.forward()
+    assert o1 is not o2 and np.allclose(o1.asnumpy(), [3.0, 10.0])
+    drop = sym.Dropout(a) + sym.Dropout(a)      # random draws are never merged
+    ex = drop.bind(mx.cpu(), args={"a": arrs["a"]})
+    assert len(ex.get_optimized_symbol().get_internals()) == len(drop.get_internals())
+    monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "0")
+    assert s.bind(mx.cpu(), args=arrs).get_optimized_symbol() is s
+
+
+def test_debug_str_memory_follows_the_gradient_plan():
+    x = sym.var("data")
+    for _ in range(10):
+        x = x * x
+    mb = lambda e: int(re.search(r"Total (\d+) MB allocated", e.debug_str()).group(1))  # noqa
+    shape = (10, 3, 256, 256)       # 7.5 MB per float32 array
+    train = mb(x.simple_bind(mx.cpu(), data=shape))
+    infer = mb(x.simple_bind(mx.cpu(), data=shape, grad_req="null"))
+    stopped = mb(sym.stop_gradient(x).simple_bind(mx.cpu(), data=shape))
+    # inference reuses two buffers; training keeps the 10 products for backward
+    assert infer == stopped == 15 and train >= 75
+    text = x.simple_bind(mx.cpu(), data=(2,)).debug_str()
+    assert "Op:elemwise_mul, Name=_mul" in text and "Variable:data" in text
+
+
+def test_forward_keyword_checks_shape():
+    a = sym.var("a")
+    ex = (a * 2).bind(mx.cpu(), args={"a": mx.nd.ones((2,))})
+    np.testing.assert_allclose(ex.forward(a=mx.nd.array([1.0, 3.0]))[0].asnumpy(), [2.0, 6.0])
+    with pytest.raises(ValueError, match="shape"):
+        ex.forward(a=mx.nd.ones((3,)))
+    with pytest.raises(TypeError, match="unknown argument"):
+        ex.forward(zz=mx.nd.ones((2,)))
