@@ -94,13 +94,12 @@ class Executor:
         from .. import ndarray as nd
         shapes = {k: v.shape for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
         types = {k: v.dtype for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
-        _, out_s, _ = self._symbol.infer_shape(**shapes)
-        _, out_t, _ = self._symbol.infer_type(**types)
-        if out_s is None:
-            raise GpundaError(f"bind: cannot infer the output shapes from the bound arrays "
-                              f"{shapes}")
+        _, out_s, _ = self._symbol.infer_shape_partial(**shapes)
+        _, out_t, _ = self._symbol.infer_type_partial(**types)
+        if any(s is None or not s or any(d <= 0 for d in s) for s in out_s):
+            return []       # shapes known only once computed: the first forward allocates
         return [nd.zeros(sh, ctx=self._ctx, dtype=t if t is not None else np.float32)
-                for sh, t in zip(out_s, out_t or [None] * len(out_s))]
+                for sh, t in zip(out_s, out_t)]
 
     def get_optimized_symbol(self):
         """The graph this executor runs (after common-subexpression elimination)."""
@@ -170,8 +169,13 @@ class Executor:
                 out = self._cop(*inputs)
         res = [out] if isinstance(out, NDArray) else list(out)
         with autograd.pause():
-            for dst, r in zip(self.outputs, res):
-                r.copyto(dst)
+            if len(self.outputs) != len(res):
+                self.outputs = [r.copy() for r in res]
+            for k, (dst, r) in enumerate(zip(self.outputs, res)):
+                if dst.shape == r.shape and dst.dtype == r.dtype:
+                    r.copyto(dst)
+                else:       # inferred ahead wrongly (a data-dependent shape): take the result
+                    self.outputs[k] = r.copy()
         self._recorded = res if record else None
 
     def backward(self, out_grads=None, is_train=True):

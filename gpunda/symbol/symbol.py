@@ -480,6 +480,18 @@ class Symbol:
         """This symbol (the legacy front end's symbols are already ``nd`` symbols)."""
         return self
 
+    def astype(self, *args, **kwargs):
+        """``sym.cast(self, dtype)`` (MXNet's fluent method)."""
+        return lookup("cast")(self, *args, **kwargs)
+
+    def softmax(self, *args, **kwargs):
+        """``sym.softmax(self, ...)`` (MXNet's fluent method)."""
+        return lookup("softmax")(self, *args, **kwargs)
+
+    def log_softmax(self, *args, **kwargs):
+        """``sym.log_softmax(self, ...)`` (MXNet's fluent method)."""
+        return lookup("log_softmax")(self, *args, **kwargs)
+
     def as_np_ndarray(self):
         raise NotImplementedForGpunda("Symbol.as_np_ndarray (mx.sym.np) is not supported yet")
 
@@ -488,6 +500,15 @@ class Symbol:
         """(arg_shapes, out_shapes, aux_shapes) from known input shapes; all None when
         some shape cannot be inferred."""
         res = self._infer_shape_impl(args, kwargs, partial=False)
+        if res[1] is None:
+            import warnings
+            arg_s = self._infer_shape_impl(args, kwargs, partial=True)[0]
+            unknown = [f"{n}: {s}" for n, s in zip(self.list_arguments(), arg_s)
+                       if s is None or not s or any(d <= 0 for d in s)]
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                          "unknown dimensions). Consider providing them as input:\n\t" +
+                          "\n\t".join(unknown[:10] + (["..."] if len(unknown) > 10 else [])),
+                          stacklevel=2)
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
