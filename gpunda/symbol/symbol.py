@@ -8,15 +8,12 @@ else (JSON, CachedOp, executors) walks that structure.
 """
 from __future__ import annotations
 
-import ast
-import types
-
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
-from .. import name as _name
-from .. import attribute as _attribute
-from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
+from ..base import GpundaError, NotImplementedForSymbol
+from ..ops.registry import parse_dtype, to_attr_string
+from .attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
+from .operators import SymbolOperators
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
 
@@ -130,38 +127,7 @@ def _attr_str(v):
     return v if isinstance(v, str) else to_attr_string(v)
 
 
-#: Attribute keys MXNet stores as ``__key__`` (c_api_symbolic.cc's kHiddenKeys)
-HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
-
-
-def hidden_key(key, where):
-    """``key`` as stored on a node: ``lr_mult`` -> ``__lr_mult__``; ``fc1_lr_mult``
-    (a parameter's attribute set through its op) is refused as MXNet refuses it."""
-    for k in HIDDEN_KEYS:
-        if key.startswith(k):
-            return f"__{key}__" if key == k else key
-        if key.endswith(k) and len(key) > len(k) and not key.startswith("__"):
-            raise GpundaError(
-                f"{where}: setting variable attributes with {key} is deprecated; use "
-                f"w = Variable('{key[:-len(k) - 1]}', {k}=...) and pass w to the operator")
-    return key
-
-
-def is_dunder(key):
-    return len(key) > 4 and key.startswith("__") and key.endswith("__")
-
-
-def _with_plain_keys(attrs):
-    """``attrs`` plus, for each hidden ``__key__``, its plain spelling (MXNet lists both)."""
-    out = dict(attrs)
-    for k in HIDDEN_KEYS:
-        v = attrs.get(f"__{k}__")
-        if v is not None:
-            out[k] = v
-    return out
-
-
-class Symbol:
+class Symbol(SymbolOperators):
     """A symbolic graph with one or more outputs (MXNet's ``mx.sym.Symbol``).
 
     Build with ``sym.var`` and ``sym.<Op>(...)``, combine with arithmetic,
@@ -321,14 +287,14 @@ class Symbol:
         ``<node>$<key>``); hidden keys are listed in both spellings."""
         if recursive:
             return {f"{n.name}${k}": v for n in self._topo()
-                    for k, v in _with_plain_keys(n.attrs).items()}
+                    for k, v in with_plain_keys(n.attrs).items()}
         if len(self._outputs) != 1:
             return {}
-        return _with_plain_keys(self._outputs[0][0].attrs)
+        return with_plain_keys(self._outputs[0][0].attrs)
 
     def attr_dict(self):
         """``{node name: {key: value}}`` for every node that has attributes."""
-        return {n.name: _with_plain_keys(n.attrs) for n in self._topo() if n.attrs}
+        return {n.name: with_plain_keys(n.attrs) for n in self._topo() if n.attrs}
 
     def _set_attr(self, **kwargs):
         """Set string attributes on this symbol's node(s) (hidden keys become ``__k__``)."""
@@ -362,138 +328,6 @@ class Symbol:
                                   f"inputs are {list(known)}")
             replace[id(known[k])] = s._outputs[0]
         return self._rebuild(replace)
-
-    # -- arithmetic ------------------------------------------------------------------
-    # As in MXNet, Symbol operators do not broadcast: ``a + b`` is elemwise_add named
-    # ``_plus0`` (use sym.broadcast_add to broadcast); comparisons build symbols.
-    def __add__(self, other):
-        return _arith(self, other, ("elemwise_add", "_plus"), ("_plus_scalar", "_plusscalar"))
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return _arith(self, other, ("elemwise_sub", "_minus"), ("_minus_scalar", "_minusscalar"))
-
-    def __rsub__(self, other):
-        return _arith(self, other, None, ("_rminus_scalar", "_rminusscalar"))
-
-    def __mul__(self, other):
-        return _arith(self, other, ("elemwise_mul", "_mul"), ("_mul_scalar", "_mulscalar"))
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        return _arith(self, other, ("elemwise_div", "_div"), ("_div_scalar", "_divscalar"))
-
-    def __rtruediv__(self, other):
-        return _arith(self, other, None, ("_rdiv_scalar", "_rdivscalar"))
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, other):
-        return _arith(self, other, ("broadcast_mod", "_mod"), ("_mod_scalar", "_modscalar"))
-
-    def __rmod__(self, other):
-        return _arith(self, other, None, ("_rmod_scalar", "_rmodscalar"))
-
-    def __pow__(self, other):
-        return _arith(self, other, ("broadcast_power", "_power"),
-                      ("_power_scalar", "_powerscalar"))
-
-    def __rpow__(self, other):
-        return _arith(self, other, None, ("_rpower_scalar", "_rpower_scalar"))
-
-    def __neg__(self):
-        return _arith(self, -1.0, None, ("_mul_scalar", "_mulscalar"))
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return make_node(get_op("abs"), [self], {}, None, None, hint="abs")
-
-    def __eq__(self, other):
-        return _arith(self, other, ("broadcast_equal", "_equal"), ("_equal_scalar", None))
-
-    def __ne__(self, other):
-        return _arith(self, other, ("broadcast_not_equal", "_not_equal"),
-                      ("_not_equal_scalar", None))
-
-    def __gt__(self, other):
-        return _arith(self, other, ("broadcast_greater", "_greater"), ("_greater_scalar", None))
-
-    def __ge__(self, other):
-        return _arith(self, other, ("broadcast_greater_equal", "_greater_equal"),
-                      ("_greater_equal_scalar", None))
-
-    def __lt__(self, other):
-        return _arith(self, other, ("broadcast_lesser", "_lesser"), ("_lesser_scalar", None))
-
-    def __le__(self, other):
-        return _arith(self, other, ("broadcast_lesser_equal", "_lesser_equal"),
-                      ("_lesser_equal_scalar", None))
-
-    # MXNet's Symbol is unhashable (it defines __eq__); gpunda keeps identity hashing so
-    # symbols can still key the dicts of code that relied on it
-    __hash__ = object.__hash__
-
-    # -- NDArray-only operations (MXNet raises NotImplementedForSymbol) -----------------
-    def __bool__(self):
-        raise NotImplementedForSymbol(self.__bool__, "bool")
-
-    __nonzero__ = __bool__
-
-    def __iadd__(self, other):
-        raise NotImplementedForSymbol(self.__iadd__, "+=", other, 1)
-
-    def __isub__(self, other):
-        raise NotImplementedForSymbol(self.__isub__, "-=", other)
-
-    def __imul__(self, other):
-        raise NotImplementedForSymbol(self.__imul__, "*=", other)
-
-    def __idiv__(self, other):
-        raise NotImplementedForSymbol(self.__idiv__, "/=", other)
-
-    def __itruediv__(self, other):
-        raise NotImplementedForSymbol(self.__itruediv__, "/=", other)
-
-    def wait_to_read(self):
-        raise NotImplementedForSymbol(self.wait_to_read, None)
-
-    def asnumpy(self):
-        raise NotImplementedForSymbol(self.asnumpy, None)
-
-    def asscalar(self):
-        raise NotImplementedForSymbol(self.asscalar, None)
-
-    def as_in_context(self, *args, **kwargs):
-        raise NotImplementedForSymbol(self.as_in_context, None)
-
-    def detach(self):
-        raise NotImplementedForSymbol(self.detach, None)
-
-    def backward(self, *args, **kwargs):
-        raise NotImplementedForSymbol(self.backward, None)
-
-    def as_nd_ndarray(self):
-        """This symbol (the legacy front end's symbols are already ``nd`` symbols)."""
-        return self
-
-    def astype(self, *args, **kwargs):
-        """``sym.cast(self, dtype)`` (MXNet's fluent method)."""
-        return lookup("cast")(self, *args, **kwargs)
-
-    def softmax(self, *args, **kwargs):
-        """``sym.softmax(self, ...)`` (MXNet's fluent method)."""
-        return lookup("softmax")(self, *args, **kwargs)
-
-    def log_softmax(self, *args, **kwargs):
-        """``sym.log_softmax(self, ...)`` (MXNet's fluent method)."""
-        return lookup("log_softmax")(self, *args, **kwargs)
-
-    def as_np_ndarray(self):
-        raise NotImplementedForGpunda("Symbol.as_np_ndarray (mx.sym.np) is not supported yet")
 
     # -- inference ---------------------------------------------------------------------
     def infer_shape(self, *args, **kwargs):
@@ -619,204 +453,6 @@ class Symbol:
                           "either); use autograd or Executor.backward")
 
 
-def _arith(sym, other, binop, scalar_op):
-    """``sym <op> other``: ``binop``/``scalar_op`` are (operator, name hint) pairs."""
-    if isinstance(other, Symbol):
-        if binop is None:
-            raise GpundaError("Symbol arithmetic: unexpected operand order")
-        return make_node(get_op(binop[0]), [sym, other], {}, None, None, hint=binop[1])
-    if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-        return make_node(get_op(scalar_op[0]), [sym], {"scalar": other}, None, None,
-                         hint=scalar_op[1] or scalar_op[0])
-    raise TypeError(f"type {type(other)} not supported")
-
-
-def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
-    """A Symbol for ``op`` applied to Symbols ``inputs`` (positional) and ``named_inputs``.
-
-    Missing inputs of ops with named inputs become variables ``<name>_<input>``
-    that carry the node's attributes (as MXNet does).
-    """
-    named_inputs = named_inputs or {}
-    for k, s in list(named_inputs.items()):
-        if s is None:
-            named_inputs.pop(k)
-    params = dict(params)
-    key = op.key_var_num_args
-    while inputs and inputs[-1] is None:
-        inputs = inputs[:-1]
-    if op.variadic and key is not None and key not in params and key in op.param_map:
-        params[key] = len(inputs) + len(named_inputs)
-    # attributes (scope, attr=, lr_mult=...) travel with the params as MXNet's kwargs do:
-    # hidden keys become __key__, and __key__ entries are node attributes, not params; an
-    # op without parameters keeps every key as an attribute (MXNet parses none for it)
-    extra = _attribute.current().get(attr)
-    for k, v in extra.items():
-        if not isinstance(v, str):
-            raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
-    attrs = {}
-    for k, v in list(extra.items()) + list(params.items()):
-        k2 = hidden_key(k, f"Operator {op.name}")
-        if is_dunder(k2) or (not op.params and k2 != key):
-            attrs[k2] = _attr_str(v)
-            params.pop(k, None)
-        else:
-            params[k2] = v
-    p = op.parse_params(params)
-    attrs.update({k: _attr_str(v) for k, v in params.items()})
-    # automatic names follow the name the op was called by, as MXNet's do (sym.split
-    # gives split0, sym.SliceChannel slicechannel0)
-    nm = _name.current().get(name, hint or op.name.lower())
-    try:
-        names = list(op.input_names(p))
-    except Exception:
-        names = []
-    entries = {}
-    for i, s in enumerate(inputs):
-        key_i = names[i] if i < len(names) else f"arg{i}"
-        if s is None:
-            continue
-        if i >= len(names) and key is None:
-            raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
-                              f"{len(names)} ({', '.join(names) or 'none'})")
-        entries[key_i] = _single(op, key_i, s)
-    for k, s in named_inputs.items():
-        if k not in names:
-            raise GpundaError(f"Operator {op.name}: unexpected input {k!r}; inputs are {names}")
-        if k in entries:
-            raise GpundaError(f"Operator {op.name}: input {k} given twice")
-        entries[k] = _single(op, k, s)
-    ins = []
-    if op.variadic and key is not None:
-        ins = [entries[n] for n in names if n in entries]
-        if len(ins) != len(names):
-            raise GpundaError(f"Operator {op.name}: expects {len(names)} inputs but got {len(ins)}")
-    else:
-        for n in names:
-            e = entries.get(n)
-            if e is None:
-                vattrs = dict(attrs)
-                e = (_Node(None, f"{nm}_{n}", vattrs, [], None), 0)
-            ins.append(e)
-    node = _Node(op, nm, attrs, ins, p)
-    nvis = op.n_visible(p)
-    return Symbol([(node, i) for i in range(nvis)])
-
-
-def _single(op, name, s):
-    if not isinstance(s, Symbol):
-        raise GpundaError(f"Operator {op.name}: input {name} must be a Symbol, got "
-                          f"{type(s).__name__}")
-    if len(s._outputs) != 1:
-        raise GpundaError(f"Operator {op.name}: input {name} must be a single-output Symbol, "
-                          f"got a group of {len(s._outputs)}")
-    return s._outputs[0]
-
-
-def make_function(op, fname):
-    """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
-
-    def fn(*args, name=None, attr=None, out=None, **kwargs):
-        syms, extra = [], []
-        for a in args:
-            if isinstance(a, Symbol) and not extra:
-                syms.append(a)
-            elif a is None and syms and not extra:
-                syms.append(None)   # an omitted input: F.FullyConnected(x, w, None, ...)
-            elif isinstance(a, (list, tuple)) and a and all(isinstance(v, Symbol) for v in a) \
-                    and op.variadic and not extra and not syms:
-                syms.extend(a)
-            else:
-                extra.append(a)
-        named = {}
-        for k in list(kwargs):
-            v = kwargs[k]
-            if isinstance(v, Symbol):
-                named[k] = kwargs.pop(k)
-            elif v is None and k not in op.param_map:
-                kwargs.pop(k)       # an input explicitly left out (bias=None)
-        if extra:
-            fill_positional_params(op, extra, kwargs, len(args))
-        return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
-
-    fn.__name__ = fname
-    fn.__qualname__ = fname
-    fn.__doc__ = op.describe()
-    fn.__module__ = "gpunda.symbol"
-    fn.op = op
-    return fn
-
-
-# ---------------------------------------------------------------------------
-# variables and groups
-
-def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
-        stype=None, **kwargs):
-    """A variable (graph input) named ``name``; shape/dtype/lr_mult/... kept as ``__x__`` attrs."""
-    if not isinstance(name, str):
-        raise GpundaError(f"var: name must be a string, got {type(name).__name__}")
-    attrs = _attribute.current().get(attr)
-    if shape is not None:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        attrs["__shape__"] = to_attr_string(shape)
-    if lr_mult is not None:
-        attrs["__lr_mult__"] = str(lr_mult)
-    if wd_mult is not None:
-        attrs["__wd_mult__"] = str(wd_mult)
-    if dtype is not None:
-        attrs["__dtype__"] = str(DTYPE_TO_CODE[parse_dtype(dtype, "var").name])
-    if init is not None:
-        attrs["__init__"] = init if isinstance(init, str) else (
-            init.dumps() if hasattr(init, "dumps") else str(init))
-    if stype is not None:
-        if stype not in _STYPE_TO_CODE:
-            raise GpundaError(f"var: stype={stype!r} is not one of {list(_STYPE_TO_CODE)}")
-        attrs["__storage_type__"] = str(_STYPE_TO_CODE[stype])
-    for k, v in kwargs.items():
-        if not is_dunder(k):
-            raise ValueError(f"var: attribute name={k} is not supported; additional "
-                             f"attributes must start and end with double underscores, "
-                             f"e.g. __{k}__")
-        attrs[k] = str(v)
-    for k, v in attrs.items():
-        if not isinstance(v, str):
-            raise ValueError(f"var: attribute {k}={v!r} must be a string")
-    attrs = {hidden_key(k, "var"): v for k, v in attrs.items()}
-    return Symbol([(_Node(None, name, attrs, [], None), 0)])
-
-
-Variable = var
-
-
-def Group(symbols):
-    """One Symbol whose outputs are the outputs of ``symbols`` in order."""
-    if not symbols:
-        raise GpundaError("Group: needs at least one symbol")
-    outs = []
-    for i, s in enumerate(symbols):
-        if not isinstance(s, Symbol):
-            raise GpundaError(f"Group: symbols[{i}] must be a Symbol, got {type(s).__name__}")
-        outs.extend(s._outputs)
-    return Symbol(outs)
-
-
-def load_json(json_str):
-    """A Symbol from MXNet's JSON text."""
-    from .json_io import from_json
-    return from_json(json_str)
-
-
-fromjson = load_json
-
-
-def load(fname):
-    """A Symbol from a ``*-symbol.json`` file."""
-    if not isinstance(fname, str):
-        raise GpundaError(f"load: fname must be a path string, got {type(fname).__name__}")
-    with open(fname, "r", encoding="utf-8") as f:
-        return load_json(f.read())
-
-
 # ---------------------------------------------------------------------------
 # shape inference inputs (the passes are in infer.py)
 
@@ -836,54 +472,6 @@ def _var_dtype(n, given):
     return f(n, given)
 
 
-# ---------------------------------------------------------------------------
-# the generated namespace
-
-op = types.ModuleType("gpunda.symbol.op", "Every registered op as a Symbol function.")
-_internal = op
-_made = {}
-
-
-def _populate(namespace):
-    for fname, opdef in all_names().items():
-        if fname in _made:
-            continue
-        fn = make_function(opdef, fname)
-        _made[fname] = fn
-        setattr(op, fname, fn)
-        if not fname.startswith("_") and not opdef.hidden and fname not in namespace:
-            namespace[fname] = fn
-        if fname.startswith("_") or opdef.hidden:
-            continue
-        meth = opdef.method if opdef.method else (fname if fname.islower() else None)
-        if meth and not hasattr(Symbol, meth) and not opdef.variadic and opdef.inputs \
-                and not opdef.wants_ctx:
-            setattr(Symbol, meth, _as_method(fn))
-
-
-def _as_method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
-
-
-def _reshape_method(self, *shape, **kwargs):
-    """Reshape with MXNet's codes (0, -1, -2, -3, -4)."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    if shape:
-        kwargs["shape"] = shape
-    return _made["Reshape"](self, **kwargs)
-
-
-def lookup(fname):
-    """The Symbol function for a registered op (ops registered late are picked up)."""
-    fn = _made.get(fname)
-    if fn is None:
-        opdef = get_op(fname)
-        fn = _made[fname] = make_function(opdef, fname)
-        setattr(op, fname, fn)
-    return fn
-
+# the creation functions live in creation.py; MXNet users reach them here too
+from .creation import (make_node, make_function, var, Variable, Group, load,  # noqa: E402,F401
+                       load_json, fromjson, op, _internal, lookup, _populate, _reshape_method)
