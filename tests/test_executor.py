@@ -81,3 +81,13 @@ def test_forward_keyword_checks_shape():
         ex.forward(a=mx.nd.ones((3,)))
     with pytest.raises(TypeError, match="unknown argument"):
         ex.forward(zz=mx.nd.ones((2,)))
+
+
+def test_bound_outputs_have_the_computed_dtype():
+    # shape_array's output is int64 whatever its input: the held array must be too, so
+    # the one handed out at bind is the one forward fills
+    exe = sym.shape_array(sym.var("x")).simple_bind(mx.cpu(), x=(2, 3), grad_req="null")
+    held = exe.outputs[0]
+    assert held.dtype == np.int64
+    exe.forward()
+    assert exe.outputs[0] is held and held.asnumpy().tolist() == [2, 3]

@@ -94,12 +94,17 @@ class Executor:
         from .. import ndarray as nd
         shapes = {k: v.shape for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
         types = {k: v.dtype for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
-        _, out_s, _ = self._symbol.infer_shape_partial(**shapes)
-        _, out_t, _ = self._symbol.infer_type_partial(**types)
-        if any(s is None or not s or any(d <= 0 for d in s) for s in out_s):
+        from .infer import infer_graph, known
+        from .symbol import _var_shape
+        # shapes and dtypes together: with the shapes known every op's output dtype is
+        # the one its compute gives (shape_array's int64)
+        s_map, t_map = infer_graph(self._symbol, shapes,
+                                   {k: np.dtype(v) for k, v in types.items()}, _var_shape)
+        keys = [(id(n), i) for n, i in self._symbol._outputs]
+        if not all(known(s_map.get(k)) for k in keys):
             return []       # shapes known only once computed: the first forward allocates
-        return [nd.zeros(sh, ctx=self._ctx, dtype=t if t is not None else np.float32)
-                for sh, t in zip(out_s, out_t)]
+        return [nd.zeros(s_map[k], ctx=self._ctx, dtype=t_map.get(k) or np.float32)
+                for k in keys]
 
     def get_optimized_symbol(self):
         """The graph this executor runs (after common-subexpression elimination)."""
