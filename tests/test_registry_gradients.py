@@ -213,6 +213,8 @@ SPECS = {
     "LinearRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "LogisticRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MAERegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
+    "make_loss": dict(skip=_LOSS_OUT.replace("(pred - label)", "(ones)")),
+    "MakeLoss": dict(skip=_LOSS_OUT.replace("(pred - label)", "(grad_scale)")),
     # custom: stop_gradient is an alias of BlockGrad
 }
 

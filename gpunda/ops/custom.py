@@ -1,19 +1,50 @@
 """Ops that act on gradients rather than values, and user-defined autograd Functions.
 
 ``BlockGrad`` (alias ``stop_gradient``) passes values through and stops the
-gradient. ``call_function`` runs an ``autograd.Function``: forward with
+gradient; ``make_loss``/``MakeLoss`` pass them through and start the gradient. ``call_function`` runs an ``autograd.Function``: forward with
 recording paused, then one tape node whose gradient calls the Function's
 ``backward`` on NDArrays.
 """
 from __future__ import annotations
 
 from ..base import GpundaError
-from .registry import OpDef, register
+from .registry import OpDef, Param, register
 
 register(OpDef(
     "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
     gradient=lambda F, p, i, o, g: [None], save=(), family="custom",
     doc="The input's values; no gradient flows back through it (its gradient is zero)."))
+
+
+# Loss heads (MXNet's make_loss / MakeLoss): the value passes through, and the backward
+# ignores the head gradient and starts from the loss's own constant gradient
+register(OpDef(
+    "make_loss", lambda xp, p, x: x.copy(), output_names=("loss",),
+    gradient=lambda F, p, i, o, g: [F.ones_like(i[0])], save=("inputs",), family="custom",
+    doc="A loss head: the input's values; its gradient is ones (the head gradient is "
+        "ignored)."))
+
+
+def _make_loss_grad(F, p, ins, outs, og):
+    x = ins[0]
+    ones = F.ones_like(x)
+    if p.normalization == "batch":
+        return [ones * (p.grad_scale / x.shape[0])]
+    if p.normalization == "valid":
+        valid = F._maximum_scalar(F.sum(F._greater_scalar(x, scalar=p.valid_thresh)), scalar=1)
+        return [F.broadcast_div(ones * p.grad_scale, valid)]
+    return [ones * p.grad_scale]
+
+
+register(OpDef(
+    "MakeLoss", lambda xp, p, x: x.copy(), gradient=_make_loss_grad, save=("inputs",),
+    params=[Param("grad_scale", "float", 1.0, "gradient scale"),
+            Param("valid_thresh", "float", 0.0, "values above it count as valid ('valid')"),
+            Param("normalization", "enum", "null", choices=("null", "batch", "valid"),
+                  doc="divide the gradient by nothing, the batch size or the valid count")],
+    family="custom",
+    doc="A loss head: the input's values; its gradient is grad_scale, normalized per "
+        "`normalization`, whatever the head gradient."))
 
 
 def _never_computed(xp, p, *arrays):

@@ -98,7 +98,8 @@ def _run_dummy(node, in_shapes, in_types):
                                           f"(input shapes {list(in_shapes)})") from None
     finally:
         ag.set_training(prev)
-    rs = [r] if op.n_outputs(p) == 1 else list(r)
+    # ops whose output count depends on params return a sequence even for one output
+    rs = list(r) if isinstance(r, (tuple, list)) else [r]
     return [tuple(x.shape) for x in rs], [np.dtype(x.dtype) for x in rs]
 
 
