@@ -91,3 +91,35 @@ def test_bound_outputs_have_the_computed_dtype():
     assert held.dtype == np.int64
     exe.forward()
     assert exe.outputs[0] is held and held.asnumpy().tolist() == [2, 3]
+
+
+def test_ops_with_param_dependent_output_counts_run_in_a_graph(rng):
+    # SliceChannel(num_outputs=1) and LeakyReLU return one-element sequences
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    s = sym.LeakyReLU(sym.SliceChannel(sym.var("x"), num_outputs=1, axis=1), act_type="elu",
+                      slope=0.5)
+    out = s.eval(x=mx.nd.array(x))[0].asnumpy()
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.5 * np.expm1(x)), rtol=1e-6)
+
+
+def test_monitor_callback_sees_every_input_and_output_in_graph_order():
+    data = sym.var("data", shape=(2, 3, 4, 4))
+    conv = sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    exe = conv.simple_bind(mx.cpu(), grad_req="null")
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)), monitor_all=True)
+    exe.forward()
+    # MXNet 1.9.1's order: a variable, then the op's name for it, ..., then the output
+    assert [n for n, _ in seen] == ["data", "conv_data", "conv_weight", "conv_weight",
+                                    "conv_bias", "conv_bias", "conv_output"]
+    assert seen[-1][1] == (2, 1, 3, 3)
+    seen.clear()
+    exe.set_monitor_callback(lambda name, arr: seen.append(name))
+    exe.forward()
+    assert seen == ["conv_output"]
+
+
+def test_simple_bind_reads_only_tuples_as_shapes():
+    s = sym.take(sym.var("a"), sym.var("indices"), axis=0)
+    exe = s.simple_bind(mx.cpu(), a=(4, 3), indices=(2,), axis=0, mode="clip")
+    assert exe.outputs[0].shape == (2, 3)

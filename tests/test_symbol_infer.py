@@ -113,3 +113,27 @@ def test_infer_type_without_any_given_dtype():
     mlp = sym.SoftmaxOutput(sym.FullyConnected(sym.Cast(data, dtype="float32"), num_hidden=4))
     arg, out, _ = mlp.infer_type_partial()
     assert arg == [None, np.float32, np.float32, np.float32] and out == [np.float32]
+
+
+def test_slice_reshape_flatten_partial():
+    # MXNet 1.9.1's test_slice_partial_infer answers: an unknown dimension stays unknown
+    v = sym.var("data", shape=(0, 20))
+    sl = lambda b, e, s=(): sym.slice(v, begin=b, end=e, step=s).infer_shape_partial()[1]  # noqa
+    assert sl((None, None), (None, 10)) == [(0, 10)]
+    assert sl((None, None), (None, 10), (None, 2)) == [(0, 5)]
+    assert sl((2, 3), (None, 10), (3, 3)) == [(0, 3)]
+    w = sym.var("data", shape=(10, 0))
+    assert sym.slice_axis(w, axis=0, begin=0, end=5).infer_shape_partial()[1] == [(5, 0)]
+    assert sym.slice_axis(w, axis=1, begin=0, end=5).infer_shape_partial()[1] == [(10, 0)]
+    # a reshape keeps the size: one unknown input dimension comes back from the output
+    net = sym.elemwise_add(sym.var("data").reshape((0, -1)), sym.ones(shape=(2, 75)))
+    assert net.infer_shape(data=(2, 0, 5, 5))[0] == [(2, 3, 5, 5)]
+    f = sym.Flatten(sym.var("x")) + sym.var("y", shape=(4, 6))
+    assert f.infer_shape(x=(0, 2, 3))[0][0] == (4, 2, 3)
+
+
+def test_creation_shapes_learned_from_the_graph_are_used_to_run_it():
+    o = sym.ones(shape=[2, -1]) + sym.transpose(sym.ones(shape=[3, -1]))
+    assert o.infer_shape() == ([], [(2, 3)], [])
+    out = o.bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
-from .optimize import optimize
+from .optimize import optimize, concretize_shapes
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -22,15 +22,12 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
     if values is None:
         values = {}
     if isinstance(values, dict):
-        out = {}
-        for k, v in values.items():
-            if k not in names and k not in extra_ok:
-                raise GpundaError(f"{where}: {k!r} is not one of {names}")
-            out[k] = v
+        # as MXNet: the names the graph has are taken, other keys are ignored
+        out = {k: v for k, v in values.items() if k in names or k in extra_ok}
     else:
         values = list(values)
         if len(values) != len(names):
-            raise GpundaError(f"{where}: got {len(values)} arrays for {len(names)} names {names}")
+            raise ValueError(f"{where}: got {len(values)} arrays for {len(names)} names {names}")
         out = dict(zip(names, values))
     for k, v in out.items():
         if v is not None and not isinstance(v, NDArray):
@@ -38,7 +35,7 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
     if not allow_missing:
         missing = [n for n in names if out.get(n) is None]
         if missing:
-            raise GpundaError(f"{where}: no array given for {missing}")
+            raise ValueError(f"{where}: no array given for {missing}")
     return out
 
 
@@ -82,13 +79,16 @@ class Executor:
         self.grad_dict = {n: g for n, g in grads.items() if g is not None}
         # the graph that runs: common subexpressions merged unless
         # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
-        self._optimized = optimize(sym)
+        self._optimized = concretize_shapes(optimize(sym), {
+            k: tuple(v.shape) for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())
+            if v is not None})
         # reshape() shares the CachedOp: its plans are kept per input signature
         self._cop = _cached_op if _cached_op is not None else CachedOp(self._optimized)
         # outputs exist from bind on, and forward writes into them (as MXNet's do)
         self.outputs = _outputs if _outputs is not None else self._alloc_outputs()
         self._recorded = None
         self._last_train = False
+        self._monitor = None
 
     def _alloc_outputs(self):
         from .. import ndarray as nd
@@ -105,6 +105,45 @@ class Executor:
             return []       # shapes known only once computed: the first forward allocates
         return [nd.zeros(s_map[k], ctx=self._ctx, dtype=t_map.get(k) or np.float32)
                 for k in keys]
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call ``callback(name, array)`` after each forward for every op output (and, with
+        ``monitor_all``, every op input, named ``<node>_<input>``), in graph order."""
+        if not callable(callback):
+            raise TypeError(f"set_monitor_callback: callback must be callable, got "
+                            f"{type(callback).__name__}")
+        self._monitor = (callback, bool(monitor_all), None)
+
+    def _run_monitor(self, is_train):
+        from .. import autograd
+        from ..cached_op import CachedOp
+        callback, monitor_all, cop = self._monitor
+        sym = self._optimized
+        internals = sym.get_internals()
+        if cop is None:      # evaluating every entry is a second run, made only when asked
+            cop = CachedOp(internals)
+            self._monitor = (callback, monitor_all, cop)
+        names = sym.list_inputs()
+        arrays = [self.arg_dict[n] if n in self.arg_dict else self.aux_dict[n] for n in names]
+        with autograd.pause(train_mode=is_train):
+            vals = cop(*arrays)
+        vals = [vals] if not isinstance(vals, (list, tuple)) else list(vals)
+        entry = {}
+        k = 0
+        for n in sym._topo():
+            for i in range(n.nout):
+                entry[(id(n), i)] = vals[k]
+                k += 1
+        for n in sym._topo():
+            if n.op is None:
+                continue
+            if monitor_all:
+                for name, (c, i) in zip(n.input_names(), n.inputs):
+                    if c.op is None:
+                        callback(c.name, entry[(id(c), i)])
+                    callback(f"{n.name}_{name}", entry[(id(c), i)])
+            for i, out_name in enumerate(n.output_names()):
+                callback(out_name, entry[(id(n), i)])
 
     def get_optimized_symbol(self):
         """The graph this executor runs (after common-subexpression elimination)."""
@@ -149,6 +188,8 @@ class Executor:
         self._last_train = bool(is_train)
         train_grads = is_train and any(r != "null" for r in self._grad_req.values())
         self._run(is_train, record=train_grads)
+        if self._monitor is not None:
+            self._run_monitor(is_train)
         return self.outputs
 
     def _run(self, is_train, record):
@@ -292,7 +333,9 @@ def simple_bind(sym, ctx, grad_req, type_dict, shapes):
     from ..context import current_context, Context
     import numpy as np
     ctx = Context(ctx) if ctx is not None else current_context()
-    arg_s, _, aux_s = sym.infer_shape(**shapes)
+    # MXNet reads only tuple values as shapes and ignores other keyword arguments
+    shapes = {k: v for k, v in shapes.items() if isinstance(v, tuple)}
+    arg_s, _, aux_s = sym._infer_shape_impl((), shapes, partial=False)   # no warning: it raises
     if arg_s is None:
         arg_p, _, aux_p = sym.infer_shape_partial(**shapes)
         unknown = [n for n, s in zip(sym.list_arguments() + sym.list_auxiliary_states(),

@@ -14,7 +14,7 @@ import os
 from ..ops.registry import get_op
 from .symbol import Symbol, _Node
 
-__all__ = ["optimize", "eliminate_common_expr"]
+__all__ = ["optimize", "eliminate_common_expr", "concretize_shapes"]
 
 
 def optimize(sym):
@@ -62,3 +62,31 @@ def eliminate_common_expr(sym):
         used.add((id(e[0]), e[1]))
         outs.append(e)
     return Symbol(outs)
+
+
+def concretize_shapes(sym, shapes):
+    """``sym`` with creation ops whose ``shape`` has unknown (-1) entries given the shapes
+    inferred from the bound arrays ``shapes`` (name -> shape): their compute needs them."""
+    order = sym._topo()
+    if not any(n.op is not None and not n.inputs and any(d < 0 for d in getattr(n.p, "shape", ()))
+               for n in order):
+        return sym
+    from .infer import infer_graph, known
+    from .symbol import _var_shape
+    inferred, _ = infer_graph(sym, shapes, {}, _var_shape)
+    canon = {}
+    for n in order:
+        if n.op is None:
+            canon[id(n)] = n
+            continue
+        ins = [(canon[id(c)], i) for c, i in n.inputs]
+        node = n
+        if not n.inputs and any(d < 0 for d in getattr(n.p, "shape", ())):
+            s = inferred.get((id(n), 0))
+            if known(s):
+                attrs = dict(n.attrs, shape=str(tuple(s)))
+                node = _Node(n.op, n.name, attrs, [], n.p.replace(shape=tuple(s)))
+        elif any(c is not o for (c, _), (o, _) in zip(ins, n.inputs)):
+            node = _Node(n.op, n.name, dict(n.attrs), ins, n.p)
+        canon[id(n)] = node
+    return Symbol([(canon[id(n)], i) for n, i in sym._outputs])

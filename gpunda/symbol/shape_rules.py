@@ -266,7 +266,69 @@ def batch_dot(p, ins, outs):
     return ins, [(batch, m, n)]
 
 
+def _size_fill(a, b):
+    """``a`` with its one unknown dimension set so that its size equals known ``b``'s."""
+    if a is None or not known(b) or sum(d < 0 for d in a) != 1:
+        return a
+    rest = math.prod(d for d in a if d >= 0)
+    total = math.prod(b)
+    if rest == 0 or total % rest:
+        return a
+    return tuple(total // rest if d < 0 else d for d in a)
+
+
+def reshape(p, ins, outs):
+    """Reshape keeps the size: one unknown dimension on either side follows the other."""
+    data, out = ins[0], outs[0]
+    return [_size_fill(data, out)], [_size_fill(out, data)]
+
+
+def flatten(p, ins, outs):
+    data, out = ins[0], outs[0]
+    if data is not None and len(data) >= 1:
+        rest = data[1:]
+        k = math.prod(rest) if all(d >= 0 for d in rest) else -1
+        out = merge(out, (data[0], k if rest else 1), "Flatten output")
+        data = (_dim(data[0], out[0]),) + tuple(data[1:])
+    return [_size_fill(data, out)], [out]
+
+
+def _sliced(d, b, e, s):
+    if d < 0:
+        return -1
+    return len(range(*slice(b, e, s).indices(d)))
+
+
+def slice_rule(p, ins, outs):
+    data = ins[0]
+    if data is None or len(p.begin) > len(data):
+        return ins, outs
+    step = tuple(p.step) + (None,) * (len(p.begin) - len(p.step))
+    out = tuple(_sliced(data[i], p.begin[i], p.end[i] if i < len(p.end) else None, step[i])
+                for i in range(len(p.begin))) + tuple(data[len(p.begin):])
+    return ins, [out]
+
+
+def slice_axis(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    ax = p.axis + len(data) if p.axis < 0 else p.axis
+    if not 0 <= ax < len(data):
+        return ins, outs
+    out = data[:ax] + (_sliced(data[ax], p.begin, p.end, None),) + data[ax + 1:]
+    return ins, [out]
+
+
+def creation(p, ins, outs):
+    """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
+    graph around says (MXNet's ``sym.ones(shape=(-1, -1))``)."""
+    return ins, [tuple(p.shape)]
+
+
 _RULES = {
+    "Reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
+    "_zeros": creation, "_ones": creation, "_full": creation,
     "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
     "Concat": concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
