@@ -94,3 +94,13 @@ def test_sub_namespaces_reach_the_registry_ops():
         sym.random.uniform(a, b)
     import gpunda.symbol.linalg  # noqa: F401  (importable by path, as in MXNet)
     assert mx.nd.CachedOp is mx.CachedOp
+
+
+def test_gen_atomic_symbol_keeps_the_operator_and_frees_its_inputs():
+    x = sym.var("x")
+    s = sym.SliceChannel(sym.exp(x), num_outputs=2, axis=1, name="sl")
+    atom = s._gen_atomic_symbol()
+    assert atom.list_arguments() == ["data"] and atom.list_outputs() == s.list_outputs()
+    v = np.arange(4.0, dtype=np.float32).reshape(1, 4)
+    outs = atom.eval(data=mx.nd.array(v))
+    np.testing.assert_array_equal(outs[1].asnumpy(), v[:, 2:])

@@ -256,6 +256,16 @@ class Symbol(SymbolOperators):
             outs.extend((n, i) for i in range(n.nout))
         return Symbol(outs)
 
+    def _gen_atomic_symbol(self):
+        """The output node's operator alone, with the same attributes and fresh input
+        variables named after its inputs (MXNet's MXGenAtomicSymbolFromSymbol)."""
+        n = self._outputs[0][0]
+        if n.op is None:
+            return Symbol([(_Node(None, n.name, dict(n.attrs), [], None), 0)])
+        ins = [(_Node(None, name, {}, [], None), 0) for name in n.input_names()]
+        node = _Node(n.op, n.name, dict(n.attrs), ins, n.p)
+        return Symbol([(node, i) for i in range(n.nvis)])
+
     def get_children(self):
         """A group of the inputs of the output node(s); None for a variable."""
         ins, seen = [], set()
