@@ -1,9 +1,13 @@
 """Executor (MXNet's ``Symbol.bind`` / ``simple_bind`` result), built on CachedOp.
 
-``forward(is_train)`` runs the CachedOp over the bound arrays; with
-``is_train=True`` and some ``grad_req`` other than 'null' the call is
-recorded, and ``backward(out_grads)`` writes (or adds) the gradients into the
-bound gradient arrays.
+The graph that runs is the bound symbol after ``optimize.py``'s rewrites. As in
+MXNet, the output arrays exist from bind on and every ``forward`` writes into
+them, so references taken early see later results. ``forward(is_train)`` runs
+the CachedOp over the bound arrays; with ``is_train=True`` and some
+``grad_req`` other than 'null' the call is recorded, and ``backward(out_grads)``
+writes (or adds) the gradients into the bound gradient arrays. A ``backward``
+after an unrecorded forward first runs the forward again under recording
+(MXNet's executor keeps every forward's values for a backward).
 """
 from __future__ import annotations
 
@@ -50,7 +54,6 @@ class Executor:
         self._ctx = Context(ctx) if ctx is not None else current_context()
         self._arg_names = sym.list_arguments()
         self._aux_names = sym.list_auxiliary_states()
-        self._input_names = sym.list_inputs()
         aux_in_args = {}
         if isinstance(args, dict):
             aux_in_args = {k: v for k, v in args.items() if k in self._aux_names}
@@ -92,10 +95,11 @@ class Executor:
 
     def _alloc_outputs(self):
         from .. import ndarray as nd
-        shapes = {k: v.shape for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
-        types = {k: v.dtype for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())}
         from .infer import infer_graph, known
         from .symbol import _var_shape
+        bound = list(self.arg_dict.items()) + list(self.aux_dict.items())
+        shapes = {k: v.shape for k, v in bound}
+        types = {k: v.dtype for k, v in bound}
         # shapes and dtypes together: with the shapes known every op's output dtype is
         # the one its compute gives (shape_array's int64)
         s_map, t_map = infer_graph(self._symbol, shapes,
