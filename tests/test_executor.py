@@ -123,3 +123,13 @@ def test_simple_bind_reads_only_tuples_as_shapes():
     s = sym.take(sym.var("a"), sym.var("indices"), axis=0)
     exe = s.simple_bind(mx.cpu(), a=(4, 3), indices=(2,), axis=0, mode="clip")
     assert exe.outputs[0].shape == (2, 3)
+
+
+def test_bound_arrays_decide_dtypes_and_extra_head_grads_are_ignored():
+    x = sym.var("x", dtype=np.float64)       # a hint; the bound float32 array wins
+    gx = mx.nd.zeros((2,))
+    ex = (x * 3).bind(mx.cpu(), args={"x": mx.nd.array([1.0, 2.0])}, args_grad={"x": gx})
+    np.testing.assert_allclose(ex.forward(is_train=True)[0].asnumpy(), [3.0, 6.0])
+    assert ex.outputs[0].dtype == np.float32
+    ex.backward([mx.nd.ones((2,)), mx.nd.ones((5,))])      # one output: the second is unused
+    np.testing.assert_allclose(gx.asnumpy(), [3.0, 3.0])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
-from .optimize import optimize, concretize_shapes
+from .optimize import optimize, concretize_shapes, bound_dtypes_win
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -82,7 +82,7 @@ class Executor:
         self.grad_dict = {n: g for n, g in grads.items() if g is not None}
         # the graph that runs: common subexpressions merged unless
         # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
-        self._optimized = concretize_shapes(optimize(sym), {
+        self._optimized = concretize_shapes(bound_dtypes_win(optimize(sym)), {
             k: tuple(v.shape) for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())
             if v is not None})
         # reshape() shares the CachedOp: its plans are kept per input signature
@@ -256,6 +256,8 @@ class Executor:
         if self._recorded is None:
             self._run(self._last_train, record=True)
         heads = self._recorded
+        if out_grads is not None and len(out_grads) > len(heads):
+            out_grads = out_grads[:len(heads)]      # MXNet reads one per output, no more
         self._recorded = None
         autograd.backward(heads, out_grads, train_mode=is_train)
 

@@ -14,7 +14,7 @@ import os
 from ..ops.registry import get_op
 from .symbol import Symbol, _Node
 
-__all__ = ["optimize", "eliminate_common_expr", "concretize_shapes"]
+__all__ = ["optimize", "eliminate_common_expr", "concretize_shapes", "bound_dtypes_win"]
 
 
 def optimize(sym):
@@ -89,4 +89,24 @@ def concretize_shapes(sym, shapes):
         elif any(c is not o for (c, _), (o, _) in zip(ins, n.inputs)):
             node = _Node(n.op, n.name, dict(n.attrs), ins, n.p)
         canon[id(n)] = node
+    return Symbol([(canon[id(n)], i) for n, i in sym._outputs])
+
+
+def bound_dtypes_win(sym):
+    """``sym`` without the variables' ``__dtype__`` hints: an executor's bound arrays
+    decide the dtypes (MXNet's type inference starts from them and reads the hints only
+    for what is still unknown)."""
+    order = sym._topo()
+    if not any(n.op is None and "__dtype__" in n.attrs for n in order):
+        return sym
+    canon = {}
+    for n in order:
+        if n.op is None:
+            attrs = {k: v for k, v in n.attrs.items() if k != "__dtype__"}
+            canon[id(n)] = _Node(None, n.name, attrs, [], None) if len(attrs) != len(n.attrs) \
+                else n
+            continue
+        ins = [(canon[id(c)], i) for c, i in n.inputs]
+        same = all(c is o for (c, _), (o, _) in zip(ins, n.inputs))
+        canon[id(n)] = n if same else _Node(n.op, n.name, dict(n.attrs), ins, n.p)
     return Symbol([(canon[id(n)], i) for n, i in sym._outputs])
