@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
-from .optimize import optimize, concretize_shapes, bound_dtypes_win
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -50,6 +49,7 @@ class Executor:
                  _cached_op=None, _outputs=None):
         from ..context import current_context, Context
         from ..cached_op import CachedOp
+        from .optimize import optimize, concretize_shapes, bound_dtypes_win
         self._symbol = sym
         self._ctx = Context(ctx) if ctx is not None else current_context()
         self._arg_names = sym.list_arguments()
