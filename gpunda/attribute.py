@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import threading
 
+from .name import _ClassProperty
+
 __all__ = ["AttrScope", "current"]
 
 
@@ -10,6 +12,13 @@ class AttrScope:
     """Attach string attributes to every symbol created inside ``with AttrScope(k=v):``."""
 
     _state = threading.local()
+
+    @_ClassProperty
+    def current(cls):  # noqa: N805  (MXNet's deprecated AttrScope.current)
+        import warnings
+        warnings.warn("AttrScope.current has been deprecated; use the `with` statement with "
+                      "AttrScope", DeprecationWarning, stacklevel=2)
+        return current()
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():

@@ -104,3 +104,21 @@ def test_gen_atomic_symbol_keeps_the_operator_and_frees_its_inputs():
     v = np.arange(4.0, dtype=np.float32).reshape(1, 4)
     outs = atom.eval(data=mx.nd.array(v))
     np.testing.assert_array_equal(outs[1].asnumpy(), v[:, 2:])
+
+
+def test_name_manager_and_attr_scope_as_mxnet():
+    with mx.name.NameManager() as nm:
+        # the hint is used as given; MXNet's callers lower-case operator names
+        assert nm.get(None, "FullyConnected") == "FullyConnected0"
+        assert nm.get("given", "x") == "given"
+        assert sym.FullyConnected(sym.var("d"), num_hidden=2).name == "fullyconnected0"
+        with pytest.warns(DeprecationWarning):
+            assert mx.name.NameManager.current is nm
+    with mx.name.Prefix("net_"):
+        assert sym.exp(sym.var("d"), name="e").name == "net_e"
+    with mx.AttrScope(ctx_group="dev1") as scope:
+        with pytest.warns(DeprecationWarning):
+            assert mx.AttrScope.current.get(None) == {"ctx_group": "dev1"}
+        v = sym.var("v")
+    assert scope is not None and v.attr("ctx_group") == "dev1"
+    assert v.list_attr()["__ctx_group__"] == "dev1"
