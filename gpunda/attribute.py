@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from .base import GpundaError
+from .name import _ClassProperty
 
 __all__ = ["AttrScope", "current"]
 
@@ -13,10 +13,18 @@ class AttrScope:
 
     _state = threading.local()
 
+    @_ClassProperty
+    def current(cls):  # noqa: N805  (MXNet's deprecated AttrScope.current)
+        import warnings
+        warnings.warn("AttrScope.current has been deprecated; use the `with` statement with "
+                      "AttrScope", DeprecationWarning, stacklevel=2)
+        return current()
+
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise GpundaError(f"AttrScope: attribute {k}={v!r} must be a string")
+                # MXNet raises ValueError here
+                raise ValueError(f"AttrScope: attribute {k}={v!r} must be a string")
         self._attr = kwargs
         self._old = None
 

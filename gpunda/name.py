@@ -6,10 +6,25 @@ import threading
 __all__ = ["NameManager", "Prefix", "current"]
 
 
+class _ClassProperty:
+    def __init__(self, fget):
+        self.fget = fget
+
+    def __get__(self, obj, cls):
+        return self.fget(cls)
+
+
 class NameManager:
     """Hands out ``<hint><n>`` names; use as ``with NameManager():`` to start a fresh count."""
 
     _state = threading.local()
+
+    @_ClassProperty
+    def current(cls):  # noqa: N805  (MXNet's deprecated NameManager.current)
+        import warnings
+        warnings.warn("NameManager.current has been deprecated; use the `with` statement "
+                      "with NameManager", DeprecationWarning, stacklevel=2)
+        return current()
 
     def __init__(self):
         self._counter = {}
@@ -19,7 +34,7 @@ class NameManager:
         """``name`` if given, else the next automatic name for ``hint``."""
         if name:
             return name
-        hint = hint.lower()
+        # the hint is used as given (MXNet's callers lower-case operator names themselves)
         n = self._counter.get(hint, 0)
         self._counter[hint] = n + 1
         return f"{hint}{n}"
