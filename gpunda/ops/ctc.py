@@ -1,0 +1,204 @@
+"""Connectionist temporal classification loss (MXNet's CTCLoss / ctc_loss).
+
+``data`` (T, N, C) holds unnormalised activations; a softmax over C gives the
+per-step class probabilities. ``label`` (N, L) holds each sequence's targets,
+padded (with 0 when ``blank_label='first'``, -1 when ``'last'``) unless
+``label_lengths`` gives the lengths; ``data_lengths`` gives each sequence's
+number of valid steps. The loss is ``-log p(label | data)`` summed over every
+alignment, by the forward (alpha) recursion over the label with blanks
+interleaved. As in MXNet the gradient with respect to ``data`` is computed in
+the same pass, from the alpha and beta recursions (softmax minus the posterior
+occupancy of each class), and kept as a hidden second output that the gradient
+rule scales by the head gradient; that makes the op once-differentiable.
+"""
+from __future__ import annotations
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_PARAMS = [
+    Param("use_data_lengths", "bool", False, "read each sequence's steps from data_lengths"),
+    Param("use_label_lengths", "bool", False,
+          "read each label's length from label_lengths instead of the padding value"),
+    Param("blank_label", "enum", "first", "which class is the blank: 0 ('first') or C-1 "
+          "('last')", choices=("first", "last")),
+]
+
+
+def _inputs(p):
+    names = ["data", "label"]
+    if p.use_data_lengths:
+        names.append("data_lengths")
+    if p.use_label_lengths:
+        names.append("label_lengths")
+    return names
+
+
+def _check_shapes(data, label, rest, p):
+    if data.ndim != 3:
+        raise GpundaError(f"Operator CTCLoss: data must be 3-D (T, N, C), got shape "
+                          f"{tuple(data.shape)}")
+    if label.ndim != 2:
+        raise GpundaError(f"Operator CTCLoss: label must be 2-D (N, L), got shape "
+                          f"{tuple(label.shape)}")
+    t, n, _ = data.shape
+    if label.shape[0] != n:
+        raise GpundaError(f"Operator CTCLoss: label batch size {label.shape[0]} differs from "
+                          f"data's {n} (data {tuple(data.shape)}, label {tuple(label.shape)})")
+    if label.shape[1] > t:
+        raise GpundaError(f"Operator CTCLoss: the max number of labels {label.shape[1]} "
+                          f"cannot exceed the sequence length {t} of data")
+    for name, arr in zip(_inputs(p)[2:], rest):
+        if arr.shape != (n,):
+            raise GpundaError(f"Operator CTCLoss: {name} must have shape ({n},), got "
+                              f"{tuple(arr.shape)}")
+
+
+def _label_lengths(xp, label, p, rest):
+    if p.use_label_lengths:
+        lengths = rest[-1].astype("int64")
+        if int((lengths < 0).sum()) or int((lengths > label.shape[1]).sum()):
+            raise GpundaError(f"Operator CTCLoss: label_lengths must lie in 0..{label.shape[1]}")
+        return lengths
+    pad = 0 if p.blank_label == "first" else -1
+    is_pad = label.astype("int64") == pad
+    # the first padding value ends the label
+    first = xp.where(is_pad.any(axis=1), is_pad.argmax(axis=1), label.shape[1])
+    return first.astype("int64")
+
+
+def _logaddexp3(xp, a, b, c):
+    return xp.logaddexp(xp.logaddexp(a, b), c)
+
+
+def _ctc_forward(xp, p, data, label, *rest):
+    _check_shapes(data, label, rest, p)
+    t_max, n, c = data.shape
+    work = "float64" if data.dtype == "float64" else "float32"
+    x = data.astype(work)
+    logp = x - x.max(axis=2, keepdims=True)
+    logp = logp - xp.log(xp.exp(logp).sum(axis=2, keepdims=True))
+    blank = 0 if p.blank_label == "first" else c - 1
+    lab_len = _label_lengths(xp, label, p, rest)
+    if p.use_data_lengths:
+        steps = rest[0].astype("int64")
+        if int((steps < 1).sum()) or int((steps > t_max).sum()):
+            raise GpundaError(f"Operator CTCLoss: data_lengths must lie in 1..{t_max}")
+    else:
+        steps = xp.full((n,), t_max, dtype="int64")
+
+    lmax = label.shape[1]
+    s_max = 2 * lmax + 1
+    pos = xp.arange(s_max)
+    lab = label.astype("int64")
+    in_label = pos[None, :] < (2 * lab_len[:, None] + 1)                      # (N, S)
+    ext = xp.full((n, s_max), blank, dtype="int64")
+    if lmax:
+        chars = xp.where(xp.arange(lmax)[None, :] < lab_len[:, None], lab, blank)
+        bad = (chars < 0) | (chars >= c) | ((chars == blank) &
+                                            (xp.arange(lmax)[None, :] < lab_len[:, None]))
+        if int(bad.sum()):
+            raise GpundaError(f"Operator CTCLoss: label values must be classes in 0..{c - 1} "
+                              f"other than the blank {blank} (blank_label="
+                              f"'{p.blank_label}')")
+        ext[:, 1::2] = chars
+    # a skip from s-2 to s is allowed onto a non-blank that differs from s-2's
+    skip = xp.zeros((n, s_max), dtype=bool)
+    if s_max > 2:
+        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    neg_inf = xp.asarray(-xp.inf, dtype=work)
+    rows = xp.arange(n)[:, None]
+    emit = logp[:, rows, ext]                                                  # (T, N, S)
+
+    alpha = xp.full((t_max, n, s_max), -xp.inf, dtype=work)
+    start = (pos[None, :] < 2) & in_label
+    alpha[0] = xp.where(start, emit[0], neg_inf)
+    for t in range(1, t_max):
+        prev = alpha[t - 1]
+        one = xp.concatenate([xp.full((n, 1), -xp.inf, dtype=work), prev[:, :-1]], axis=1)
+        two = xp.concatenate([xp.full((n, 2), -xp.inf, dtype=work), prev[:, :-2]], axis=1)
+        two = xp.where(skip, two, neg_inf)
+        alpha[t] = xp.where(in_label, _logaddexp3(xp, prev, one, two) + emit[t], neg_inf)
+
+    last_t = steps - 1
+    end = alpha[last_t, xp.arange(n)]                                         # (N, S)
+    final = (pos[None, :] >= 2 * lab_len[:, None] - 1) & in_label
+    log_like = xp.where(final, end, neg_inf)
+    m = log_like.max(axis=1)
+    safe_m = xp.where(xp.isfinite(m), m, 0)
+    total = xp.exp(log_like - safe_m[:, None]).sum(axis=1)
+    log_like = xp.where(total > 0, xp.log(xp.where(total > 0, total, 1)) + safe_m, neg_inf)
+    # MXNet (warp-ctc) gives a label that cannot fit its steps (labels plus repeated
+    # neighbours > steps) loss 0 and leaves its gradient unspecified: here it is 0
+    repeats = (lab[:, 1:] == lab[:, :-1]) & (xp.arange(1, lmax)[None, :] < lab_len[:, None])
+    feasible = lab_len + repeats.sum(axis=1) <= steps
+    loss = xp.where(feasible, -log_like, 0)
+
+    # beta[t, s]: log-probability of completing the label from s at step t, excluding
+    # step t's own emission
+    beta = xp.full((t_max, n, s_max), -xp.inf, dtype=work)
+    skip_up = xp.concatenate([skip[:, 2:], xp.zeros((n, 2), dtype=bool)], axis=1)
+    nxt = xp.full((n, s_max), -xp.inf, dtype=work)
+    for t in range(t_max - 1, -1, -1):
+        if t < t_max - 1:
+            e = nxt + emit[t + 1]
+            one = xp.concatenate([e[:, 1:], xp.full((n, 1), -xp.inf, dtype=work)], axis=1)
+            two = xp.concatenate([e[:, 2:], xp.full((n, 2), -xp.inf, dtype=work)], axis=1)
+            two = xp.where(skip_up, two, neg_inf)
+            cur = xp.where(in_label, _logaddexp3(xp, e, one, two), neg_inf)
+        else:
+            cur = xp.full((n, s_max), -xp.inf, dtype=work)
+        is_last = (last_t == t)[:, None]
+        cur = xp.where(is_last, xp.where(final, xp.asarray(0, dtype=work), neg_inf), cur)
+        cur = xp.where((last_t < t)[:, None], neg_inf, cur)
+        beta[t] = cur
+        nxt = cur
+
+    # posterior occupancy of each extended-label position, summed per class
+    usable = feasible & xp.isfinite(log_like)
+    occ = xp.exp(alpha + beta - xp.where(usable, log_like, 0)[None, :, None])
+    onehot = (ext[:, :, None] == xp.arange(c)[None, None, :]) & in_label[:, :, None]
+    occ_c = xp.einsum("tns,nsc->tnc", occ, onehot.astype(work))
+    grad = xp.exp(logp) - occ_c
+    valid = (xp.arange(t_max)[:, None] < steps[None, :]) & usable[None, :]
+    grad = xp.where(valid[:, :, None], grad, 0)
+    return loss.astype(data.dtype), grad.astype(data.dtype)
+
+
+def _ctc_gradient(F, p, ins, outs, ograds):
+    # data is an input of the backward op only so that a second-order pass reaches
+    # its raising rule instead of finding the gradient disconnected
+    grads = [F._ctc_loss_backward(ins[0], outs[1], ograds[0]), None]
+    return grads + [None] * (int(p.use_data_lengths) + int(p.use_label_lengths))
+
+
+def _infer_shape(p, shapes):
+    data = shapes[0]
+    if data is None or len(data) != 3:
+        return list(shapes), None
+    return list(shapes), [(data[1],), tuple(data)]
+
+
+register(OpDef(
+    "CTCLoss", _ctc_forward, params=_PARAMS, inputs=_inputs, num_outputs=2, num_visible=1,
+    output_names=["output", "grad"], aliases=("ctc_loss", "_contrib_CTCLoss",
+                                              "_contrib_ctc_loss"),
+    gradient=_ctc_gradient, save=("inputs", "outputs"), infer_shape=_infer_shape,
+    no_grad_inputs=("label", "data_lengths", "label_lengths"),
+    capture="host loop over time steps and host checks of the label values", family="ctc",
+    doc="CTC loss of (T, N, C) activations against (N, L) labels; see gpunda/ops/ctc.py."))
+
+
+def _scale_grad(xp, p, data, grad, head):
+    return grad * head.reshape(1, -1, 1)
+
+
+def _no_second_order(F, p, ins, outs, ograds):
+    raise GpundaError("Operator CTCLoss: second-order gradients are not supported yet (its "
+                      "gradient comes from the alpha-beta recursion, once-differentiable)")
+
+
+register(OpDef(
+    "_ctc_loss_backward", _scale_grad, inputs=("data", "grad", "head"), gradient=_no_second_order,
+    save=(), hidden=True, family="ctc",
+    doc="CTCLoss's backward: the gradient kept by the forward pass times the head gradient."))
