@@ -7,6 +7,7 @@ from . import _op
 from . import register as _register
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
+from .ndarray import eye  # noqa: F401
 
 _register.populate(_op, NDArray)
 _OPS.update({name: fn.op for name, fn in vars(_op).items() if hasattr(fn, "op")})

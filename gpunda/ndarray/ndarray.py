@@ -685,6 +685,12 @@ def full(shape, val, ctx=None, dtype=None, out=None):
     return r
 
 
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """An N x M (M=0: N x N) array with ones on diagonal ``k`` (MXNet's ``nd.eye``)."""
+    cols = M or N
+    return _make("eye", (N, cols), ctx, dtype, lambda xp, s, d: xp.eye(N, cols, k, dtype=d))
+
+
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
     if step == 0:

@@ -95,17 +95,15 @@ def _ctc_forward(xp, p, data, label, *rest):
     ext = xp.full((n, s_max), blank, dtype="int64")
     if lmax:
         chars = xp.where(xp.arange(lmax)[None, :] < lab_len[:, None], lab, blank)
-        bad = (chars < 0) | (chars >= c) | ((chars == blank) &
-                                            (xp.arange(lmax)[None, :] < lab_len[:, None]))
-        if int(bad.sum()):
+        if int(((chars < 0) | (chars >= c)).sum()):
             raise GpundaError(f"Operator CTCLoss: label values must be classes in 0..{c - 1} "
-                              f"other than the blank {blank} (blank_label="
-                              f"'{p.blank_label}')")
+                              f"(blank_label='{p.blank_label}' makes {blank} the blank)")
         ext[:, 1::2] = chars
-    # a skip from s-2 to s is allowed onto a non-blank that differs from s-2's
+    # a path may skip the blank between two labels that differ; as in MXNet (warp-ctc)
+    # the rule looks at label positions, so a label equal to the blank class is a label
     skip = xp.zeros((n, s_max), dtype=bool)
-    if s_max > 2:
-        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    if s_max > 3:
+        skip[:, 3::2] = ext[:, 3::2] != ext[:, 1:-2:2]
     neg_inf = xp.asarray(-xp.inf, dtype=work)
     rows = xp.arange(n)[:, None]
     emit = logp[:, rows, ext]                                                  # (T, N, S)

@@ -366,6 +366,20 @@ class Symbol:
     def __abs__(self):
         return make_node(get_op("abs"), [self], {}, None, None)
 
+    # ordering comparisons give 0/1 symbols, as NDArray's do (== and != stay identity
+    # comparisons here: graphs keep Symbols in dicts and sets)
+    def __gt__(self, other):
+        return _arith(self, other, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return _arith(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, other):
+        return _arith(self, other, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return _arith(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
     # -- inference ---------------------------------------------------------------------
     def infer_shape(self, *args, **kwargs):
         """(arg_shapes, out_shapes, aux_shapes) from known input shapes; all None when
