@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as _np
 
 from . import registry as _registry
-from .base import GpundaError, numeric_types, string_types
+from .base import GpundaAssertionError, numeric_types, string_types
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes",
            "create", "register", "alias", "np"]
@@ -277,6 +277,7 @@ def np(numpy_feval, name=None, allow_extra_outputs=False):
 
 
 def reject(cond, where, what):
-    """Raise GpundaError ``"<where>: <what>"`` when ``cond`` holds (MXNet asserts these)."""
+    """Raise ``"<where>: <what>"`` when ``cond`` holds: MXNet asserts these, so the error is
+    both a GpundaError and an AssertionError."""
     if cond:
-        raise GpundaError(f"{where}: {what}")
+        raise GpundaAssertionError(f"{where}: {what}")

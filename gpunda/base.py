@@ -79,3 +79,8 @@ class MXCallbackList(ctypes.Structure):
     _fields_ = [("num_callbacks", ctypes.c_int),
                 ("callbacks", ctypes.POINTER(ctypes.CFUNCTYPE(ctypes.c_int))),
                 ("contexts", ctypes.POINTER(ctypes.c_void_p))]
+
+
+class GpundaAssertionError(GpundaError, AssertionError):
+    """A refusal where MXNet's Python code asserts: both a GpundaError and the
+    AssertionError MXNet code and tests catch."""

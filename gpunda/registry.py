@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 
-from .base import GpundaError
+from .base import GpundaAssertionError
 
 __all__ = ["get_registry", "get_register_func", "get_alias_func", "get_create_func"]
 
@@ -32,7 +32,7 @@ def get_register_func(base_class, nickname):
 
     def register(klass, name=None):
         if not (isinstance(klass, type) and issubclass(klass, base_class)):
-            raise GpundaError(f"{nickname}.register: {klass!r} is not a subclass of "
+            raise GpundaAssertionError(f"{nickname}.register: {klass!r} is not a subclass of "
                               f"{base_class.__name__}")
         key = (name or klass.__name__).lower()
         old = table.get(key)
@@ -70,28 +70,28 @@ def get_create_func(base_class, nickname):
         elif nickname in kwargs:
             spec = kwargs.pop(nickname)
         else:
-            raise GpundaError(f"{nickname}.create: no {nickname} given (a name, an instance "
+            raise GpundaAssertionError(f"{nickname}.create: no {nickname} given (a name, an instance "
                               f"or a config)")
         if isinstance(spec, base_class):
             if args or kwargs:
-                raise GpundaError(f"{nickname}.create: {spec!r} is already an instance; extra "
+                raise GpundaAssertionError(f"{nickname}.create: {spec!r} is already an instance; extra "
                                   f"arguments {args!r} {kwargs!r} are invalid")
             return spec
         if isinstance(spec, dict):
             return create(**spec)
         if not isinstance(spec, str):
-            raise GpundaError(f"{nickname}.create: {nickname}={spec!r} must be a name, an "
+            raise GpundaAssertionError(f"{nickname}.create: {nickname}={spec!r} must be a name, an "
                               f"instance of {base_class.__name__} or a config")
         if spec.startswith("[") or spec.startswith("{"):
             if args or kwargs:
-                raise GpundaError(f"{nickname}.create: a JSON config takes no extra arguments")
+                raise GpundaAssertionError(f"{nickname}.create: a JSON config takes no extra arguments")
             parsed = json.loads(spec)
             if isinstance(parsed, list):
                 return create(parsed[0], **parsed[1])
             return create(**parsed)
         klass = table.get(spec.lower())
         if klass is None:
-            raise GpundaError(f"{nickname}.create: unknown {nickname} {spec!r}; registered: "
+            raise GpundaAssertionError(f"{nickname}.create: unknown {nickname} {spec!r}; registered: "
                               f"{', '.join(sorted(table))}")
         return klass(*args, **kwargs)
     create.__doc__ = (f"A {nickname} from a registered name, an instance (returned as is) or "
