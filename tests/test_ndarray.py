@@ -257,3 +257,10 @@ def test_bool_len_iter():
         bool(nd.ones((2,)))
     a = nd.array([[1, 2], [3, 4]])
     assert len(a) == 2 and [r.asnumpy().tolist() for r in a] == [[1, 2], [3, 4]]
+
+
+def test_eye_matches_numpy():
+    np.testing.assert_array_equal(nd.eye(3).asnumpy(), np.eye(3, dtype=np.float32))
+    out = nd.eye(2, 4, k=-1, dtype="int32")
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out.asnumpy(), np.eye(2, 4, -1))

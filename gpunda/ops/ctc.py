@@ -63,7 +63,7 @@ def _label_lengths(xp, label, p, rest):
     pad = 0 if p.blank_label == "first" else -1
     is_pad = label.astype("int64") == pad
     # the first padding value ends the label
-    first = xp.where(is_pad.any(axis=1), is_pad.argmax(axis=1), label.shape[1])
+    first = xp.where(is_pad.any(axis=1), is_pad.astype("int8").argmax(axis=1), label.shape[1])
     return first.astype("int64")
 
 
