@@ -36,6 +36,21 @@ def py_str(x):
     return x.decode("utf-8") if isinstance(x, bytes) else x
 
 
+def data_dir_default():
+    """MXNet's default data folder: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    import os
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA", ""), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """Where downloaded data and model files live: ``$MXNET_HOME``, else ``data_dir_default()``."""
+    import os
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
 def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
@@ -79,6 +94,38 @@ class MXCallbackList(ctypes.Structure):
     _fields_ = [("num_callbacks", ctypes.c_int),
                 ("callbacks", ctypes.POINTER(ctypes.CFUNCTYPE(ctypes.c_int))),
                 ("contexts", ctypes.POINTER(ctypes.c_void_p))]
+
+
+class NotSupportedForSparseNDArray(GpundaError):
+    """An NDArray method that sparse storage does not offer (MXNet's error of that name)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f" (namely operator \"{self.alias}\")"
+        if self.args:
+            msg += " with arguments (" + ", ".join(self.args) + ")"
+        return msg + " is not supported for SparseNDArray and only available in NDArray."
+
+
+# Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),
+# gpunda raises one of these: the exception MXNet code catches, and still a GpundaError.
+class GpundaValueError(GpundaError, ValueError):
+    """A ``ValueError`` where MXNet raises one (``asscalar`` of a vector, a bad reshape)."""
+
+
+class GpundaIndexError(GpundaError, IndexError):
+    """An ``IndexError`` where MXNet raises one (an index out of bounds)."""
+
+
+class GpundaTypeError(GpundaError, TypeError):
+    """A ``TypeError`` where MXNet raises one (an operand type NDArray does not take)."""
 
 
 class GpundaAssertionError(GpundaError, AssertionError):

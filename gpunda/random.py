@@ -10,7 +10,7 @@ import numpy as np
 from .base import GpundaError
 from .context import Context, current_context
 
-__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn"]
+__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "gamma"]
 
 _gens = {}
 _global_seed = None
@@ -68,6 +68,16 @@ def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs)
 def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale**2)."""
     return _call("_random_normal", shape, dtype, ctx, out, loc=loc, scale=scale)
+
+
+def gamma(alpha=1, beta=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the gamma distribution with shape ``alpha`` and scale ``beta``."""
+    from .ndarray import NDArray
+    if isinstance(alpha, NDArray) or isinstance(beta, NDArray):
+        from .base import NotImplementedForGpunda
+        raise NotImplementedForGpunda("random.gamma with NDArray alpha/beta (MXNet's "
+                                      "_sample_gamma) is not supported yet")
+    return _call("_random_gamma", shape, dtype, ctx, out, alpha=alpha, beta=beta)
 
 
 def randn(*shape, **kwargs):

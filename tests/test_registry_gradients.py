@@ -158,6 +158,9 @@ SPECS = {
     "reverse": dict(params={"axis": 1}),
     "tile": dict(params={"reps": (2, 1)}),
     "slice": dict(params={"begin": (0, 1), "end": (2, 3)}),
+    "_slice_assign": dict(inputs=[U(3, 4), U(2, 2)], params={"begin": (0, 1), "end": (2, 3)}),
+    "_slice_assign_scalar": dict(inputs=[U(3, 4)],
+                                 params={"scalar": 2.0, "begin": (1, None), "end": (3, None)}),
     "slice_axis": dict(params={"axis": 1, "begin": 0, "end": 2}),
     "slice_like": dict(inputs=[U(2, 3), U(2, 2)]),
     "SliceChannel": dict(inputs=[U(2, 3)], params={"num_outputs": 3, "axis": 1}),
@@ -185,6 +188,7 @@ SPECS = {
     "_getitem": dict(inputs=[U(3, 4)], params={"key": (slice(0, 2), slice(1, 3))}),
     "softmax_cross_entropy": dict(inputs=[U(2, 3), K([2, 0])]),
     "batch_take": dict(inputs=[U(2, 3), K([2, 0])]),
+    "fill_element_0index": dict(inputs=[U(2, 3), U(2), K([2, 0])]),
     "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
     "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),
     "_sparse_retain": dict(inputs=[U(4, 3), K([0, 2])],
@@ -219,6 +223,7 @@ SPECS = {
                     params={"axis": 1, "use_length": True, "temperature": 1.5}),
     "log_softmax": dict(inputs=[U(3, 4, **_PM), K([2, 4, 1])],
                         params={"axis": 1, "use_length": True}),
+    "softmin": dict(inputs=[U(3, 4, **_PM)], params={"axis": 1, "temperature": 2.0}),
     "FullyConnected": dict(inputs=[U(2, 3), U(4, 3), U(4)], params={"num_hidden": 4}),
     "Convolution": dict(inputs=[U(1, 2, 4, 4), U(3, 2, 2, 2), U(3)],
                         params={"kernel": (2, 2), "num_filter": 3}),
@@ -260,6 +265,22 @@ SPECS = {
     "_ctc_loss_backward": dict(skip="CTCLoss's backward: once-differentiable, its "
                                     "gradient raises"),
     # custom: stop_gradient is an alias of BlockGrad
+    # image (HWC images, CHW tensors)
+    "_image_to_tensor": dict(inputs=[U(2, 3, 3)]),
+    "_image_normalize": dict(inputs=[U(3, 2, 2)], params={"mean": (0.1, 0.2, 0.3),
+                                                          "std": (0.5, 2.0, 4.0)}),
+    "_backward_image_normalize": dict(inputs=[U(3, 2, 2)], params={"scale": (0.5, 2.0, 4.0)}),
+    "_image_crop": dict(inputs=[U(3, 4, 3)], params={"x": 1, "y": 1, "width": 2, "height": 2}),
+    "_backward_image_crop": dict(inputs=[U(2, 2, 3)], params={
+        "x": 1, "y": 1, "width": 2, "height": 2, "in_shape": (3, 4, 3)}),
+    "_image_flip_left_right": dict(inputs=[U(2, 3, 3)]),
+    "_image_flip_top_bottom": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_flip_left_right": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_flip_top_bottom": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_brightness": dict(inputs=[U(2, 3, 3)],
+                                     params={"min_factor": 0.5, "max_factor": 1.5}),
+    "_image_adjust_lighting": dict(inputs=[U(2, 3, 3)], params={"alpha": (0.01, -0.02, 0.03)}),
+    "_image_random_lighting": dict(inputs=[U(2, 3, 3)], params={"alpha_std": 0.01}),
 }
 
 

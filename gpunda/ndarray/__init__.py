@@ -7,7 +7,12 @@ from . import _op
 from . import register as _register
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
-from .ndarray import eye  # noqa: F401
+from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
+                        maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
+                        lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
+from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
+                       get_oshape_of_gather_nd_op)
 
 _register.populate(_op, NDArray)
 _OPS.update({name: fn.op for name, fn in vars(_op).items() if hasattr(fn, "op")})
@@ -46,6 +51,23 @@ def _prefixed_namespace(name, prefixes):
 
 linalg = _prefixed_namespace("linalg", ("_linalg_",))
 contrib = _prefixed_namespace("contrib", ("_contrib_",))
+image = _prefixed_namespace("image", ("_image_",))
 
 from . import ndarray  # noqa: E402,F401
 from . import random  # noqa: E402,F401
+
+from . import _contrib_extra  # noqa: E402
+_contrib_extra.extend(contrib)
+from . import utils  # noqa: E402,F401
+
+# MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)
+gen_op = gen__internal = _op
+gen_contrib, gen_linalg, gen_sparse = contrib, linalg, sparse
+
+
+def __getattr__(name):
+    # CachedOp lives above ndarray in the import order (it needs Symbol): load it on use
+    if name == "CachedOp":
+        from ..cached_op import CachedOp
+        return CachedOp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

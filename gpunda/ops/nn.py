@@ -24,7 +24,7 @@ import numpy as np
 from .. import autograd as _ag
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from ._util import matmul, norm_axis, sum_to_shape
+from ._util import matmul, norm_axis, sum_to_shape, require_same_dtype
 from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
@@ -75,6 +75,10 @@ def _fc_2d(x, flatten):
 
 
 def _fully_connected(xp, p, x, w, b=None):
+    if b is None:
+        require_same_dtype("FullyConnected", ("data", "weight"), x, w)
+    else:
+        require_same_dtype("FullyConnected", ("data", "weight", "bias"), x, w, b)
     x2 = _fc_2d(x, p.flatten)
     H = p.num_hidden
     if tuple(w.shape) != (H, x2.shape[1]):
@@ -83,10 +87,10 @@ def _fully_connected(xp, p, x, w, b=None):
                           f"(num_hidden={H}, flatten={p.flatten})")
     y = matmul(xp, x2, w.T)
     if b is not None:
-        if tuple(b.shape) != (H,):
+        if tuple(b.shape) not in ((H,), (H, 1)):    # MXNet accepts both bias shapes
             raise GpundaError(f"Operator FullyConnected: input bias has shape {tuple(b.shape)}, "
-                              f"expected ({H},)")
-        y += b
+                              f"expected ({H},) or ({H}, 1)")
+        y += b.reshape(H)
     if p.flatten:
         return y.reshape(x.shape[0], H) if x.ndim != 1 else y
     return y.reshape(tuple(x.shape[:-1]) + (H,))
@@ -100,7 +104,8 @@ def _grad_fc(F, p, ins, outs, og, need=None):
            if need is None or need[0] else None,
            F._fc_weight_grad(g, x, flatten=p.flatten) if need is None or need[1] else None]
     if not p.no_bias:
-        res.append(sum_to_shape(F, g, (p.num_hidden,)))
+        gb = sum_to_shape(F, g, (p.num_hidden,))
+        res.append(gb if ins[2].ndim == 1 else F.reshape(gb, shape=(p.num_hidden, 1)))
     return res
 
 
@@ -111,7 +116,7 @@ def _infer_fc(p, in_shapes):
         return shapes, None
     k = math.prod(data[1:]) if p.flatten else data[-1]
     shapes[1] = (p.num_hidden, k)
-    if not p.no_bias:
+    if not p.no_bias and shapes[2] != (p.num_hidden, 1):
         shapes[2] = (p.num_hidden,)
     out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
     return shapes, [out]
@@ -406,6 +411,31 @@ register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_gr
                inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
                doc="Log of softmax along `axis`, computed stably; use_length as softmax."))
+
+
+def _softmin(xp, p, x, length=None):
+    # softmin(x) = softmax(-x): the negation happens before the dtype cast and temperature
+    if p.use_length:
+        return _masked_softmax(xp, p, -x, length, "softmin", False)
+    x, ax = _softmax_prep(xp, p, -x, "softmin")
+    return _softmax_core(xp, x, ax, False)
+
+
+def _grad_softmin(F, p, ins, outs, og):
+    x, y, g = ins[0], outs[0], og[0]
+    ax = norm_axis(p.axis, x.ndim, "softmin")
+    gx = -(y * (g - _sum_keep(F, g * y, ax)))
+    t = _temp(p)
+    if t != 1.0:
+        gx = gx / t
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
+
+
+register(OpDef("softmin", _softmin, params=_SOFTMAX_PARAMS, gradient=_grad_softmin,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
+               save=("inputs", "outputs"), family="nn", infer_shape=_same,
+               doc="Softmin along `axis`: softmax of -x (temperature, dtype, use_length as "
+                   "softmax)."))
 register(OpDef(
     "_length_mask_op", lambda xp, p, x, length: _length_mask(xp, x, length, p.axis, "softmax")
     .astype(x.dtype), inputs=("data", "length"), params=[Param("axis", "int")], nondiff=True,
@@ -659,8 +689,8 @@ _make_regression("LogisticRegressionOutput", _sigmoid, "logistic")
 _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
-# MakeLoss / make_loss: the forward is the identity and the backward ignores the head
-# gradient: the input itself is the loss (MXNet's make_loss.cc and elemwise_unary_op_basic.cc)
+# MakeLoss: the forward is the identity and the backward ignores the head gradient: the
+# input itself is the loss (MXNet's make_loss.cc; make_loss is in custom.py)
 
 def _make_loss_grad(xp, p, x):
     if p.normalization == "valid":
@@ -689,11 +719,6 @@ register(OpDef(
     "_make_loss_grad", _make_loss_grad, params=_MAKE_LOSS_PARAMS, save=(),
     gradient=lambda F, p, i, o, g: [None], hidden=True, family="nn",
     doc="MakeLoss's gradient: a constant array (piecewise constant in data)."))
-register(OpDef(
-    "make_loss", lambda xp, p, x: x.copy(), save=(),
-    gradient=lambda F, p, i, o, g: [F.ones_like(g[0])], family="nn",
-    doc="Use data as a loss: forward is the identity, the gradient is ones whatever the head "
-        "gradient."))
 
 # ---------------------------------------------------------------------------
 # Dropout

@@ -52,6 +52,22 @@ register(OpDef("_random_normal", _normal, inputs=(), wants_ctx=True, random=True
                params=[Param("loc", "float", 0.0), Param("scale", "float", 1.0)] + _SHAPE,
                aliases=("random_normal", "normal"), capture="random numbers (cuRAND)",
                doc="Samples from N(loc, scale**2)."))
+def _gamma(xp, p, ctx):
+    _check_shape("_random_gamma", p.shape)
+    for name, v in (("alpha", p.alpha), ("beta", p.beta)):
+        if not v > 0:
+            raise GpundaError(f"Operator _random_gamma: {name}={v} must be > 0 (the gamma "
+                              f"distribution's {'shape' if name == 'alpha' else 'scale'})")
+    return _rng(ctx).gamma(p.alpha, p.beta, size=p.shape).astype(p.dtype, copy=False)
+
+
+register(OpDef("_random_gamma", _gamma, inputs=(), wants_ctx=True, random=True, nondiff=True,
+               params=[Param("alpha", "float", 1.0, "shape of the distribution"),
+                       Param("beta", "float", 1.0, "scale of the distribution")] + _SHAPE,
+               aliases=("random_gamma", "_sample_gamma_scalar"),
+               capture="random numbers (cuRAND)",
+               doc="Samples from the gamma distribution with shape alpha and scale beta\n"
+                   "(mean alpha * beta)."))
 register(OpDef("_random_randint", _randint, inputs=(), wants_ctx=True, random=True, nondiff=True,
                params=[Param("low", "int"), Param("high", "int"), Param("shape", "shape", ()),
                        Param("ctx", "any", None), Param("dtype", "dtype", np.dtype("int32"))],
