@@ -177,3 +177,20 @@ def test_bad_input_raises():
         nd.ctc_loss(data, nd.array([[1, 1], [1, 0]]), blank_label="middle")
     with pytest.raises(GpundaError, match="data_lengths"):
         nd.ctc_loss(data, nd.array([[1, 1], [1, 0]]), nd.array([4, 1]), use_data_lengths=True)
+
+
+def test_steps_past_data_lengths_are_never_read():
+    # as in MXNet's test_ctc_loss_grad: padded steps hold NaN, their gradient is 0
+    rng = np.random.RandomState(4)
+    acts = rng.randn(6, 2, 4)
+    acts[4:, 0] = np.nan
+    label = nd.array([[1, 2], [3, 0]])
+    x = nd.array(acts, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        loss = nd.CTCLoss(x, label, nd.array([4, 6]), use_data_lengths=True)
+    loss.backward()
+    ref = nd.CTCLoss(nd.array(acts[:4, :1], dtype="float64"), label[:1]).asnumpy()
+    np.testing.assert_allclose(loss.asnumpy()[:1], ref, rtol=1e-12)
+    g = x.grad.asnumpy()
+    assert np.isfinite(g).all() and not g[4:, 0].any()
