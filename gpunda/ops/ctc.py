@@ -76,16 +76,18 @@ def _ctc_forward(xp, p, data, label, *rest):
     t_max, n, c = data.shape
     work = "float64" if data.dtype == "float64" else "float32"
     x = data.astype(work)
-    logp = x - x.max(axis=2, keepdims=True)
-    logp = logp - xp.log(xp.exp(logp).sum(axis=2, keepdims=True))
     blank = 0 if p.blank_label == "first" else c - 1
     lab_len = _label_lengths(xp, label, p, rest)
     if p.use_data_lengths:
         steps = rest[0].astype("int64")
         if int((steps < 1).sum()) or int((steps > t_max).sum()):
             raise GpundaError(f"Operator CTCLoss: data_lengths must lie in 1..{t_max}")
+        # steps past a sequence's length may hold anything (padding, NaN): never read them
+        x = xp.where((xp.arange(t_max)[:, None] < steps[None, :])[:, :, None], x, 0)
     else:
         steps = xp.full((n,), t_max, dtype="int64")
+    logp = x - x.max(axis=2, keepdims=True)
+    logp = logp - xp.log(xp.exp(logp).sum(axis=2, keepdims=True))
 
     lmax = label.shape[1]
     s_max = 2 * lmax + 1
