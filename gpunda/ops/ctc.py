@@ -71,97 +71,122 @@ def _logaddexp3(xp, a, b, c):
     return xp.logaddexp(xp.logaddexp(a, b), c)
 
 
-def _ctc_forward(xp, p, data, label, *rest):
-    _check_shapes(data, label, rest, p)
-    t_max, n, c = data.shape
-    work = "float64" if data.dtype == "float64" else "float32"
-    x = data.astype(work)
-    blank = 0 if p.blank_label == "first" else c - 1
-    lab_len = _label_lengths(xp, label, p, rest)
-    if p.use_data_lengths:
-        steps = rest[0].astype("int64")
-        if int((steps < 1).sum()) or int((steps > t_max).sum()):
-            raise GpundaError(f"Operator CTCLoss: data_lengths must lie in 1..{t_max}")
-        # steps past a sequence's length may hold anything (padding, NaN): never read them
-        x = xp.where((xp.arange(t_max)[:, None] < steps[None, :])[:, :, None], x, 0)
-    else:
-        steps = xp.full((n,), t_max, dtype="int64")
-    logp = x - x.max(axis=2, keepdims=True)
-    logp = logp - xp.log(xp.exp(logp).sum(axis=2, keepdims=True))
+def _shift(xp, a, k, work):
+    """``a`` moved k positions along axis 1 (k > 0: right, k < 0: left), -inf filled."""
+    pad = xp.full((a.shape[0], abs(k)), -xp.inf, dtype=work)
+    return (xp.concatenate([pad, a[:, :-k]], axis=1) if k > 0
+            else xp.concatenate([a[:, -k:], pad], axis=1))
 
-    lmax = label.shape[1]
+
+def _steps(xp, p, rest, t_max, n):
+    if not p.use_data_lengths:
+        return xp.full((n,), t_max, dtype="int64")
+    steps = rest[0].astype("int64")
+    if int((steps < 1).sum()) or int((steps > t_max).sum()):
+        raise GpundaError(f"Operator CTCLoss: data_lengths must lie in 1..{t_max}")
+    return steps
+
+
+def _extended_labels(xp, p, label, lab_len, c, blank):
+    """The label with blanks interleaved, ``ext`` (N, 2L+1), the mask of its positions
+    inside each label, and where a path may skip the blank between two labels."""
+    n, lmax = label.shape
     s_max = 2 * lmax + 1
-    pos = xp.arange(s_max)
-    lab = label.astype("int64")
-    in_label = pos[None, :] < (2 * lab_len[:, None] + 1)                      # (N, S)
+    in_label = xp.arange(s_max)[None, :] < (2 * lab_len[:, None] + 1)
     ext = xp.full((n, s_max), blank, dtype="int64")
     if lmax:
-        chars = xp.where(xp.arange(lmax)[None, :] < lab_len[:, None], lab, blank)
+        chars = xp.where(xp.arange(lmax)[None, :] < lab_len[:, None], label, blank)
         if int(((chars < 0) | (chars >= c)).sum()):
             raise GpundaError(f"Operator CTCLoss: label values must be classes in 0..{c - 1} "
                               f"(blank_label='{p.blank_label}' makes {blank} the blank)")
         ext[:, 1::2] = chars
-    # a path may skip the blank between two labels that differ; as in MXNet (warp-ctc)
-    # the rule looks at label positions, so a label equal to the blank class is a label
+    # as in MXNet (warp-ctc) the skip rule looks at label positions: two different
+    # labels, so a label equal to the blank class is still a label
     skip = xp.zeros((n, s_max), dtype=bool)
     if s_max > 3:
         skip[:, 3::2] = ext[:, 3::2] != ext[:, 1:-2:2]
-    neg_inf = xp.asarray(-xp.inf, dtype=work)
-    rows = xp.arange(n)[:, None]
-    emit = logp[:, rows, ext]                                                  # (T, N, S)
+    return ext, in_label, skip
 
+
+def _alpha(xp, emit, in_label, skip, work):
+    """Forward variables: log-probability of the prefixes ending at (t, s), emissions
+    through t included."""
+    t_max, n, s_max = emit.shape
+    neg_inf = xp.asarray(-xp.inf, dtype=work)
     alpha = xp.full((t_max, n, s_max), -xp.inf, dtype=work)
-    start = (pos[None, :] < 2) & in_label
-    alpha[0] = xp.where(start, emit[0], neg_inf)
+    alpha[0] = xp.where((xp.arange(s_max)[None, :] < 2) & in_label, emit[0], neg_inf)
     for t in range(1, t_max):
         prev = alpha[t - 1]
-        one = xp.concatenate([xp.full((n, 1), -xp.inf, dtype=work), prev[:, :-1]], axis=1)
-        two = xp.concatenate([xp.full((n, 2), -xp.inf, dtype=work), prev[:, :-2]], axis=1)
-        two = xp.where(skip, two, neg_inf)
-        alpha[t] = xp.where(in_label, _logaddexp3(xp, prev, one, two) + emit[t], neg_inf)
+        two = xp.where(skip, _shift(xp, prev, 2, work), neg_inf)
+        alpha[t] = xp.where(in_label, _logaddexp3(xp, prev, _shift(xp, prev, 1, work), two)
+                            + emit[t], neg_inf)
+    return alpha
 
+
+def _beta(xp, emit, in_label, skip, final, last_t, work):
+    """Backward variables: log-probability of completing the label from (t, s), step
+    t's own emission excluded; -inf past each sequence's last step."""
+    t_max, n, s_max = emit.shape
+    neg_inf = xp.asarray(-xp.inf, dtype=work)
+    skip_up = xp.concatenate([skip[:, 2:], xp.zeros((n, 2), dtype=bool)], axis=1)
+    beta = xp.full((t_max, n, s_max), -xp.inf, dtype=work)
+    nxt = beta[t_max - 1]
+    for t in range(t_max - 1, -1, -1):
+        cur = xp.full((n, s_max), -xp.inf, dtype=work)
+        if t < t_max - 1:
+            e = nxt + emit[t + 1]
+            two = xp.where(skip_up, _shift(xp, e, -2, work), neg_inf)
+            cur = xp.where(in_label, _logaddexp3(xp, e, _shift(xp, e, -1, work), two), neg_inf)
+        cur = xp.where((last_t == t)[:, None],
+                       xp.where(final, xp.asarray(0, dtype=work), neg_inf), cur)
+        beta[t] = xp.where((last_t < t)[:, None], neg_inf, cur)
+        nxt = beta[t]
+    return beta
+
+
+def _log_sum(xp, a, work):
+    """log(sum(exp(a), axis=1)) that gives -inf for an all -inf row without warnings."""
+    m = a.max(axis=1)
+    m = xp.where(xp.isfinite(m), m, 0)
+    total = xp.exp(a - m[:, None]).sum(axis=1)
+    return xp.where(total > 0, xp.log(xp.where(total > 0, total, 1)) + m,
+                    xp.asarray(-xp.inf, dtype=work))
+
+
+def _ctc_forward(xp, p, data, label, *rest):
+    _check_shapes(data, label, rest, p)
+    t_max, n, c = data.shape
+    work = "float64" if data.dtype == "float64" else "float32"
+    blank = 0 if p.blank_label == "first" else c - 1
+    steps = _steps(xp, p, rest, t_max, n)
+    valid_t = xp.arange(t_max)[:, None] < steps[None, :]                       # (T, N)
+    # steps past a sequence's length may hold anything (padding, NaN): never read them
+    x = xp.where(valid_t[:, :, None], data.astype(work), 0)
+    logp = x - x.max(axis=2, keepdims=True)
+    logp = logp - xp.log(xp.exp(logp).sum(axis=2, keepdims=True))
+
+    lab = label.astype("int64")
+    lab_len = _label_lengths(xp, label, p, rest)
+    ext, in_label, skip = _extended_labels(xp, p, lab, lab_len, c, blank)
+    emit = logp[:, xp.arange(n)[:, None], ext]                                # (T, N, S)
     last_t = steps - 1
-    end = alpha[last_t, xp.arange(n)]                                         # (N, S)
-    final = (pos[None, :] >= 2 * lab_len[:, None] - 1) & in_label
-    log_like = xp.where(final, end, neg_inf)
-    m = log_like.max(axis=1)
-    safe_m = xp.where(xp.isfinite(m), m, 0)
-    total = xp.exp(log_like - safe_m[:, None]).sum(axis=1)
-    log_like = xp.where(total > 0, xp.log(xp.where(total > 0, total, 1)) + safe_m, neg_inf)
+    final = (xp.arange(ext.shape[1])[None, :] >= 2 * lab_len[:, None] - 1) & in_label
+    alpha = _alpha(xp, emit, in_label, skip, work)
+    log_like = _log_sum(xp, xp.where(final, alpha[last_t, xp.arange(n)], -xp.inf), work)
     # MXNet (warp-ctc) gives a label that cannot fit its steps (labels plus repeated
     # neighbours > steps) loss 0 and leaves its gradient unspecified: here it is 0
+    lmax = lab.shape[1]
     repeats = (lab[:, 1:] == lab[:, :-1]) & (xp.arange(1, lmax)[None, :] < lab_len[:, None])
     feasible = lab_len + repeats.sum(axis=1) <= steps
     loss = xp.where(feasible, -log_like, 0)
 
-    # beta[t, s]: log-probability of completing the label from s at step t, excluding
-    # step t's own emission
-    beta = xp.full((t_max, n, s_max), -xp.inf, dtype=work)
-    skip_up = xp.concatenate([skip[:, 2:], xp.zeros((n, 2), dtype=bool)], axis=1)
-    nxt = xp.full((n, s_max), -xp.inf, dtype=work)
-    for t in range(t_max - 1, -1, -1):
-        if t < t_max - 1:
-            e = nxt + emit[t + 1]
-            one = xp.concatenate([e[:, 1:], xp.full((n, 1), -xp.inf, dtype=work)], axis=1)
-            two = xp.concatenate([e[:, 2:], xp.full((n, 2), -xp.inf, dtype=work)], axis=1)
-            two = xp.where(skip_up, two, neg_inf)
-            cur = xp.where(in_label, _logaddexp3(xp, e, one, two), neg_inf)
-        else:
-            cur = xp.full((n, s_max), -xp.inf, dtype=work)
-        is_last = (last_t == t)[:, None]
-        cur = xp.where(is_last, xp.where(final, xp.asarray(0, dtype=work), neg_inf), cur)
-        cur = xp.where((last_t < t)[:, None], neg_inf, cur)
-        beta[t] = cur
-        nxt = cur
-
-    # posterior occupancy of each extended-label position, summed per class
+    # gradient w.r.t. the activations: softmax minus each class's posterior occupancy
+    beta = _beta(xp, emit, in_label, skip, final, last_t, work)
     usable = feasible & xp.isfinite(log_like)
     occ = xp.exp(alpha + beta - xp.where(usable, log_like, 0)[None, :, None])
     onehot = (ext[:, :, None] == xp.arange(c)[None, None, :]) & in_label[:, :, None]
-    occ_c = xp.einsum("tns,nsc->tnc", occ, onehot.astype(work))
-    grad = xp.exp(logp) - occ_c
-    valid = (xp.arange(t_max)[:, None] < steps[None, :]) & usable[None, :]
-    grad = xp.where(valid[:, :, None], grad, 0)
+    grad = xp.exp(logp) - xp.einsum("tns,nsc->tnc", occ, onehot.astype(work))
+    grad = xp.where((valid_t & usable[None, :])[:, :, None], grad, 0)
     return loss.astype(data.dtype), grad.astype(data.dtype)
 
 
