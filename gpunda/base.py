@@ -151,3 +151,8 @@ class GpundaTypeError(GpundaError, TypeError):
 
 
 __all__.append("NotImplementedForSymbol")
+
+
+class GpundaAssertionError(GpundaError, AssertionError):
+    """A refusal where MXNet's Python code asserts: both a GpundaError and the
+    AssertionError MXNet code and tests catch."""

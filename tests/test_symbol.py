@@ -390,3 +390,18 @@ def test_get_symbol_from_tape(rng):
     # the tape is walked from the head, inputs named var0.. in DFS order
     got = cop(*[{"var0": x, "var1": w}[n] for n in names])
     np.testing.assert_allclose(got.asnumpy(), y.asnumpy(), rtol=1e-6)
+
+
+def test_ordering_comparisons_build_0_1_symbols():
+    a, b = sym.var("a"), sym.var("b")
+    x = np.array([0.0, 1.0, 2.0], dtype=np.float32)
+    y = np.array([1.0, 1.0, 1.0], dtype=np.float32)
+    for expr, ref in ((a > 1, x > 1), (a >= 1, x >= 1), (a < 1, x < 1), (a <= 1, x <= 1),
+                      (a > b, x > y), (a <= b, x <= y), (1 < a, 1 < x)):
+        feed = {"a": mx.nd.array(x), "b": mx.nd.array(y)}
+        out = expr.eval(**{k: feed[k] for k in expr.list_arguments()})[0].asnumpy()
+        np.testing.assert_array_equal(out, ref.astype(np.float32))
+
+
+def test_eye_symbol():
+    np.testing.assert_array_equal(sym.eye(2, 3, k=1).eval()[0].asnumpy(), np.eye(2, 3, 1))

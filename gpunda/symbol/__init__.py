@@ -43,6 +43,11 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
                      name=name, dtype=dtype, **kwargs)
 
 
+def eye(N, M=0, k=0, dtype=None, name=None, **kwargs):
+    """An N x M symbol with ones on diagonal ``k`` (MXNet's ``sym.eye``)."""
+    return _creation("_eye", "eye", N=N, M=M, k=k, dtype=dtype, name=name, **kwargs)
+
+
 def __getattr__(name):
     # ops registered after import (custom ops) are looked up on demand
     try:
