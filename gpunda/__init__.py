@@ -20,7 +20,7 @@ from . import random
 from . import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "profiler", "recordio", "operator"):
+           "metric", "initializer", "kvstore", "io", "profiler", "recordio"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:
@@ -43,11 +43,13 @@ def __getattr__(name):
     # rarely used modules load on first use, keeping ``import gpunda`` fast
     if name in _LAZY_MODULES:
         import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY_MODULES[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_LAZY_MODULES = ("test_utils", "contrib")
+_LAZY_MODULES = {"test_utils": "test_utils", "contrib": "contrib", "operator": "operator",
+                 "numpy": "numpy", "np": "numpy", "numpy_extension": "numpy_extension",
+                 "npx": "numpy_extension"}
 
 
 def install_mxnet_alias():
