@@ -19,7 +19,7 @@ from . import random
 from . import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "profiler", "recordio"):
+           "metric", "initializer", "kvstore", "io", "recordio"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:
@@ -34,3 +34,18 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+
+# MXNet's top-level names from util, attribute and the small modules
+from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402
+                   is_np_array, np_array, use_np_array, use_np)
+from .attribute import AttrScope  # noqa: E402
+from . import error, libinfo, engine  # noqa: E402
+rnd = random
+
+
+def __getattr__(name):
+    # rarely used modules load on first use, keeping `import gpunda` fast
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(f"{__name__}.profiler")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,6 +29,7 @@ _export_public()
 from . import sparse  # noqa: F401,E402
 from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
 from .io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
+from ._dlpack import to_dlpack_for_read, to_dlpack_for_write  # noqa: F401,E402
 
 
 def _prefixed_namespace(name, prefixes):

@@ -48,6 +48,16 @@ class NDArray:
     _version = 0        # write count at the last in-place write to this root array
     __array_priority__ = 1000.0
 
+    def __init__(self, handle=None, writable=True):
+        # MXNet's NDArray(handle): arrays are made by nd.array & co. (which bypass this);
+        # a handle is an NDArrayHandle from gpunda's C-API stand-in (base._LIB)
+        if handle is None:
+            raise GpundaError("NDArray(handle=...) needs a handle; create arrays with "
+                              "nd.array, nd.zeros, nd.empty, ...")
+        from .._capi import take_handle
+        src = take_handle(handle)
+        self._data, self._ctx = src._data, src._ctx
+
     # -- basic properties -----------------------------------------------------
     @property
     def shape(self):
@@ -698,8 +708,9 @@ def from_dlpack(ext_tensor, ctx=None):
             return _new(xp.from_dlpack(ext_tensor), c)
     try:
         data = np.from_dlpack(ext_tensor)
-    except TypeError:   # an old-style capsule
-        raise GpundaError("from_dlpack: pass an object with __dlpack__ (a tensor), not a capsule") from None
+    except (TypeError, AttributeError):   # an old-style capsule, as MXNet's to_dlpack_for_read returns
+        from ._dlpack import from_capsule
+        return from_capsule(ext_tensor)
     if not data.flags.writeable:
         # NumPy marks DLPack imports read-only; the memory is still shared
         data = _writable_view(data)
@@ -712,6 +723,7 @@ def _writable_view(a):
 
     class _Holder:
         __array_interface__ = iface
+        keep = a     # the view's base holds the DLPack import, whose deleter frees the memory
     out = np.asarray(_Holder())
     return out
 
