@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import threading
 
-from .base import GpundaError
+from .base import GpundaError, _ClassPropertyMeta, classproperty, with_metaclass
 
 __all__ = ["AttrScope", "current"]
 
 
-class AttrScope:
+class AttrScope(with_metaclass(_ClassPropertyMeta, object)):
     """Attach string attributes to every symbol created inside ``with AttrScope(k=v):``."""
 
     _state = threading.local()
@@ -40,6 +40,15 @@ class AttrScope:
     def __exit__(self, *exc):
         AttrScope._state.current = self._old
         return False
+
+    @classproperty
+    def current(cls):
+        """The AttrScope in effect for this thread; assignable (``AttrScope.current = ...``)."""
+        return current()
+
+    @current.setter
+    def current(cls, value):
+        AttrScope._state.current = value
 
 
 _global = AttrScope()

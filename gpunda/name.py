@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import threading
 
+from .base import _ClassPropertyMeta, classproperty, with_metaclass
+
 __all__ = ["NameManager", "Prefix", "current"]
 
 
-class NameManager:
+class NameManager(with_metaclass(_ClassPropertyMeta, object)):
     """Hands out ``<hint><n>`` names; use as ``with NameManager():`` to start a fresh count."""
 
     _state = threading.local()
@@ -32,6 +34,15 @@ class NameManager:
     def __exit__(self, *exc):
         NameManager._state.current = self._old
         return False
+
+    @classproperty
+    def current(cls):
+        """The NameManager in effect for this thread; assignable (``NameManager.current = ...``)."""
+        return current()
+
+    @current.setter
+    def current(cls, value):
+        NameManager._state.current = value
 
 
 class Prefix(NameManager):
