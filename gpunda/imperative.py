@@ -15,6 +15,7 @@ from . import autograd as _ag
 from .base import GpundaError
 from .context import current_context, Context
 from .ops.registry import OpDef, get_op
+from ._deferred import DeferredOpError, poison_outputs as _poison_outputs
 
 __all__ = ["invoke", "invoke_parsed"]
 
@@ -41,6 +42,16 @@ def _op_error(op, inputs, p, e):
     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return GpundaError(f"Operator {op.name}: {msg} (inputs: {shapes or 'none'}; params: "
                        f"{p._given if p is not None else {}})")
+
+
+def _rerun(op, p, xp, ctx, arrays):
+    """Run ``op`` on stand-in values (a failed input's), never writing the caller's arrays."""
+    if op.mutates:
+        arrays = [a.copy() if i in op.mutates else a for i, a in enumerate(arrays)]
+    if xp is np:
+        return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    with ctx._backend.device_scope():
+        return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
 
 
 def _input_names(op, p, n):
@@ -104,6 +115,8 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         else:
             with ctx._backend.device_scope():
                 res = op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    except DeferredOpError as e:     # NOTE [Deferred op errors] in _deferred.py
+        res = _poison_outputs(e, arrays, lambda a: _rerun(op, p, xp, ctx, a))
     except GpundaError:
         raise
     except Exception as e:

@@ -16,6 +16,8 @@ from .. import imperative as _imp
 from ..ops.registry import get_op
 from ..base import GpundaError, numeric_types
 from ..context import Context, current_context, cpu
+from .. import _deferred
+from .._deferred import Poisoned as _Poisoned
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -126,6 +128,10 @@ class NDArray:
         d = self._data
         if type(d) is np.ndarray:
             return d.copy()
+        if type(d) is _Poisoned:     # NOTE [Deferred op errors]
+            d = _deferred.host_values(d)
+            if type(d) is np.ndarray:
+                return d.copy()
         return self._ctx.backend.to_host(d)
 
     def asscalar(self):
@@ -219,6 +225,8 @@ class NDArray:
 
     def wait_to_read(self):
         """Block until pending writes to this array are done."""
+        if type(self._data) is _Poisoned:
+            _deferred.host_values(self._data)
         if self._ctx.device_type == "gpu":
             self._ctx.backend.synchronize()
 
@@ -695,6 +703,7 @@ def waitall():
     from ..backends import _gpus
     for b in list(_gpus.values()):
         b.synchronize()
+    _deferred.raise_pending()
 
 
 def from_dlpack(ext_tensor, ctx=None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
+from .._deferred import DeferredOpError, undefined_like, fail_resource, resource_failure
 from .registry import OpDef, Param, register
 
 _SHAPE = [Param("shape", "shape", ()), Param("ctx", "any", None),
@@ -21,26 +22,45 @@ def _check_shape(name, shape):
         raise GpundaError(f"Operator {name}: shape={shape} has a negative dimension")
 
 
+def _kernel_error(xp, p, message, ctx, dtype=None):
+    """A sampler parameter MXNet checks inside its kernel: reported at the next wait, and
+    the device's generator carries it until then (NOTE [Deferred op errors])."""
+    raise fail_resource(ctx, DeferredOpError(
+        message, undefined_like(xp, p.shape, p.dtype if dtype is None else dtype)))
+
+
+def _check_generator(xp, p, ctx, dtype=None):
+    """A sampler on a device whose generator carries an unreported failure fails with it."""
+    f = resource_failure(ctx)
+    if f is not None:
+        e = DeferredOpError(f.message, undefined_like(xp, p.shape, p.dtype if dtype is None else dtype))
+        e.failure = f
+        raise e
+
+
 def _uniform(xp, p, ctx):
     _check_shape("_random_uniform", p.shape)
+    _check_generator(xp, p, ctx)
     if p.low > p.high:
-        raise GpundaError(f"Operator _random_uniform: low={p.low} must be <= high={p.high}")
+        _kernel_error(xp, p, f"Operator _random_uniform: low={p.low} must be <= high={p.high}", ctx)
     r = _rng(ctx).uniform(p.low, p.high, size=p.shape)
     return r.astype(p.dtype, copy=False)
 
 
 def _normal(xp, p, ctx):
     _check_shape("_random_normal", p.shape)
-    if p.scale < 0:
-        raise GpundaError(f"Operator _random_normal: scale={p.scale} must be >= 0")
+    _check_generator(xp, p, ctx)
+    if not p.scale > 0:
+        _kernel_error(xp, p, f"Operator _random_normal: scale={p.scale} must be > 0", ctx)
     return _rng(ctx).normal(p.loc, p.scale, size=p.shape).astype(p.dtype, copy=False)
 
 
 def _randint(xp, p, ctx):
     _check_shape("_random_randint", p.shape)
-    if p.low >= p.high:
-        raise GpundaError(f"Operator _random_randint: low={p.low} must be < high={p.high}")
     dt = p.dtype if p.dtype is not None else np.dtype("int32")
+    _check_generator(xp, p, ctx, dt)
+    if p.low >= p.high:
+        _kernel_error(xp, p, f"Operator _random_randint: low={p.low} must be < high={p.high}", ctx, dt)
     return _rng(ctx).randint(p.low, p.high, size=p.shape).astype(dt, copy=False)
 
 
