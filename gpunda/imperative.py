@@ -150,6 +150,17 @@ _alloc = object.__new__
 _record1 = _ag._record1
 _record2 = _ag._record2
 
+# NOTE [Swapping computes]: the fast closures below hold their op's compute in a cell
+# (no attribute lookup per call). Tools that replace ``OpDef.compute`` (the profiler)
+# call ``refresh_fast_paths()`` afterwards, which re-reads it into every cell.
+_fast_fns = []
+
+
+def refresh_fast_paths():
+    """Make every fast closure call its op's current ``compute``."""
+    for f, op in _fast_fns:
+        f.__closure__[f.__code__.co_freevars.index("compute")].cell_contents = op.compute
+
 
 def unary_fn(op, general):
     """``nd.<op>``: runs ``op`` with default params on one dense NumPy NDArray inline, and
@@ -174,6 +185,7 @@ def unary_fn(op, general):
                             _record1(op, dp, x, o)
                         return o
         return general(*args, out=out, name=name, **kwargs)
+    _fast_fns.append((f, op))
     return f
 
 
@@ -205,6 +217,7 @@ def binary_fn(op, other=None):
             return other(a, b)
         return invoke_parsed(op, (a, b), dp)
     f.__name__ = op.name
+    _fast_fns.append((f, op))
     return f
 
 
