@@ -43,7 +43,6 @@ def require(cond, where, what, value, rule):
 
 # -- the rest of MXNet's ``mxnet.base`` -------------------------------------------
 import os as _os
-import platform as _platform
 
 __all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2pyerror",
             "get_last_ffi_error", "check_call", "NotImplementedForSymbol",
@@ -55,7 +54,8 @@ __all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2
 
 def data_dir_default():
     """Where MXNet keeps downloads by default: ``%APPDATA%\\mxnet`` or ``~/.mxnet``."""
-    if _platform.system() == "Windows":
+    import platform
+    if platform.system() == "Windows":
         return _os.path.join(_os.environ.get("APPDATA"), "mxnet")
     return _os.path.join(_os.path.expanduser("~"), ".mxnet")
 

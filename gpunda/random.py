@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import GpundaError
+from .base import GpundaError, numeric_types
 from .context import Context, current_context
 
-__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn"]
+__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
+           "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial"]
 
 _gens = {}
 _global_seed = None
@@ -48,26 +49,87 @@ def seed(seed_state, ctx="all"):
 
 
 def _call(opname, shape, dtype, ctx, out, **params):
-    from .ndarray import _op
+    """Scalar parameters: ``opname`` (``_random_<dist>``); NDArray parameters: one
+    distribution per element through ``_sample_<dist>``, as MXNet dispatches."""
+    from .ndarray import _op, NDArray
+    vals = list(params.values())
+    if vals and isinstance(vals[0], NDArray):
+        if not all(isinstance(v, NDArray) for v in vals):
+            raise GpundaError(f"random.{opname[len('_random_'):]}: distribution parameters must "
+                              f"all be NDArrays or all numbers, got "
+                              f"{', '.join(type(v).__name__ for v in vals)}")
+        kw = {"shape": () if shape is None else shape}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return getattr(_op, "_sample_" + opname[len("_random_"):])(*vals, out=out, **kw)
+    for k, v in params.items():
+        if not isinstance(v, numeric_types) or isinstance(v, bool):
+            raise ValueError(f"Distribution parameters must be either NDArray or numbers, but "
+                             f"got {k}={v!r} ({type(v).__name__})")
     if out is not None:
         shape = out.shape
         ctx = out.context
         dtype = out.dtype if dtype is None else dtype
     ctx = current_context() if ctx is None else Context(ctx)
-    kw = dict(params, shape=shape, ctx=ctx)
+    kw = dict(params, shape=(1,) if shape is None else shape, ctx=ctx)
     if dtype is not None:
         kw["dtype"] = dtype
     return getattr(_op, opname)(out=out, **kw)
 
 
-def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from U[low, high)."""
+def _is_nd(x):
+    from .ndarray import NDArray
+    return isinstance(x, NDArray)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from U[low, high) (numbers, or NDArrays: one distribution per element)."""
     return _call("_random_uniform", shape, dtype, ctx, out, low=low, high=high)
 
 
-def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from N(loc, scale**2)."""
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from N(loc, scale**2) (numbers, or NDArrays: one distribution per element)."""
+    if _is_nd(loc):
+        return _call("_random_normal", shape, dtype, ctx, out, mu=loc, sigma=scale)
     return _call("_random_normal", shape, dtype, ctx, out, loc=loc, scale=scale)
+
+
+def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the exponential distribution with mean ``scale`` (rate 1/scale)."""
+    if _is_nd(scale):
+        return _call("_random_exponential", shape, dtype, ctx, out, lam=1.0 / scale)
+    lam = 1.0 / scale if scale != 0 else float("inf")
+    return _call("_random_exponential", shape, dtype, ctx, out, lam=lam)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from Gamma(shape=alpha, scale=beta)."""
+    return _call("_random_gamma", shape, dtype, ctx, out, alpha=alpha, beta=beta)
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from Poisson(lam)."""
+    return _call("_random_poisson", shape, dtype, ctx, out, lam=lam)
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Number of failures before the k-th success, success probability p."""
+    return _call("_random_negative_binomial", shape, dtype, ctx, out, k=k, p=p)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
+                                  **kwargs):
+    """Negative binomial with mean ``mu`` and dispersion ``alpha`` (alpha=0: Poisson(mu))."""
+    return _call("_random_generalized_negative_binomial", shape, dtype, ctx, out, mu=mu,
+                 alpha=alpha)
+
+
+def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):
+    """Category indices drawn from the distributions in ``data``'s last axis; with
+    ``get_prob`` also their log-probabilities."""
+    from .ndarray import _op
+    return _op._sample_multinomial(data, shape=() if shape is None else shape,
+                                   get_prob=get_prob, dtype=dtype, out=out)
 
 
 def randn(*shape, **kwargs):
@@ -75,7 +137,7 @@ def randn(*shape, **kwargs):
     return normal(0, 1, shape=shape or (1,), **kwargs)
 
 
-def randint(low, high, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Integers from [low, high)."""
     return _call("_random_randint", shape, dtype, ctx, out, low=low, high=high)
 

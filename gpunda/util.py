@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import inspect
 import os
 import threading
 
@@ -84,6 +83,7 @@ def np_shape(active=True):
 
 def _wrap_in_scope(func, scope, what):
     """``func`` (a function, or a class whose methods are all wrapped) run inside ``scope()``."""
+    import inspect
     if inspect.isclass(func):
         for name, method in inspect.getmembers(
                 func, predicate=lambda f: inspect.isfunction(f) or inspect.ismethod(f)

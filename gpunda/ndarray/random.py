@@ -1,4 +1,7 @@
 """``nd.random``: the samplers of ``gpunda.random`` under MXNet's ``mx.nd.random`` name."""
-from ..random import seed, uniform, normal, randn, randint, shuffle  # noqa: F401
+from ..random import (seed, uniform, normal, randn, randint, shuffle, exponential,  # noqa: F401
+                      gamma, poisson, negative_binomial, generalized_negative_binomial,
+                      multinomial)
 
-__all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle"]
+__all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle", "exponential", "gamma",
+           "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial"]

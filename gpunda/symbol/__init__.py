@@ -49,3 +49,6 @@ def __getattr__(name):
         return _symbol.lookup(name)
     except Exception:
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
+
+
+from . import random  # noqa: E402,F401  (mx.sym.random)
