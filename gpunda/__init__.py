@@ -19,7 +19,7 @@ from . import random
 from . import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "recordio"):
+           "metric", "initializer", "kvstore", "io", "recordio", "operator"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:

@@ -31,6 +31,28 @@ from gpunda.test_utils import assert_almost_equal
 
 nd = mx.nd
 
+
+class _Cube(mx.operator.CustomOp):
+    """A custom op for the Custom entry: out = a**3 * b, its gradient written by hand."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        a, b = in_data
+        self.assign(out_data[0], req[0], a * a * a * b)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        a, b = in_data
+        self.assign(in_grad[0], req[0], 3 * a * a * b * out_grad[0])
+        self.assign(in_grad[1], req[1], a * a * a * out_grad[0])
+
+
+@mx.operator.register("_registry_test_cube")
+class _CubeProp(mx.operator.CustomOpProp):
+    def list_arguments(self):
+        return ["a", "b"]
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Cube()
+
 # --------------------------------------------------------------------------
 # input generators
 
@@ -90,6 +112,8 @@ def _lower(n):
 _PM = dict(lo=-1.5, hi=1.5)
 _LOSS_OUT = ("loss output layer: its backward is the loss gradient (pred - label) by MXNet's "
              "definition, not the derivative of its forward (tested with the nn ops)")
+_MAKE_LOSS = ("the input is the loss: the backward ignores the head gradient by MXNet's "
+              "definition (tested in tests/ops/test_nn.py)")
 SPECS = {
     # elemwise
     "arcsin": dict(inputs=[U(2, 3, lo=-0.8, hi=0.8)]),
@@ -213,6 +237,22 @@ SPECS = {
     "LinearRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "LogisticRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
     "MAERegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),
+    "MakeLoss": dict(skip=_MAKE_LOSS),
+    "SequenceMask": dict(inputs=[U(3, 2, 2), K([3, 1])],
+                         params={"use_sequence_length": True, "value": -1.0}),
+    "SequenceLast": dict(inputs=[U(2, 3, 2), K([1, 2])],
+                         params={"use_sequence_length": True, "axis": 1}),
+    "SequenceReverse": dict(inputs=[U(3, 2, 2), K([2, 3])], params={"use_sequence_length": True}),
+    "_sequence_last_scatter": dict(inputs=[U(2, 2), K([2, 3])],
+                                   params={"use_sequence_length": True, "length": 3}),
+    "RNN": dict(inputs=[U(3, 2, 2, lo=-1, hi=1), U(48, lo=-0.5, hi=0.5), U(1, 2, 2), U(1, 2, 2)],
+                params={"state_size": 2, "num_layers": 1, "mode": "lstm", "state_outputs": True},
+                second="once-differentiable: the backward is a BPTT kernel (a second order "
+                       "raises, tests/ops/test_rnn.py)"),
+    "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
+    "make_loss": dict(skip=_MAKE_LOSS),
+    "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
+                   second="custom operators are once-differentiable (a second order raises)"),
     # custom: stop_gradient is an alias of BlockGrad
 }
 
@@ -347,7 +387,7 @@ class _Case:
         self.fn = getattr(nd._internal, name)
         names = _input_names(op, self.p, len(self.vals))
         excluded = set(op.mutates) | {i for i, n in enumerate(names)
-                                      if n in op.aux_inputs or n in _NOT_DIFF_NAMES
+                                      if n in op.aux_names(self.p) or n in _NOT_DIFF_NAMES
                                       or n in op.no_grad_inputs}
         wrt = spec.get("wrt")
         if wrt is None:

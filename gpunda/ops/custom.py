@@ -7,8 +7,10 @@ recording paused, then one tape node whose gradient calls the Function's
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..base import GpundaError
-from .registry import OpDef, register
+from .registry import OpDef, Param, register
 
 register(OpDef(
     "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
@@ -119,3 +121,85 @@ def _once_rule(where):
                           f"gradient cannot be differentiated again (write the computation "
                           f"with gpunda ops for higher-order gradients)")
     return rule
+
+
+# ---------------------------------------------------------------------------
+# Custom: operators written in Python (mx.operator.CustomOp / CustomOpProp)
+#
+# The prop decides the inputs, outputs, shapes and dtypes of each call, so every hook
+# asks gpunda.operator (imported lazily: it sits above the ops layer because user code
+# receives NDArrays). Keyword arguments other than op_type reach the prop as strings.
+
+def _operator():
+    from .. import operator
+    return operator
+
+
+def _nd_context(arrays):
+    """The Context of raw backend arrays (the CPU for NumPy; the array's GPU for CuPy)."""
+    from ..context import cpu, gpu
+    for a in arrays:
+        if a is None:
+            continue
+        a = getattr(a, "data", a) if not isinstance(a, np.ndarray) and hasattr(a, "indices") else a
+        dev = getattr(a, "device", None)
+        if isinstance(a, np.ndarray) or dev is None or isinstance(dev, str):
+            return cpu()
+        return gpu(int(dev.id))
+    from ..context import current_context
+    return current_context()
+
+
+def _as_nd(raws, ctx):
+    from ..ndarray.sparse import _wrap
+    return [None if r is None else _wrap(r, ctx) for r in raws]
+
+
+def _custom_forward(xp, p, *arrays, ctx):
+    outs = _operator().run_forward(p, _as_nd(arrays, ctx), ctx)
+    raws = tuple(o._data for o in outs)
+    return raws[0] if len(raws) == 1 else raws
+
+
+def _custom_sparse_forward(xp, sp, p, *raws):
+    return _custom_forward(xp, p, *raws, ctx=_nd_context(raws))
+
+
+def _custom_gradient(F, p, ins, outs, ograds):
+    from ..ndarray.ndarray import NDArray
+    from .. import autograd as ag
+    raw = not isinstance(outs[0], NDArray)
+    if raw:
+        ctx = _nd_context(list(ins) + list(outs))
+        ins_nd, outs_nd, og_nd = _as_nd(ins, ctx), _as_nd(outs, ctx), _as_nd(ograds, ctx)
+    else:
+        ctx = outs[0]._ctx
+        ins_nd, outs_nd, og_nd = list(ins), list(outs), list(ograds)
+    grads = _operator().run_backward(p, ins_nd, outs_nd, og_nd, ctx)
+    if raw:
+        return [None if g is None else g._data for g in grads]
+    real = [g for g in grads if g is not None]
+    if real:
+        ag.record_node(_ONCE_OP, None, ins_nd + [g for g in og_nd if g is not None], real,
+                       rule=_once_rule(f"Custom operator {p.op_type!r}"))
+    return grads
+
+
+def _custom_sparse_gradient(p, ins, outs, ograds, need):
+    return _custom_gradient(None, p, ins, outs, ograds)
+
+
+register(OpDef(
+    "Custom", _custom_forward, family="custom", wants_ctx=True, extra_params=True,
+    params=(Param("op_type", "str", doc="the name the CustomOpProp was registered under"),),
+    inputs=lambda p: _operator().input_names(p),
+    aux_inputs=lambda p: _operator().aux_names(p),
+    num_outputs=lambda p: len(_operator().output_names(p)),
+    output_names=lambda p: _operator().output_names(p),
+    infer_shape=lambda p, s: _operator().infer_shape(p, s),
+    infer_type=lambda p, t: _operator().infer_type(p, t),
+    gradient=_custom_gradient, save=("inputs", "outputs"),
+    sparse={"*": _custom_sparse_forward, "grad": _custom_sparse_gradient},
+    capture="a Python custom operator runs Python on every call",
+    doc="A custom operator written in Python (mx.operator.CustomOp), named by op_type; "
+        "other keyword arguments go to its CustomOpProp as strings."))

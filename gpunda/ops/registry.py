@@ -286,7 +286,8 @@ class OpDef:
                  random=False, doc="", family="", save=("inputs", "outputs"),
                  output_names=None, key_var_num_args=None, sparse=None, capture="ok",
                  check=None, aux_inputs=(), no_grad_inputs=(), ufunc=None,
-                 method=None, hidden=False, grad_need=False, sparse_out=False):
+                 method=None, hidden=False, grad_need=False, sparse_out=False,
+                 extra_params=False):
         self.name = name
         self.compute = compute
         self.params = tuple(params)
@@ -314,7 +315,10 @@ class OpDef:
         self.sparse = sparse or {}
         self.capture = capture        # "ok" or a reason it cannot join a CUDA graph
         self.check = check
-        self.aux_inputs = tuple(aux_inputs)   # input names that are auxiliary states
+        # input names that are auxiliary states, or callable(p) -> names (see aux_names)
+        self.aux_inputs = aux_inputs if callable(aux_inputs) else tuple(aux_inputs)
+        # keyword arguments outside the schema are kept, as strings, in p._extra (Custom)
+        self.extra_params = extra_params
         self.no_grad_inputs = tuple(no_grad_inputs)
         self.ufunc = ufunc
         self.method = method          # NDArray method name, when it differs
@@ -337,9 +341,13 @@ class OpDef:
     def _build(self, kwargs):
         values = {}
         given = {}
+        extra = {}
         pm = self.param_map
         for k, v in kwargs.items():
             spec = pm.get(k)
+            if spec is None and self.extra_params:
+                extra[k] = given[k] = v if isinstance(v, str) else str(v)
+                continue
             if spec is None:
                 valid = ", ".join(p.name for p in self.params) or "none"
                 raise GpundaError(f"Operator {self.name}: unknown parameter {k}={v!r}; "
@@ -351,6 +359,8 @@ class OpDef:
                     raise GpundaError(f"Operator {self.name}: required parameter "
                                       f"{spec.name} is missing")
                 values[spec.name] = spec.default
+        if self.extra_params:
+            values["_extra"] = extra
         p = Params(values, given)
         if self.check is not None:
             self.check(p)
@@ -380,6 +390,11 @@ class OpDef:
         if self.variadic:
             return tuple(self.inputs(p))
         return self.inputs
+
+    def aux_names(self, p):
+        """Names of the inputs that are auxiliary states for params ``p``."""
+        aux = self.aux_inputs
+        return tuple(aux(p)) if callable(aux) else aux
 
     def n_outputs(self, p):
         n = self.fixed_nout

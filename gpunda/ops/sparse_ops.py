@@ -89,7 +89,7 @@ _KEEP = {}
 
 
 class _Holder:
-    __slots__ = ()
+    __slots__ = ("__weakref__",)    # Custom ops find their forward's state by the output
     # numpy/cupy must defer to our reflected operators (gradient accumulation)
     __array_ufunc__ = None
     __array_priority__ = 2000.0

@@ -80,7 +80,7 @@ class _Node:
         """Input positions that hold auxiliary states (BatchNorm's moving stats)."""
         if self.op is None or not self.op.aux_inputs:
             return ()
-        aux = set(self.op.aux_inputs)
+        aux = set(self.op.aux_names(self.p))
         return tuple(i for i, n in enumerate(self.input_names()) if n in aux)
 
     def __repr__(self):
@@ -89,7 +89,8 @@ class _Node:
 
 def params_from_attrs(op, attrs, nin, where):
     """Parsed params of ``op`` from string ``attrs`` (keys that are not params are user attrs)."""
-    kw = {k: v for k, v in attrs.items() if k in op.param_map}
+    kw = {k: v for k, v in attrs.items() if k in op.param_map or
+          (op.extra_params and not (k.startswith("__") and k.endswith("__")))}
     key = op.key_var_num_args
     if key and key not in kw and key in op.param_map:
         kw[key] = nin

@@ -1,0 +1,139 @@
+"""The MXNet-suite ratchet: MXNet 1.9.1's own tests that gpunda passed once must keep passing.
+
+``ci/mxnet-suite-expected.txt`` lists ``file::test`` ids, one a line (``#`` starts a comment).
+This script runs the files those ids name through ``../shared/mxnet-suite/run.py`` and fails
+when a listed test does not pass. ``--update`` adds the tests that pass now and are not listed
+yet; the list only grows (a test leaves it only by hand, with the reason in the commit).
+
+    python ci/mxnet_suite.py                # check (what .ci/run does)
+    python ci/mxnet_suite.py --update       # check, then add the new passes
+    python ci/mxnet_suite.py --files test_attr test_base --update   # start ratcheting new files
+
+Without the suite beside the checkout (no ``../shared/mxnet-suite``, no ``$MXNET_SUITE``) it says
+so and exits 0 unless ``--require`` is given: CI passes ``--require``, a clone without the suite
+can still run the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPECTED = ROOT / "ci" / "mxnet-suite-expected.txt"
+
+
+def find_suite():
+    """The suite's folder: $MXNET_SUITE, else shared/mxnet-suite beside the checkout, or None."""
+    for cand in (os.environ.get("MXNET_SUITE"), ROOT.parent / "shared" / "mxnet-suite"):
+        if cand and (Path(cand) / "run.py").is_file():
+            return Path(cand)
+    return None
+
+
+def read_expected(path=EXPECTED):
+    """{file: set(test names)} from the expected-pass list."""
+    expected = defaultdict(set)
+    if not path.exists():
+        return expected
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fname, sep, test = line.partition("::")
+        if not sep or not test:
+            raise SystemExit(f"{path}: malformed line {line!r} (want file.py::test_name)")
+        expected[fname].add(test)
+    return expected
+
+
+def write_expected(expected, path=EXPECTED):
+    header = ("# MXNet 1.9.1 suite tests that pass on gpunda (CPU); ci/mxnet_suite.py fails CI when one\n"
+              "# stops passing. Grown with `python ci/mxnet_suite.py --update`; never shrunk silently.\n")
+    lines = [f"{f}::{t}" for f in sorted(expected) for t in sorted(expected[f])]
+    path.write_text(header + "\n".join(lines) + "\n")
+
+
+def baseline_passes(suite):
+    """{file: set(tests)} that pass on real MXNet 1.9.1, from the suite's baseline."""
+    data = json.loads((suite / "baseline" / "mxnet-1.9.1-cpu.json").read_text())
+    return {entry["file"]: {t for t, r in entry.get("tests", {}).items() if r.get("status") == "passed"}
+            for entry in data["files"]}
+
+
+def run_suite(suite, files, out_dir, jobs, context):
+    """Run the harness on ``files``; returns {file: {test: status}}."""
+    cmd = [sys.executable, str(suite / "run.py"), *[f[:-3] if f.endswith(".py") else f for f in files],
+           "--gpunda-path", str(ROOT), "--out", str(out_dir), "-j", str(jobs), "--context", context]
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail = proc.stdout.splitlines()
+    summary_path = Path(out_dir) / "summary.json"
+    if not summary_path.exists():
+        print("\n".join(tail[-40:]))
+        raise SystemExit(f"mxnet suite: the harness wrote no {summary_path} (exit {proc.returncode})")
+    # the harness's own table, for the log
+    start = next((i for i, l in enumerate(tail) if l.startswith("file ")), 0)
+    print("\n".join(l for l in tail[start:] if not l.startswith("      ")))
+    summary = json.loads(summary_path.read_text())
+    return {entry["file"]: {name: res.get("status") for name, res in entry.get("tests", {}).items()}
+            for entry in summary["files"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--update", action="store_true", help="add tests that pass now to the list")
+    ap.add_argument("--files", nargs="*", default=None,
+                    help="suite files to run (default: the files the list names)")
+    ap.add_argument("--require", action="store_true", help="fail when the suite is not found")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="files run in parallel (default 2)")
+    ap.add_argument("--context", choices=["cpu", "gpu"], default="cpu",
+                    help="default context of the tests (default cpu)")
+    ap.add_argument("--out", default=None, help="harness output folder (default: a temp folder)")
+    args = ap.parse_args(argv)
+
+    suite = find_suite()
+    if suite is None:
+        msg = "mxnet suite: ../shared/mxnet-suite not found (set MXNET_SUITE); ratchet not run"
+        if args.require:
+            raise SystemExit(msg)
+        print(msg)
+        return 0
+    expected = read_expected()
+    files = sorted(set(args.files or []) | set(expected)) if args.files is not None else sorted(expected)
+    files = [f if f.endswith(".py") else f + ".py" for f in files]
+    if not files:
+        raise SystemExit("mxnet suite: no files to run (the expected list is empty; use --files)")
+    out_dir = args.out or tempfile.mkdtemp(prefix="mxsuite-ci-")
+    results = run_suite(suite, files, out_dir, args.jobs, args.context)
+
+    lost = []
+    for fname, tests in sorted(expected.items()):
+        got = results.get(fname, {})
+        for test in sorted(tests):
+            if got.get(test) != "passed":
+                lost.append(f"{fname}::{test} ({got.get(test, 'not run')})")
+    # only tests that pass on real MXNet count, as in the harness's score
+    reference = baseline_passes(suite)
+    gained = {(f, t) for f, tests in results.items() for t, s in tests.items()
+              if s == "passed" and t in reference.get(f, ()) and t not in expected.get(f, ())}
+    n_expected = sum(len(t) for t in expected.values())
+    print(f"\nmxnet suite ratchet: {n_expected - len(lost)} of {n_expected} expected passes held, "
+          f"{len(gained)} new passes not yet listed")
+    if args.update and gained:
+        for f, t in gained:
+            expected[f].add(t)
+        write_expected(expected)
+        print(f"added {len(gained)} tests to {EXPECTED.relative_to(ROOT)}")
+    if lost:
+        print("tests that passed before and fail now:\n  " + "\n  ".join(lost))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

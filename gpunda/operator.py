@@ -1,0 +1,378 @@
+"""MXNet's ``mx.operator``: operators written in Python (``CustomOp``, ``CustomOpProp``, ``register``).
+
+A custom operator is a ``CustomOpProp`` subclass registered under a name; ``nd.Custom(...,
+op_type=name)`` and ``sym.Custom(..., op_type=name)`` call it. The keyword arguments of the call
+(other than ``op_type``) reach the prop's constructor as strings, as in MXNet. The prop declares
+the argument, output and auxiliary-state names and infers shapes, dtypes and storage types;
+``create_operator`` returns the ``CustomOp`` whose ``forward``/``backward`` do the work on
+NDArrays.
+
+In gpunda ``Custom`` is one registry op (``ops/custom.py``) whose body calls back here, so the
+imperative path, Symbol/Executor, CachedOp and autograd all serve custom operators. The
+operator instance a forward call created is the one its backward uses (MXNet's op state); a
+call replayed from a static CachedOp buffer whose instance is gone gets a fresh one.
+Custom operators are once-differentiable: differentiating their gradient raises.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import namedtuple
+
+import numpy as np
+
+from .base import GpundaError
+
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
+           "get_operator_arguments", "PythonOp", "NumpyOp", "NDArrayOp", "OperatorArguments"]
+
+_PROPS = {}                 # registered name -> CustomOpProp subclass
+_LOCK = threading.Lock()
+
+
+class CustomOp:
+    """Base class of the operators a ``CustomOpProp`` creates.
+
+    Override ``forward(is_train, req, in_data, out_data, aux)`` and
+    ``backward(req, out_grad, in_data, out_data, in_grad, aux)``; all arrays are NDArrays
+    and results go into ``out_data``/``in_grad`` (``self.assign`` honours ``req``).
+    """
+
+    def __init__(self):
+        pass
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        """Compute ``out_data`` from ``in_data`` (and ``aux``)."""
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        """Compute ``in_grad`` from ``out_grad`` (and the forward's arrays)."""
+
+    def assign(self, dst, req, src):
+        """Write ``src`` into ``dst`` as ``req`` says: 'null' (skip), 'write'/'inplace', 'add'."""
+        if req == "null":
+            return
+        if req in ("write", "inplace"):
+            dst[:] = src
+        elif req == "add":
+            dst[:] += src
+        else:
+            raise GpundaError(f"CustomOp.assign: req={req!r} must be 'null', 'write', "
+                              f"'inplace' or 'add'")
+
+
+_DEFAULT = "default"
+
+
+class CustomOpProp:
+    """Base class of a custom operator's properties (names, shapes, dtypes, stypes).
+
+    Args:
+        need_top_grad: whether ``backward`` reads the outputs' gradients (MXNet's
+            default backward dependency declaration).
+    """
+
+    def __init__(self, need_top_grad=True):
+        self.need_top_grad_ = need_top_grad
+
+    def infer_shape(self, in_shape):
+        """(argument shapes, output shapes[, aux shapes]); by default every output is
+        shaped as the first argument."""
+        return in_shape, (in_shape[0],) * len(self.list_outputs()), ()
+
+    def infer_type(self, in_type):
+        """(argument dtypes, output dtypes[, aux dtypes]); by default the first argument's."""
+        return in_type, [in_type[0]] * len(self.list_outputs()), \
+            [in_type[0]] * len(self.list_auxiliary_states())
+
+    def infer_storage_type(self, in_stype):
+        """(argument stypes, output stypes[, aux stypes]); the default allows dense only."""
+        for i, st in enumerate(in_stype):
+            if st != _DEFAULT:
+                raise GpundaError(f"{type(self).__name__}.infer_storage_type: the default "
+                                  f"implementation allows only dense inputs, got stype {st!r} "
+                                  f"for input {i}; implement infer_storage_type and "
+                                  f"infer_storage_type_backward for sparse inputs")
+        return in_stype, [_DEFAULT] * len(self.list_outputs()), \
+            [_DEFAULT] * len(self.list_auxiliary_states())
+
+    def infer_storage_type_backward(self, ograd_stype, in_stype, out_stype, igrad_stype,
+                                    aux_stype):
+        """Storage types of (output grads, inputs, outputs, input grads, aux) in backward;
+        the default allows dense only."""
+        for what, lst in (("output gradient", ograd_stype), ("input gradient", igrad_stype)):
+            for i, st in enumerate(lst):
+                if st not in (_DEFAULT, "undefined"):
+                    raise GpundaError(f"{type(self).__name__}.infer_storage_type_backward: the "
+                                      f"default implementation allows only dense arrays, got "
+                                      f"stype {st!r} for {what} {i}")
+        return tuple([_DEFAULT] * len(lst) for lst in
+                     (ograd_stype, in_stype, out_stype, igrad_stype, aux_stype))
+
+    def list_outputs(self):
+        """Output names."""
+        return ["output"]
+
+    def list_arguments(self):
+        """Argument (input) names."""
+        return ["data"]
+
+    def list_auxiliary_states(self):
+        """Auxiliary state names (inputs the operator may update, no gradient)."""
+        return []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """Ids of the arrays ``backward`` needs (gpunda always provides all of them)."""
+        deps = list(out_grad) if self.need_top_grad_ else []
+        return deps + list(in_data) + list(out_data)
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        """The ``CustomOp`` that computes this operator for these input shapes and dtypes."""
+        return CustomOp()
+
+
+def register(reg_name):
+    """Class decorator: register a ``CustomOpProp`` subclass as custom op ``reg_name``."""
+    if not isinstance(reg_name, str) or not reg_name:
+        raise GpundaError(f"operator.register: the name must be a non-empty string, "
+                          f"got {reg_name!r}")
+
+    def do_register(prop_cls):
+        if not (isinstance(prop_cls, type) and issubclass(prop_cls, CustomOpProp)):
+            raise GpundaError(f"operator.register({reg_name!r}): {prop_cls!r} is not a "
+                              f"CustomOpProp subclass")
+        with _LOCK:
+            _PROPS[reg_name] = prop_cls
+            # a re-registered name gets new props (tests re-register inside functions)
+            for key in [k for k in _PROP_CACHE if k[0] == reg_name]:
+                del _PROP_CACHE[key]
+        return prop_cls
+    return do_register
+
+
+OperatorArguments = namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+
+def get_all_registered_operators():
+    """Names of every registered operator (built-in and custom)."""
+    from .ops.registry import all_names
+    return sorted(set(all_names()) | set(_PROPS))
+
+
+def get_operator_arguments(op_name):
+    """``OperatorArguments(narg, names, types)`` of a built-in operator's parameters."""
+    from .ops.registry import get_op
+    op = get_op(op_name)
+    names = [s.name for s in op.params]
+    types = [s.kind + ("" if s.default is not None else ", optional") for s in op.params]
+    return OperatorArguments(len(names), names, types)
+
+
+class PythonOp:
+    """MXNet's deprecated PythonOp/NumpyOp/NDArrayOp interface (superseded by CustomOp)."""
+
+    def __init__(self, need_top_grad=True):
+        raise GpundaError(f"mx.operator.{type(self).__name__} (MXNet's deprecated Python "
+                          f"operator interface) is not supported yet; write a CustomOp and "
+                          f"CustomOpProp with @mx.operator.register instead")
+
+
+class NumpyOp(PythonOp):
+    """See ``PythonOp``."""
+
+
+class NDArrayOp(PythonOp):
+    """See ``PythonOp``."""
+
+
+# ---------------------------------------------------------------------------
+# the runtime the registry's Custom op calls (ops/custom.py)
+
+_PROP_CACHE = {}
+
+
+def prop_for(p):
+    """The prop instance for a call's params (one per op_type and keyword set)."""
+    extra = p._extra
+    key = (p.op_type, tuple(sorted(extra.items())))
+    prop = _PROP_CACHE.get(key)
+    if prop is None:
+        cls = _PROPS.get(p.op_type)
+        if cls is None:
+            raise GpundaError(f"Operator Custom: op_type={p.op_type!r} is not registered; "
+                              f"registered: {sorted(_PROPS) or 'none'} "
+                              f"(decorate a CustomOpProp with @mx.operator.register(name))")
+        try:
+            prop = cls(**extra)
+        except TypeError as e:
+            raise GpundaError(f"Operator Custom: op_type={p.op_type!r}: {cls.__name__}"
+                              f"(**{extra}) failed: {e}") from None
+        if len(_PROP_CACHE) > 4096:
+            _PROP_CACHE.clear()
+        _PROP_CACHE[key] = prop
+    return prop
+
+
+def input_names(p):
+    prop = prop_for(p)
+    return tuple(prop.list_arguments()) + tuple(prop.list_auxiliary_states())
+
+
+def aux_names(p):
+    return tuple(prop_for(p).list_auxiliary_states())
+
+
+def output_names(p):
+    return tuple(prop_for(p).list_outputs())
+
+
+def _split(ret, what, counts, where):
+    """Check a prop's (inputs, outputs[, aux]) answer against the declared counts."""
+    if not isinstance(ret, (tuple, list)) or len(ret) not in (2, 3):
+        raise GpundaError(f"{where}: {what} must return 2 or 3 lists, got {ret!r}")
+    ins, outs = list(ret[0]), list(ret[1])
+    aux = list(ret[2]) if len(ret) == 3 else []
+    for got, n, name in ((ins, counts[0], "input"), (outs, counts[1], "output"),
+                         (aux, counts[2], "aux state")):
+        if len(got) != n:
+            raise GpundaError(f"{where}: {what} returned {len(got)} {name} entries, "
+                              f"expected {n}")
+    return ins, outs, aux
+
+
+def _counts(prop):
+    return (len(prop.list_arguments()), len(prop.list_outputs()),
+            len(prop.list_auxiliary_states()))
+
+
+def infer_shape(p, in_shapes):
+    """OpDef.infer_shape hook: (input + aux shapes, output shapes), None while unknown."""
+    prop = prop_for(p)
+    n = _counts(prop)
+    args = in_shapes[:n[0]]
+    if any(s is None or 0 in s for s in args):
+        return None
+    ins, outs, aux = _split(prop.infer_shape([list(s) for s in args]), "infer_shape", n,
+                            f"Custom operator {p.op_type!r}")
+    as_t = [None if s is None else tuple(int(d) for d in s) for s in ins + aux]
+    return as_t, [tuple(int(d) for d in s) for s in outs]
+
+
+def infer_type(p, in_types):
+    """OpDef.infer_type hook: (input + aux dtypes, output dtypes).
+
+    Unknown argument dtypes are taken as float32 (MXNet's default dtype): the prop must
+    answer now, since the other way to learn output dtypes would run its forward."""
+    prop = prop_for(p)
+    n = _counts(prop)
+    args = [np.float32 if t is None else t for t in in_types[:n[0]]]
+    ins, outs, aux = _split(prop.infer_type([np.dtype(t).type for t in args]), "infer_type", n,
+                            f"Custom operator {p.op_type!r}")
+    return [None if t is None else np.dtype(t) for t in ins + aux], [np.dtype(t) for t in outs]
+
+
+# forward's operator instance, found again by the identity of the first output's storage
+_STATES = {}
+
+
+def _remember(out_raw, op):
+    key = id(out_raw)
+    _STATES[key] = (weakref.ref(out_raw), op)
+    weakref.finalize(out_raw, _STATES.pop, key, None)
+
+
+def _recall(out_raw):
+    entry = _STATES.get(id(out_raw))
+    if entry is not None and entry[0]() is out_raw:
+        return entry[1]
+    return None
+
+
+def _zeros(shape, dtype, stype, ctx):
+    from .ndarray import ndarray as _nd
+    if stype == _DEFAULT:
+        return _nd.zeros(shape, ctx=ctx, dtype=dtype)
+    from .ndarray import sparse
+    return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+
+
+def _user_error(where, e):
+    if isinstance(e, GpundaError):
+        return GpundaError(f"{where}: {e}")
+    return GpundaError(f"{where} raised {type(e).__name__}: {e}")
+
+
+def run_forward(p, inputs, ctx):
+    """Run the custom op's forward on NDArray ``inputs``; returns the output NDArrays."""
+    from . import autograd as ag
+    prop = prop_for(p)
+    n_args, n_out, n_aux = _counts(prop)
+    if len(inputs) != n_args + n_aux:
+        raise GpundaError(f"Operator Custom ({p.op_type!r}): expects {n_args + n_aux} inputs "
+                          f"({', '.join(input_names(p)) or 'none'}), got {len(inputs)}")
+    args, aux = list(inputs[:n_args]), list(inputs[n_args:])
+    where = f"Custom operator {p.op_type!r}"
+    shapes = [list(x.shape) for x in args]
+    dtypes = [np.dtype(x.dtype).type for x in args]
+    _, out_shapes, _ = _split(prop.infer_shape(shapes), "infer_shape", (n_args, n_out, n_aux),
+                              where)
+    if args:
+        _, out_types, _ = _split(prop.infer_type(dtypes), "infer_type", (n_args, n_out, n_aux),
+                                 where)
+    else:
+        try:
+            _, out_types, _ = _split(prop.infer_type([]), "infer_type", (0, n_out, n_aux), where)
+        except (IndexError, GpundaError):
+            out_types = [np.float32] * n_out
+    _, out_stypes, _ = _split(prop.infer_storage_type([x.stype for x in args]),
+                              "infer_storage_type", (n_args, n_out, n_aux), where)
+    outs = [_zeros(tuple(int(d) for d in s), np.dtype(t), st, ctx)
+            for s, t, st in zip(out_shapes, out_types, out_stypes)]
+    prev = ag.set_recording(False)
+    try:
+        op = prop.create_operator(ctx, shapes, dtypes)
+        with ctx:
+            op.forward(is_train=ag.is_training(), req=["write"] * n_out, in_data=args,
+                       out_data=outs, aux=aux)
+    except Exception as e:
+        raise _user_error(f"{where}.forward", e) from e
+    finally:
+        ag.set_recording(prev)
+    if outs:
+        _remember(outs[0]._data, op)
+    return outs
+
+
+def run_backward(p, inputs, outs, ograds, ctx):
+    """Run the custom op's backward; returns one gradient NDArray per input (None for aux)."""
+    from . import autograd as ag
+    prop = prop_for(p)
+    n_args, n_out, n_aux = _counts(prop)
+    args, aux = list(inputs[:n_args]), list(inputs[n_args:])
+    where = f"Custom operator {p.op_type!r}"
+    op = _recall(outs[0]._data) if outs else None
+    if op is None:
+        op = prop.create_operator(ctx, [list(x.shape) for x in args],
+                                  [np.dtype(x.dtype).type for x in args])
+    ograds = [g if g is not None else _zeros(o.shape, o.dtype, _DEFAULT, ctx)
+              for g, o in zip(ograds, outs)]
+    st = prop.infer_storage_type_backward([g.stype for g in ograds], [x.stype for x in args],
+                                          [o.stype for o in outs], [_DEFAULT] * n_args,
+                                          [x.stype for x in aux])
+    if not isinstance(st, (tuple, list)) or len(st) not in (4, 5):
+        raise GpundaError(f"{where}: infer_storage_type_backward must return 4 or 5 lists")
+    igrad_stypes = list(st[3])
+    if len(igrad_stypes) != n_args:
+        raise GpundaError(f"{where}: infer_storage_type_backward returned {len(igrad_stypes)} "
+                          f"input gradient stypes, expected {n_args}")
+    in_grad = [_zeros(x.shape, x.dtype, s if s != "undefined" else _DEFAULT, ctx)
+               for x, s in zip(args, igrad_stypes)]
+    prev = ag.set_recording(False)
+    try:
+        with ctx:
+            op.backward(req=["write"] * n_args, out_grad=ograds, in_data=args, out_data=outs,
+                        in_grad=in_grad, aux=aux)
+    except Exception as e:
+        raise _user_error(f"{where}.backward", e) from e
+    finally:
+        ag.set_recording(prev)
+    return in_grad + [None] * n_aux
