@@ -22,7 +22,9 @@ gpunda runs ops at once, so it keeps that contract like this:
 - ``waitall`` raises the first unreported failure and marks every one reported.
 - A failed sampler also poisons its device's random generator, as the failure
   lands on MXNet's random resource: later samplers on that device fail with the
-  same error until it is reported (``resource_failure``/``fail_resource``).
+  same error until it is reported (``DeferredOpError(resource=ctx)``,
+  ``resource_failure``). An error raised where nothing defers it (a CachedOp
+  plan step) reaches the caller at once and poisons nothing.
 - Once reported, a Poisoned array reads as its stand-in values.
 """
 from __future__ import annotations
@@ -41,10 +43,11 @@ class DeferredOpError(GpundaError):
     tuple), so later ops and views get their shapes.
     """
 
-    def __init__(self, message, result=None):
+    def __init__(self, message, result=None, resource=None):
         super().__init__(message)
         self.result = result
         self.failure = None
+        self.resource = resource    # the context whose random generator the failure poisons
 
 
 class Failure:
@@ -194,6 +197,8 @@ def poison_outputs(e, arrays, rerun):
     if failure is None:         # the op's own error: a new failure
         failure = Failure(str(e))
         _pending.append(failure)
+        if e.resource is not None:
+            _resource_failures[e.resource] = failure
     if e.result is not None:
         res = e.result
     else:                       # a Poisoned input was read: the failure travels on
@@ -224,14 +229,6 @@ def raise_pending():
 
 
 _resource_failures = {}    # context -> the Failure its random generator carries
-
-
-def fail_resource(ctx, e):
-    """Attach sampler error ``e`` to ``ctx``'s random generator (a new Failure)."""
-    e.failure = Failure(str(e))
-    _pending.append(e.failure)
-    _resource_failures[ctx] = e.failure
-    return e
 
 
 def resource_failure(ctx):

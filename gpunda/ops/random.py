@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
-from .._deferred import DeferredOpError, undefined_like, fail_resource, resource_failure
+from .._deferred import DeferredOpError, undefined_like, resource_failure
 from .registry import OpDef, Param, register
 
 _SHAPE = [Param("shape", "shape", ()), Param("ctx", "any", None),
@@ -25,8 +25,8 @@ def _check_shape(name, shape):
 def _kernel_error(xp, p, message, ctx, dtype=None):
     """A sampler parameter MXNet checks inside its kernel: reported at the next wait, and
     the device's generator carries it until then (NOTE [Deferred op errors])."""
-    raise fail_resource(ctx, DeferredOpError(
-        message, undefined_like(xp, p.shape, p.dtype if dtype is None else dtype)))
+    raise DeferredOpError(message, undefined_like(xp, p.shape, p.dtype if dtype is None else dtype),
+                          resource=ctx)
 
 
 def _check_generator(xp, p, ctx, dtype=None):
