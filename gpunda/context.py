@@ -212,3 +212,5 @@ def current_context():
     if d is None:
         d = default_device_choice()[0]
     return d
+
+from .base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)

@@ -27,8 +27,10 @@ import numpy as np
 from . import autograd as _ag
 from .base import GpundaError
 from .context import cpu
+from .kvstore_base import KVStoreBase, KVStoreServer
 
-__all__ = ["KVStore", "create", "allreduce_", "num_workers", "rank"]
+__all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
+           "rank"]
 
 _TYPES = ("local", "device", "local_allreduce_cpu", "local_allreduce_device", "dist_sync",
           "dist_sync_device", "dist", "dist_async", "nccl", "horovod")
@@ -158,7 +160,7 @@ def _install_abort_hook(comm):
     sys.excepthook = hook
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """A key-value store; create one with ``gpunda.kv.create(name)``."""
 
     def __init__(self, kvtype="local"):
@@ -190,6 +192,12 @@ class KVStore:
     def num_workers(self):
         """Number of worker processes."""
         return self._comm.size if self._comm else 1
+
+    def is_capable(self, capability):
+        """Whether the store supports ``capability``; every gpunda store runs optimizers."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
 
     # -- data ----------------------------------------------------------------------
     def init(self, key, value):
@@ -501,7 +509,11 @@ def create(name="local"):
     """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, nccl)."""
     if isinstance(name, KVStore):
         return name
-    if not isinstance(name, str) or name not in _TYPES:
+    if not isinstance(name, str):
+        raise TypeError(f"kvstore.create: name must be a string, got {type(name).__name__}")
+    if name.lower() in KVStoreBase.kv_registry:     # a store registered by the user
+        return KVStoreBase.kv_registry[name.lower()]()
+    if name not in _TYPES:
         import difflib
         near = difflib.get_close_matches(str(name), _TYPES, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""

@@ -28,6 +28,7 @@ import time
 import warnings
 
 from .base import GpundaError
+from .base import c_str, c_str_array, check_call, py_str  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["set_config", "set_state", "dump", "dumps", "pause", "resume", "Domain", "Task",
            "Frame", "Event", "Counter", "Marker", "scope", "profiler_set_config",

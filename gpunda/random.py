@@ -9,6 +9,7 @@ import numpy as np
 
 from .base import GpundaError, numeric_types
 from .context import Context, current_context
+from .base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
            "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial"]

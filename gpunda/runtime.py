@@ -13,6 +13,7 @@ import collections
 import importlib.util
 
 from .base import GpundaError
+from .base import check_call  # noqa: F401  (MXNet's module has it)
 
 __all__ = ["Feature", "Features", "feature_list"]
 
