@@ -62,3 +62,53 @@ def test_bad_input(call, frag):
     # surface at the first read of the result instead of at the call
     with pytest.raises(mx.GpundaError, match=frag.replace("(", r"\(").replace(")", r"\)")):
         call().asnumpy()
+
+
+@pytest.mark.parametrize("draw, mean, var", [
+    (lambda: mx.random.exponential(2.0, shape=(20000,)), 2.0, 4.0),
+    (lambda: mx.random.gamma(2.0, 3.0, shape=(20000,)), 6.0, 18.0),
+    (lambda: mx.random.poisson(4.0, shape=(20000,)), 4.0, 4.0),
+    (lambda: mx.random.negative_binomial(3, 0.4, shape=(20000,)), 3 * 0.6 / 0.4, 3 * 0.6 / 0.16),
+    (lambda: mx.random.generalized_negative_binomial(2.0, 0.5, shape=(20000,)), 2.0, 2.0 + 0.5 * 4),
+    (lambda: mx.random.generalized_negative_binomial(2.0, 0.0, shape=(20000,)), 2.0, 2.0),
+])
+def test_distribution_moments(draw, mean, var):
+    mx.random.seed(7)
+    x = draw().asnumpy().astype(np.float64)
+    assert x.shape == (20000,)
+    assert abs(x.mean() - mean) < 0.05 * mean + 0.05
+    assert abs(x.var() - var) < 0.1 * var + 0.1
+
+
+def test_array_parameters_give_one_distribution_per_element():
+    mx.random.seed(1)
+    x = mx.random.normal(nd.array([0.0, 100.0]), nd.array([1.0, 2.0]), shape=(5000,))
+    assert x.shape == (2, 5000)
+    v = x.asnumpy()
+    assert abs(v[0].mean()) < 0.1 and abs(v[1].mean() - 100) < 0.2 and abs(v[1].std() - 2) < 0.1
+    u = nd.random.uniform(nd.array([0.0]), nd.array([0.5]), shape=(100,)).asnumpy()
+    assert u.shape == (1, 100) and u.min() >= 0 and u.max() < 0.5
+    with pytest.raises(mx.GpundaError, match="all be NDArrays or all numbers"):
+        mx.random.normal(nd.array([0.0]), 1.0)
+
+
+def test_multinomial():
+    mx.random.seed(3)
+    probs = nd.array([[0.2, 0.8], [1.0, 0.0]])
+    s, logp = mx.random.multinomial(probs, shape=(4000,), get_prob=True)
+    assert s.shape == (2, 4000) and s.dtype == np.int32
+    assert abs(s.asnumpy()[0].mean() - 0.8) < 0.03 and (s.asnumpy()[1] == 0).all()
+    np.testing.assert_allclose(logp.asnumpy()[1], 0.0, atol=1e-6)
+    np.testing.assert_allclose(np.exp(logp.asnumpy()[0]), np.where(s.asnumpy()[0] == 1, 0.8, 0.2),
+                               rtol=1e-5)
+    assert mx.random.multinomial(nd.array([0.0, 1.0])).asnumpy().tolist() == [1]
+
+
+def test_symbol_random_namespace():
+    s = mx.sym.random.poisson(3.0, shape=(2, 2))
+    out = s.bind(mx.cpu(), {}).forward()[0]
+    assert out.shape == (2, 2)
+    mu = mx.sym.var("mu")
+    e = mx.sym.random.normal(mu, mx.sym.var("sigma"), shape=(3,))
+    r = e.bind(mx.cpu(), {"mu": nd.array([0.0, 50.0]), "sigma": nd.array([1.0, 1.0])}).forward()[0]
+    assert r.shape == (2, 3) and (r.asnumpy()[1] > 40).all()
