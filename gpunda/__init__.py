@@ -45,7 +45,7 @@ rnd = random
 
 def __getattr__(name):
     # rarely used modules load on first use, keeping `import gpunda` fast
-    if name == "profiler":
+    if name in ("profiler", "registry", "log", "library"):
         import importlib
-        return importlib.import_module(f"{__name__}.profiler")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
