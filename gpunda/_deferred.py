@@ -210,6 +210,16 @@ def poison_outputs(e, arrays, rerun):
     return Poisoned(res, failure)
 
 
+def failed_input(arrays):
+    """A DeferredOpError for the first Poisoned array in ``arrays`` (None if there is none)."""
+    for a in arrays:
+        if type(a) is Poisoned:
+            e = DeferredOpError(a.failure.message)
+            e.failure = a.failure
+            return e
+    return None
+
+
 def host_values(data):
     """``asnumpy``/``wait_to_read`` on a Poisoned payload: report its failure if it is
     still pending, else give the stand-in values."""

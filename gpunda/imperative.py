@@ -15,7 +15,7 @@ from . import autograd as _ag
 from .base import GpundaError
 from .context import current_context, Context
 from .ops.registry import OpDef, get_op
-from ._deferred import DeferredOpError, poison_outputs as _poison_outputs
+from ._deferred import DeferredOpError, poison_outputs as _poison_outputs, failed_input as _failed_input
 
 __all__ = ["invoke", "invoke_parsed"]
 
@@ -120,7 +120,11 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     except GpundaError:
         raise
     except Exception as e:
-        raise _op_error(op, inputs, p, e) from e
+        failed = _failed_input(arrays)
+        if failed is None:
+            raise _op_error(op, inputs, p, e) from e
+        # a library refused a Poisoned input (CuPy does not call its hooks): same as reading it
+        res = _poison_outputs(failed, arrays, lambda a: _rerun(op, p, xp, ctx, a))
     nout = op.fixed_nout
     if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
         ctx = op.out_ctx(p)

@@ -180,11 +180,13 @@ def _timed(op, orig, cat):
         try:
             return orig(xp, p, *arrays, **kw)
         finally:
-            sync = getattr(xp, "cuda", None)
-            if sync is not None:        # device time, not launch time
-                dev = sync.Device()
-                dev.synchronize()
-                label = f"gpu/{dev.id}"
+            cuda = getattr(xp, "cuda", None)
+            if cuda is not None:        # device time, not launch time
+                stream = cuda.get_current_stream()
+                capturing = getattr(stream, "is_capturing", None)
+                if capturing is None or not capturing():   # no sync inside a graph capture
+                    stream.synchronize()
+                label = f"gpu/{cuda.Device().id}"
             else:
                 label = "cpu/0"
             _record_duration(name, cat, t0, time.perf_counter_ns(), label)

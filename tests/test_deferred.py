@@ -88,3 +88,31 @@ def test_executor_step_error_raises_at_once_and_poisons_nothing():
         s.bind(mx.cpu(), {}).forward()
     nd.waitall()
     assert nd.random.normal(0, 1, shape=(2,)).asnumpy().shape == (2,)
+
+
+def test_out_argument_reports_at_the_write():
+    o = nd.zeros((2,))
+    with pytest.raises(mx.MXNetError, match="scale"):
+        nd.random.normal(0, -1, shape=(2,), out=o)
+    nd.waitall()                                    # reported there: nothing pending
+
+
+def test_library_refusing_a_poisoned_input_still_propagates(monkeypatch):
+    from gpunda import imperative
+    from gpunda.ops.registry import get_op
+    op = get_op("sqrt")
+    real = op.compute
+
+    def picky(xp, p, x):
+        if not isinstance(x, np.ndarray):
+            raise TypeError("Unsupported type")     # what CuPy says for a foreign object
+        return real(xp, p, x)
+    monkeypatch.setattr(op, "compute", picky)
+    imperative.refresh_fast_paths()
+    try:
+        y = nd.sqrt(nd.random.normal(0, -1, shape=(2,)))
+        with pytest.raises(mx.MXNetError, match="scale"):
+            y.asnumpy()
+    finally:
+        monkeypatch.undo()
+        imperative.refresh_fast_paths()

@@ -295,6 +295,8 @@ class NDArray:
     def _assign_from(self, src):
         """Write values of NDArray ``src`` (same context, broadcastable) into self."""
         d = src._data if isinstance(src, NDArray) else src
+        if type(d) is _Poisoned:     # a failed op's result written into an array: report it
+            d = _deferred.host_values(d)
         self._data[...] = d
         _ag.bump_version(self)
 
