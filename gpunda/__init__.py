@@ -18,7 +18,7 @@ from . import ndarray as nd
 from . import random
 from . import name, attribute, runtime
 
-for _m in ("symbol", "cached_op", "test_utils", "gluon", "model", "optimizer", "lr_scheduler",
+for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
            "metric", "initializer", "kvstore", "io", "recordio", "operator"):
     try:
         __import__(f"{__name__}.{_m}")
@@ -44,8 +44,11 @@ rnd = random
 
 
 def __getattr__(name):
-    # rarely used modules load on first use, keeping `import gpunda` fast
-    if name in ("profiler", "registry", "log", "library"):
+    # rarely used modules load on first use, keeping ``import gpunda`` fast
+    if name in _LAZY_MODULES:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY_MODULES = ("test_utils", "profiler", "registry", "log", "library")

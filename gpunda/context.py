@@ -213,4 +213,19 @@ def current_context():
         d = default_device_choice()[0]
     return d
 
+
+def _set_default_device(ctx):
+    """Make ``ctx`` this thread's default device, as MXNet's ``Context._default_ctx.value``.
+
+    It sits at the bottom of the thread's ``with ctx:`` stack, so scopes still
+    win and unwind back to it; None removes it (the environment's choice again).
+    """
+    st = _ctx_state
+    if getattr(st, "has_base", False):
+        st.stack.pop(0)
+    st.has_base = ctx is not None
+    if ctx is not None:
+        st.stack.insert(0, Context(ctx))
+
+
 from .base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)

@@ -1,60 +1,181 @@
-"""gpunda.test_utils: comparison, random data, finite-difference gradient checks, scopes."""
+"""gpunda.test_utils: tolerances and comparison, random data, where tests run, generator statistics.
+
+Expected numbers and messages are MXNet 1.9.1's (its python/mxnet/test_utils.py
+source, and its output observed on the same inputs).
+"""
 import os
+import platform
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
+import scipy.sparse
+import scipy.stats as ss
 
 import gpunda as mx
 from gpunda import test_utils as tu
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, NotImplementedForGpunda
 
 nd = mx.nd
 
 
-def test_assert_almost_equal_passes_and_message_names_location():
+# ---------------------------------------------------------------- tolerances
+
+def test_default_tolerances_are_mxnets():
+    r, a, e = tu.default_rtols(), tu.default_atols(), tu.default_numeric_eps()
+    assert (r[np.dtype(np.float16)], r[np.dtype(np.float32)], r[np.dtype(np.float64)]) == \
+        (1e-2, 1e-4, 1e-5)
+    assert (a[np.dtype(np.float16)], a[np.dtype(np.float32)], a[np.dtype(np.float64)]) == \
+        (1e-1, 1e-3, 1e-20)
+    for t in (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64):
+        assert r[np.dtype(t)] == 0 and a[np.dtype(t)] == 0
+    assert e == {np.dtype(np.float16): 2.0 ** -6, np.dtype(np.float32): 2.0 ** -9,
+                 np.dtype(np.float64): 2.0 ** -14}
+    assert tu.get_rtol() == 1e-5 and tu.get_atol() == 1e-20
+    assert tu.get_rtol(None, np.float16) == 1e-2 and tu.get_atol(0.5) == 0.5
+    assert tu.get_etol() == 0 and tu.get_etol(0.1) == 0.1
+
+
+def test_get_tols_takes_the_looser_dtype():
+    # real MXNet 1.9.1 gives these pairs for the same calls
+    assert tu.get_tols(np.float16(1), 1.0, None, None) == (0.01, 0.1)
+    assert tu.get_tols(np.ones(2, np.int32), np.ones(2, np.float32), None, None) == (1e-4, 1e-3)
+    assert tu.get_tols(nd.ones(2), np.ones(2), {np.dtype(np.float32): 0.5}, None) == (0.5, 1e-3)
+    assert tu.get_tols(np.ones(2), np.ones(2), 0.25, 0.125) == (0.25, 0.125)
+    assert tu.get_tolerance(nd.ones(2, dtype="float16"), None, tu.default_atols()) == 0.1
+    assert tu.effective_dtype(nd.ones(2)) == np.float32      # no TF32 on a CPU
+
+
+# ---------------------------------------------------------------- comparison
+
+def test_assert_almost_equal_message_is_mxnets(capsys):
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    tu.assert_almost_equal(nd.array(a), a * (1 + 1e-6))
     b = a.copy()
-    b[1, 0] = 3.5
+    b[1, 0], b[0, 1] = 3.5, 2.2
     with pytest.raises(AssertionError) as ei:
         tu.assert_almost_equal(nd.array(a), b, rtol=1e-3, atol=1e-4, names=("got", "want"))
-    msg = str(ei.value)
-    assert "rtol=1.000000e-03" in msg and "atol=1.000000e-04" in msg
-    assert "(1, 0)" in msg and "got=3.0" in msg and "want=3.5" in msg
-    assert "mismatch 25.0" in msg
+    assert ("Error 138.888889 exceeds tolerance rtol=1.000000e-03, atol=1.000000e-04 "
+            "(mismatch 50.000000%).\nLocation of maximum error: (1, 0), got=3.00000000, "
+            "want=3.50000000") in str(ei.value)
+    out = capsys.readouterr().out
+    assert "  1: Error 138.888889  Location of error: (1, 0), got=3.00000000, want=3.50000000" in out
+    assert "  2: Error 86.956522  Location of error: (0, 1), got=2.00000000, want=2.20000000" in out
+
+
+def test_assert_almost_equal_counts_at_most_mismatches1(capsys):
+    x = np.arange(30.0)
+    with pytest.raises(AssertionError) as ei:
+        tu.assert_almost_equal(x, x + 1, mismatches=(3, 5))
+    assert "(mismatch at least 20.000000%)" in str(ei.value)         # (5 + 1) / 30
+    out = capsys.readouterr().out
+    assert "  3: Error" in out and "  4: Error" not in out
+    with pytest.raises(AssertionError) as ei:
+        tu.assert_almost_equal(x, x + (x > 26), mismatches=(3, 5))
+    assert "(mismatch 10.000000%)" in str(ei.value)
 
 
 def test_assert_almost_equal_tolerances_follow_dtype():
     x = np.float32([1.0, 2.0])
-    tu.assert_almost_equal(x, x + 5e-4)                       # float32 atol 1e-3
+    tu.assert_almost_equal(x, x + 5e-4)                             # float32: atol 1e-3
+    tu.assert_almost_equal(nd.array(x, dtype="float16"), x.astype(np.float16) + 0.05)
     with pytest.raises(AssertionError):
         tu.assert_almost_equal(x.astype(np.float64), x.astype(np.float64) + 5e-4)
-    assert tu.get_rtol(None, np.float16) == 1e-2 and tu.get_atol(0.5) == 0.5
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal(np.array([1, 2]), np.array([1, 3]))  # integers: exact
+    tu.assert_almost_equal(x, x + 0.3, rtol={np.dtype(np.float32): 0.5})
+    tu.assert_almost_equal(x, x + 0.3, rtol={np.float32: 0.5})
 
 
-def test_assert_almost_equal_nan_and_shapes():
+def test_assert_almost_equal_shapes_nan_bool():
     a = np.array([1.0, np.nan])
     with pytest.raises(AssertionError):
         tu.assert_almost_equal(a, a)
     tu.assert_almost_equal(a, a, equal_nan=True)
-    with pytest.raises(AssertionError, match="do not broadcast"):
+    with pytest.raises(ValueError):                     # NumPy's, as in MXNet
         tu.assert_almost_equal(np.ones(2), np.ones(3))
+    tu.assert_almost_equal(np.ones((2, 3)), np.ones(3))             # broadcasting
+    with pytest.raises(AssertionError, match="are not equal"):
+        tu.assert_almost_equal(np.ones((2, 3)), np.ones(3), use_broadcast=False)
+    tu.assert_almost_equal(np.array([True, False]), np.array([True, False]))
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal(np.array([True, False]), np.array([True, True]))
 
 
-def test_almost_equal_and_same():
+def test_assert_almost_equal_sparse_and_numbers():
+    d = np.array([[0.0, 1.5], [0.0, 0.0]])
+    tu.assert_almost_equal(nd.array(d).tostype("csr"), d)
+    tu.assert_almost_equal(nd.array(d).tostype("row_sparse"), nd.array(d))
+    tu.assert_almost_equal(2.0, np.float64(2.0))
+
+
+def test_almost_equal_uses_float64_defaults():
+    x = np.float32([1.0, 2.0])
+    assert not tu.almost_equal(x, x + 5e-4)             # assert_almost_equal passes this
     assert tu.almost_equal(nd.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-7]))
-    assert not tu.almost_equal(np.ones(2), np.ones(2) * 1.1)
-    assert not tu.almost_equal(np.ones(2), np.ones(3))
+    assert tu.almost_equal(x, x + 5e-4, rtol=0, atol=1e-3)
+    with pytest.raises(ValueError):
+        tu.almost_equal(np.ones(2), np.ones(3))
+    with pytest.raises(AssertionError):
+        tu.almost_equal(np.ones((1, 2)), np.ones(2), use_broadcast=False)
+
+
+def test_assert_almost_equal_with_err():
+    a = np.arange(10.0)
+    b = a.copy()
+    b[3] += 1
+    tu.assert_almost_equal_with_err(a, b, etol=0.2)
+    with pytest.raises(AssertionError, match="mismatch 10.0"):
+        tu.assert_almost_equal_with_err(a, b, etol=0.05)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal_with_err(a, b)           # etol 0: plain assert_almost_equal
+
+
+def test_assert_almost_equal_ignore_nan_and_allclose():
+    a = np.array([1.0, np.nan, 3.0])
+    b = np.array([np.nan, 2.0, 3.0])
+    tu.assert_almost_equal_ignore_nan(a, b)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal_ignore_nan(a, b + 1)
+    assert np.isnan(a[1]) and np.isnan(b[0])            # inputs untouched
+    tu.assert_allclose(a, a)                            # equal_nan=True by default
+    with pytest.raises(AssertionError):
+        tu.assert_allclose(np.ones(2), np.ones(2) * (1 + 1e-6))   # rtol 1e-7
+
+
+def test_same_checkshapes_location_and_tuples():
     assert tu.same(nd.array([1, 2], dtype="int32"), np.array([1, 2]))
     assert not tu.same(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]))
+    with pytest.raises(AssertionError, match=r"a.shape = \(2,\) and b.shape = \(3,\)"):
+        tu.checkShapes(np.ones(2), np.ones(3))
+    msg = tu.locationError(np.array([1.0, 2.0]), np.array([1.0, 2.5]), (1,), ("x", "y"), True)
+    assert msg == "Location of maximum error: (1,), x=2.00000000, y=2.50000000"
+    tu.compare_ndarray_tuple((nd.ones(2), (np.zeros(1),)), (np.ones(2), (nd.zeros(1),)))
+    tu.compare_ndarray_tuple(None, nd.ones(2))
+    with pytest.raises(AssertionError):
+        tu.compare_ndarray_tuple((nd.ones(2),), (np.zeros(2),))
+
+
+def test_same_array_and_same_symbol_structure():
+    x = nd.array(np.arange(6.0).reshape(2, 3))
+    assert tu.same_array(x, x[0:2]) and tu.same_array(x, x.reshape((2, 3)))
+    assert not tu.same_array(x, x.copy())
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(6.0).reshape(2, 3))
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    assert tu.same_symbol_structure(mx.sym.tanh(a) + b, mx.sym.tanh(b) + a)
+    assert not tu.same_symbol_structure(mx.sym.tanh(a) + b, mx.sym.sin(a) + b)
+    assert not tu.same_symbol_structure(mx.sym.tanh(a), mx.sym.tanh(mx.sym.tanh(a)))
 
 
 def test_assert_exception():
-    e = tu.assert_exception(lambda x: 1 / x, ZeroDivisionError, 0)
-    assert isinstance(e, ZeroDivisionError)
+    assert isinstance(tu.assert_exception(lambda x: 1 / x, ZeroDivisionError, 0),
+                      ZeroDivisionError)
     with pytest.raises(AssertionError, match="did not raise"):
         tu.assert_exception(lambda: None, ValueError)
 
+
+# ---------------------------------------------------------------- random data
 
 def test_random_shapes_and_arrays():
     np.random.seed(0)
@@ -62,93 +183,174 @@ def test_random_shapes_and_arrays():
         s2 = tu.rand_shape_2d(4, 5)
         assert len(s2) == 2 and 1 <= s2[0] <= 4 and 1 <= s2[1] <= 5
         s3 = tu.rand_shape_3d(2, 3, 4)
-        assert len(s3) == 3 and all(1 <= v <= m for v, m in zip(s3, (2, 3, 4)))
+        assert all(1 <= v <= m for v, m in zip(s3, (2, 3, 4)))
         sn = tu.rand_shape_nd(4, dim=3)
         assert len(sn) == 4 and all(1 <= v <= 3 for v in sn)
+        x, y = tu.rand_coord_2d(1, 3, -2, 0)
+        assert 1 <= x < 3 and -2 <= y < 0
     assert 0 in {d for _ in range(50) for d in tu.rand_shape_2d(1, 1, allow_zero_size=True)}
     a, b = tu.random_arrays((2, 3), (4,))
     assert a.shape == (2, 3) and b.shape == (4,) and a.dtype == np.float32
-    assert sorted(tu.random_sample(range(5), 5)) == [0, 1, 2, 3, 4]
+    assert tu.random_arrays(()).shape == ()
+    (u,) = tu.random_uniform_arrays((1000,), low=2.0, high=3.0, dtype=np.float64)
+    assert u.dtype == np.float64 and 2.0 <= u.min() and u.max() < 3.0
+    with pytest.raises(TypeError):
+        tu.random_uniform_arrays((2,), scale=3)
+    population = list(range(5))
+    assert sorted(tu.random_sample(population, 5)) == population and population == [0, 1, 2, 3, 4]
+    assert len(tu.random_sample(population, 2)) == 2
 
 
-def test_rand_ndarray_dense():
-    x = tu.rand_ndarray((3, 4), dtype="float64")
-    assert isinstance(x, nd.NDArray) and x.shape == (3, 4) and x.dtype == np.float64
+def test_rand_ndarray_dense_is_standard_normal():
+    np.random.seed(1)
+    x = tu.rand_ndarray((100, 100))
+    assert isinstance(x, nd.NDArray) and x.dtype == np.float32 and x.context == mx.cpu()
     v = x.asnumpy()
-    assert np.all((v >= -1) & (v < 1)) and len(np.unique(v)) > 1
+    assert abs(v.mean()) < 0.05 and abs(v.std() - 1) < 0.05
+    assert tu.rand_ndarray((3,), dtype="float64").dtype == np.float64
     with pytest.raises(GpundaError, match="stype"):
         tu.rand_ndarray((2, 2), stype="dense")
 
 
-@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
-def test_rand_ndarray_sparse(stype):
-    try:
-        x = tu.rand_ndarray((20, 6), stype=stype, density=0.3)
-    except (GpundaError, AttributeError) as e:     # the sparse part is built elsewhere
-        pytest.skip(f"sparse storage not available: {e}")
-    assert x.stype == stype and x.shape == (20, 6)
-    dense = x.tostype("default").asnumpy()
-    if stype == "row_sparse":
-        nz_rows = np.any(dense != 0, axis=1).mean()
-        assert 0.0 < nz_rows < 0.8
-    else:
-        assert 0.05 < (dense != 0).mean() < 0.6
+def test_rand_sparse_row_sparse_density_statistically():
+    np.random.seed(2)
+    rows, density = 2000, 0.3
+    arr, (values, indices) = tu.rand_sparse_ndarray((rows, 3), "row_sparse", density=density)
+    assert arr.stype == "row_sparse" and arr.dtype == np.float32
+    # the stored rows are Binomial(rows, density): within 5 standard deviations
+    sd = np.sqrt(rows * density * (1 - density))
+    assert abs(len(indices) - rows * density) < 5 * sd
+    dense = arr.tostype("default").asnumpy()
+    np.testing.assert_array_equal(dense[indices], values)
+    assert np.all(dense[np.setdiff1d(np.arange(rows), indices)] == 0)
+    assert values.min() >= 0 and values.max() < 1
 
 
-def test_numeric_grad_matches_closed_form():
-    x = np.array([0.3, -0.7, 1.1])
-    g = tu.numeric_grad(lambda a: nd.sin(a) * a, [x], eps=1e-5, dtype=np.float64)
-    np.testing.assert_allclose(g[0], np.cos(x) * x + np.sin(x), rtol=1e-8)
-    gd = tu.numeric_grad(lambda a, b: a * b, {"a": x, "b": 2 * x}, eps=1e-5, dtype=np.float64)
-    np.testing.assert_allclose(gd["a"], 2 * x, rtol=1e-8)
-    np.testing.assert_allclose(gd["b"], x, rtol=1e-8)
+def test_rand_sparse_row_sparse_options():
+    arr, (values, indices) = tu.rand_sparse_ndarray((6, 2), "row_sparse", rsp_indices=[1, 4],
+                                                    data_init=2.0, modifier_func=lambda v: v + 1)
+    np.testing.assert_array_equal(indices, [1, 4])
+    np.testing.assert_array_equal(values, np.full((2, 2), 3.0))
+    assert arr.tostype("default").asnumpy()[4, 1] == 3.0
+    z, (v, i) = tu.rand_sparse_ndarray((4, 2), "row_sparse", density=0.0)
+    assert z.stype == "row_sparse" and not z.asnumpy().any() and v.size == 0 and i.size == 0
+    with pytest.raises(GpundaError, match="powerlaw"):
+        tu.rand_sparse_ndarray((4, 2), "row_sparse", distribution="powerlaw")
+    with pytest.raises(GpundaError, match="stype"):
+        tu.rand_sparse_ndarray((4, 2), "coo")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_check_numeric_gradient_passes_on_correct_gradient(dtype):
-    rng = np.random.default_rng(0)
-    loc = [rng.uniform(0.5, 1.5, (2, 3)), rng.uniform(0.5, 1.5, (2, 3))]
-    tu.check_numeric_gradient(lambda a, b: nd.tanh(a) * b + nd.exp(b), loc, dtype=dtype)
-    tu.check_numeric_gradient(lambda a, b: a / b, {"a": loc[0], "b": loc[1]},
-                              grad_nodes=["b"], dtype=dtype)
+def test_rand_sparse_csr_uniform_has_exact_nnz():
+    np.random.seed(3)
+    arr, (indptr, indices, data) = tu.rand_sparse_ndarray((40, 25), "csr", density=0.2,
+                                                          dtype=np.float64)
+    assert arr.stype == "csr" and arr.dtype == np.float64
+    ref = scipy.sparse.csr_matrix((data.asnumpy(), indices.asnumpy(), indptr.asnumpy()),
+                                  shape=(40, 25))
+    assert ref.nnz == int(40 * 25 * 0.2)            # distinct random positions
+    np.testing.assert_array_equal(ref.toarray(), arr.asnumpy())
+    assert data.asnumpy().min() > 0 and data.asnumpy().max() < 1
+    with pytest.raises(ValueError, match="density"):
+        tu.rand_sparse_ndarray((4, 4), "csr", density=1.5)
+    with pytest.raises(GpundaError, match="2-d"):
+        tu.rand_sparse_ndarray((4, 4, 4), "csr", density=0.5)
 
 
-def test_check_numeric_gradient_catches_a_wrong_gradient():
-    class Wrong(mx.autograd.Function):
-        def forward(self, x):
-            return x * x
-
-        def backward(self, dy):
-            return dy * 3       # should be 2x
-
-    with pytest.raises(AssertionError, match="numeric gradient of 0"):
-        tu.check_numeric_gradient(lambda x: Wrong()(x), [np.array([1.0, 2.0])],
-                                  dtype=np.float64)
+def test_rand_sparse_csr_powerlaw_doubles_rows():
+    arr, (indptr, _, data) = tu.rand_sparse_ndarray((5, 16), "csr", density=0.5,
+                                                    distribution="powerlaw")
+    # 40 values: one per row first, then rows grow to 2, 4, 8, 16 and the rest (10)
+    np.testing.assert_array_equal(np.diff(indptr.asnumpy()), [2, 4, 8, 16, 10])
+    assert data.asnumpy().min() >= 1.001 and data.asnumpy().max() < 3
+    with pytest.raises(ValueError, match="not supported for this density"):
+        tu.rand_sparse_ndarray((10, 10), "csr", density=0.1, distribution="powerlaw")
 
 
-def test_check_numeric_gradient_bad_arguments():
-    with pytest.raises(GpundaError, match="callable"):
-        tu.check_numeric_gradient(42, [np.ones(2)])
-    with pytest.raises(GpundaError, match="grad_nodes"):
-        tu.check_numeric_gradient(lambda a: a * 2, {"a": np.ones(2)}, grad_nodes=["z"])
+def test_shuffled_csr_indices_keep_the_matrix():
+    np.random.seed(4)
+    m = scipy.sparse.random(30, 40, density=0.4, format="csr", random_state=0)
+    before = m.toarray()
+    sorted_rows = [np.array(m.indices[m.indptr[r]:m.indptr[r + 1]]) for r in range(30)]
+    tu.shuffle_csr_column_indices(m)
+    np.testing.assert_array_equal(m.toarray(), before)
+    rows = [m.indices[m.indptr[r]:m.indptr[r + 1]] for r in range(30)]
+    assert any(not np.array_equal(a, b) for a, b in zip(rows, sorted_rows))
+    # gpunda's CSRNDArray keeps its column indices sorted
+    with pytest.raises(NotImplementedForGpunda, match="shuffle_csr_indices"):
+        tu.rand_ndarray((30, 40), "csr", density=0.4, shuffle_csr_indices=True)
 
 
-def test_symbolic_checks_need_a_symbol():
-    with pytest.raises(GpundaError, match="Symbol"):
-        tu.check_symbolic_forward(lambda a: a, [np.ones(2)], [np.ones(2)])
-    with pytest.raises(GpundaError, match="Symbol"):
-        tu.check_symbolic_backward(lambda a: a, [np.ones(2)], [np.ones(2)], [np.ones(2)])
+def test_create_sparse_array_sorts_indices_and_leaves_them_alone():
+    idx = np.array([5, 0, 3])
+    arr = tu.create_sparse_array((6, 2), "row_sparse", rsp_indices=idx, data_init=1.0)
+    np.testing.assert_array_equal(idx, [5, 0, 3])
+    np.testing.assert_array_equal(arr.indices.asnumpy(), [0, 3, 5])
+    zd = tu.create_sparse_array_zd((6, 2), "row_sparse", density=0.9)
+    assert not zd.asnumpy().any()
+    zd = tu.create_sparse_array_zd((6, 2), "row_sparse", density=0.9, rsp_indices=[2])
+    np.testing.assert_array_equal(np.flatnonzero(zd.asnumpy().any(axis=1)), [2])
+    csr = tu.create_sparse_array((8, 8), "csr", density=0.25)
+    assert csr.stype == "csr" and (csr.asnumpy() != 0).sum() == 16
+    with pytest.raises(GpundaError, match="storage type"):
+        tu.create_sparse_array((2, 2), "default")
 
 
-def test_default_context_roundtrip():
+def test_elementwise_and_reduction_helpers():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(tu.assign_each(x, lambda v: v * v), x ** 2)
+    assert tu.assign_each(x.astype(np.int32), lambda v: v / 2).dtype == np.float64
+    np.testing.assert_array_equal(tu.assign_each2(x, x + 1, lambda a, b: a * b), x * (x + 1))
+    y = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tu.np_reduce(y, (0, 2), True, np.sum),
+                                  y.sum(axis=(0, 2), keepdims=True))
+    np.testing.assert_array_equal(tu.np_reduce(y, 1, False, np.max), y.max(axis=1))
+    np.testing.assert_array_equal(tu.collapse_sum_like(y, (3, 1)),
+                                  y.sum(axis=(0, 2)).reshape(3, 1))
+    np.testing.assert_array_equal(tu.collapse_sum_like(y, (1, 4)), y.sum(axis=(0, 1))[None])
+    assert tu.collapse_sum_like(np.ones((0, 3)), (3,)).shape == (3,)
+
+
+def test_large_tensor_and_matrix_helpers():
+    np.testing.assert_array_equal(tu.create_2d_tensor(3, 2).asnumpy(), [[0, 0], [1, 1], [2, 2]])
+    assert tu.create_2d_tensor(3, 2).dtype == np.int64
+    np.testing.assert_array_equal(tu.create_vector(4).asnumpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(tu.get_identity_mat(3).asnumpy(), np.eye(3))
+    assert tu.get_identity_mat_batch(2).shape == (2, 2, 2)
+    np.random.seed(5)
+    m = tu.new_matrix_with_real_eigvals_2d(4)
+    ev = np.linalg.eigvals(m)
+    assert np.allclose(ev.imag, 0) and np.all(np.abs(ev.real) <= 10 + 1e-9)
+    assert tu.new_matrix_with_real_eigvals_nd((2, 3, 4, 4)).shape == (2, 3, 4, 4)
+    q = tu.new_orthonormal_matrix_2d(5)
+    np.testing.assert_allclose(q.T @ q, np.eye(5), atol=1e-12)
+    s = tu.new_sym_matrix_with_real_eigvals_2d(4)
+    np.testing.assert_allclose(s, s.T, atol=1e-12)
+    assert tu.new_sym_matrix_with_real_eigvals_nd((3, 2, 2)).shape == (3, 2, 2)
+
+
+# ---------------------------------------------------------------- where tests run
+
+def test_set_default_context_moves_new_arrays():
     assert tu.default_context() == mx.current_context()
     tu.set_default_context(mx.cpu(1))
     try:
-        assert tu.default_context() == mx.cpu(1)
+        assert tu.default_context() == mx.cpu(1) == mx.current_context()
+        assert nd.zeros((2,)).context == mx.cpu(1)
         assert tu.rand_ndarray((2,)).context == mx.cpu(1)
+        with mx.cpu(0):
+            assert mx.current_context() == mx.cpu(0)
+        assert mx.current_context() == mx.cpu(1)
+        tu.set_default_context(mx.cpu(2))               # replaces, does not stack
+        assert mx.current_context() == mx.cpu(2)
+        # per thread, as MXNet's Context._default_ctx
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(tu.default_context()))
+        t.start()
+        t.join()
+        assert seen[0] != mx.cpu(2)
     finally:
         tu.set_default_context(None)
-    assert tu.default_context() == mx.current_context()
+    assert tu.default_context() == mx.current_context() not in (mx.cpu(1), mx.cpu(2))
 
 
 def test_environment_sets_and_restores_even_on_error():
@@ -161,32 +363,122 @@ def test_environment_sets_and_restores_even_on_error():
     assert os.environ["GPUNDA_TU_A"] == "old" and "GPUNDA_TU_B" not in os.environ
     with tu.environment("GPUNDA_TU_A", None):
         assert "GPUNDA_TU_A" not in os.environ
-    assert os.environ.pop("GPUNDA_TU_A") == "old"
-    with pytest.raises(GpundaError):
+    assert tu.set_env_var("GPUNDA_TU_A", 5) == "old" and os.environ["GPUNDA_TU_A"] == "5"
+    assert os.environ.pop("GPUNDA_TU_A") == "5"
+    assert tu.getenv("GPUNDA_TU_A") is None
+    with pytest.raises(GpundaError, match="environment"):
         with tu.environment(1, 2, 3):
             pass
 
 
-def test_np_reduce():
-    x = np.arange(24.0).reshape(2, 3, 4)
-    np.testing.assert_array_equal(tu.np_reduce(x, (0, 2), True, np.sum),
-                                  x.sum(axis=(0, 2), keepdims=True))
-    np.testing.assert_array_equal(tu.np_reduce(x, 1, False, np.max), x.max(axis=1))
+def test_retry_reruns_only_assertion_failures():
+    calls = []
 
+    def flaky():
+        calls.append(1)
+        assert len(calls) >= 3
 
-def test_symbol_checks_when_symbol_and_cached_op_exist():
-    try:
-        from gpunda.cached_op import CachedOp  # noqa: F401
-        a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
-        s = mx.sym.tanh(a) * b
-    except Exception as e:     # Symbol/CachedOp are built by other parts
-        pytest.skip(f"Symbol/CachedOp not available: {e}")
-    av, bv = np.array([[0.2, -0.4]]), np.array([[1.5, 2.0]])
-    loc = {"a": av, "b": bv}
-    tu.check_symbolic_forward(s, loc, [np.tanh(av) * bv])
+    tu.retry(3)(flaky)()
+    assert len(calls) == 3
+    calls.clear()
     with pytest.raises(AssertionError):
-        tu.check_symbolic_forward(s, loc, [np.tanh(av) * bv + 0.1])
-    og = np.array([[1.0, -1.0]])
-    tu.check_symbolic_backward(s, loc, [og], {"a": og * bv * (1 - np.tanh(av) ** 2),
-                                              "b": og * np.tanh(av)})
-    tu.check_numeric_gradient(s, loc, dtype=np.float64)
+        tu.retry(2)(flaky)()
+    assert len(calls) == 2
+
+    @tu.retry(5)
+    def broken():
+        calls.append(1)
+        raise KeyError("x")
+    calls.clear()
+    with pytest.raises(KeyError):
+        broken()
+    assert len(calls) == 1 and broken.__name__ == "broken"
+    with pytest.raises(GpundaError):
+        tu.retry(0)
+
+
+def test_discard_stderr_silences_fd2(capfd):
+    with tu.discard_stderr():
+        os.write(2, b"hidden-by-discard\n")
+    os.write(2, b"shown-after\n")
+    err = capfd.readouterr().err
+    assert "hidden-by-discard" not in err and "shown-after" in err
+
+
+def test_platform_and_build_queries():
+    with tu.environment("CD_JOB", "1"):
+        assert tu.is_cd_run()
+    with tu.environment("CD_JOB", None):
+        assert not tu.is_cd_run()
+    assert tu.is_aarch64_run() == (platform.machine() == "aarch64")
+    assert tu.has_tvm_ops() is False and tu.is_op_runnable() is True
+    assert list(tu.list_gpus()) == list(range(mx.num_gpus()))
+    with pytest.raises(ValueError, match="gpu context"):
+        tu.get_cuda_compute_capability(mx.cpu())
+    assert isinstance(tu.Features(), dict) and tu.mx is mx and tu.Symbol is mx.sym.Symbol
+
+
+@pytest.mark.gpu
+def test_compute_capability_on_a_gpu():
+    if mx.num_gpus() == 0:
+        pytest.skip("no GPU")
+    cc = tu.get_cuda_compute_capability(mx.gpu(0))
+    assert isinstance(cc, int) and cc >= 30
+
+
+def test_np_symbol_is_not_supported_yet():
+    assert not isinstance(mx.sym.Variable("x"), tu.np_symbol)
+    with pytest.raises(NotImplementedForGpunda, match="not supported yet"):
+        tu.np_symbol()
+
+
+def test_test_utils_loads_lazily():
+    code = ("import sys, gpunda; assert 'gpunda.test_utils' not in sys.modules; "
+            "assert gpunda.test_utils.same([1], [1]); import gpunda.test_utils as t; "
+            "assert t is gpunda.test_utils")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# ---------------------------------------------------------------- generator statistics
+
+def test_buckets_from_ppf():
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: ss.norm.ppf(q, 0, 1), 4)
+    assert probs == [0.25] * 4 and buckets[0][0] == -np.inf and buckets[-1][1] == np.inf
+    np.testing.assert_allclose([b[1] for b in buckets[:-1]], ss.norm.ppf([0.25, 0.5, 0.75]))
+    with pytest.raises(GpundaError):
+        tu.gen_buckets_probs_with_ppf(np.sqrt, 0)
+
+
+def test_chi_square_check_continuous_and_discrete():
+    np.random.seed(6)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: ss.norm.ppf(q, 0, 1), 5)
+    p, obs, exp = tu.chi_square_check(lambda n: np.random.normal(0, 1, size=n), buckets, probs,
+                                      nsamples=50000)
+    assert p > 1e-3 and obs.sum() == 50000 and list(exp) == [10000] * 5
+    # the statistic is Pearson's: scipy's on the same counts
+    assert p == pytest.approx(ss.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue, rel=1e-6)
+    p_bad, _, _ = tu.chi_square_check(lambda n: np.random.normal(0.1, 1, size=n), buckets,
+                                      probs, nsamples=50000)
+    assert p_bad < 1e-6
+    values, probs = [0, 1, 2], [0.2, 0.3, 0.5]
+    p, obs, _ = tu.chi_square_check(lambda n: nd.array(np.random.choice(3, n, p=probs)),
+                                    values, probs, nsamples=20000)
+    assert p > 1e-3 and obs.sum() == 20000
+    with pytest.raises(GpundaError, match="probs"):
+        tu.chi_square_check(np.random.rand, [0, 1], [1.0])
+
+
+def test_verify_generator_mean_and_var_checks():
+    np.random.seed(7)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: ss.uniform.ppf(q, 0, 1), 5)
+    ps = tu.verify_generator(np.random.rand, buckets, probs, nsamples=20000, nrepeat=3)
+    assert len(ps) == 3
+    with pytest.raises(AssertionError, match="Generator test fails"):
+        tu.verify_generator(lambda n: np.random.rand(n) ** 1.2, buckets, probs, nsamples=20000,
+                            nrepeat=3)
+    normal = lambda n: np.random.normal(0, 2.0, size=n)  # noqa: E731
+    assert tu.mean_check(normal, 0, 2.0, nsamples=100000)
+    assert not tu.mean_check(normal, 0.1, 2.0, nsamples=100000)
+    assert tu.var_check(normal, 2.0, nsamples=100000)
+    assert not tu.var_check(normal, 2.2, nsamples=100000)

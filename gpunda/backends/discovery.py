@@ -171,3 +171,18 @@ def most_free_gpu():
     if not gpus:
         return 0
     return max(gpus, key=lambda g: (g.free_bytes or 0, -g.ordinal)).ordinal
+
+
+def compute_capability(ordinal):
+    """CUDA compute capability of GPU ``ordinal`` as major * 10 + minor (80 for an A100).
+
+    Raises ``GpundaError`` when that GPU is not usable.
+    """
+    n, why = probe()
+    if not 0 <= ordinal < n:
+        from ..base import GpundaError
+        raise GpundaError(f"compute_capability: gpu({ordinal}) is not usable "
+                          f"({why or f'{n} GPU(s) visible'})")
+    import cupy
+    props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+    return int(props["major"]) * 10 + int(props["minor"])

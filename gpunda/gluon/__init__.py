@@ -7,3 +7,13 @@ from .trainer import Trainer  # noqa: F401
 from . import data  # noqa: F401
 from . import utils  # noqa: F401
 from .. import metric  # noqa: F401
+
+_LAZY = ("rnn",)
+
+
+def __getattr__(name):
+    # rarely used subpackages load on first use, keeping `import gpunda` fast
+    if name in _LAZY:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

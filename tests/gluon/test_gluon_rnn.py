@@ -1,0 +1,153 @@
+"""gluon.rnn layers and cells: weights saved by real MXNet 1.9.1 load and give MXNet's outputs
+(tests/data/make_gluon_rnn_fixture.py), the fused layers agree with the unrolled cells, and
+hybridized runs equal imperative ones."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import autograd, gluon, nd
+from gpunda.base import GpundaError
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+REF = np.load(DATA / "gluon_rnn_mxnet191.npz")
+
+
+def _block(name):
+    rnn = gluon.rnn
+    return {"lstm": lambda: rnn.LSTM(6, num_layers=2, bidirectional=True, layout="NTC",
+                                     prefix="lstm_"),
+            "gru": lambda: rnn.GRU(5, layout="NTC", prefix="gru_"),
+            "rnn": lambda: rnn.RNN(4, num_layers=2, activation="tanh", layout="NTC",
+                                   prefix="rnn_"),
+            "lstmcell": lambda: rnn.LSTMCell(6, prefix="lstmcell_"),
+            "grucell": lambda: rnn.GRUCell(5, prefix="grucell_")}[name]()
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "rnn", "lstmcell", "grucell"])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_mxnet_saved_weights_give_mxnet_outputs(name, hybridize):
+    block = _block(name)
+    block.load_parameters(str(DATA / f"gluon_rnn_mxnet191_{name}.params"))
+    if hybridize and not name.endswith("cell"):
+        block.hybridize()
+    x = nd.array(REF["x"])
+    if name.endswith("cell"):
+        y, states = block.unroll(5, x, layout="NTC", merge_outputs=True,
+                                 valid_length=nd.array(REF["lengths"]))
+    else:
+        y, states = block(x, block.begin_state(3))
+    np.testing.assert_allclose(y.asnumpy(), REF[name + "_out"], rtol=1e-5, atol=1e-6)
+    for i, s in enumerate(states):
+        np.testing.assert_allclose(s.asnumpy(), REF[f"{name}_state{i}"], rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_names_and_shapes_are_mxnets():
+    layer = gluon.rnn.LSTM(8, num_layers=2, bidirectional=True, input_size=3, prefix="l_")
+    shapes = {k: v.shape for k, v in layer.collect_params().items()}
+    assert shapes["l_l0_i2h_weight"] == (32, 3)
+    assert shapes["l_r0_h2h_weight"] == (32, 8)
+    assert shapes["l_l1_i2h_weight"] == (32, 16)
+    assert shapes["l_r1_h2h_bias"] == (32,)
+    assert len(shapes) == 16
+    lstmp = gluon.rnn.LSTM(8, projection_size=3, input_size=2, prefix="p_")
+    shapes = {k: v.shape for k, v in lstmp.collect_params().items()}
+    assert shapes["p_l0_h2h_weight"] == (32, 3) and shapes["p_l0_h2r_weight"] == (3, 8)
+
+
+def _copy_cell_weights(layer, cell, layer_prefix="l0_"):
+    for kind in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):
+        getattr(cell, kind).set_data(getattr(layer, layer_prefix + kind).data())
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+def test_fused_layer_equals_unrolled_cell(mode, rng):
+    x = nd.array(rng.uniform(-1, 1, (4, 2, 3)))                       # TNC
+    layers = {"lstm": gluon.rnn.LSTM, "gru": gluon.rnn.GRU}
+    if mode in layers:
+        layer = layers[mode](5)
+        cell = {"lstm": gluon.rnn.LSTMCell, "gru": gluon.rnn.GRUCell}[mode](5)
+    else:
+        act = mode.split("_")[1]
+        layer = gluon.rnn.RNN(5, activation=act)
+        cell = gluon.rnn.RNNCell(5, activation=act)
+    layer.initialize(mx.init.Uniform(0.5))
+    cell.initialize()
+    y = layer(x)
+    cell(x[0], cell.begin_state(2))           # settles the cell's deferred shapes
+    _copy_cell_weights(layer, cell)
+    y_cell, _ = cell.unroll(4, x, layout="TNC", merge_outputs=True)
+    np.testing.assert_allclose(y.asnumpy(), y_cell.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_gradients_match_cell_gradients(rng):
+    x = nd.array(rng.uniform(-1, 1, (2, 4, 3)))                       # NTC
+    layer = gluon.rnn.GRU(4, layout="NTC")
+    cell = gluon.rnn.GRUCell(4)
+    layer.initialize(mx.init.Uniform(0.5))
+    cell.initialize()
+    layer(x)
+    cell(x[:, 0], cell.begin_state(2))
+    _copy_cell_weights(layer, cell)
+    with autograd.record():
+        a = layer(x).sum()
+    a.backward()
+    with autograd.record():
+        b = cell.unroll(4, x, layout="NTC", merge_outputs=True)[0].sum()
+    b.backward()
+    np.testing.assert_allclose(layer.l0_h2h_weight.grad().asnumpy(),
+                               cell.h2h_weight.grad().asnumpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(layer.l0_i2h_bias.grad().asnumpy(),
+                               cell.i2h_bias.grad().asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_states_in_and_out_and_errors(rng):
+    layer = gluon.rnn.LSTM(3, num_layers=2)
+    layer.initialize()
+    x = nd.array(rng.uniform(-1, 1, (5, 2, 4)))
+    out, states = layer(x, layer.begin_state(2))
+    assert out.shape == (5, 2, 3) and [s.shape for s in states] == [(2, 2, 3), (2, 2, 3)]
+    with pytest.raises(ValueError, match="Invalid recurrent state shape"):
+        layer(x, [nd.zeros((1, 2, 3)), nd.zeros((2, 2, 3))])
+    with pytest.raises(GpundaError, match="layout"):
+        gluon.rnn.GRU(3, layout="CTN")
+    with pytest.raises(GpundaError, match="cannot be stepped"):
+        gluon.rnn.BidirectionalCell(gluon.rnn.RNNCell(2), gluon.rnn.RNNCell(2))(x[0], [])
+
+
+def test_bidirectional_and_stacked_cells_with_valid_length(rng):
+    x = nd.array(rng.uniform(-1, 1, (3, 5, 2)))
+    lengths = nd.array([5, 1, 3])
+    bi = gluon.rnn.BidirectionalCell(gluon.rnn.LSTMCell(3, prefix="l_"),
+                                     gluon.rnn.LSTMCell(3, prefix="r_"))
+    bi.initialize()
+    out, states = bi.unroll(5, x, layout="NTC", merge_outputs=True, valid_length=lengths)
+    assert out.shape == (3, 5, 6) and len(states) == 4
+    o = out.asnumpy()
+    assert np.all(o[1, 1:] == 0) and np.all(o[2, 3:] == 0) and np.all(o[0] != 0)
+    # the backward half of a short sequence starts at its own last valid step
+    r_only, _ = bi._children["r_cell"].unroll(1, x[1:2, :1], layout="NTC", merge_outputs=True)
+    np.testing.assert_allclose(o[1, 0, 3:], r_only.asnumpy()[0, 0], rtol=1e-5)
+
+    seq = gluon.rnn.HybridSequentialRNNCell()
+    with seq.name_scope():
+        seq.add(gluon.rnn.GRUCell(4))
+        seq.add(gluon.rnn.ResidualCell(gluon.rnn.GRUCell(4)))
+    seq.initialize()
+    outs, states = seq.unroll(5, x, layout="NTC", merge_outputs=False)
+    assert len(outs) == 5 and outs[0].shape == (3, 4) and len(states) == 2
+
+
+def test_zoneout_and_dropout_cells_are_identity_in_inference(rng):
+    x = nd.array(rng.uniform(-1, 1, (2, 4, 3)))
+    base = gluon.rnn.RNNCell(3)
+    base.initialize()
+    plain, _ = base.unroll(4, x, merge_outputs=True)
+    zone = gluon.rnn.ZoneoutCell(base, zoneout_outputs=0.5, zoneout_states=0.5)
+    same, _ = zone.unroll(4, x, merge_outputs=True)     # Dropout of ones is ones outside training
+    np.testing.assert_allclose(same.asnumpy(), plain.asnumpy(), rtol=1e-6)
+    drop, _ = gluon.rnn.DropoutCell(0.7).unroll(4, x, merge_outputs=True)
+    np.testing.assert_array_equal(drop.asnumpy(), x.asnumpy())
+    with pytest.raises(GpundaError, match="already modified"):
+        gluon.rnn.ResidualCell(base)
