@@ -1,4 +1,4 @@
-"""KVStore benchmarks under MPI (issue 9), run as ``python bench/bench_kvstore.py``.
+"""KVStore benchmarks under MPI, run as ``python bench/bench_kvstore.py``.
 
 1. All-reduce of 1, 16 and 64 MB float32 through ``KVStore.allreduce_arrays`` vs raw
    mpi4py ``Allreduce`` on the same buffers, 2 ranks, interleaved, median of blocks.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One short GPU check for a lent GPU machine: GPU tests, then the GPU benchmarks,
+# One short check on a GPU machine: GPU tests, then the GPU benchmarks,
 # then a short table. Usage (on the device machine, repo root): bash ci/gpu_check.sh
 # Writes everything under ${OUT:-/tmp/gpu_check}; needs cupy (cupy-cuda12x/13x) installed.
 set -u

@@ -51,4 +51,12 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_LAZY_MODULES = ("test_utils", "profiler", "registry", "log", "library")
+_LAZY_MODULES = ("test_utils", "contrib", "profiler", "registry", "log", "library")
+
+
+def install_mxnet_alias():
+    """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
+    mxnet itself; call it before the first ``import mxnet``. Returns the alias module.
+    See gpunda/_alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
+    from ._alias import install_mxnet_alias as _install
+    return _install()

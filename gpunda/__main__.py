@@ -1,4 +1,4 @@
-"""Command line: ``python -m gpunda {info,demo,inspect}``."""
+"""Command line: ``python -m gpunda {info,demo,inspect,run}``."""
 from __future__ import annotations
 
 import argparse
@@ -41,20 +41,40 @@ def info(argv=()):
     return 0
 
 
+_COMMANDS = ("info", "demo", "inspect", "run")
+
+
+def _info_parser():
+    return argparse.ArgumentParser(
+        prog="python -m gpunda info", description="Print the versions of gpunda, NumPy, SciPy "
+        "and CuPy, the GPUs found, which default device is chosen and why, and the features "
+        "(mx.runtime.Features()). Takes no options; GPUNDA_DEFAULT_DEVICE and "
+        "GPUNDA_REQUIRE_GPU change the device chosen.")
+
+
 def main(argv=None):
     """Entry point of ``python -m gpunda``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m gpunda",
-                                     description="gpunda: MXNet 1.x's imperative core on CuPy/NumPy")
-    parser.add_argument("command", choices=["info", "demo", "inspect"],
+                                     description="gpunda: MXNet 1.x's imperative core on CuPy/NumPy",
+                                     epilog="`python -m gpunda COMMAND --help` shows the options "
+                                            "of each command.")
+    parser.add_argument("command", choices=list(_COMMANDS),
                         help="info: versions and devices; demo: train a small CNN on digits; "
-                             "inspect: show an NDArray file or symbol JSON")
+                             "inspect: show an NDArray file or symbol JSON; "
+                             "run: run a script in which `import mxnet` gives gpunda")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd not in ("info", "demo", "inspect"):
+    if cmd not in _COMMANDS:
         parser.error(f"unknown command {cmd!r}")
+    if cmd == "run":
+        # before any logging set-up of ours: the script configures logging itself
+        from gpunda import _runscript
+        return _runscript.main(rest)
+    if cmd == "info":
+        _info_parser().parse_args(rest)
     import logging
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

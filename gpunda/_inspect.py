@@ -177,11 +177,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m gpunda inspect",
                                  description="Show the arrays of an MXNet NDArray file "
                                              "(.params/.nd) or the graph of a symbol JSON.")
-    ap.add_argument("file")
+    ap.add_argument("file", help="an MXNet NDArray file (.params, .nd) or a symbol JSON "
+                                 "(-symbol.json)")
     ap.add_argument("--shape", action="append", type=_parse_shape, default=[],
                     metavar="NAME=D1,D2,...",
-                    help="input shape for a symbol JSON, e.g. data=1,3,32,32 (repeatable)")
-    ap.add_argument("--full-hash", action="store_true", help="print full sha256 digests")
+                    help="input shape for a symbol JSON, e.g. data=1,3,32,32, to infer and "
+                         "show every node's shape; repeatable (default: none, no inference)")
+    ap.add_argument("--full-hash", action="store_true",
+                    help="print full sha256 digests (default: the first 16 hex digits)")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         with open(a.file, "rb") as f:

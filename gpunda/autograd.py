@@ -12,9 +12,11 @@ ops/registry.py).
 In-place safety: every in-place write stamps the written array's root with
 the next number of the counter that also numbers the nodes, so backward
 refuses a saved array whose stamp is newer than the node that saved it (NOTE
-[In-place writes]). The plain backward (``_walk_raw``) runs the rules on raw
-backend arrays; ``create_graph=True`` (``_walk_nd``) runs them on recorded
-NDArrays so the result can be differentiated again.
+[In-place writes]). While recording, a write into an array still in a recorded
+graph is refused before it happens, as MXNet does (``check_writable``). The
+plain backward (``_walk_raw``) runs the rules on raw backend arrays;
+``create_graph=True`` (``_walk_nd``) runs them on recorded NDArrays so the
+result can be differentiated again.
 """
 from __future__ import annotations
 
@@ -27,9 +29,26 @@ import numpy as np
 
 from .base import GpundaError
 
+from .base import (MXCallbackList, c_array, c_array_buf, c_handle_array, check_call,
+                   string_types)
+
+# MXNet's module has no __all__, so ``from mxnet.autograd import *`` also brings the
+# names it imports (NDArray, Symbol, the C-API helpers); user code relies on that.
 __all__ = ["is_recording", "is_training", "set_recording", "set_training", "record", "pause",
            "train_mode", "predict_mode", "mark_variables", "backward", "grad", "get_symbol",
-           "Function", "record_node"]
+           "Function", "record_node", "NDArray", "Symbol", "MXCallbackList", "c_array",
+           "c_array_buf", "c_handle_array", "check_call", "string_types"]
+
+
+def __getattr__(name):
+    # NDArray and Symbol live in higher layers that import this module: look them up late
+    if name == "NDArray":
+        from .ndarray.ndarray import NDArray
+        return NDArray
+    if name == "Symbol":
+        from .symbol import Symbol
+        return Symbol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The two flags are context variables: each thread has its own values and a new
@@ -54,10 +73,10 @@ def is_training():
     return _is_train()
 
 
-def set_recording(is_record):
+def set_recording(is_recording):   # MXNet's parameter name (it shadows is_recording here)
     """Set recording on or off for this thread; returns the previous value."""
     prev = _is_rec()
-    _set_rec(bool(is_record))
+    _set_rec(bool(is_recording))
     return prev
 
 
@@ -121,10 +140,9 @@ _GRAD_REQS = ("write", "add", "null")
 class Leaf:
     """A variable: where gradients land (``x.grad``) and how (``grad_req``)."""
 
-    __slots__ = ("grad", "grad_req", "_g", "__weakref__", "var")
+    __slots__ = ("grad", "grad_req", "_g", "__weakref__", "var", "fresh", "freed")
     nout = 1
     is_leaf = True
-    freed = False
     inputs = ()
     seq = -1            # sorts after every node
     op = None
@@ -132,6 +150,11 @@ class Leaf:
     def __init__(self, grad, grad_req, var=None):
         self.grad, self.grad_req, self._g = grad, grad_req, None
         self.var = weakref.ref(var) if var is not None else None
+        # MXNet's fresh_out_grad (``x._fresh_grad``): set when a backward writes .grad
+        self.fresh = False
+        # a 'null' variable is dropped from the graph by a backward that frees it, as
+        # MXNet's AGInfo::Clear does; afterwards it may be written inside record()
+        self.freed = False
 
 
 class Node:
@@ -150,7 +173,7 @@ class Node:
     """
 
     __slots__ = ("op", "p", "inputs", "saved_in", "out_data", "out_refs", "training", "_g",
-                 "ctx", "seq", "__weakref__")
+                 "ctx", "seq", "fresh", "__weakref__")
     is_leaf = False
     nout = 1
     fn = None
@@ -328,12 +351,60 @@ def _retarget_output(node, i, target):
 
 
 def check_writable(target, where):
-    """Refuse to overwrite a variable that requires grad while recording."""
+    """Refuse, while recording, to write into an array that is part of a recorded graph.
+
+    As MXNet's RecordOp: a variable or the output of a recorded op that no backward
+    has freed yet may not be overwritten inside ``record()`` (the graph would
+    silently describe values the array no longer holds). Called before the write.
+    """
     e = target._ag
-    if e is not None and e[0].is_leaf and e[0].grad_req != "null" and _is_rec():
+    if e is not None and _is_rec() and not e[0].freed:
         raise GpundaError(
-            f"{where}: writing into an array that requires grad (attach_grad) inside "
-            f"autograd.record() is not allowed; assign outside record() or detach() it")
+            f"{where}: Assigning to NDArrays that are already in a computational graph "
+            f"will cause undefined behavior when evaluating gradients. Please call backward "
+            f"first to clear the graph or do this outside of a record section. In-place "
+            f"operations (+=, *=, relu(x, out=x), y[idx]=x, ...) on such arrays are not "
+            f"possible inside a record section either")
+
+
+def check_not_inplace(targets, inputs, where):
+    """Refuse a recorded op whose ``out=`` is one of its own inputs (``x += y`` with y
+    depending on a variable), as MXNet does; only called for recorded ``out=`` calls."""
+    for t in targets:
+        for x in inputs:
+            if t is x:
+                raise GpundaError(
+                    f"{where}: Inplace operations (+=, -=, x[:]=, etc) are not supported when "
+                    f"recording with autograd: out= is also an input of the op; write "
+                    f"the result to a new array instead")
+
+
+def record_assign(target, key, value):
+    """``target[key] = value`` while recording, with ``value`` depending on a variable.
+
+    As MXNet: a key that selects the whole array is a recorded copy, so ``target``
+    takes the value's place in the graph; any other key would be an in-place
+    slice assignment, which cannot be recorded and raises.
+    """
+    from .ndarray import _op
+    from .imperative import write_outputs
+    keys = key if isinstance(key, tuple) else (key,)
+    whole = False
+    if all(isinstance(k, (slice, int, np.integer, type(None), type(Ellipsis))) for k in keys):
+        # new axes (None) select nothing: a[None] = v assigns the whole array too
+        view = target._data[tuple(k for k in keys if k is not None)]
+        whole = view.shape == target.shape and view.strides == target._data.strides
+    if not whole:
+        check_not_inplace([target], [target], "__setitem__")
+    if value.shape == target.shape:
+        r = _op._copy(value)
+    elif value.ndim > target.ndim and value.size == target.size:
+        r = value.reshape(target.shape)       # a[None] = v with v of shape a[None].shape
+    else:   # NumPy's broadcasting rule: missing leading axes first, then stretch
+        if value.ndim < target.ndim:
+            value = value.reshape((1,) * (target.ndim - value.ndim) + value.shape)
+        r = value.broadcast_to(target.shape)
+    write_outputs([target], [r], "__setitem__")
 
 
 def _check_versions(node):
@@ -443,18 +514,28 @@ def _raw_namespace(ctx):
     return f
 
 
+def _parse_head(heads, head_grads, where="backward"):
+    """MXNet's normalisation of ``heads`` and ``head_grads``: a single NDArray becomes a
+    one-element list; returns ``(heads, head_grads)`` with head_grads a list of the same
+    length (None entries: ones) or None."""
+    head_list, _ = _as_list(heads, where, "heads")
+    if head_grads is None:
+        return head_list, None
+    hg_list, _ = _as_list(head_grads, where, "head_grads")
+    if len(hg_list) != len(head_list):
+        raise GpundaError(f"{where}: got {len(hg_list)} head_grads for "
+                          f"{len(head_list)} heads; heads and head_grads must be lists of "
+                          f"the same length")
+    return head_list, hg_list
+
+
 def _check_heads(heads, head_grads, where):
     from .ndarray.ndarray import NDArray
-    head_list, _ = _as_list(heads, where, "heads")
+    head_list, hg_list = _parse_head(heads, head_grads, where)
     if not head_list:
         raise GpundaError(f"{where}: heads is empty")
-    if head_grads is None:
+    if hg_list is None:
         hg_list = [None] * len(head_list)
-    else:
-        hg_list, _ = _as_list(head_grads, where, "head_grads")
-        if len(hg_list) != len(head_list):
-            raise GpundaError(f"{where}: got {len(hg_list)} head_grads for "
-                              f"{len(head_list)} heads")
     for i, h in enumerate(head_list):
         if not isinstance(h, NDArray):
             raise GpundaError(f"{where}: heads[{i}] must be an NDArray, got {type(h).__name__}")
@@ -468,7 +549,7 @@ def _check_heads(heads, head_grads, where):
             raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only "
                               f"floating point arrays can be differentiated")
         node = h._ag[0]
-        if node.freed:
+        if node.freed and not node.is_leaf:
             raise GpundaError(
                 f"{where}: heads[{i}] comes from {node.op.name} whose graph was already freed "
                 f"by an earlier backward; pass retain_graph=True to the first backward to "
@@ -479,15 +560,25 @@ def _check_heads(heads, head_grads, where):
         if not isinstance(g, NDArray):
             raise GpundaError(f"{where}: head_grads[{i}] must be an NDArray or None, got "
                               f"{type(g).__name__}")
-        if g.stype != "default":
-            raise GpundaError(f"{where}: head_grads[{i}] has stype {g.stype}; pass a dense "
-                              f"array")
-        if g.shape != h.shape:
+        if g.shape != h.shape and g.size != h.size:
+            # MXNet does not check and reads the buffer as the head's shape, past its
+            # end when it is smaller; only an equal element count is well defined
             raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but heads[{i}] "
                               f"has shape {h.shape}")
         if g._ctx != h._ctx:
             raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but heads[{i}] is on "
                               f"{h._ctx}")
+        if g.dtype != h.dtype:      # MXNet refuses the mismatch too (TBlob type check)
+            raise GpundaError(f"{where}: head_grads[{i}] has dtype {np.dtype(g.dtype).name} "
+                              f"but heads[{i}] has dtype {np.dtype(h.dtype).name}")
+        if g.stype != "default":
+            # a sparse head gradient seeds the walk as its dense values, as MXNet's
+            # storage fallback computes it
+            with _Scope(False, None):
+                hg_list[i] = g = g.tostype("default")
+        if g.shape != h.shape:
+            with _Scope(False, None):
+                hg_list[i] = g.reshape(h.shape)
     return head_list, hg_list
 
 
@@ -558,6 +649,8 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         raise
     for n in leaves:
         n._g = None
+        if not retain_graph and n.grad_req == "null":
+            n.freed = True
     if retain_graph:
         for n in nodes:
             n._g = None
@@ -816,6 +909,7 @@ def _write_grads(leaves, where):
                                   f"the gradient buffer of shape {buf.shape}") from None
         todo.append((leaf, buf, g))
     for leaf, buf, g in todo:
+        leaf.fresh = True
         if buf.stype != "default":
             _write_sparse(leaf, buf, g)
             continue
@@ -895,18 +989,15 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
     With ``create_graph=True`` the computation of the gradients is recorded, so
     they can be differentiated again; ``retain_graph`` defaults to
-    ``create_graph``. Returns a list of NDArrays (one NDArray if ``variables``
-    is one NDArray).
+    ``create_graph``. Returns a list of NDArrays, one per variable, also when
+    ``variables`` is a single NDArray (as MXNet 1.x does).
     """
-    from .ndarray.ndarray import NDArray
-    single = isinstance(variables, NDArray)
     vs, _ = _as_list(variables, "grad", "variables")
     if not vs:
         raise GpundaError("grad: variables is empty")
     if retain_graph is None:
         retain_graph = create_graph
-    res = _run_backward(heads, head_grads, vs, retain_graph, create_graph, train_mode, "grad")
-    return res[0] if single else res
+    return _run_backward(heads, head_grads, vs, retain_graph, create_graph, train_mode, "grad")
 
 
 def get_symbol(x):

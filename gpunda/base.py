@@ -1,6 +1,7 @@
 """Basic names shared by every part of gpunda, laid out as MXNet's ``mxnet.base``."""
 from __future__ import annotations
 
+import ctypes     # already loaded by NumPy; MXNet's C-API helpers below are ctypes
 import numbers
 
 import numpy as np
@@ -125,6 +126,9 @@ def get_last_ffi_error():
 def check_call(ret):
     """Raise the last C-API error when a ``_LIB`` call returned non-zero."""
     if ret != 0:
+        from ._capi import _LIB
+        if not _LIB.MXGetLastError():
+            raise GpundaError(f"check_call: a C-API call returned {ret!r}")
         raise get_last_ffi_error()
 
 

@@ -187,7 +187,10 @@ def _choose_default():
     if n == 0:
         msg = f"no usable GPU ({why_none}); using cpu(0)"
         if require_gpu:
-            raise GpundaError(f"GPUNDA_REQUIRE_GPU=1 but {msg.split(';')[0]}")
+            raise GpundaError(
+                f"GPUNDA_REQUIRE_GPU={os.environ['GPUNDA_REQUIRE_GPU']} asks for a GPU, but none "
+                f"is usable: {why_none}. Unset GPUNDA_REQUIRE_GPU (or set it to 0) to compute "
+                f"on cpu(0) instead")
         if "GPUNDA_DEFAULT_DEVICE" in os.environ:
             _log.warning("gpunda: GPUNDA_DEFAULT_DEVICE=%s but %s", raw, msg)
         else:

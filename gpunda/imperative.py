@@ -139,7 +139,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     if _is_rec() and not op.nondiff:
         _ag._record(op, p, inputs, outs)
     if out is not None:
-        return _write_out(op, p, outs, out)
+        return _write_out(op, p, outs, out, inputs)
     nvis = op.fixed_nvis
     if nvis == 1:
         return outs[0]
@@ -249,7 +249,7 @@ def fast_scalar(op, x, s):
     return invoke_parsed(op, (x,), p)
 
 
-def _write_out(op, p, outs, out):
+def _write_out(op, p, outs, out, inputs=()):
     """Copy results into the caller's arrays (``out=``), which may alias inputs."""
     single = isinstance(out, _NDArray)
     targets = [out] if single else list(out)
@@ -257,13 +257,16 @@ def _write_out(op, p, outs, out):
     if len(targets) not in (nall, nvis):
         raise GpundaError(f"Operator {op.name} expects {nall} (all) or {nvis} (visible only) "
                           f"outputs, but got {len(targets)} instead")
-    write_outputs(targets, outs, f"Operator {op.name}")
+    write_outputs(targets, outs, f"Operator {op.name}", inputs)
     return out
 
 
-def write_outputs(targets, outs, where):
+def write_outputs(targets, outs, where, inputs=()):
     """Check every target first (type, shape, context, writability), then copy ``outs``
-    into them and move their autograd entries there; nothing is written on an error."""
+    into them and move their autograd entries there; nothing is written on an error.
+
+    While recording, a target may not be part of a recorded graph, nor (when the call
+    was recorded) one of the call's ``inputs`` (autograd.check_writable / check_not_inplace)."""
     for i, (t, r) in enumerate(zip(targets, outs)):
         if not isinstance(t, _NDArray):
             raise GpundaError(f"{where}: out[{i}] must be an NDArray, got {type(t).__name__}")
@@ -272,8 +275,9 @@ def write_outputs(targets, outs, where):
                               f"output has shape {r.shape}")
         if t._ctx is not r._ctx:
             raise GpundaError(f"{where}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
-        if r._ag is not None:
-            _ag.check_writable(t, where)
+        _ag.check_writable(t, where)
+    if inputs and outs[0]._ag is not None:
+        _ag.check_not_inplace(targets, inputs, where)
     for i, (t, r) in enumerate(zip(targets, outs)):
         t._assign_from(r)
         if r._ag is not None:

@@ -10,27 +10,41 @@ from gpunda.backends import discovery
 _N_GPUS, _WHY = discovery.probe()
 
 
-def _find_fixtures():
-    """MXNet 1.9.1 fixtures: $GPUNDA_MXNET_FIXTURES, else shared/ beside the clone."""
+def _fixture_candidates():
+    """Where the MXNet 1.9.1 fixtures may be: ``$GPUNDA_MXNET_FIXTURES`` when set (and
+    then only it, so pointing it at an empty folder shows what a clone without them
+    does), else ``shared/fixtures/mxnet`` beside the clone or inside it."""
     here = Path(__file__).resolve().parent.parent
-    for cand in (os.environ.get("GPUNDA_MXNET_FIXTURES"), here.parent / "shared/fixtures/mxnet",
-                 here / "shared/fixtures/mxnet", Path("/work/shared/fixtures/mxnet")):
-        if cand and Path(cand, "FORMAT.md").exists():
-            return str(cand)
-    return str(here.parent / "shared/fixtures/mxnet")
+    given = os.environ.get("GPUNDA_MXNET_FIXTURES")
+    if given:
+        return [Path(given)]
+    return [here.parent / "shared/fixtures/mxnet", here / "shared/fixtures/mxnet"]
 
 
+_CANDIDATES = _fixture_candidates()
+# the fixture folder, or None: they live outside the repository, and a clone without
+# them skips the tests marked @pytest.mark.mxnet_fixtures (see below)
+FIXTURES = next((str(c) for c in _CANDIDATES if (c / "FORMAT.md").exists()), None)
+_FIXTURES_MISSING = ("needs the MXNet 1.9.1 fixtures, not found in "
+                     + " or ".join(map(str, _CANDIDATES))
+                     + " (set GPUNDA_MXNET_FIXTURES to their folder)")
 # test modules read this at import time (conftest is imported first)
-os.environ["GPUNDA_MXNET_FIXTURES"] = _find_fixtures()
+os.environ["GPUNDA_MXNET_FIXTURES"] = FIXTURES or str(_CANDIDATES[0])
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mxnet_fixtures: needs the MXNet 1.9.1 fixture files "
+                                       "(outside the repository; skipped when absent)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if _N_GPUS:
-        return
-    skip = pytest.mark.skip(reason=f"no usable GPU: {_WHY}")
+    skip_gpu = pytest.mark.skip(reason=f"no usable GPU: {_WHY}")
+    skip_fix = pytest.mark.skip(reason=_FIXTURES_MISSING)
     for item in items:
-        if item.get_closest_marker("gpu") is not None:
-            item.add_marker(skip)
+        if not _N_GPUS and item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip_gpu)
+        if FIXTURES is None and item.get_closest_marker("mxnet_fixtures") is not None:
+            item.add_marker(skip_fix)
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,11 @@ def test_initial_state_and_setters_return_previous():
     assert ag.set_training(1) is False
     assert ag.is_training() is True
     assert ag.set_training(False) is True
+    # MXNet's keyword names
+    assert ag.set_recording(is_recording=True) is False
+    assert ag.set_recording(is_recording=False) is True
+    assert ag.set_training(train_mode=True) is False
+    assert ag.set_training(train_mode=False) is True
 
 
 def test_record_and_pause_scopes():
@@ -334,7 +339,10 @@ def test_grad_returns_without_touching_dot_grad(rng):
     x = _var(xv)
     with ag.record():
         y = nd.sin(x) * x
-    g = ag.grad(y, x)
+    res = ag.grad(y, x)
+    # MXNet's grad returns a list even for a single variable
+    assert isinstance(res, list) and len(res) == 1
+    g = res[0]
     assert isinstance(g, nd.NDArray)
     np.testing.assert_allclose(g.asnumpy(), np.cos(xv) * xv + np.sin(xv))
     np.testing.assert_array_equal(x.grad.asnumpy(), np.zeros(3))
@@ -365,7 +373,7 @@ def test_grad_result_does_not_alias_head_grad():
     hg = nd.array([3.0, 4.0], dtype="float64")
     with ag.record():
         y = x + 1
-    g = ag.grad(y, x, head_grads=hg)
+    (g,) = ag.grad(y, x, head_grads=hg)
     g[:] = 0
     np.testing.assert_array_equal(hg.asnumpy(), [3.0, 4.0])
 
@@ -468,24 +476,92 @@ def test_grad_gives_each_variable_its_own_buffer():
     np.testing.assert_array_equal(gy.asnumpy(), [2.0, 2.0])
 
 
-def test_inplace_on_intermediate_saved_by_later_op_raises():
+_IN_GRAPH = "already in a computational graph"
+
+
+@pytest.mark.parametrize("write", ["iadd", "setitem", "setitem_part", "out", "copyto"])
+def test_write_into_recorded_array_inside_record_raises(write):
+    # MXNet's RecordOp refuses any recorded write whose output is already in the graph
     x = _var([1.0, 2.0])
     with ag.record():
         y = x * 2
         z = y * y
-        y += 1
-    with pytest.raises(GpundaError, match="broadcast_mul"):
-        z.backward()
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            if write == "iadd":
+                y += 1
+            elif write == "setitem":
+                y[:] = 5
+            elif write == "setitem_part":
+                y[0] = 5
+            elif write == "out":
+                nd.tanh(x, out=y)
+            else:
+                nd.ones((2,), dtype="float64").copyto(y)
+    np.testing.assert_array_equal(y.asnumpy(), [2.0, 4.0])     # nothing was written
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 8 * np.array([1.0, 2.0]))
 
 
-def test_inplace_on_intermediate_not_saved_is_fine():
+def test_write_after_the_graph_was_freed_is_allowed():
     x = _var([1.0, 2.0])
     with ag.record():
         y = x * 2
-        y += 1            # _plus_scalar saves nothing; y now tracks the new node
-        z = y * 3
-    z.backward()
-    np.testing.assert_allclose(x.grad.asnumpy(), [6.0, 6.0])
+        y.backward(retain_graph=True)
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            y[:] = 5          # a retained graph still holds y
+        y.backward()
+        y[:] = 5              # freed by the second backward
+    np.testing.assert_array_equal(y.asnumpy(), [5.0, 5.0])
+
+
+def test_write_into_arrays_outside_the_graph_is_allowed():
+    x = _var([1.0, 2.0])
+    c = nd.array([1.0, 1.0], dtype="float64")
+    with ag.record():
+        k = c * 3          # depends on no variable: not recorded
+        k[:] = 7
+        k += 1
+        y = x * k
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [8.0, 8.0])
+    with ag.record():
+        y = x * 2
+    y[:] = 0               # outside record() the write is allowed
+    np.testing.assert_array_equal(y.asnumpy(), [0.0, 0.0])
+
+
+def test_inplace_op_on_plain_array_with_recorded_operand_raises():
+    # x += y records an op whose output is its own input: MXNet refuses it
+    x = _var([1.0, 2.0])
+    acc = nd.zeros((2,), dtype="float64")
+    with ag.record():
+        y = x * 2
+        with pytest.raises(GpundaError, match="Inplace operations"):
+            acc += y
+        with pytest.raises(GpundaError, match="Inplace operations"):
+            acc[0:1] = y[0:1]
+    np.testing.assert_array_equal(acc.asnumpy(), [0.0, 0.0])
+
+
+@pytest.mark.parametrize("how", ["setitem", "copyto", "broadcast", "newaxis", "full_slice"])
+def test_whole_array_assignment_of_recorded_value_joins_the_graph(how):
+    # MXNet: z[:] = y and y.copyto(z) are recorded copies (values checked against MXNet 1.9.1)
+    x = _var([1.0, 2.0])
+    z = nd.zeros((2, 2) if how == "broadcast" else (2,), dtype="float64")
+    with ag.record():
+        y = x * 2
+        if how == "copyto":
+            y.copyto(z)
+        elif how == "newaxis":
+            z[None] = y.reshape((1, 2))     # a[None] = v assigns all of a, as a[...] = v
+        elif how == "full_slice":
+            z[0:2] = y
+        else:
+            z[:] = y
+        w = z * 3
+    w.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [12.0, 12.0] if how == "broadcast"
+                                  else [6.0, 6.0])
 
 
 def test_state_an_op_mutates_may_change_before_backward():
@@ -508,11 +584,11 @@ def test_out_into_variable_while_recording_raises():
     x = _var([1.0, 2.0])
     before = x.asnumpy()
     with ag.record():
-        with pytest.raises(GpundaError, match="requires grad"):
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
             nd.tanh(x * 1, out=x)
-        with pytest.raises(GpundaError, match="requires grad"):
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
             x += 1
-        with pytest.raises(GpundaError, match="requires grad"):
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
             x[:] = 1
     np.testing.assert_array_equal(x.asnumpy(), before)
     x += 1        # outside record() it is allowed
@@ -561,7 +637,7 @@ def test_function_records_one_node_and_works_with_grad(rng):
     with ag.record():
         y = _Sigmoid()(nd.sin(x))
     assert y._ag[0].op.name == "_CustomFunction"
-    g = ag.grad(y, x)
+    (g,) = ag.grad(y, x)
     s = 1 / (1 + np.exp(-np.sin(xv)))
     np.testing.assert_allclose(g.asnumpy(), s * (1 - s) * np.cos(xv), rtol=1e-12)
 
@@ -646,7 +722,7 @@ def test_function_once_differentiable(rng):
     x = _var(xv)
     with ag.record():
         y = _Sigmoid()(x)
-        g = ag.grad(y, x, create_graph=True)     # first order works and is recorded
+        (g,) = ag.grad(y, x, create_graph=True)     # first order works and is recorded
     s = 1 / (1 + np.exp(-xv))
     np.testing.assert_allclose(g.asnumpy(), s * (1 - s), rtol=1e-12)
     with pytest.raises(GpundaError, match="once-differentiable"):
@@ -687,10 +763,26 @@ def test_head_grads_wrong_shape_context_count_raise():
         y.backward(nd.ones((2,), ctx=mx.cpu(1), dtype="float64"))
     with pytest.raises(GpundaError, match="2 head_grads for 1 heads"):
         ag.backward([y], [None, None])
+    with pytest.raises(GpundaError, match=r"head_grads\[0\] has dtype float32 but heads\[0\] "
+                                          r"has dtype float64"):
+        y.backward(nd.ones((2,), dtype="float32"))
     with pytest.raises(GpundaError, match="must be an NDArray"):
         ag.backward([y], [np.ones(2)])
     y.backward()      # the failed calls did not free the graph
     np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 2.0])
+
+
+def test_head_grads_of_another_shape_with_as_many_elements_are_read_in_the_heads_shape():
+    # MXNet 1.9.1 reads the head gradient buffer in the head's shape: (3, 1) for (3,) works
+    x = _var([1.0, 2.0, 3.0])
+    hg = nd.array([[1.0], [2.0], [3.0]], dtype="float64")
+    with ag.record():
+        y = x * 2
+    (g,) = ag.grad(y, [x], head_grads=hg, retain_graph=True)
+    np.testing.assert_array_equal(g.asnumpy(), [2.0, 4.0, 6.0])
+    y.backward(hg)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [2.0, 4.0, 6.0])
+    assert hg.shape == (3, 1)
 
 
 def test_grad_of_variable_not_in_graph_raises():
@@ -790,8 +882,137 @@ def test_backward_and_grad_on_gpu_match_cpu():
         x.attach_grad()
         with ag.record():
             y = nd.tanh(x * x) / x
-        g = ag.grad(y, x, create_graph=True)
+        (g,) = ag.grad(y, x, create_graph=True)
         g.backward()
         res[ctx.device_type] = (g.asnumpy(), x.grad.asnumpy())
     np.testing.assert_allclose(res["gpu"][0], res["cpu"][0], rtol=1e-10)
     np.testing.assert_allclose(res["gpu"][1], res["cpu"][1], rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# MXNet's API surface: names, _fresh_grad, storage types of gradients
+
+
+def test_star_import_brings_the_names_mxnet_code_expects():
+    # MXNet's autograd has no __all__: `from mxnet.autograd import *` brings NDArray too
+    ns = {}
+    exec("from gpunda.autograd import *", ns)
+    assert ns["NDArray"] is nd.NDArray
+    assert ns["Symbol"] is mx.sym.Symbol
+    for name in ("record", "pause", "backward", "grad", "mark_variables", "Function",
+                 "get_symbol", "is_training", "set_training", "check_call", "c_array",
+                 "string_types", "MXCallbackList"):
+        assert name in ns, name
+    assert ns["string_types"] == (str,)
+
+
+def test_parse_head_normalises_as_mxnet():
+    a, b = nd.ones((2,)), nd.ones((3,))
+    assert ag._parse_head(a, None) == ([a], None)
+    heads, hgs = ag._parse_head([a, b], [None, b])
+    assert heads == [a, b] and hgs == [None, b]
+    with pytest.raises(GpundaError, match="same length"):
+        ag._parse_head([a, b], [a])
+
+
+def test_fresh_grad_is_set_by_backward_only():
+    x, y = _var([1.0, 2.0]), _var([3.0, 4.0])
+    assert x._fresh_grad is False
+    with ag.record():
+        z = x * 2
+    ag.grad(z, [x])                 # grad() leaves .grad alone, so nothing is fresh
+    assert x._fresh_grad is False
+    with ag.record():
+        z = x * y
+    z.backward()
+    assert x._fresh_grad is True and y._fresh_grad is True
+    x._fresh_grad = False
+    assert x._fresh_grad is False and y._fresh_grad is True
+    with ag.record():
+        w = x.detach() * y          # x is cut off: its gradient is not refreshed
+    w.backward()
+    assert x._fresh_grad is False and y._fresh_grad is True
+    plain = nd.ones((2,))
+    assert plain._fresh_grad is False
+    with pytest.raises(GpundaError, match="not marked as a variable"):
+        plain._fresh_grad = True    # as MXNet: no gradient state to set
+    x.attach_grad()
+    assert x._fresh_grad is False   # a new variable starts stale
+
+
+def test_null_variable_leaves_the_graph_with_a_freeing_backward():
+    # MXNet clears a 'null' variable with the graph; 'write' variables stay marked
+    x, z = _var([1.0, 2.0]), _var([3.0, 4.0], grad_req="null")
+    with ag.record():
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            z[:] = 0
+        y = x * z
+    y.backward(retain_graph=True)
+    with ag.record():
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            z[:] = 0                # a retained graph keeps it
+    y.backward()
+    with ag.record():
+        z[:] = 5
+        with pytest.raises(GpundaError, match=_IN_GRAPH):
+            x[:] = 0
+    assert z._fresh_grad is False and x._fresh_grad is True
+    np.testing.assert_array_equal(z.asnumpy(), [5.0, 5.0])
+
+
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+def test_sparse_head_gradient_seeds_like_its_dense_values(rng, stype):
+    xv = rng.uniform(-1, 1, (3, 4))
+    hv = rng.uniform(-1, 1, (3, 4))
+    hv[1] = 0
+    x = _var(xv)
+    with ag.record():
+        y = x * x
+    y.backward(nd.array(hv, dtype="float64").tostype(stype))
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * xv * hv)
+
+
+@pytest.mark.parametrize("array_stype", ["default", "csr", "row_sparse"])
+@pytest.mark.parametrize("grad_stype", [None, "default", "csr", "row_sparse"])
+def test_attach_grad_stype_defaults_to_the_arrays(array_stype, grad_stype):
+    x = nd.zeros((2, 3), stype=array_stype)
+    x.attach_grad(stype=grad_stype)
+    assert x.grad.stype == (grad_stype or array_stype)
+    assert x.detach().stype == array_stype
+
+
+@pytest.mark.parametrize("stype", ["row_sparse", "csr"])
+def test_gradient_into_sparse_buffer_given_to_mark_variables(rng, stype):
+    xv, wv = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (3, 2))
+    wv[0] = 0                       # a zero row stays out of the row_sparse gradient
+    x = nd.array(xv, dtype="float64")
+    g = nd.sparse.zeros(stype, (3, 2), dtype="float64")
+    ag.mark_variables([x], [g])
+    with ag.record():
+        y = x * nd.array(wv, dtype="float64")
+    y.backward()
+    assert x.grad is g and g.stype == stype
+    np.testing.assert_allclose(g.asnumpy(), wv)
+    if stype == "row_sparse":
+        assert sorted(g.indices.asnumpy().tolist()) == [1, 2]
+
+
+def test_dot_gradient_of_row_sparse_weight_is_row_sparse(rng):
+    lhs = rng.uniform(-1, 1, (2, 8))
+    lhs[:, [1, 5]] = 0
+    w = nd.ones((8, 3)).tostype("row_sparse")
+    w.attach_grad()
+    with ag.record():
+        y = nd.dot(nd.array(lhs).tostype("csr"), w)
+    y.backward()
+    assert w.grad.stype == "row_sparse"
+    np.testing.assert_allclose(w.grad.asnumpy(), lhs.T @ np.ones((2, 3)), rtol=1e-6)
+
+
+def test_sparse_head_gradient_of_another_shape_is_densified_then_read_in_the_heads_shape():
+    x = _var([1.0, 2.0, 3.0, 4.0])
+    hg = nd.array([[1.0, 0.0], [0.0, 2.0]], dtype="float64").tostype("csr")
+    with ag.record():
+        y = x * 3
+    y.backward(hg)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [3.0, 0.0, 0.0, 6.0])

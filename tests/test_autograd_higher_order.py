@@ -68,8 +68,8 @@ def test_unary_first_second_third(name):
     f = getattr(nd, name)
     with ag.record():
         y = f(x)
-    g1 = ag.grad(y, x, create_graph=True)
-    g2 = ag.grad(g1, x, create_graph=True)
+    (g1,) = ag.grad(y, x, create_graph=True)
+    (g2,) = ag.grad(g1, x, create_graph=True)
     g2.backward()
     np.testing.assert_allclose(g1.asnumpy(), d1(xv), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g2.asnumpy(), d2(xv), rtol=1e-10, atol=1e-12)
@@ -82,7 +82,7 @@ def test_grad_inside_record_and_head_grads():
     x = _var(xv)
     with ag.record():
         y = nd.sin(x) * x
-        g = ag.grad(y, x, head_grads=nd.array(hv, dtype="float64"), create_graph=True)
+        (g,) = ag.grad(y, x, head_grads=nd.array(hv, dtype="float64"), create_graph=True)
         z = g * g
     z.backward()
     d1 = (np.cos(xv) * xv + np.sin(xv)) * hv
@@ -97,7 +97,7 @@ def test_create_graph_gradient_wrt_head_grads():
     h = _var(np.ones_like(xv) * 0.5)
     with ag.record():
         y = nd.exp(x)
-    g = ag.grad(y, x, head_grads=h, create_graph=True)    # g = h * exp(x)
+    (g,) = ag.grad(y, x, head_grads=h, create_graph=True)    # g = h * exp(x)
     g.backward()
     np.testing.assert_allclose(h.grad.asnumpy(), np.exp(xv), rtol=1e-12)
     np.testing.assert_allclose(x.grad.asnumpy(), 0.5 * np.exp(xv), rtol=1e-12)
@@ -110,7 +110,7 @@ def _fd_of_grad(fn, values, first, second, v, eps=1e-6):
         xs = [_var(a) for a in vals]
         with ag.record():
             y = fn(*xs)
-        return ag.grad(y, xs[first]).asnumpy()
+        return ag.grad(y, xs[first])[0].asnumpy()
 
     base = [np.array(a, dtype=np.float64) for a in values]
     out = np.zeros_like(base[second])
@@ -130,8 +130,8 @@ def _mixed_second(fn, values, first, second, v):
     xs = [_var(a) for a in values]
     with ag.record():
         y = fn(*xs)
-    g = ag.grad(y, xs[first], create_graph=True)
-    return ag.grad(g, xs[second], head_grads=nd.array(v, dtype="float64")).asnumpy()
+    (g,) = ag.grad(y, xs[first], create_graph=True)
+    return ag.grad(g, xs[second], head_grads=nd.array(v, dtype="float64"))[0].asnumpy()
 
 
 def test_broadcast_arithmetic_second_order():
@@ -213,9 +213,9 @@ def test_fully_connected_sigmoid_second_and_third_order():
     x2 = _var(xv)
     with ag.record():
         s2 = nd.sigmoid(nd.FullyConnected(x2, w, b, num_hidden=4))
-    gx = ag.grad(s2, x2, create_graph=True)
-    g2 = ag.grad(gx, x2, head_grads=nd.array(v, dtype="float64"), create_graph=True)
-    g3 = ag.grad(g2, x2, head_grads=nd.array(v, dtype="float64"))
+    (gx,) = ag.grad(s2, x2, create_graph=True)
+    (g2,) = ag.grad(gx, x2, head_grads=nd.array(v, dtype="float64"), create_graph=True)
+    (g3,) = ag.grad(g2, x2, head_grads=nd.array(v, dtype="float64"))
     s1 = sg * (1 - sg)
     s2_ = s1 * (1 - 2 * sg)
     s3 = s1 * (1 - 6 * sg + 6 * sg * sg)
@@ -230,8 +230,8 @@ def test_third_order_of_composition():
     x = _var(xv)
     with ag.record():
         y = nd.exp(x) * nd.sin(x)            # y''' = 2 e^x (cos x - sin x)
-    g1 = ag.grad(y, x, create_graph=True)
-    g2 = ag.grad(g1, x, create_graph=True)
-    g3 = ag.grad(g2, x)
+    (g1,) = ag.grad(y, x, create_graph=True)
+    (g2,) = ag.grad(g1, x, create_graph=True)
+    (g3,) = ag.grad(g2, x)
     np.testing.assert_allclose(g3.asnumpy(), 2 * np.exp(xv) * (np.cos(xv) - np.sin(xv)),
                                rtol=1e-10)

@@ -123,3 +123,29 @@ def test_ndarray_handle_round_trip_through_dlpack_pointer():
         mx.nd.NDArray(handle=handle)      # taken once
     with pytest.raises(mx.MXNetError, match="needs a handle"):
         mx.nd.NDArray()
+
+
+def test_check_call_without_a_last_error_names_the_code():
+    base.check_call(0)
+    with pytest.raises(mx.MXNetError, match="returned -1"):
+        base.check_call(-1)
+
+
+def test_c_array_and_buffer_share_or_hold_values():
+    import array
+    a = base.c_array(ctypes.c_int, [3, 1, 4])
+    assert list(a) == [3, 1, 4] and a._type_ is ctypes.c_int
+    buf = array.array("I", [7, 8])
+    b = base.c_array_buf(ctypes.c_uint, buf)
+    buf[0] = 9                      # shares the buffer's memory
+    assert list(b) == [9, 8]
+
+
+def test_handle_array_names_arrays_in_the_handle_table():
+    x = mx.nd.array([1.0, 2.0])
+    arr = base.c_handle_array([x])
+    assert len(arr) == 1 and arr[0]
+    assert mx.nd.NDArray(handle=arr[0]).asnumpy().tolist() == [1.0, 2.0]
+    cb = base.MXCallbackList(2)
+    assert cb.num_callbacks == 2 and [f for f, _ in cb._fields_] == [
+        "num_callbacks", "callbacks", "contexts"]

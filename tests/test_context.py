@@ -101,7 +101,21 @@ def test_require_gpu_turns_fallback_into_error(fresh_default):
     _no_cupy(fresh_default)
     fresh_default.setenv("GPUNDA_DEFAULT_DEVICE", "gpu")
     fresh_default.setenv("GPUNDA_REQUIRE_GPU", "1")
-    with pytest.raises(mx.GpundaError, match="GPUNDA_REQUIRE_GPU=1"):
+    with pytest.raises(mx.GpundaError, match="GPUNDA_REQUIRE_GPU=1") as err:
+        ctxmod.default_device_choice()
+    # the whole reason, the install hint included, and the way out
+    _, why = discovery.probe()
+    assert why.startswith("CuPy is not installed") and why.endswith("pip install 'gpunda[gpu]'")
+    assert str(err.value) == (f"GPUNDA_REQUIRE_GPU=1 asks for a GPU, but none is usable: {why}. "
+                              f"Unset GPUNDA_REQUIRE_GPU (or set it to 0) to compute on cpu(0) "
+                              f"instead")
+
+
+def test_require_gpu_message_names_an_empty_visible_devices(fresh_default):
+    fresh_default.setenv("CUDA_VISIBLE_DEVICES", "")
+    fresh_default.setenv("GPUNDA_REQUIRE_GPU", "yes")
+    with pytest.raises(mx.GpundaError, match=r"^GPUNDA_REQUIRE_GPU=yes asks for a GPU, but none "
+                                             r"is usable: CUDA_VISIBLE_DEVICES is empty\. Unset"):
         ctxmod.default_device_choice()
 
 

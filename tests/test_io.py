@@ -11,7 +11,6 @@ import gpunda as mx
 from gpunda.base import GpundaError
 
 FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
-pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
 
 
 @pytest.fixture
@@ -64,12 +63,14 @@ def _check_against_manifest(loaded, manifest, npz):
 DENSE_FIXTURES = ["nd_list", "nd_dict", "nd_legacy_v1", "nd_legacy_v0"]
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("name", DENSE_FIXTURES)
 def test_load_fixture_values_exact(name):
     manifest, npz, _ = _fixture(name)
     _check_against_manifest(mx.nd.load(os.path.join(FIX, name + ".nd")), manifest, npz)
 
 
+@pytest.mark.mxnet_fixtures
 def test_load_npshape_fixture():
     manifest, npz, raw = _fixture("nd_npshape")
     with mx.util.np_shape(True):
@@ -78,6 +79,7 @@ def test_load_npshape_fixture():
         assert mx.nd.save_to_bytes(loaded) == raw
 
 
+@pytest.mark.mxnet_fixtures
 def test_load_sparse_fixture(sparse):
     manifest, npz, raw = _fixture("nd_sparse")
     loaded = mx.nd.load(os.path.join(FIX, "nd_sparse.nd"))
@@ -87,6 +89,7 @@ def test_load_sparse_fixture(sparse):
     assert mx.nd.save_to_bytes(loaded) == raw
 
 
+@pytest.mark.mxnet_fixtures
 def test_sparse_built_from_npz_is_byte_identical(sparse):
     manifest, npz, raw = _fixture("nd_sparse")
     out = {}
@@ -103,6 +106,7 @@ def test_sparse_built_from_npz_is_byte_identical(sparse):
     assert mx.nd.save_to_bytes(out) == raw
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("name", ["nd_list", "nd_dict"])
 def test_save_from_npz_is_byte_identical_to_mxnet(name, tmp_path):
     # build the arrays from the npz (not from our reader) and compare with MXNet's bytes
@@ -117,6 +121,7 @@ def test_save_from_npz_is_byte_identical_to_mxnet(name, tmp_path):
     assert os.listdir(tmp_path) == ["out.nd"]
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("name", ["nd_legacy_v1", "nd_legacy_v0"])
 def test_legacy_files_resave_as_v2(name):
     manifest, npz, raw = _fixture(name)
@@ -126,6 +131,7 @@ def test_legacy_files_resave_as_v2(name):
     _check_against_manifest(mx.nd.load_frombuffer(buf), manifest, npz)
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("model", ["mlp", "cnn", "textemb"])
 def test_params_fixture_checksums_and_roundtrip(model):
     path = os.path.join(FIX, f"{model}-0000.params")
@@ -141,12 +147,14 @@ def test_params_fixture_checksums_and_roundtrip(model):
         assert mx.nd.save_to_bytes(params) == f.read()
 
 
+@pytest.mark.mxnet_fixtures
 def test_load_ctx_argument():
     path = os.path.join(FIX, "nd_list.nd")
     arrays = mx.nd.load(path, ctx=mx.cpu(1))
     assert all(a.context == mx.cpu(1) for a in arrays)
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.gpu
 def test_load_to_gpu_and_save_from_gpu():
     manifest, npz, raw = _fixture("nd_dict")
@@ -434,6 +442,7 @@ def test_missing_file_and_directory(tmp_path):
         mx.nd.load(mx.nd.save_to_bytes([mx.nd.ones(1)]))   # bytes go to load_frombuffer
 
 
+@pytest.mark.mxnet_fixtures
 def test_symbol_json_is_not_an_ndarray_file():
     with pytest.raises(GpundaError, match="bad magic"):
         mx.nd.load(os.path.join(FIX, "mlp-symbol.json"))
@@ -441,6 +450,7 @@ def test_symbol_json_is_not_an_ndarray_file():
 
 # -- python -m gpunda inspect -------------------------------------------------------------
 
+@pytest.mark.mxnet_fixtures
 def test_inspect_params_file_prints_names_and_manifest_digests(capsys):
     from gpunda import _inspect
     with open(os.path.join(FIX, "cnn-manifest.json")) as f:
@@ -454,6 +464,7 @@ def test_inspect_params_file_prints_names_and_manifest_digests(capsys):
         assert "(" + ", ".join(map(str, p["shape"])) in line
 
 
+@pytest.mark.mxnet_fixtures
 def test_inspect_sparse_and_list_files(capsys):
     from gpunda import _inspect
     assert _inspect.main([os.path.join(FIX, "nd_sparse.nd")]) == 0
@@ -463,6 +474,7 @@ def test_inspect_sparse_and_list_files(capsys):
     assert "records V0" in capsys.readouterr().out
 
 
+@pytest.mark.mxnet_fixtures
 def test_inspect_symbol_json_with_shapes(capsys):
     pytest.importorskip("gpunda.symbol")
     from gpunda import _inspect
@@ -479,6 +491,7 @@ def test_inspect_symbol_json_with_shapes(capsys):
     assert shapes["mlp_softmaxhead0_softmax0_output"] == "(4, 10)"
 
 
+@pytest.mark.mxnet_fixtures
 def test_inspect_cli_errors(tmp_path, capsys):
     from gpunda import __main__ as cli
     from gpunda import _inspect

@@ -17,7 +17,7 @@ from gpunda.base import GpundaError
 
 FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 MODELS = ["mlp", "cnn", "textemb"]
-pytestmark = pytest.mark.skipif(not os.path.isdir(FIX), reason="MXNet fixtures not present")
+pytestmark = pytest.mark.mxnet_fixtures
 
 
 def _fixture(model):

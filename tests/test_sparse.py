@@ -115,6 +115,7 @@ def test_sparse_array_function():
         nd.sparse.array(np.zeros((2, 2)))
 
 
+@pytest.mark.mxnet_fixtures
 def test_mxnet_fixture_parts_rebuild_bit_exact():
     ref = np.load(os.path.join(FIXTURES, "nd_sparse.npz"))
     c = nd.sparse.csr_matrix((ref["arr0_data"], ref["arr0_indices"], ref["arr0_indptr"]),

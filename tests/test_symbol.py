@@ -13,10 +13,7 @@ FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
 def _fixture(name):
-    path = os.path.join(FIX, f"{name}-symbol.json")
-    if not os.path.exists(path):
-        pytest.skip("MXNet fixtures not available")
-    with open(path) as f:
+    with open(os.path.join(FIX, f"{name}-symbol.json")) as f:
         return f.read()
 
 
@@ -187,6 +184,7 @@ def test_infer_shape_elementwise_by_compute():
         sym.broadcast_add(a, b).infer_shape(a=(4, 3), b=(5,))
 
 
+@pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("model", ["mlp", "textemb"])
 def test_json_fixture_round_trip_exact(model):
     text = _fixture(model)
@@ -194,6 +192,7 @@ def test_json_fixture_round_trip_exact(model):
     assert s.tojson() == text
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_fixture_cnn_lists():
     text = _fixture("cnn")
     s = sym.load_json(text)
@@ -209,6 +208,7 @@ def test_json_fixture_cnn_lists():
     assert out == [(2, 10)] and aux == [(8,), (8,), (16,), (16,)]
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_legacy_forms():
     text = _fixture("mlp")
     ref = sym.load_json(text).tojson()
@@ -229,6 +229,7 @@ def test_json_legacy_forms():
     assert g["attrs"] == {"mxnet_version": ["int", 10901]}
 
 
+@pytest.mark.mxnet_fixtures
 def test_json_errors():
     text = _fixture("mlp")
     h = json.loads(text)
@@ -292,6 +293,20 @@ def test_bind_forward_backward(rng):
     assert list(ex.output_dict) == s.list_outputs()
     with pytest.raises(GpundaError, match="no array given"):
         s.bind(mx.cpu(), {"a": mx.nd.array(x)})
+
+
+def test_executor_backward_casts_out_grads_to_the_outputs_dtype(rng):
+    # MXNet copies out_grads into float32 head-gradient buffers; autograd.backward
+    # itself refuses a dtype mismatch
+    a = sym.var("a")
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    ga = mx.nd.zeros((2, 3))
+    ex = (a * 3).bind(mx.cpu(), {"a": mx.nd.array(x)}, args_grad={"a": ga})
+    ex.forward(is_train=True)
+    h = rng.standard_normal((2, 3))
+    ex.backward(mx.nd.array(h, dtype="float64"))
+    assert ga.dtype == np.float32
+    np.testing.assert_allclose(ga.asnumpy(), 3 * h, rtol=1e-6)
 
 
 def test_simple_bind_mlp():

@@ -185,6 +185,10 @@ class NDArray:
                 raise GpundaError(f"copyto: target has shape {other.shape} but the source "
                                   f"has shape {self.shape}")
             _ag.check_writable(other, "copyto")
+            if self._ag is not None and _is_rec() and type(self) is type(other) is NDArray:
+                # recorded: ``other`` takes the copy's place in the graph
+                _imp.write_outputs([other], [_transfer(self, other._ctx)], "copyto")
+                return other
             self._copy_into(other)
             return other
         return self._copy_to_context(other)
@@ -259,9 +263,12 @@ class NDArray:
 
     # -- autograd ---------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
-        """Allocate a gradient buffer and mark this array as a variable."""
-        from . import _op
-        if stype is not None and stype != "default":
+        """Allocate a gradient buffer and mark this array as a variable.
+
+        ``stype`` is the gradient's storage type, by default this array's own."""
+        if stype is None:
+            stype = self.stype
+        if stype != "default":
             from . import sparse
             g = sparse.zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
         else:
@@ -279,7 +286,17 @@ class NDArray:
 
     @property
     def _fresh_grad(self):
-        return False
+        """Whether a backward wrote this variable's ``.grad`` since the flag was reset."""
+        e = self._ag
+        return e is not None and getattr(e[0], "fresh", False)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, state):
+        e = self._ag
+        if e is None:
+            raise GpundaError("_fresh_grad: this NDArray is not marked as a variable and "
+                              "has no gradient state; call attach_grad() first")
+        e[0].fresh = bool(state)
 
     def detach(self):
         """The same values, cut from the autograd graph."""
@@ -307,6 +324,8 @@ class NDArray:
             if value._ctx is not self._ctx:
                 raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
                                   f"{self._ctx}")
+            if value._ag is not None and _is_rec():
+                return _ag.record_assign(self, key, value)
             value = value._data
         elif not isinstance(value, numeric_types):
             value = np.asarray(value)

@@ -649,12 +649,12 @@ def _sparse_invoke(op, inputs, p, out=None):
         if e is not None:
             e[0].fn = _node_rule(op, e[0])
     if out is not None:
-        return _write_out(op, p, outs, out)
+        return _write_out(op, p, outs, out, inputs)
     nvis = op.n_visible(p)
     return outs[0] if nvis == 1 else outs[:nvis]
 
 
-def _write_out(op, p, outs, out):
+def _write_out(op, p, outs, out, inputs=()):
     targets = [out] if isinstance(out, NDArray) else list(out)
     fixed = []
     for t, r in zip(targets, outs):
@@ -664,7 +664,7 @@ def _write_out(op, p, outs, out):
             r = r2
         fixed.append(r)
     fixed.extend(outs[len(fixed):])
-    return _imp._write_out(op, p, fixed, out)
+    return _imp._write_out(op, p, fixed, out, inputs)
 
 
 # ----------------------------------------------------------------------------

@@ -51,6 +51,10 @@ _unary("rsqrt", lambda xp, p, x: 1 / xp.sqrt(x), lambda F, p, i, o, g: [-0.5 * g
        save=("outputs",), doc="1/sqrt(x), element-wise.")
 _unary("cbrt", lambda xp, p, x: xp.cbrt(x), lambda F, p, i, o, g: [g[0] / (3 * o[0] * o[0])],
        save=("outputs",), doc="Cube root, element-wise.")
+# d/dx x**(-1/3) = -x**(-4/3) / 3 = -o**4 / 3, written on the output so it differentiates again
+_unary("rcbrt", lambda xp, p, x: 1 / xp.cbrt(x),
+       lambda F, p, i, o, g: [g[0] * F.square(F.square(o[0])) * (-1.0 / 3)],
+       save=("outputs",), doc="1/cbrt(x), element-wise.")
 _unary("exp", lambda xp, p, x: xp.exp(x), lambda F, p, i, o, g: [g[0] * o[0]],
        save=("outputs",), doc="e**x, element-wise.")
 _unary("expm1", lambda xp, p, x: xp.expm1(x), lambda F, p, i, o, g: [g[0] * (o[0] + 1)],

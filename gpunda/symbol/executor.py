@@ -143,6 +143,11 @@ class Executor:
                               "grad_req other than 'null')")
         if out_grads is not None and isinstance(out_grads, NDArray):
             out_grads = [out_grads]
+        if out_grads is not None:
+            # MXNet copies out_grads into head-gradient buffers of the outputs' dtype
+            out_grads = [g.astype(o.dtype) if isinstance(g, NDArray) and g.dtype != o.dtype
+                         else g for g, o in zip(out_grads, self._recorded)] \
+                + list(out_grads[len(self._recorded):])
         autograd.backward(self._recorded, out_grads, train_mode=is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):

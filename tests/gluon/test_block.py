@@ -212,7 +212,7 @@ def test_export_requires_forward():
 _FIX = os.environ["GPUNDA_MXNET_FIXTURES"]
 
 
-@pytest.mark.skipif(not os.path.exists(_FIX), reason="MXNet fixtures not present")
+@pytest.mark.mxnet_fixtures
 def test_gluon_model_loads_mxnet_export_and_matches():
     """The same Gluon code as MXNet's generator gives the same names, values and grads."""
     exp = np.load(f"{_FIX}/cnn-expected.npz")
@@ -236,7 +236,7 @@ def test_gluon_model_loads_mxnet_export_and_matches():
                                        err_msg=name)
 
 
-@pytest.mark.skipif(not os.path.exists(_FIX), reason="MXNet fixtures not present")
+@pytest.mark.mxnet_fixtures
 def test_symbolblock_imports_mxnet_fixture():
     exp = np.load(f"{_FIX}/mlp-expected.npz")
     blk = gluon.SymbolBlock.imports(f"{_FIX}/mlp-symbol.json", ["data"],

@@ -1,4 +1,6 @@
 """The demo's pieces (the full run is too long for the test suite; see bench/bench_mlp.py)."""
+import io
+
 import numpy as np
 import pytest
 
@@ -34,3 +36,45 @@ def test_demo_rejects_bad_flags():
         demo.main(["--kvstore", "dist_snyc", "--device", "cpu"])
     with pytest.raises(GpundaError, match="--device"):
         demo.main(["--device", "tpu"])
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self):
+        return self._tty
+
+
+def test_progress_off_a_terminal_is_plain_periodic_lines():
+    t = [0.0]
+    out = _Stream(tty=False)
+    p = demo._Progress(epochs=2, total=100, stream=out, interval=10.0, clock=lambda: t[0])
+    for done in range(1, 101):
+        t[0] = done * 0.5           # 0.5 s per batch: a line every 20 batches
+        p.update(1, done)
+    text = out.getvalue()
+    assert "\r" not in text
+    assert text.splitlines() == [f"epoch 1/2: batch {b}/100" for b in (21, 41, 61, 81)]
+
+
+def test_progress_on_a_terminal_redraws_one_bar():
+    out = _Stream(tty=True)
+    p = demo._Progress(epochs=1, total=4, stream=out, width=8)
+    for done in range(1, 5):
+        p.update(1, done)
+    text = out.getvalue()
+    assert "\n" not in text and text.count("\r") >= 4
+    assert "\repoch 1/1 [####....] 2/4" in text and text.endswith("\r")
+
+
+def test_demo_that_misses_its_target_says_why(capsys):
+    # lr 0 cannot learn: the accuracy stays near chance, far below the target
+    rc = demo.main(["--epochs", "1", "--lr", "0", "--bench-steps", "0", "--device", "cpu"])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert "MISSED the 97% target" in out
+    assert "demo: exit status 1 because the final test accuracy 0." in err
+    assert "is below the 97% target (after --epochs 1, --lr 0.0," in err
+    assert "\r" not in err          # captured stderr is not a terminal: no bar

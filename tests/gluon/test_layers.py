@@ -119,3 +119,85 @@ def test_layernorm_embedding_dropout_activations(rng):
 def test_layer_reprs():
     assert repr(nn.Dense(3, in_units=4, activation="relu")) == "Dense(4 -> 3, Activation(relu))"
     assert "Conv2D(None -> 8, kernel_size=(3, 3)" in repr(nn.Conv2D(8, 3))
+
+
+# each layer and its repr as MXNet 1.9.1 prints it (observed with real MXNet)
+_MXNET_REPRS = [
+    (lambda: nn.Conv2D(16, 3),
+     "Conv2D(None -> 16, kernel_size=(3, 3), stride=(1, 1))"),
+    (lambda: nn.Conv2D(16, (3, 5), strides=2, padding=1, dilation=2, groups=2, use_bias=False,
+                               activation='relu', in_channels=4),
+     "Conv2D(2 -> 16, kernel_size=(3, 5), stride=(2, 2), padding=(1, 1), dilation=(2, 2), "
+     "groups=2, bias=False, Activation(relu))"),
+    (lambda: nn.Conv2D(8, 3, layout='NHWC', groups=2, in_channels=4),
+     "Conv2D(3 -> 8, kernel_size=(3, 3), stride=(1, 1), groups=2)"),
+    (lambda: nn.Conv1D(8, 3, activation='tanh', in_channels=2),
+     "Conv1D(2 -> 8, kernel_size=(3,), stride=(1,), Activation(tanh))"),
+    (lambda: nn.Conv3D(8, 3, padding=(1, 0, 1), dilation=(1, 2, 1), in_channels=2),
+     "Conv3D(2 -> 8, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 0, 1), "
+     "dilation=(1, 2, 1))"),
+    (lambda: nn.Conv2DTranspose(16, 3, strides=2, output_padding=1, groups=2, in_channels=4,
+                                        use_bias=False, activation='sigmoid'),
+     "Conv2DTranspose(8 -> 4, kernel_size=(3, 3), stride=(2, 2), groups=2, bias=False, "
+     "Activation(sigmoid))"),
+    (lambda: nn.Conv1DTranspose(6, 3, output_padding=1, strides=2, in_channels=3),
+     "Conv1DTranspose(6 -> 3, kernel_size=(3,), stride=(2,))"),
+    (lambda: nn.Conv2DTranspose(6, 3, dilation=2, padding=1),
+     "Conv2DTranspose(6 -> 0, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), dilation=(2, 2))"),
+    (lambda: nn.MaxPool2D(),
+     "MaxPool2D(size=(2, 2), stride=(2, 2), padding=(0, 0), ceil_mode=False, global_pool=False, "
+     "pool_type=max, layout=NCHW)"),
+    (lambda: nn.MaxPool1D(3, 1, 1),
+     "MaxPool1D(size=(3,), stride=(1,), padding=(1,), ceil_mode=False, global_pool=False, "
+     "pool_type=max, layout=NCW)"),
+    (lambda: nn.AvgPool2D(3, ceil_mode=True),
+     "AvgPool2D(size=(3, 3), stride=(3, 3), padding=(0, 0), ceil_mode=True, global_pool=False, "
+     "pool_type=avg, layout=NCHW)"),
+    (lambda: nn.GlobalMaxPool3D(),
+     "GlobalMaxPool3D(size=(1, 1, 1), stride=(1, 1, 1), padding=(0, 0, 0), ceil_mode=True, "
+     "global_pool=True, pool_type=max, layout=NCDHW)"),
+    (lambda: nn.AvgPool2D(2, padding=1, count_include_pad=False, layout='NHWC'),
+     "AvgPool2D(size=(2, 2), stride=(2, 2), padding=(1, 1), ceil_mode=False, global_pool=False, "
+     "pool_type=avg, layout=NHWC)"),
+    (lambda: nn.Dense(10),
+     "Dense(None -> 10, linear)"),
+    (lambda: nn.Dense(10, in_units=5, activation='relu'),
+     "Dense(5 -> 10, Activation(relu))"),
+    (lambda: nn.Dense(10, use_bias=False, flatten=False, in_units=3),
+     "Dense(3 -> 10, linear)"),
+    (lambda: nn.BatchNorm(),
+     "BatchNorm(axis=1, eps=1e-05, momentum=0.9, fix_gamma=False, use_global_stats=False, "
+     "in_channels=None)"),
+    (lambda: nn.BatchNorm(axis=2, momentum=0.8, epsilon=1e-3, center=False, scale=False,
+                                  use_global_stats=True, in_channels=7),
+     "BatchNorm(axis=2, eps=0.001, momentum=0.8, fix_gamma=True, use_global_stats=True, "
+     "in_channels=7)"),
+    (lambda: nn.Embedding(10, 4),
+     "Embedding(10 -> 4, float32)"),
+    (lambda: nn.Embedding(10, 4, dtype='float16', sparse_grad=True),
+     "Embedding(10 -> 4, float16)"),
+    (lambda: nn.InstanceNorm(in_channels=3, scale=True),
+     "InstanceNorm(eps=1e-05, axis=1, center=True, scale=True, in_channels=3)"),
+    (lambda: nn.LayerNorm(axis=1, epsilon=1e-6, center=False),
+     "LayerNorm(eps=1e-06, axis=1, center=False, scale=True, in_channels=0)"),
+]
+
+
+@pytest.mark.parametrize("make, expected", _MXNET_REPRS,
+                         ids=[want.split("(")[0] for _, want in _MXNET_REPRS])
+def test_layer_repr_matches_mxnet(make, expected):
+    assert repr(make()) == expected
+
+
+def test_deferred_shapes_show_in_repr_after_forward_as_in_mxnet():
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, activation="relu"), nn.BatchNorm(), nn.Dense(2))
+    net.initialize(ctx=CPU)
+    net(nd.ones((1, 3, 5, 5), ctx=CPU))
+    assert repr(net) == (
+        "HybridSequential(\n"
+        "  (0): Conv2D(3 -> 4, kernel_size=(3, 3), stride=(1, 1), Activation(relu))\n"
+        "  (1): BatchNorm(axis=1, eps=1e-05, momentum=0.9, fix_gamma=False, "
+        "use_global_stats=False, in_channels=4)\n"
+        "  (2): Dense(36 -> 2, linear)\n"
+        ")")

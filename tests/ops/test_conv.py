@@ -388,6 +388,7 @@ def test_pooling_bad_params():
         nd.Pooling(x, kernel=(5, 5))
 
 
+@pytest.mark.mxnet_fixtures
 def test_cnn_fixture_attrs_are_accepted(rng):
     path = os.path.join(os.environ["GPUNDA_MXNET_FIXTURES"], "cnn-symbol.json")
     with open(path) as f:

@@ -17,7 +17,7 @@ UNARY = {
     "abs": (np.abs, (-2, 2)), "sign": (np.sign, (-2, 2)), "negative": (np.negative, (-2, 2)),
     "reciprocal": (np.reciprocal, (0.5, 2)), "square": (np.square, (-2, 2)),
     "sqrt": (np.sqrt, (0.1, 4)), "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 4)),
-    "cbrt": (np.cbrt, (-3, 3)),
+    "cbrt": (np.cbrt, (-3, 3)), "rcbrt": (lambda x: 1 / np.cbrt(x), (0.1, 4)),
     "exp": (np.exp, (-3, 3)), "expm1": (np.expm1, (-1, 1)), "log": (np.log, (0.1, 4)),
     "log1p": (np.log1p, (-0.5, 3)), "log2": (np.log2, (0.1, 4)), "log10": (np.log10, (0.1, 4)),
     "sin": (np.sin, (-3, 3)), "cos": (np.cos, (-3, 3)), "tan": (np.tan, (-1, 1)),

@@ -161,6 +161,16 @@ class Dropout(HybridBlock):
         return f"{type(self).__name__}(p = {self._rate}, axes={self._axes})"
 
 
+def _norm_repr(block, none_if_unknown=False):
+    """MXNet's repr of the normalisation layers: the op's keyword arguments in order,
+    each as ``name=repr(value)``, then ``in_channels`` (BatchNorm shows an unknown
+    count as None, InstanceNorm and LayerNorm as 0)."""
+    c = block.gamma.shape[0]
+    args = ", ".join(f"{k}={v!r}" for k, v in block._kwargs.items())
+    return (f"{type(block).__name__}({args}, "
+            f"in_channels={None if none_if_unknown and not c else c})")
+
+
 class BatchNorm(HybridBlock):
     """Batch normalisation over axis ``axis`` (MXNet's BatchNorm op).
 
@@ -208,9 +218,7 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def __repr__(self):
-        c = self.gamma.shape[0]
-        args = ", ".join(f"{k}={v}" for k, v in self._kwargs.items())
-        return f"{type(self).__name__}({args}, in_channels={c if c else None})"
+        return _norm_repr(self, none_if_unknown=True)
 
 
 class InstanceNorm(HybridBlock):
@@ -233,6 +241,9 @@ class InstanceNorm(HybridBlock):
         c = x.shape[self._axis]
         self.gamma.shape = (c,)
         self.beta.shape = (c,)
+
+    def __repr__(self):
+        return _norm_repr(self)
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis == 1:
@@ -282,8 +293,7 @@ class LayerNorm(HybridBlock):
         return F.broadcast_add(F.broadcast_mul(out, gamma), beta)
 
     def __repr__(self):
-        c = self.gamma.shape[0]
-        return f"{type(self).__name__}(axis={self._axis}, eps={self._epsilon}, in_channels={c})"
+        return _norm_repr(self)
 
 
 class Embedding(HybridBlock):

@@ -90,14 +90,26 @@ class _Conv(HybridBlock):
         return "conv"
 
     def __repr__(self):
-        shape = self.weight.shape
-        cin = shape[1] * self._groups if self._op_name == "Convolution" and \
-            self._layout.startswith("NC") else shape[0] if self._op_name != "Convolution" \
-            else shape[-1] * self._groups
+        # MXNet's format, field for field. Its mapping reads the weight's shape[1] ->
+        # shape[0] whatever the op and layout (a Transpose layer shows channels/groups
+        # -> in_channels, a grouped one in_channels/groups), and output_padding is
+        # never shown; printed models match MXNet's, quirks included.
         k = self._kwargs
-        return (f"{type(self).__name__}({cin if cin else None} -> {self._channels}, "
-                f"kernel_size={k['kernel']}, stride={k['stride']}"
-                + (f", padding={k['pad']}" if any(k["pad"]) else "") + ")")
+        n = len(k["kernel"])
+        shape = self.weight.shape
+        s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
+             f"kernel_size={k['kernel']}, stride={k['stride']}")
+        if k["pad"] != (0,) * n:
+            s += f", padding={k['pad']}"
+        if k["dilate"] != (1,) * n:
+            s += f", dilation={k['dilate']}"
+        if k["num_group"] != 1:
+            s += f", groups={k['num_group']}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.act is not None:
+            s += f", {self.act!r}"
+        return s + ")"
 
 
 def _make_conv(nd_, name, layout_default, transpose=False):

@@ -1,0 +1,27 @@
+"""``mx.contrib``: MXNet's experimental namespace.
+
+Submodules load on first use (``mx.contrib.autograd`` or ``import
+gpunda.contrib.autograd``), so importing this package costs nothing; add a
+new submodule by putting its file here and its name in ``_SUBMODULES``.
+``contrib.nd``/``contrib.ndarray`` is ``mx.nd.contrib``, as in MXNet.
+"""
+from __future__ import annotations
+
+import importlib
+
+_SUBMODULES = ("autograd",)
+_NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray"}
+
+__all__ = list(_SUBMODULES) + list(_NAMESPACES)
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _NAMESPACES:
+        return importlib.import_module(_NAMESPACES[name]).contrib
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
