@@ -196,6 +196,7 @@ def poison_outputs(e, arrays, rerun):
     failure = e.failure
     if failure is None:         # the op's own error: a new failure
         failure = Failure(str(e))
+        _pending[:] = [f for f in _pending if not f.reported]   # forget the reported ones
         _pending.append(failure)
         if e.resource is not None:
             _resource_failures[e.resource] = failure

@@ -12,7 +12,9 @@ from .context import Context, current_context
 from .base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
-           "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial"]
+           "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial",
+           "uniform_like", "normal_like", "exponential_like", "gamma_like", "poisson_like",
+           "negative_binomial_like", "generalized_negative_binomial_like"]
 
 _gens = {}
 _global_seed = None
@@ -147,3 +149,43 @@ def shuffle(data, **kwargs):
     """A copy of ``data`` with its first axis randomly permuted."""
     from .ndarray import _op
     return _op._shuffle(data, **kwargs)
+
+
+def _like(dist, data, out, **params):
+    from .ndarray import _op
+    return getattr(_op, f"_random_{dist}_like")(data, out=out, **params)
+
+
+def uniform_like(data=None, low=0, high=1, out=None, **kwargs):
+    """U[low, high) samples with ``data``'s shape, dtype and context."""
+    return _like("uniform", data, out, low=low, high=high)
+
+
+def normal_like(data=None, loc=0, scale=1, out=None, **kwargs):
+    """N(loc, scale**2) samples with ``data``'s shape, dtype and context."""
+    return _like("normal", data, out, loc=loc, scale=scale)
+
+
+def exponential_like(data=None, lam=1, out=None, **kwargs):
+    """Exponential samples (rate ``lam``) with ``data``'s shape, dtype and context."""
+    return _like("exponential", data, out, lam=lam)
+
+
+def gamma_like(data=None, alpha=1, beta=1, out=None, **kwargs):
+    """Gamma(alpha, scale=beta) samples with ``data``'s shape, dtype and context."""
+    return _like("gamma", data, out, alpha=alpha, beta=beta)
+
+
+def poisson_like(data=None, lam=1, out=None, **kwargs):
+    """Poisson(lam) samples with ``data``'s shape, dtype and context."""
+    return _like("poisson", data, out, lam=lam)
+
+
+def negative_binomial_like(data=None, k=1, p=1, out=None, **kwargs):
+    """Negative binomial (k, p) samples with ``data``'s shape, dtype and context."""
+    return _like("negative_binomial", data, out, k=k, p=p)
+
+
+def generalized_negative_binomial_like(data=None, mu=1, alpha=1, out=None, **kwargs):
+    """Generalized negative binomial (mu, alpha) samples shaped like ``data``."""
+    return _like("generalized_negative_binomial", data, out, mu=mu, alpha=alpha)

@@ -9,15 +9,22 @@ from gpunda import profiler
 from gpunda.ops.registry import get_op
 
 
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path):
+    yield
+    # leave nothing behind: no events for the at-exit dump, no stats, default options
+    profiler.set_state("stop")
+    profiler.set_config(filename=str(tmp_path / "rest.json"))
+    profiler.dump(True)
+    profiler.dumps(reset=True)
+
+
 @pytest.fixture
 def prof(tmp_path):
     fname = str(tmp_path / "trace.json")
     profiler.set_config(profile_all=True, aggregate_stats=True, filename=fname)
     profiler.dumps(reset=True)
     yield fname
-    profiler.set_state("stop")
-    profiler.dumps(reset=True)
-    profiler.set_config()
 
 
 def _op_counts():

@@ -112,3 +112,18 @@ def test_symbol_random_namespace():
     e = mx.sym.random.normal(mu, mx.sym.var("sigma"), shape=(3,))
     r = e.bind(mx.cpu(), {"mu": nd.array([0.0, 50.0]), "sigma": nd.array([1.0, 1.0])}).forward()[0]
     assert r.shape == (2, 3) and (r.asnumpy()[1] > 40).all()
+
+
+def test_like_samplers_take_shape_dtype_context_of_data():
+    mx.random.seed(5)
+    data = nd.zeros((300, 40), dtype="float64", ctx=mx.cpu(1))
+    u = nd.random.uniform_like(data, low=2, high=3)
+    assert u.shape == (300, 40) and u.dtype == np.float64 and u.context == mx.cpu(1)
+    v = u.asnumpy()
+    assert v.min() >= 2 and v.max() < 3
+    p = nd.random.poisson_like(data, lam=3.0).asnumpy()
+    assert abs(p.mean() - 3.0) < 0.1
+    with pytest.raises(mx.GpundaError, match="scale=-1.0"):
+        nd.random.normal_like(data, scale=-1).asnumpy()
+    s = mx.sym.random.gamma_like(mx.sym.var("d"), alpha=2.0)
+    assert s.bind(mx.cpu(), {"d": nd.ones((4, 2))}).forward()[0].shape == (4, 2)

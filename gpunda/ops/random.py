@@ -221,3 +221,23 @@ register(OpDef("_sample_multinomial", _multinomial, inputs=("data",), wants_ctx=
                aliases=("sample_multinomial",), capture="random numbers (cuRAND)",
                doc="Category indices drawn from the distributions in data's last axis "
                    "(and their log-probabilities when get_prob)."))
+
+
+# ---------------------------------------------------------------------------
+# _random_<dist>_like: the scalar samplers with the shape and dtype of an input array
+
+def _like(scalar_compute):
+    def compute(xp, p, data, ctx):
+        return scalar_compute(xp, p.replace(shape=tuple(data.shape), dtype=data.dtype), ctx)
+    return compute
+
+
+_LIKE = {"uniform": ((("low", 0.0), ("high", 1.0)), _uniform),
+         "normal": ((("loc", 0.0), ("scale", 1.0)), _normal),
+         **{d: (names, _scalar_sampler(d)) for d, (names, _, _) in _DISTRIBUTIONS.items()}}
+for _dist, (_names, _compute) in _LIKE.items():
+    register(OpDef(f"_random_{_dist}_like", _like(_compute), inputs=("data",), wants_ctx=True,
+                   random=True, nondiff=True,
+                   params=[Param(n, "int" if isinstance(d, int) else "float", d) for n, d in _names],
+                   aliases=(f"random_{_dist}_like",), capture="random numbers (cuRAND)",
+                   doc=f"{_dist.replace('_', ' ').capitalize()} samples with data's shape and dtype."))

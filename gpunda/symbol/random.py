@@ -6,7 +6,11 @@ from ..base import numeric_types
 from . import symbol as _symbol
 
 __all__ = ["uniform", "normal", "randn", "poisson", "exponential", "gamma", "negative_binomial",
-           "generalized_negative_binomial", "multinomial", "shuffle", "randint"]
+           "generalized_negative_binomial", "multinomial", "shuffle", "randint", "uniform_like",
+           "normal_like", "exponential_like", "gamma_like", "poisson_like",
+           "negative_binomial_like", "generalized_negative_binomial_like"]
+
+Symbol = _symbol.Symbol
 
 
 def _helper(dist, params, shape, dtype, kwargs):
@@ -94,3 +98,42 @@ def randint(low, high, shape=None, dtype=None, **kwargs):
     if dtype is not None:
         kw["dtype"] = dtype
     return _symbol.lookup("_random_randint")(**kw)
+
+
+def _like(dist, data, **params):
+    return _symbol.lookup(f"_random_{dist}_like")(data, **params)
+
+
+def uniform_like(data=None, low=0, high=1, **kwargs):
+    """U[low, high) samples shaped like ``data``."""
+    return _like("uniform", data, low=low, high=high, **kwargs)
+
+
+def normal_like(data=None, loc=0, scale=1, **kwargs):
+    """N(loc, scale**2) samples shaped like ``data``."""
+    return _like("normal", data, loc=loc, scale=scale, **kwargs)
+
+
+def exponential_like(data=None, lam=1, **kwargs):
+    """Exponential (rate ``lam``) samples shaped like ``data``."""
+    return _like("exponential", data, lam=lam, **kwargs)
+
+
+def gamma_like(data=None, alpha=1, beta=1, **kwargs):
+    """Gamma(alpha, scale=beta) samples shaped like ``data``."""
+    return _like("gamma", data, alpha=alpha, beta=beta, **kwargs)
+
+
+def poisson_like(data=None, lam=1, **kwargs):
+    """Poisson(lam) samples shaped like ``data``."""
+    return _like("poisson", data, lam=lam, **kwargs)
+
+
+def negative_binomial_like(data=None, k=1, p=1, **kwargs):
+    """Negative binomial (k, p) samples shaped like ``data``."""
+    return _like("negative_binomial", data, k=k, p=p, **kwargs)
+
+
+def generalized_negative_binomial_like(data=None, mu=1, alpha=1, **kwargs):
+    """Generalized negative binomial (mu, alpha) samples shaped like ``data``."""
+    return _like("generalized_negative_binomial", data, mu=mu, alpha=alpha, **kwargs)
