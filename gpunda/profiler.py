@@ -15,8 +15,10 @@ back, so a profiler that is off costs nothing per op. On a GPU the wrapper
 waits for the op's kernels, so times are device times, not launch times.
 The trace uses MXNet's event kinds: ops "B"/"E" in category "operator",
 Tasks "b"/"e", Frames "("/")", Events "B"/"E", Counters "C", Markers "n".
-Memory (``profile_memory``) and C-API (``profile_api``) records have no
-counterpart in gpunda: those options are accepted and record nothing.
+With ``profile_memory`` the bytes held by op outputs are counted per device
+("Memory: cpu/0" counters, category "Device Storage"; released when the array
+is freed). C-API records (``profile_api``) have no counterpart in gpunda: the
+option is accepted and records nothing.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 
 from .base import GpundaError
 from .base import c_str, c_str_array, check_call, py_str  # noqa: F401  (MXNet's module has them)
@@ -49,7 +52,9 @@ class _State:
         self.events = []            # chrome-trace event dicts, in order
         self.stats = {}             # category -> name -> [count, total_ms, min_ms, max_ms]
         self.devices = {}           # device label -> pid
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # re-entrant: GC finalizers may update memory counters
+        self.mem = {}               # device label -> bytes held by op outputs seen
+        self.mem_stats = {}         # "Memory: <dev>" -> [count, min, max, sum] in bytes
         self.hooked = False
         self.undumped = False
 
@@ -172,13 +177,15 @@ profiler_kvstore_handle = None
 _originals = {}     # OpDef -> its own compute, while hooked
 
 
-def _timed(op, orig, cat):
+def _timed(op, orig, cat, memory):
     name = op.name
 
     def compute(xp, p, *arrays, **kw):
         t0 = time.perf_counter_ns()
+        res = None
         try:
-            return orig(xp, p, *arrays, **kw)
+            res = orig(xp, p, *arrays, **kw)
+            return res
         finally:
             cuda = getattr(xp, "cuda", None)
             if cuda is not None:        # device time, not launch time
@@ -190,6 +197,8 @@ def _timed(op, orig, cat):
             else:
                 label = "cpu/0"
             _record_duration(name, cat, t0, time.perf_counter_ns(), label)
+            if memory and res is not None:
+                _track_memory(res, label, arrays)
     compute.__wrapped__ = orig
     return compute
 
@@ -200,14 +209,16 @@ def _install_hooks():
     cfg = _s.config
     imperative_on = cfg["profile_all"] or cfg["profile_imperative"]
     symbolic_on = cfg["profile_all"] or cfg["profile_symbolic"]
+    memory = cfg["profile_all"] or cfg["profile_memory"]
     _remove_hooks()
     symbolic = {}
     for op in all_ops().values():
         _originals[op] = op.compute
         if imperative_on:
-            op.compute = _timed(op, _originals[op], "operator")
+            op.compute = _timed(op, _originals[op], "operator", memory)
         if symbolic_on:
-            symbolic[op] = op.compute if imperative_on else _timed(op, _originals[op], "operator")
+            symbolic[op] = (op.compute if imperative_on
+                            else _timed(op, _originals[op], "operator", memory))
     imperative.refresh_fast_paths()
     cached_op.refresh_step_computes(lambda op: symbolic.get(op, op.compute))
     _s.hooked = True
@@ -274,6 +285,50 @@ def _record_instant(ev, label):
         _s.undumped = True
 
 
+def _root(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
+def _track_memory(res, label, inputs):
+    """Count the bytes an op allocated (its outputs' own buffers, not views of its inputs)
+    until they are freed."""
+    seen = {id(_root(x)) for x in inputs}
+    for a in (res if isinstance(res, (tuple, list)) else (res,)):
+        buf = _root(a)
+        nbytes = getattr(buf, "nbytes", None)
+        if nbytes is None or id(buf) in seen:
+            continue
+        seen.add(id(buf))
+        try:
+            weakref.finalize(buf, _memory_change, label, -nbytes)
+        except TypeError:       # not weak-referenceable: cannot see it freed
+            continue
+        _memory_change(label, nbytes)
+
+
+def _memory_change(label, delta):
+    with _s.lock:
+        used = _s.mem[label] = _s.mem.get(label, 0) + delta
+        if not _recording():
+            return
+        name = f"Memory: {label}"
+        _s.events.append({"name": name, "cat": "Device Storage", "ph": "C",
+                          "ts": _us(time.perf_counter_ns()), "args": {name: used},
+                          "pid": _pid(label), "tid": threading.get_ident()})
+        _s.undumped = True
+        if _s.config["aggregate_stats"]:
+            st = _s.mem_stats.get(name)
+            if st is None:
+                _s.mem_stats[name] = [1, used, used, used]
+            else:
+                st[0] += 1
+                st[1] = min(st[1], used)
+                st[2] = max(st[2], used)
+                st[3] += used
+
+
 # -- output -----------------------------------------------------------------------------
 def _trace():
     meta = [{"ph": "M", "args": {"name": label}, "pid": pid, "name": "process_name"}
@@ -332,9 +387,14 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
         rows = {cat: sorted(((n, c, t, lo, hi, t / c) for n, (c, t, lo, hi) in items.items()),
                             key=_sorter(sort_by), reverse=not ascending)
                 for cat, items in _s.stats.items()}
+        # memory rows in kB (1000 bytes, as MXNet prints them); they have no Total
+        mem = sorted(((n, c, lo / 1e3, hi / 1e3, tot / c / 1e3)
+                      for n, (c, lo, hi, tot) in _s.mem_stats.items()),
+                     key=_mem_sorter(sort_by), reverse=not ascending)
         if reset:
             _s.stats = {}
-    return _as_json(rows) if format == "json" else _as_table(rows)
+            _s.mem_stats = {}
+    return _as_json(rows, mem) if format == "json" else _as_table(rows, mem)
 
 
 def _sorter(sort_by):
@@ -342,17 +402,33 @@ def _sorter(sort_by):
     return lambda r: r[idx]
 
 
-def _as_json(rows):
+def _mem_sorter(sort_by):
+    idx = {"count": 1, "total": 1, "min": 2, "max": 3, "avg": 4}[sort_by]
+    return lambda r: r[idx]
+
+
+def _as_json(rows, mem):
+    memory = {"Device Storage": {n: {"Count": c, "Min": round(lo, 4), "Max": round(hi, 4),
+                                     "Avg": round(avg, 4)} for n, c, lo, hi, avg in mem}} \
+        if mem else {}
     time_part = {cat: {n: {"Count": c, "Total": round(t, 4), "Min": round(lo, 4),
                            "Max": round(hi, 4), "Avg": round(avg, 4)}
                        for n, c, t, lo, hi, avg in items}
                  for cat, items in rows.items()}
-    return json.dumps({"Time": time_part, "Memory": {}, "Unit": {"Time": "ms", "Memory": "kB"}},
-                      indent=4)
+    return json.dumps({"Time": time_part, "Memory": memory,
+                       "Unit": {"Time": "ms", "Memory": "kB"}}, indent=4)
 
 
-def _as_table(rows):
+def _as_table(rows, mem):
     out = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
+    if mem:
+        out += ["Device Storage", "=================",
+                f"{'Name':<30}{'Total Count':>11}{'Min Use  (kB)':>17}{'Max Use  (kB)':>17}"
+                f"{'Avg Use  (kB)':>17}",
+                f"{'----':<30}{'-----------':>11}{'-------------':>17}{'-------------':>17}"
+                f"{'-------------':>17}"]
+        out += [f"{n:<30}{c:>11}{lo:>17.4f}{hi:>17.4f}{avg:>17.4f}" for n, c, lo, hi, avg in mem]
+        out.append("")
     head = (f"{'Name':<30}{'Total Count':>11}{'Time (ms)':>17}{'Min Time (ms)':>17}"
             f"{'Max Time (ms)':>17}{'Avg Time (ms)':>17}")
     rule = (f"{'----':<30}{'-----------':>11}{'---------':>17}{'-------------':>17}"

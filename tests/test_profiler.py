@@ -185,3 +185,22 @@ def test_dump_not_finished_keeps_events(prof):
     assert os.path.getsize(prof) > s1
     profiler.dump(True)
     profiler.set_state("stop")
+
+
+def test_memory_counters_follow_allocations(prof):
+    profiler.set_state("run")
+    a = mx.nd.ones((10, 10))                 # 400 bytes, made outside any op
+    b = a * a                                # +400
+    c = b + 1                                # +400
+    del b                                    # -400 once freed
+    d = mx.nd.dot(a, c)                      # +400
+    v = d.reshape((100,))                    # a view: nothing new
+    profiler.set_state("stop")
+    profiler.dump()
+    with open(prof) as f:
+        ev = json.load(f)["traceEvents"]
+    used = [e["args"]["Memory: cpu/0"] for e in ev if e["name"] == "Memory: cpu/0"]
+    assert used == [400, 800, 400, 800]
+    mem = json.loads(profiler.dumps(format="json"))["Memory"]["Device Storage"]["Memory: cpu/0"]
+    assert mem == {"Count": 4, "Min": 0.4, "Max": 0.8, "Avg": 0.6}
+    del v
