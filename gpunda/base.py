@@ -1,7 +1,6 @@
 """Basic names shared by every part of gpunda, laid out as MXNet's ``mxnet.base``."""
 from __future__ import annotations
 
-import ctypes     # already loaded by NumPy; MXNet's C-API helpers below are ctypes
 import numbers
 
 import numpy as np

@@ -19,9 +19,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
-from collections import OrderedDict
-
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 

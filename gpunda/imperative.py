@@ -15,7 +15,8 @@ from . import autograd as _ag
 from .base import GpundaError
 from .context import current_context, Context
 from .ops.registry import OpDef, get_op
-from ._deferred import DeferredOpError, poison_outputs as _poison_outputs, failed_input as _failed_input
+from ._deferred import DeferredOpError, failed_input as _failed_input
+from ._deferred import poison_outputs as _poison_outputs
 
 __all__ = ["invoke", "invoke_parsed"]
 
