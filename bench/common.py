@@ -22,6 +22,7 @@ CASES = {
     "w5_csr_dot_t": ("W5", "csr(10000x10000, 0.1%).T @ dense(10000x64)"),
     "w7_cnn_step": ("W7", "demo CNN training step, batch 64, imperative (s per sample)"),
     "w7_cnn_step_hybrid": ("W7", "demo CNN training step, batch 64, hybridized (s per sample)"),
+    "w8_lstm_step": ("W8", "2-layer LSTM forward+backward, seq 35, batch 32, input 256, hidden 256"),
 }
 
 # per-op cases report time per op; others report time per call (W7: per sample)
@@ -78,6 +79,18 @@ def csr_inputs():
     a = sp.random(10000, 10000, density=0.001, format="csr", dtype=np.float32, random_state=5)
     d = r.standard_normal((10000, 64)).astype(np.float32)
     return a, d
+
+
+LSTM_SIZES = dict(seq=35, batch=32, inputs=256, hidden=256, layers=2)
+
+
+def lstm_inputs():
+    """TNC input (35, 32, 256) and a head gradient for the output (35, 32, 256)."""
+    r = rng(7)
+    s = LSTM_SIZES
+    x = r.uniform(-1, 1, (s["seq"], s["batch"], s["inputs"])).astype(np.float32)
+    head = r.uniform(-1, 1, (s["seq"], s["batch"], s["hidden"])).astype(np.float32)
+    return x, head
 
 
 def cnn_inputs(batch=64):

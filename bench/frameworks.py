@@ -244,6 +244,23 @@ class Gpunda(Framework):
     def w7_cnn_step_hybrid(self):
         return self._cnn(True)
 
+    def w8_lstm_step(self):
+        mx = self.mx
+        s = C.LSTM_SIZES
+        layer = mx.gluon.rnn.LSTM(s["hidden"], num_layers=s["layers"], input_size=s["inputs"])
+        layer.initialize(mx.init.Uniform(0.1))
+        x0, h0 = C.lstm_inputs()
+        x, head = self._arr(x0), self._arr(h0)
+
+        def step():
+            with mx.autograd.record():
+                y = layer(x)
+            y.backward(head)
+            return y
+        step()
+        self.sync()
+        return step, None
+
 
 # ---------------------------------------------------------------------------
 class Torch(Framework):
@@ -374,6 +391,21 @@ class Torch(Framework):
         step()
         return step, None
 
+    def w8_lstm_step(self):
+        torch = self.torch
+        s = C.LSTM_SIZES
+        lstm = torch.nn.LSTM(s["inputs"], s["hidden"], num_layers=s["layers"]).to(self.dev)
+        x0, h0 = C.lstm_inputs()
+        x, head = self._t(x0), self._t(h0)
+
+        def step():
+            lstm.zero_grad(set_to_none=True)
+            y, _ = lstm(x)
+            y.backward(head)
+            return y
+        step()
+        return step, None
+
 
 # ---------------------------------------------------------------------------
 class MXNet(Framework):
@@ -404,6 +436,7 @@ class MXNet(Framework):
     w3_mlp_step_hybrid = Gpunda.w3_mlp_step_hybrid
     w4_graph50 = Gpunda.w4_graph50
     _graph50_block = Gpunda._graph50_block
+    w8_lstm_step = Gpunda.w8_lstm_step
 
     @property
     def ctx(self):

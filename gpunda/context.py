@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 
 from .base import GpundaError
 
@@ -22,16 +23,52 @@ _DEVTYPE2ID = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 _DEVID2TYPE = {v: k for k, v in _DEVTYPE2ID.items()}
 
 
-class Context:
+class _DefaultCtx:
+    """``Context.default_ctx``: MXNet's deprecated class property for the calling
+    thread's current context, readable from the class or an instance. Writing it
+    (on the class, through the metaclass) replaces the innermost ``with ctx:``
+    scope, so that scope's exit restores what was there before, as in MXNet;
+    outside any scope it becomes the thread's default until changed again."""
+
+    _MSG = ("Context.default_ctx has been deprecated. Please use Context.current_context() "
+            "instead. Please use test_utils.set_default_context to set a default context")
+
+    def __get__(self, obj, cls=None):
+        warnings.warn(self._MSG, DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @classmethod
+    def set(cls, value):
+        warnings.warn(cls._MSG, DeprecationWarning, stacklevel=3)
+        if not isinstance(value, Context):
+            raise GpundaError(f"Context.default_ctx: value={value!r} must be a Context")
+        stack = _ctx_state.stack
+        if stack:
+            stack[-1] = value
+        else:
+            stack.append(value)     # a base entry no ``with`` pops
+
+
+class _ContextMeta(type):
+    def __setattr__(cls, name, value):
+        if name == "default_ctx":
+            _DefaultCtx.set(value)
+        else:
+            super().__setattr__(name, value)
+
+
+class Context(metaclass=_ContextMeta):
     """A device: ``Context('gpu', 1)`` or ``Context(other_context)``.
 
     Hashable, comparable, prints as ``gpu(1)``, and usable as ``with ctx:``
     to make it the default for array creation in this thread.
+    ``Context.default_ctx`` (deprecated in MXNet) reads or sets that default.
     """
 
     __slots__ = ("device_type", "device_id", "device_typeid", "_xp", "_backend", "_old")
     _interned: dict = {}
     _lock = threading.Lock()
+    default_ctx = _DefaultCtx()
 
     def __new__(cls, device_type, device_id=0):
         if isinstance(device_type, Context):

@@ -213,3 +213,34 @@ def test_gpu_cpu_mixing_is_an_error():
     with pytest.raises(mx.GpundaError, match="gpu\\(0\\).*cpu\\(0\\)|cpu\\(0\\).*gpu\\(0\\)"):
         a + b
     assert (a.as_in_context(mx.cpu()) + b).asnumpy().tolist() == [2.0, 2.0]
+
+
+def test_default_ctx_class_property_reads_and_sets_as_mxnet():
+    import warnings
+    with pytest.warns(DeprecationWarning, match="default_ctx has been deprecated"):
+        assert mx.Context.default_ctx == mx.current_context()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert mx.cpu(7).default_ctx == mx.current_context()      # from an instance too
+        base = mx.current_context()
+        with mx.cpu(1):
+            assert mx.Context.default_ctx == mx.cpu(1)
+            mx.Context.default_ctx = mx.cpu(2)     # replaces the innermost scope...
+            assert mx.current_context() == mx.cpu(2) and mx.nd.zeros(1).context == mx.cpu(2)
+        assert mx.current_context() == base        # ...which its exit restores
+        seen = []
+
+        def outside_any_scope():
+            mx.Context.default_ctx = mx.cpu(3)     # thread-local default
+            with mx.cpu(4):
+                seen.append(mx.current_context())
+            seen.append(mx.current_context())
+        t = threading.Thread(target=outside_any_scope)
+        t.start()
+        t.join()
+        assert seen == [mx.cpu(4), mx.cpu(3)] and mx.current_context() == base
+        with pytest.raises(mx.GpundaError, match="must be a Context"):
+            mx.Context.default_ctx = "cpu"
+        mx.Context.devtype_note = 1                # other class attributes set as usual
+        assert mx.Context.devtype_note == 1
+        del mx.Context.devtype_note

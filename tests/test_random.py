@@ -127,3 +127,34 @@ def test_like_samplers_take_shape_dtype_context_of_data():
         nd.random.normal_like(data, scale=-1).asnumpy()
     s = mx.sym.random.gamma_like(mx.sym.var("d"), alpha=2.0)
     assert s.bind(mx.cpu(), {"d": nd.ones((4, 2))}).forward()[0].shape == (4, 2)
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.5, 1.0), (2.0, 3.0), (9.0, 0.5)])
+def test_gamma_matches_the_distribution(alpha, beta):
+    from scipy import stats
+    mx.random.seed(11)
+    g = nd.random.gamma(alpha, beta, shape=(4000,))
+    assert g.shape == (4000,) and g.dtype == np.float32
+    s = g.asnumpy().astype(np.float64)
+    assert s.min() > 0
+    # shape alpha, scale beta (MXNet's parametrisation: mean alpha * beta)
+    assert stats.kstest(s, stats.gamma(alpha, scale=beta).cdf).pvalue > 1e-3
+
+
+def test_gamma_defaults_seed_out_and_errors():
+    assert nd.random.gamma().shape == (1,) and mx.random.gamma is nd.random.gamma
+    assert nd.random.gamma(shape=(2, 3), dtype="float64").dtype == np.float64
+    assert nd._internal._random_gamma(shape=(2,), alpha=2.0).shape == (2,)
+    mx.random.seed(5)
+    a = nd.random.gamma(2, 2, shape=(6, 4)).asnumpy()
+    for stype in ("default", "row_sparse"):
+        out = nd.zeros((6, 4), stype=stype)
+        mx.random.seed(5)
+        r = nd.random.gamma(2, 2, shape=(6, 4), out=out)
+        assert r is out and out.stype == stype
+        np.testing.assert_array_equal(out.asnumpy(), a)
+    for bad in ({"alpha": 0}, {"beta": -1.0}):      # checked in the kernel: at the read
+        with pytest.raises(mx.GpundaError, match="_random_gamma: .* must be > 0"):
+            nd.random.gamma(shape=(2,), **bad).asnumpy()
+    # NDArray parameters: one distribution per element (_sample_gamma)
+    assert nd.random.gamma(nd.ones((2,)), nd.ones((2,)), shape=(3,)).shape == (2, 3)

@@ -98,8 +98,12 @@ def test_zeros_every_way():
     assert nd.sparse.zeros("default", (2,)).stype == "default"
     with pytest.raises(GpundaError, match="csr.*2-D"):
         nd.sparse.zeros("csr", (2, 3, 4))
-    with pytest.raises(GpundaError, match="stype='coo'"):
-        nd.sparse.zeros("coo", (2, 3))
+    for make in (lambda: nd.sparse.zeros("coo", (2, 3)), lambda: nd.zeros((2, 3), stype="coo"),
+                 lambda: nd.sparse.empty("coo", (2, 3)), lambda: nd.empty((2, 3), stype="coo")):
+        with pytest.raises(ValueError, match="stype='coo'"):     # MXNet: ValueError / Exception
+            make()
+    e = nd.empty((2, 3), stype="row_sparse", dtype="int32")
+    assert type(e) is RowSparseNDArray and e.dtype == np.int32 and e.indices.shape == (0,)
 
 
 def test_sparse_array_function():
@@ -111,8 +115,23 @@ def test_sparse_array_function():
     assert b.dtype == np.float64 and isinstance(b, CSRNDArray)
     r = nd.sparse.array(a.tostype("row_sparse"))
     assert isinstance(r, RowSparseNDArray)
-    with pytest.raises(GpundaError, match="sparse.array: source_array"):
+    with pytest.raises(ValueError, match="sparse.array: source_array"):
         nd.sparse.array(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="dense NDArray; use tostype"):
+        nd.sparse.array(nd.zeros((2, 2)))
+    # the context defaults to the current one, not the source's (MXNet's code)
+    assert nd.sparse.array(a.copyto(mx.cpu(1))).context == mx.current_context()
+    assert nd.sparse.array(a, ctx=mx.cpu(2)).context == mx.cpu(2)
+
+
+def test_nd_array_of_a_sparse_source_is_sparse():
+    m = sps.random(4, 3, density=0.5, format="csr", dtype=np.float64, random_state=2)
+    for src, cls in ((m, CSRNDArray), (nd.sparse.csr_matrix(m), CSRNDArray),
+                     (nd.sparse.csr_matrix(m).tostype("row_sparse"), RowSparseNDArray)):
+        a = nd.array(src)
+        assert type(a) is cls and a.dtype == np.float64
+        np.testing.assert_array_equal(a.asnumpy(), m.toarray())
+    assert nd.array(m, dtype="float32").dtype == np.float32
 
 
 @pytest.mark.mxnet_fixtures
@@ -164,10 +183,15 @@ def test_generic_invoke_of_cast_storage_gives_the_sparse_class(stype, cls, rng):
     np.testing.assert_array_equal(back.asnumpy(), d)
 
 
-def test_row_sparse_to_csr_needs_2d():
+def test_tostype_csr_needs_2d():
     r = nd.sparse.row_sparse_array((3, 2, 2))
-    with pytest.raises(GpundaError, match="csr needs a 2-D"):
+    with pytest.raises(ValueError, match="must be 2-D"):      # MXNet: ValueError
         r.tostype("csr")
+    for shape in ((3,), (1, 1, 3)):
+        with pytest.raises(ValueError, match="must be 2-D"):
+            nd.ones(shape).tostype("csr")
+        with pytest.raises(GpundaError, match="csr needs a 2-D"):
+            nd.cast_storage(nd.ones(shape), stype="csr")
 
 
 def test_copy_copyto_astype_context(rng):
@@ -207,10 +231,22 @@ def test_setitem_full_assignment(rng):
     c = nd.sparse.zeros("csr", d.shape)
     c[:] = sps.csr_matrix(d)
     np.testing.assert_array_equal(c.asnumpy(), d)
-    with pytest.raises(GpundaError, match=r"only supports x\[:\]"):
+    with pytest.raises(TypeError, match=r"only supports x\[:\]"):      # MXNet's error types
         c[0] = 1
+    with pytest.raises(ValueError, match="slice"):
+        r[1:3] = nd.zeros((2, 2))
     with pytest.raises(GpundaError, match="source has shape"):
         r[:] = nd.zeros((2, 2))
+    # a number fills every row of a row_sparse array; csr refuses numbers, as MXNet
+    r[:] = 2.5
+    np.testing.assert_array_equal(r.asnumpy(), np.full(d.shape, 2.5, np.float32))
+    assert r.indices.asnumpy().tolist() == list(range(d.shape[0]))
+    r[:] = np.float32(0)
+    assert r.indices.shape == (0,) and not r.asnumpy().any()
+    with pytest.raises(ValueError, match="number to a CSRNDArray"):
+        c[:] = 1
+    with pytest.raises(TypeError, match="cannot assign a dict"):
+        r[:] = {}
 
 
 def test_csr_row_slicing(rng):
@@ -277,44 +313,128 @@ def test_holder_gradient_protocol():
 @pytest.mark.parametrize("parts,shape,msg", [
     (([1., 2.], [0, 1], [0, 2, 1, 2]), (3, 3), r"indptr must be non-decreasing, but indptr\[1\]=2 > indptr\[2\]=1"),
     (([1., 2.], [0, 7], [0, 1, 2]), (2, 3), r"indices\[1\]=7 is out of range for 3 columns"),
-    (([1., 2., 3.], [0, 1], [0, 1, 2]), (2, 3), "data has length 3 but indices has length 2"),
     (([1., 2.], [0, 1], [0, 1, 2]), (3, 3), "indptr has length 3 but shape .* needs 4"),
     (([1., 2.], [0, 1], [1, 1, 2]), (2, 3), r"indptr\[0\]=1 must be 0"),
     (([1., 2.], [0, 1], [0, 1, 3]), (2, 3), r"indptr\[-1\]=3 must equal"),
+    (([1., 2.], [0, 1], [0, -1, 2]), (2, 3), r"indptr\[1\]=-1 must not be negative"),
     (([1., 2.], [2, 1], [0, 2, 2]), (2, 3), r"column indices of row 0 must be sorted and unique.*"
                                             r"indices\[0\]=2 then indices\[1\]=1"),
-    (([1., 2.], [0.5, 1], [0, 1, 2]), (2, 3), "indices must hold integers"),
 ])
-def test_csr_bad_parts(parts, shape, msg):
+def test_malformed_csr_is_created_and_check_format_names_the_problem(parts, shape, msg):
+    # MXNet creates such an array and only check_format reports it; gpunda also
+    # refuses to compute with it (MXNet would read out of bounds)
     arrays = [np.array(p) for p in parts]
     before = [a.copy() for a in arrays]
+    a = nd.sparse.csr_matrix(tuple(arrays), shape=shape)
+    for a_, b_ in zip(arrays, before):
+        np.testing.assert_array_equal(a_, b_)      # inputs untouched
+    with pytest.raises(GpundaError, match="check_format: " + msg):
+        a.check_format()
+    assert a.indptr.asnumpy().tolist() == list(parts[2])      # the parts stay readable
+    for use in (a.asnumpy, a.asscipy, lambda: a * 2, lambda: a.copyto(mx.cpu(1)).asnumpy(),
+                lambda: nd.sparse.array(a), lambda: a.copyto(nd.sparse.zeros("csr", shape)),
+                lambda: a.tostype("default")):
+        with pytest.raises(GpundaError, match="malformed"):
+            use()
+    a[:] = np.ones(shape, np.float32)       # assigning valid values repairs it
+    a.check_format()
+    np.testing.assert_array_equal(a.asnumpy(), np.ones(shape))
+
+
+@pytest.mark.parametrize("parts,shape,msg", [
+    (([1., 2., 3.], [0, 1], [0, 1, 2]), (2, 3), "data has length 3 but indices has length 2"),
+    (([1., 2.], [0.5, 1], [0, 1, 2]), (2, 3), "indices must hold integers"),
+])
+def test_csr_parts_that_cannot_fit_are_refused(parts, shape, msg):
     with pytest.raises(GpundaError, match="csr_matrix: " + msg):
-        nd.sparse.csr_matrix(tuple(arrays), shape=shape)
-    for a, b in zip(arrays, before):
-        np.testing.assert_array_equal(a, b)      # inputs untouched
+        nd.sparse.csr_matrix(tuple(np.array(p) for p in parts), shape=shape)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nd.sparse.csr_matrix(([1.], [0], [0, 1]), shape=(1, 2, 3)),   # shape not 2-D
+    lambda: nd.sparse.csr_matrix(([[1.]], [0], [0, 1]), shape=(1, 2)),    # data not 1-D
+    lambda: nd.sparse.csr_matrix(([1.], [0], []), shape=(1, 2)),          # empty indptr
+    lambda: nd.sparse.csr_matrix((np.zeros(0), [], [0, 0])),             # nothing to infer from
+    lambda: nd.sparse.row_sparse_array((np.zeros((0, 2)), [])),
+    lambda: nd.sparse.row_sparse_array((np.zeros((1, 0)), [0]), shape=(3, 0)),
+    lambda: nd.sparse.row_sparse_array(([[1.]], [[0]]), shape=(3, 1)),
+    lambda: nd.sparse.csr_matrix((1, 2, 3, 4)),
+    lambda: nd.sparse.row_sparse_array((1,)),
+])
+def test_invalid_shapes_are_value_errors(make):
+    with pytest.raises(ValueError):          # MXNet: ValueError('invalid shape') and friends
+        make()
 
 
 @pytest.mark.parametrize("parts,shape,msg", [
     (([[1.], [2.]], [3, 1]), (4, 1), r"sorted ascending and unique.*indices\[0\]=3 is followed by 1"),
     (([[1.], [2.]], [1, 1]), (4, 1), r"sorted ascending and unique.*indices\[0\]=1 is followed by 1"),
     (([[1.], [2.]], [1, 4]), (4, 1), r"indices\[1\]=4 is out of range for 4 rows"),
+    (([[1.], [2.]], [1, -2]), (4, 1), r"indices\[1\]=-2 is out of range for 4 rows"),
+])
+def test_malformed_row_sparse_is_created_and_check_format_names_it(parts, shape, msg):
+    a = nd.sparse.row_sparse_array(parts, shape=shape)
+    with pytest.raises(GpundaError, match="check_format: .*" + msg):
+        a.check_format()
+    a.check_format(full_check=False)        # the sizes fit
+    with pytest.raises(GpundaError, match="malformed"):
+        a + a
+
+
+@pytest.mark.parametrize("parts,shape,msg", [
     (([[1.], [2.]], [1]), (4, 1), "data has 2 rows but indices has length 1"),
     (([[1., 2.]], [1]), (4, 1), r"data has shape \(1, 2\) but rows of an array of shape \(4, 1\)"),
 ])
-def test_row_sparse_bad_parts(parts, shape, msg):
+def test_row_sparse_parts_that_cannot_fit_are_refused(parts, shape, msg):
     with pytest.raises(GpundaError, match="row_sparse_array: .*" + msg):
         nd.sparse.row_sparse_array(parts, shape=shape)
 
 
+def test_shapes_are_inferred_as_mxnet_does():
+    # csr: (len(indptr) - 1, max(indices) + 1); row_sparse: last row id + 1
+    assert nd.sparse.csr_matrix(([1., 2.], [3, 1], [0, 1, 2])).shape == (2, 4)
+    assert nd.sparse.row_sparse_array(([[1., 2.], [3., 4.]], [1, 5])).shape == (6, 2)
+    r = nd.sparse.row_sparse_array(([[1., 2.], [3., 4.]], [3, 1]))       # unsorted: last id
+    assert r.shape == (2, 2)
+    with pytest.raises(GpundaError, match="out of range for 2 rows"):
+        r.check_format()
+    assert nd.sparse.row_sparse_array(([1., 2.], [1, 3])).shape == (4,)
+
+
+def test_default_dtypes_and_contexts():
+    ones = np.ones((2, 3))
+    for f in (nd.sparse.csr_matrix, nd.sparse.row_sparse_array):
+        assert f(ones).dtype == np.float64                   # NumPy source: its dtype
+        assert f(nd.array(ones, dtype="float16")).dtype == np.float16
+        assert f(ones.tolist()).dtype == np.float32           # list: float32
+        a = f(ones, dtype="int32", ctx=mx.cpu(1))
+        assert a.dtype == np.int32 and a.context == mx.cpu(1)
+        np.testing.assert_array_equal(a.asnumpy(), ones)
+        with mx.cpu(3):
+            assert f(ones).context == mx.cpu(3)
+            assert f((2, 3)).context == mx.cpu(3)
+    assert nd.sparse.csr_matrix((np.int64([1, 2]), [0, 1], [0, 1, 2])).dtype == np.int64
+    assert nd.sparse.csr_matrix(([1, 2], [0, 1], [0, 1, 2])).dtype == np.float32
+    csr, rsp = nd.sparse.csr_matrix(ones), nd.sparse.row_sparse_array(ones)
+    with pytest.raises(ValueError, match="RowSparseNDArray"):
+        nd.sparse.csr_matrix(rsp)
+    with pytest.raises(ValueError, match="CSRNDArray"):
+        nd.sparse.row_sparse_array(csr)
+    assert nd.sparse.csr_matrix(csr, dtype="int32").dtype == np.int32
+
+
 def test_shape_mismatches():
-    with pytest.raises(GpundaError, match=r"shape=\(3, 3\) does not match the source shape \(2, 2\)"):
-        nd.sparse.csr_matrix(np.ones((2, 2)), shape=(3, 3))
-    with pytest.raises(GpundaError, match="a dense source must be 2-D"):
+    # MXNet's _check_shape: a given shape beside a source of another one is a ValueError
+    msg = r"shape mismatch: shape=\(3, 3\) but the source has shape \(2, 2\)"
+    for make in (lambda: nd.sparse.csr_matrix(np.ones((2, 2)), shape=(3, 3)),
+                 lambda: nd.sparse.row_sparse_array(np.ones((2, 2)), shape=(3, 3)),
+                 lambda: nd.sparse.csr_matrix((2, 2), shape=(3, 3)),
+                 lambda: nd.sparse.row_sparse_array((2, 2), shape=(3, 3)),
+                 lambda: nd.sparse.csr_matrix(sps.eye(2, format="csr"), shape=(3, 3))):
+        with pytest.raises(ValueError, match=msg):
+            make()
+    with pytest.raises(ValueError, match="a dense source must be 2-D"):
         nd.sparse.csr_matrix(np.ones((2, 2, 2)))
-    with pytest.raises(GpundaError, match=r"shape=\(2, 3\) does not match the matrix shape"):
-        nd.sparse.csr_matrix(sps.eye(2, format="csr"), shape=(2, 3))
-    with pytest.raises(GpundaError, match="shape=.* must have 2 dimensions"):
-        nd.sparse.csr_matrix(([1.], [0], [0, 1]), shape=(1, 2, 3))
 
 
 def test_check_format_catches_corrupted_parts():

@@ -118,6 +118,20 @@ def test_add_sub_mul_keep_sparse(rng):
     np.testing.assert_allclose(ra.asnumpy(), da + db, rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["erf", "softsign", "exp", "sigmoid", "cos", "cosh"])
+def test_unary_ops_mxnet_densifies(rng, name):
+    # MXNet 1.9.1 has no sparse kernel for these (erf and softsign keep 0, yet densify)
+    from scipy.special import erf
+    d = _rsp_dense(rng, (5, 3), [1, 4])
+    x = nd.array(np.abs(d)).tostype("csr")
+    y = getattr(nd, name)(x)
+    assert y.stype == "default"
+    ref = {"erf": erf, "softsign": lambda v: v / (1 + np.abs(v)), "exp": np.exp,
+           "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "cos": np.cos,
+           "cosh": np.cosh}[name]
+    np.testing.assert_allclose(y.asnumpy(), ref(np.abs(d)), rtol=1e-5)
+
+
 @pytest.mark.parametrize("name,ref", [
     ("sqrt", np.sqrt), ("square", np.square), ("abs", np.abs), ("sign", np.sign),
     ("relu", lambda x: np.maximum(x, 0)), ("negative", np.negative), ("tanh", np.tanh),
@@ -144,6 +158,117 @@ def test_scalar_ops_and_clip(rng):
         assert nd.clip(x, 0.1, 0.5).stype == "default"   # zeros change: dense
         z = nd.zeros_like(x)
         assert z.stype == st and z.asnumpy().sum() == 0
+
+
+# MXNet 1.9.1's output stypes for scalar ops on sparse input (observed on the CPU wheel):
+# sparse exactly when op(0, scalar) == 0 for comparisons, and when scalar == 0 for + and -
+_SCALAR_STYPES = [
+    (lambda y: y == 0, False), (lambda y: y == 1, True), (lambda y: 0 == y, False),
+    (lambda y: y != 0, True), (lambda y: y != 1, False), (lambda y: y > 0, True),
+    (lambda y: 0 > y, True), (lambda y: y > -1, False), (lambda y: y >= 0, False),
+    (lambda y: y >= 1, True), (lambda y: 0 >= y, False), (lambda y: y < 0, True),
+    (lambda y: y < 1, False), (lambda y: 0 < y, True), (lambda y: y <= 0, False),
+    (lambda y: 1 <= y, True), (lambda y: y <= -1, True), (lambda y: y == 0.5, True),
+    (lambda y: y != 0.5, False), (lambda y: y + 0, True), (lambda y: y + 1, False),
+    (lambda y: y - 0, True), (lambda y: y - 1, False), (lambda y: 1 - y, False),
+]
+
+
+@pytest.mark.parametrize("st", ["csr", "row_sparse"])
+@pytest.mark.parametrize("k", range(len(_SCALAR_STYPES)))
+def test_scalar_ops_output_stype_as_mxnet(rng, st, k):
+    f, sparse = _SCALAR_STYPES[k]
+    d = _rsp_dense(rng, (5, 4), [0, 2, 3])
+    d[0, 1] = 1.0
+    y = f(nd.array(d).tostype(st))
+    assert y.stype == (st if sparse else "default")
+    np.testing.assert_array_equal(y.asnumpy(), f(d).astype(np.float32))
+
+
+def test_sparse_scalar_results_are_computed_without_fallback(rng, caplog, monkeypatch):
+    import gpunda.ndarray.sparse as spmod
+    monkeypatch.setattr(spmod, "_fallback_logged", set())
+    x = nd.array(_rsp_dense(rng, (4, 3), [1])).tostype("csr")
+    with caplog.at_level(logging.WARNING, logger="gpunda"):
+        x > 0.5, x + 2, x - 0     # noqa: B018  (sparse, dense-by-MXNet's-rule, sparse)
+    assert not [r for r in caplog.records if "falling back" in r.getMessage()]
+    with caplog.at_level(logging.WARNING, logger="gpunda"):
+        x >= 0                    # noqa: B018  (MXNet falls back here too)
+    assert [r for r in caplog.records if "_greater_equal_scalar" in r.getMessage()]
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("density", [0.0, 0.4, 1.0])
+def test_take_csr_rows_stays_csr(rng, mode, density):
+    m = _csr(rng, (6, 5), density=density)
+    idx = np.array([4, -3, 0, 7, 4, 2, 11, -8], np.float32)
+    y = nd.take(nd.sparse.csr_matrix(m), nd.array(idx), mode=mode)
+    assert isinstance(y, CSRNDArray) and y.shape == (8, 5)
+    ref = np.take(m.toarray(), idx.astype(np.int64), axis=0, mode=mode)
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    y.check_format()
+    exp = sps.csr_matrix(ref)
+    assert y.indptr.asnumpy().tolist() == exp.indptr.tolist()
+    assert y.indices.asnumpy().tolist() == exp.indices.tolist()
+
+
+def test_take_csr_other_cases(rng):
+    m = _csr(rng, (4, 3))
+    a = nd.sparse.csr_matrix(m)
+    with pytest.raises(GpundaError, match="csr input needs 1-D indices"):
+        nd.take(a, nd.array([[0, 1], [3, 3]]), axis=0, mode="clip")
+    r = nd.take(a, nd.array([2, 0]), axis=1)                              # fallback: dense
+    assert r.stype == "default"
+    np.testing.assert_array_equal(r.asnumpy(), np.take(m.toarray(), [2, 0], axis=1))
+
+
+@pytest.mark.parametrize("density", [0.0, 0.5, 1.0])
+def test_getnnz_matches_scipy(rng, density):
+    m = _csr(rng, (5, 7), density=density)
+    a = nd.sparse.csr_matrix(m)
+    for axis in (None, 0, 1):
+        r = nd.contrib.getnnz(a, axis=axis)
+        assert r.dtype == np.int64
+        np.testing.assert_array_equal(r.asnumpy(), np.atleast_1d(m.getnnz(axis=axis)))
+    with pytest.raises(GpundaError, match="must be csr"):
+        nd.contrib.getnnz(nd.array(m.toarray()))
+    with pytest.raises(GpundaError, match="axis=2"):
+        nd.contrib.getnnz(a, axis=2)
+
+
+def test_retain_checks_its_inputs_and_params():
+    a = nd.ones((2, 2)).tostype("row_sparse")
+    with pytest.raises(GpundaError, match="unknown parameter invalid_arg"):
+        nd.sparse.retain(a, nd.array([0]), invalid_arg="garbage_value")
+    with pytest.raises(GpundaError):
+        nd.sparse.retain(a, invalid_arg="garbage_value")
+    assert a.retain(nd.array([1])).indices.asnumpy().tolist() == [1]
+    assert a.retain(indices=nd.array([0])).indices.asnumpy().tolist() == [0]
+
+
+def test_storage_introspection_as_mxnet():
+    c = nd.sparse.csr_matrix(([1., 2.], [0, 2], [0, 1, 2]), shape=(2, 3))
+    r = nd.sparse.row_sparse_array(([[1., 2.]], [1]), shape=(3, 2))
+    assert c._num_aux == 2 and r._num_aux == 1
+    assert c._aux_types == [np.int64, np.int64] and r._aux_type(0) == np.int64
+    assert c._aux_data(0).asnumpy().tolist() == [0, 1, 2]        # indptr
+    assert c._aux_data(1).asnumpy().tolist() == [0, 2]           # indices
+    assert r._aux_data(0).asnumpy().tolist() == [1]
+    from gpunda.base import NotSupportedForSparseNDArray
+    with pytest.raises(NotSupportedForSparseNDArray, match="_at.*not supported for SparseNDArray"):
+        r._at(0)
+    with pytest.raises(NotSupportedForSparseNDArray, match="_slice"):
+        c._slice(0, 1)
+
+
+def test_fully_connected_with_row_sparse_weight_and_column_bias(rng):
+    x = _rand(rng, 5, 10)
+    w = _rand(rng, 8, 10)
+    b = _rand(rng, 8, 1)
+    for data in (nd.array(x), nd.array(x).tostype("csr")):
+        y = nd.sparse.FullyConnected(data, nd.array(w).tostype("row_sparse"),
+                                     nd.array(b).tostype("row_sparse"), num_hidden=8)
+        np.testing.assert_allclose(y.asnumpy(), x @ w.T + b[:, 0], rtol=1e-5, atol=1e-5)
 
 
 # -- reductions and sparse-only ops -------------------------------------------------------
@@ -512,3 +637,217 @@ if given is not None:
         for s1 in ("csr", "row_sparse"):
             for s2 in ("csr", "row_sparse", "default"):
                 np.testing.assert_array_equal(a.tostype(s1).tostype(s2).asnumpy(), d)
+
+
+def _np_adagrad(w, g, h, lr, eps, rescale, clip):
+    g = g * rescale
+    if clip >= 0:
+        g = np.clip(g, -clip, clip)
+    h = h + g * g
+    return w - lr * g / np.sqrt(h + eps), h
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.3])
+def test_sparse_adagrad_update_touches_only_grad_rows(rng, clip):
+    w, h = _rand(rng, 6, 3), np.abs(_rand(rng, 6, 3))
+    g = _rsp_dense(rng, (6, 3), [1, 4])
+    kw = dict(lr=0.1, epsilon=1e-7, rescale_grad=0.5, clip_gradient=clip)
+    wn, hn = nd.array(w), nd.array(h)
+    out = nd.sparse.adagrad_update(wn, nd.array(g).tostype("row_sparse"), hn, out=wn, **kw)
+    assert out is wn
+    ref_w, ref_h = _np_adagrad(w, g, h, 0.1, 1e-7, 0.5, clip)
+    rows = [1, 4]
+    keep = [0, 2, 3, 5]
+    np.testing.assert_allclose(wn.asnumpy()[rows], ref_w[rows], rtol=1e-5)
+    np.testing.assert_allclose(hn.asnumpy()[rows], ref_h[rows], rtol=1e-5)
+    np.testing.assert_array_equal(wn.asnumpy()[keep], w[keep])      # lazy: untouched
+    np.testing.assert_array_equal(hn.asnumpy()[keep], h[keep])
+    # dense grad: every row (gpunda's extension; MXNet has only the sparse form)
+    hd = nd.array(h)
+    r = nd.sparse.adagrad_update(nd.array(w), nd.array(g), hd, **kw)
+    np.testing.assert_allclose(r.asnumpy(), ref_w, rtol=1e-5)
+    np.testing.assert_allclose(hd.asnumpy(), ref_h, rtol=1e-5)
+    with pytest.raises(GpundaError, match="wd=0.1 is not supported"):
+        nd.sparse.adagrad_update(nd.array(w), nd.array(g), nd.array(h), lr=0.1, wd=0.1)
+
+
+def test_sparse_namespace_names():
+    assert nd.sparse.op is nd.op and nd.sparse.gs_retain is nd.sparse.retain
+    a, b = _rand(np.random.default_rng(0), 2, 3), np.float32([[1.], [2.]])
+    np.testing.assert_allclose(nd.sparse.broadcast_minus(nd.array(a), nd.array(b)).asnumpy(),
+                               a - b)
+    assert nd.broadcast_minus is not None and nd.sparse.add is not None
+
+
+# MXNet 1.9.1's output stypes for binary ops (observed on the CPU wheel): broadcast_add/sub
+# are dense whatever the inputs, broadcast_mul/div keep csr only for (csr, dense); the
+# Python operators +, -, * of one shape use the elemwise ops, / stays broadcast_div
+_BINARY_STYPES = {
+    ("broadcast_add", "csr", "csr"): "default", ("broadcast_add", "row_sparse", "row_sparse"): "default",
+    ("broadcast_sub", "csr", "default"): "default", ("broadcast_sub", "default", "csr"): "default",
+    ("broadcast_mul", "csr", "default"): "csr", ("broadcast_mul", "default", "csr"): "default",
+    ("broadcast_mul", "row_sparse", "default"): "default", ("broadcast_mul", "csr", "csr"): "default",
+    ("broadcast_div", "csr", "default"): "csr", ("elemwise_mul", "csr", "default"): "csr",
+    ("elemwise_add", "row_sparse", "row_sparse"): "row_sparse", ("elemwise_add", "csr", "default"): "default",
+    ("add_n", "row_sparse", "row_sparse"): "row_sparse", ("add_n", "csr", "csr"): "default",
+}
+
+
+@pytest.mark.parametrize("key", sorted(_BINARY_STYPES))
+def test_binary_op_output_stypes_as_mxnet(rng, key):
+    name, sa, sb = key
+    d = _rsp_dense(rng, (4, 5), [0, 2, 3])
+    e = np.abs(_rand(rng, 4, 5)) + 0.5
+    a = nd.array(d).tostype(sa)
+    b = nd.array(e).tostype(sb) if sb == "default" else nd.array(d * 2).tostype(sb)
+    y = getattr(nd, name)(a, b)
+    assert y.stype == _BINARY_STYPES[key]
+    rhs = e if sb == "default" else d * 2
+    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+           "n": np.add}[name.split("_")[-1]](d, rhs)
+    np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-6)
+
+
+def test_python_operators_follow_mxnet_sparse_helpers(rng):
+    d = _rsp_dense(rng, (4, 5), [0, 2, 3])
+    e = np.abs(_rand(rng, 4, 5)) + 0.5
+    for st in ("csr", "row_sparse"):
+        x, D = nd.array(d).tostype(st), nd.array(e)
+        for f, want in ((lambda: x + x, st), (lambda: x - x, st), (lambda: x * x, st),
+                        (lambda: x / x, "default"), (lambda: x + D, "default"),
+                        (lambda: x * D, st), (lambda: D * x, "default"), (lambda: x * 2, st),
+                        (lambda: 2 * x, st), (lambda: x - 0, st), (lambda: 1 - x, "default")):
+            with np.errstate(divide="ignore", invalid="ignore"):     # x / x: 0 / 0
+                assert f().stype == want
+        np.testing.assert_allclose((x * D).asnumpy(), d * e, rtol=1e-6)
+        np.testing.assert_allclose((1 - x).asnumpy(), 1 - d, rtol=1e-6)
+        np.testing.assert_allclose(nd.sparse.subtract(2, x).asnumpy(), 2 - d, rtol=1e-6)
+        np.testing.assert_allclose(nd.sparse.divide(x, 2).asnumpy(), d / 2, rtol=1e-6)
+        # in place: computed with the same rules, written back into the same storage
+        z = x.copy()
+        z += x
+        z *= D
+        assert z.stype == st
+        np.testing.assert_allclose(z.asnumpy(), 2 * d * e, rtol=1e-6)
+    with pytest.raises(TypeError, match="cannot combine"):
+        nd.sparse.add(nd.array(d).tostype("csr"), "a")
+
+
+def test_csr_broadcast_mul_div_by_a_row_or_column(rng):
+    m = _csr(rng, (5, 4))
+    a = nd.sparse.csr_matrix(m)
+    row, col = np.abs(_rand(rng, 1, 4)) + 0.5, np.abs(_rand(rng, 5, 1)) + 0.5
+    for v in (row, col):
+        y = nd.broadcast_mul(a, nd.array(v))
+        assert y.stype == "csr"
+        np.testing.assert_allclose(y.asnumpy(), m.toarray() * v, rtol=1e-6)
+        z = nd.broadcast_div(a, nd.array(v))
+        assert z.stype == "csr"
+        np.testing.assert_allclose(z.asnumpy(), m.toarray() / v, rtol=1e-6)
+        y.check_format()
+    with pytest.raises(GpundaError):
+        nd.broadcast_mul(a, nd.ones((3, 4)))          # does not broadcast
+
+
+@pytest.mark.parametrize("begin,end", [((1, 0), (3, 4)), ((1, 1), (4, 3)), ((0,), (2,)),
+                                       ((-3, -2), (None, None)), ((2, 1), (2, 3)),
+                                       ((None, 2), (None, 4))])
+def test_slice_csr_stays_csr(rng, begin, end):
+    m = _csr(rng, (5, 4))
+    y = nd.slice(nd.sparse.csr_matrix(m), begin=begin, end=end)
+    assert isinstance(y, CSRNDArray)
+    ref = m.toarray()[tuple(slice(b, e) for b, e in zip(begin, end))]
+    np.testing.assert_array_equal(y.asnumpy(), ref)
+    y.check_format()
+    assert y.indptr.asnumpy().tolist() == sps.csr_matrix(ref).indptr.tolist()
+    s = nd.sparse.slice(nd.sparse.csr_matrix(m), begin=(0,), end=(5,), step=(2,))
+    assert s.stype == "default"            # a step falls back, as MXNet
+    np.testing.assert_array_equal(s.asnumpy(), m.toarray()[0:5:2])
+
+
+def test_concat_csr_rows_stays_csr(rng):
+    ms = [_csr(rng, (n, 4), density=dens) for n, dens in ((2, 0.5), (3, 0.0), (1, 1.0))]
+    y = nd.concat(*[nd.sparse.csr_matrix(m) for m in ms], dim=0)
+    assert isinstance(y, CSRNDArray) and y.shape == (6, 4)
+    ref = sps.vstack(ms).tocsr()
+    np.testing.assert_array_equal(y.asnumpy(), ref.toarray())
+    assert y.indptr.asnumpy().tolist() == ref.indptr.tolist()
+    y.check_format()
+    z = nd.concat(nd.sparse.csr_matrix(ms[0]), nd.sparse.csr_matrix(ms[0]), dim=1)
+    assert z.stype == "default"
+    np.testing.assert_array_equal(z.asnumpy(), np.hstack([ms[0].toarray()] * 2))
+
+
+def test_add_n_of_row_sparse_stays_row_sparse(rng):
+    ds = [_rsp_dense(rng, (6, 2), rows) for rows in ([0, 2], [2, 5], [1])]
+    y = nd.add_n(*[nd.array(d).tostype("row_sparse") for d in ds])
+    assert isinstance(y, RowSparseNDArray) and y.indices.asnumpy().tolist() == [0, 1, 2, 5]
+    np.testing.assert_allclose(y.asnumpy(), sum(ds), rtol=1e-6)
+    one = nd.array(ds[0]).tostype("row_sparse")
+    assert nd.add_n(one).stype == "row_sparse"
+
+
+def test_stop_gradient_keeps_stype_and_cast_is_dense_as_mxnet(rng):
+    d = _rsp_dense(rng, (4, 3), [1, 3])
+    for st in ("csr", "row_sparse"):
+        x = nd.array(d).tostype(st)
+        assert nd.stop_gradient(x).stype == st and nd.BlockGrad(x).stype == st
+        np.testing.assert_array_equal(nd.stop_gradient(x).asnumpy(), d)
+        c = nd.Cast(x, dtype="float64")
+        assert c.stype == "default" and c.dtype == np.float64
+        a = x.astype("float64")
+        assert a.stype == st and a.dtype == np.float64 and x.astype("float32", copy=False) is x
+        np.testing.assert_array_equal(a.asnumpy(), d)
+
+
+def test_in_place_on_a_recorded_sparse_leaf_is_refused():
+    x = nd.ones((3, 2)).tostype("row_sparse")
+    x.attach_grad()
+    with autograd.record():
+        with pytest.raises(GpundaError, match="already in a computational graph"):
+            x += x
+    x += x                                  # outside record(): allowed
+    np.testing.assert_array_equal(x.asnumpy(), np.full((3, 2), 2.0))
+
+
+def test_make_loss_passes_values_and_sends_back_ones(rng):
+    d = _rsp_dense(rng, (4, 3), [0, 2])
+    for st in ("default", "csr", "row_sparse"):
+        y = nd.make_loss(nd.array(d).tostype(st))
+        assert y.stype == st                       # MXNet keeps the input's stype
+        np.testing.assert_array_equal(y.asnumpy(), d)
+    x = nd.array(d)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.make_loss(x * 3)
+    y.backward(nd.full((4, 3), 5.0))               # the head gradient is ignored
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((4, 3), 3.0))
+    assert nd.sparse.make_loss is nd.make_loss
+
+
+def _np_ftrl(w, g, z, n, lr, lamda1, beta, wd, rescale, clip):
+    g = g * rescale
+    if clip >= 0:
+        g = np.clip(g, -clip, clip)
+    z = z + g - (np.sqrt(n + g * g) - np.sqrt(n)) * w / lr
+    n = n + g * g
+    w = (np.sign(z) * lamda1 - z) / ((beta + np.sqrt(n)) / lr + wd) * (np.abs(z) > lamda1)
+    return w, z, n
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.2])
+def test_ftrl_update_dense_and_lazy_row_sparse(rng, clip):
+    w, z, n = _rand(rng, 5, 3), _rand(rng, 5, 3) * 0.1, np.abs(_rand(rng, 5, 3))
+    g = _rsp_dense(rng, (5, 3), [0, 3])
+    kw = dict(lr=0.1, lamda1=0.01, beta=1.0, wd=0.05, rescale_grad=0.5, clip_gradient=clip)
+    ref = _np_ftrl(w, g, z, n, 0.1, 0.01, 1.0, 0.05, 0.5, clip)
+    zd, nd_ = nd.array(z), nd.array(n)
+    out = nd.ftrl_update(nd.array(w), nd.array(g), zd, nd_, **kw)
+    for got, want in zip((out, zd, nd_), ref):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-7)
+    wn, zs, ns = nd.array(w), nd.array(z), nd.array(n)
+    nd.sparse.ftrl_update(wn, nd.array(g).tostype("row_sparse"), zs, ns, out=wn, **kw)
+    rows, keep = [0, 3], [1, 2, 4]
+    for got, want, orig in zip((wn, zs, ns), ref, (w, z, n)):
+        np.testing.assert_allclose(got.asnumpy()[rows], want[rows], rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(got.asnumpy()[keep], orig[keep])   # lazy rows

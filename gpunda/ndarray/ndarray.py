@@ -225,6 +225,9 @@ class NDArray:
     def tostype(self, stype):
         """Convert to storage type 'default', 'csr' or 'row_sparse'."""
         from . import _op
+        if stype == "csr" and len(self.shape) != 2:     # MXNet raises ValueError here
+            raise ValueError(f"tostype: to convert to csr the NDArray must be 2-D, got shape "
+                             f"{self.shape}")
         return _op.cast_storage(self, stype=stype)
 
     def wait_to_read(self):
@@ -629,10 +632,12 @@ def array(source_array, ctx=None, dtype=None):
     dtype defaults to float32, or to the source's dtype for an NDArray (as in
     MXNet 1.x, a NumPy array of any dtype becomes float32 unless ``dtype`` is given).
     """
+    if isinstance(source_array, NDArray) and source_array.stype != "default" or \
+            type(source_array).__module__.startswith(("scipy.sparse", "cupyx.scipy.sparse")):
+        from . import sparse    # as MXNet: a sparse source gives a sparse copy
+        return sparse.array(source_array, ctx=ctx, dtype=dtype)
     ctx = _ctx_of(ctx)
     if isinstance(source_array, NDArray):
-        if source_array.stype != "default":
-            raise GpundaError("array: use tostype('default') to densify a sparse array")
         dt = _dtype_of(dtype, source_array._data.dtype)
         src = source_array.as_in_context(ctx)._data
         xp = ctx.backend.xp
@@ -678,8 +683,11 @@ def _make(where, shape, ctx, dtype, fill):
         return _new(fill(xp, shape, dt), ctx)
 
 
-def empty(shape, ctx=None, dtype=None):
-    """An uninitialised array."""
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An uninitialised array; ``stype`` 'csr'/'row_sparse' gives an empty sparse one."""
+    if stype is not None and stype != "default":
+        from . import sparse
+        return sparse.empty(stype, shape, ctx=ctx, dtype=dtype)
     return _make("empty", shape, ctx, dtype, lambda xp, s, d: xp.empty(s, d))
 
 

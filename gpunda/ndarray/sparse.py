@@ -20,6 +20,11 @@ call of theirs through ``_sparse_invoke`` (``nd.cast_storage`` also checks its
 arguments here). Raw storage holders
 offer ``_gpunda_wrap(ctx)`` (the matching NDArray class), which
 ``autograd.grad`` uses for sparse gradients.
+
+Creation (``csr_matrix``, ``row_sparse_array``, ``zeros``, ``empty``, ``array``)
+and ``check_format`` live in ``_sparse_create.py``; a holder built from
+malformed parts carries the reason in ``_bad`` and is refused by every
+computation (``_sparse_invoke``, ``to_dense``, ``to_stype``).
 """
 from __future__ import annotations
 
@@ -32,13 +37,14 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import imperative as _imp
-from ..base import GpundaError
+from ..base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
+from ..base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
 from ..context import Context, current_context
 from ..ops import sparse_ops as _so
 from ..ops.registry import get_op, parse_dtype
-from ..ops.sparse_ops import CSRData, RSPData, INDEX, to_stype, to_dense, stype_of
-from .ndarray import NDArray, _new, _ctx_of, _check_shape
-from .ndarray import array as _dense_array, zeros as _dense_zeros
+from ..ops.sparse_ops import CSRData, RSPData, to_stype, to_dense, stype_of
+from .ndarray import NDArray, _new
+from .ndarray import array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix",
            "row_sparse_array", "zeros", "empty", "array", "add", "subtract", "multiply",
@@ -121,9 +127,15 @@ class BaseSparseNDArray(NDArray):
         _ag.bump_version(self)
 
     def __setitem__(self, key, value):
+        """``x[:] = value``: an NDArray of any stype, a NumPy array / list, a SciPy
+        matrix, or (row_sparse only, as in MXNet) a number filling every row.
+        MXNet's errors: other keys raise TypeError, a slice with bounds ValueError."""
+        name = type(self).__name__
+        if isinstance(key, slice) and key != slice(None):
+            raise ValueError(f"__setitem__: assignment with slice {key!r} for {name} is not "
+                             f"implemented; only x[:] = value is supported")
         if not (key is Ellipsis or key == slice(None)):
-            raise GpundaError(f"__setitem__: {type(self).__name__} only supports x[:] = value, "
-                              f"got key={key!r}")
+            raise TypeError(f"__setitem__: {name} only supports x[:] = value, got key={key!r}")
         _ag.check_writable(self, "__setitem__")
         if isinstance(value, NDArray):
             if value._ctx is not self._ctx:
@@ -132,10 +144,89 @@ class BaseSparseNDArray(NDArray):
             value = csr_matrix(value, ctx=self._ctx, dtype=self.dtype)
         elif isinstance(value, (np.ndarray, list, tuple)):
             value = _dense_array(value, ctx=self._ctx, dtype=self.dtype)
+        elif isinstance(value, numeric_types) and not isinstance(value, bool):
+            if self.stype == "csr":
+                raise ValueError("__setitem__: assigning a number to a CSRNDArray is not "
+                                 "supported (as in MXNet); assign an array instead")
+            value = self._filled(value)
         else:
-            raise GpundaError(f"__setitem__: cannot assign a {type(value).__name__} to a "
-                              f"{type(self).__name__}; use an NDArray, NumPy array or SciPy matrix")
+            raise TypeError(f"__setitem__: cannot assign a {type(value).__name__} to a {name}; "
+                            f"use an NDArray, NumPy array, SciPy matrix or a number")
         self._assign_from(value)
+
+    # MXNet's BaseSparseNDArray: +, - and * of one shape use the elemwise ops (csr+csr
+    # stays csr); / keeps NDArray's broadcast_div. In place: compute, copy back.
+    def __add__(self, other):
+        return add(self, other)
+
+    def __sub__(self, other):
+        return subtract(self, other)
+
+    def __mul__(self, other):
+        return multiply(self, other)
+
+    def astype(self, dtype, copy=True):
+        """A copy in ``dtype`` with the same storage type (``self`` when ``copy=False``
+        and the dtype matches), as MXNet's sparse astype."""
+        dt = parse_dtype(dtype, "astype")
+        if not copy and self._data.dtype == dt:
+            return self
+        with self._ctx.backend.device_scope():
+            return _wrap(to_stype(self._data, self.stype, copy=True, dtype=dt), self._ctx)
+
+    def _update_from(self, result):
+        _ag.check_writable(self, "in-place update")
+        result.copyto(self)
+        return self
+
+    def __iadd__(self, other):
+        return self._update_from(add(self, other))
+
+    def __isub__(self, other):
+        return self._update_from(subtract(self, other))
+
+    def __imul__(self, other):
+        return self._update_from(multiply(self, other))
+
+    def __itruediv__(self, other):
+        return self._update_from(self / other)
+
+    __idiv__ = __itruediv__
+
+    def _filled(self, value):
+        """Storage of this shape and dtype holding ``value`` everywhere (every row
+        stored, as MXNet's _set_value on row_sparse; no rows for 0)."""
+        xp = self._ctx.backend.xp
+        n = self.shape[0] if value != 0 else 0
+        with self._ctx.backend.device_scope():
+            return RSPData(xp.arange(n, dtype=_so.INDEX),
+                           xp.full((n,) + self.shape[1:], value, self.dtype), self.shape)
+
+    # MXNet's storage introspection: csr keeps (indptr, indices), row_sparse (indices,)
+    _AUX = {"csr": ("indptr", "indices"), "row_sparse": ("indices",)}
+
+    @property
+    def _num_aux(self):
+        """How many index arrays the storage keeps (csr 2, row_sparse 1)."""
+        return len(self._AUX[self.stype])
+
+    def _aux_type(self, i):
+        """dtype of index array ``i`` (always int64)."""
+        return getattr(self._data, self._AUX[self.stype][i]).dtype.type
+
+    @property
+    def _aux_types(self):
+        return [self._aux_type(i) for i in range(self._num_aux)]
+
+    def _aux_data(self, i):
+        """A copy of index array ``i`` as an NDArray (csr: 0 indptr, 1 indices)."""
+        return _new(getattr(self._data, self._AUX[self.stype][i]).copy(), self._ctx)
+
+    def _at(self, idx):
+        raise NotSupportedForSparseNDArray(self._at, "[idx]", idx)
+
+    def _slice(self, start, stop):
+        raise NotSupportedForSparseNDArray(self._slice, None, start, stop)
 
     def _copy_into(self, other):
         """Copy into NDArray ``other``, converted to its stype (``copyto`` checks first)."""
@@ -150,16 +241,14 @@ class BaseSparseNDArray(NDArray):
         return _transfer(self, ctx)
 
     def check_format(self, full_check=True):
-        """Raise GpundaError when the parts do not form a valid array of this stype.
+        """Raise GpundaError (MXNetError) when the parts do not form a valid array of
+        this stype, naming the first problem.
 
-        ``full_check=False`` checks only the sizes (cheap); the full check also
-        checks index ranges and ordering.
+        ``full_check=False`` checks only the part sizes (cheap); the full check also
+        checks indptr, index ranges and ordering, as MXNet's does.
         """
-        d = self._data
-        if d.stype == "csr":
-            _check_csr(d.xp, d.data, d.indices, d.indptr, d.shape, "check_format", full_check)
-        else:
-            _check_rsp(d.xp, d.values, d.indices, d.shape, "check_format", full_check)
+        from ._sparse_create import check_format
+        check_format(self._data, full_check)
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -181,6 +270,7 @@ class CSRNDArray(BaseSparseNDArray):
         """A ``scipy.sparse.csr_matrix`` copy (on the host)."""
         import scipy.sparse as sps
         d = self._data
+        d.refuse_if_malformed("asscipy")
         host = self._ctx.backend.to_host
         return sps.csr_matrix((np.array(host(d.data)), np.array(host(d.indices)),
                                np.array(host(d.indptr))), shape=d.shape)
@@ -203,7 +293,7 @@ class CSRNDArray(BaseSparseNDArray):
             raise GpundaError(f"__getitem__: CSRNDArray supports an int or a row slice, got "
                               f"{key!r}")
         d = self._data
-        xp = d.xp
+        d.refuse_if_malformed("__getitem__")
         lo, hi = int(d.indptr[start]), int(d.indptr[stop])
         return _wrap(CSRData(d.data[lo:hi].copy(), d.indices[lo:hi].copy(),
                              d.indptr[start:stop + 1] - lo, (stop - start, self.shape[1])),
@@ -222,13 +312,13 @@ class RowSparseNDArray(BaseSparseNDArray):
             return self
         raise GpundaError(f"__getitem__: RowSparseNDArray only supports [:], got {key!r}")
 
-    def retain(self, indices):
+    def retain(self, *args, **kwargs):
         """Keep only the rows whose ids are in ``indices`` (``nd.sparse.retain``)."""
-        from . import _op
-        return _op._sparse_retain(self, indices)
+        return retain(self, *args, **kwargs)
 
 
 _alloc = object.__new__
+_HOLDERS = (CSRData, RSPData)
 _CLS = {"csr": CSRNDArray, "row_sparse": RowSparseNDArray}
 
 
@@ -264,6 +354,7 @@ def _transfer(src, ctx):
             raw = CSRData(mv(d.data), mv(d.indices), mv(d.indptr), d.shape)
         else:
             raw = RSPData(mv(d.indices), mv(d.values), d.shape)
+    raw._bad = d._bad
     return _wrap(raw, ctx)
 
 
@@ -276,295 +367,6 @@ def _unpickle(stype, parts, shape, dev_type, dev_id):
     if stype == "csr":
         return csr_matrix(tuple(parts), shape=shape, ctx=ctx)
     return row_sparse_array(tuple(parts), shape=shape, ctx=ctx)
-
-
-# ----------------------------------------------------------------------------
-# validation (each message names the function, the part and the value)
-
-def _show(a, limit=8):
-    h = np.asarray(a if isinstance(a, np.ndarray) else a.get())
-    s = np.array2string(h[:limit], separator=", ")
-    return s[:-1] + ", ...]" if h.size > limit else s
-
-
-def _check_csr(xp, data, indices, indptr, shape, where, full=True):
-    nrows, ncols = shape
-    if data.ndim != 1 or indices.ndim != 1 or indptr.ndim != 1:
-        raise GpundaError(f"{where}: csr data, indices and indptr must be 1-D, got shapes "
-                          f"{tuple(data.shape)}, {tuple(indices.shape)}, {tuple(indptr.shape)}")
-    if indptr.shape[0] != nrows + 1:
-        raise GpundaError(f"{where}: indptr has length {indptr.shape[0]} but shape {tuple(shape)} "
-                          f"needs {nrows + 1} (rows + 1)")
-    if data.shape[0] != indices.shape[0]:
-        raise GpundaError(f"{where}: data has length {data.shape[0]} but indices has length "
-                          f"{indices.shape[0]}; they must match")
-    if int(indptr[0]) != 0:
-        raise GpundaError(f"{where}: indptr[0]={int(indptr[0])} must be 0")
-    if int(indptr[-1]) != indices.shape[0]:
-        raise GpundaError(f"{where}: indptr[-1]={int(indptr[-1])} must equal the number of "
-                          f"stored values {indices.shape[0]}")
-    if not full:
-        return
-    i = _so._first_true(xp, xp.diff(indptr) < 0)
-    if i >= 0:
-        raise GpundaError(f"{where}: indptr must be non-decreasing, but indptr[{i}]="
-                          f"{int(indptr[i])} > indptr[{i + 1}]={int(indptr[i + 1])} "
-                          f"(indptr={_show(indptr)})")
-    if indices.shape[0]:
-        i = _so._first_true(xp, (indices < 0) | (indices >= ncols))
-        if i >= 0:
-            raise GpundaError(f"{where}: indices[{i}]={int(indices[i])} is out of range for "
-                              f"{ncols} columns (shape {tuple(shape)})")
-        rows = xp.searchsorted(indptr[1:], xp.arange(indices.shape[0]), side="right")
-        bad = (xp.diff(indices) <= 0) & (rows[1:] == rows[:-1])
-        i = _so._first_true(xp, bad)
-        if i >= 0:
-            raise GpundaError(f"{where}: column indices of row {int(rows[i])} must be sorted "
-                              f"and unique, got indices[{i}]={int(indices[i])} then "
-                              f"indices[{i + 1}]={int(indices[i + 1])}")
-
-
-def _check_rsp(xp, values, indices, shape, where, full=True):
-    if indices.ndim != 1:
-        raise GpundaError(f"{where}: row_sparse indices must be 1-D, got shape {tuple(indices.shape)}")
-    if values.ndim != len(shape) or tuple(values.shape[1:]) != tuple(shape[1:]):
-        raise GpundaError(f"{where}: data has shape {tuple(values.shape)} but rows of an array "
-                          f"of shape {tuple(shape)} need shape (k,) + {tuple(shape[1:])}")
-    if values.shape[0] != indices.shape[0]:
-        raise GpundaError(f"{where}: data has {values.shape[0]} rows but indices has length "
-                          f"{indices.shape[0]}; they must match")
-    if not full or not indices.shape[0]:
-        return
-    i = _so._first_true(xp, (indices < 0) | (indices >= shape[0]))
-    if i >= 0:
-        raise GpundaError(f"{where}: indices[{i}]={int(indices[i])} is out of range for "
-                          f"{shape[0]} rows (shape {tuple(shape)})")
-    i = _so._first_true(xp, xp.diff(indices) <= 0)
-    if i >= 0:
-        raise GpundaError(f"{where}: row_sparse indices must be sorted ascending and unique "
-                          f"(as MXNet's check_format requires), but indices[{i}]="
-                          f"{int(indices[i])} is followed by {int(indices[i + 1])} "
-                          f"(indices={_show(indices)})")
-
-
-# ----------------------------------------------------------------------------
-# creation
-
-def _backend_array(x, ctx, dtype=None, where="", part=""):
-    """``x`` (NDArray, NumPy/CuPy array, list) as a backend array on ``ctx``."""
-    if isinstance(x, NDArray):
-        if x.stype != "default":
-            raise GpundaError(f"{where}: {part} must be dense, got stype {x.stype}")
-        x = x.as_in_context(ctx)._data
-        xp = ctx.backend.xp
-        r = xp.array(x, copy=True)
-    elif hasattr(x, "__cuda_array_interface__") and ctx.device_type == "gpu":
-        xp = ctx.backend.xp
-        with ctx.backend.device_scope():
-            r = xp.array(x, copy=True)
-    else:
-        if hasattr(x, "__cuda_array_interface__"):
-            import cupy
-            x = cupy.asnumpy(x)
-        try:
-            h = np.array(x)
-        except (TypeError, ValueError) as e:
-            raise GpundaError(f"{where}: {part} cannot be made an array: {e}") from None
-        if h.dtype == object:
-            raise GpundaError(f"{where}: {part} is not numeric")
-        r = h if ctx._xp is np else ctx.backend.from_host(h)
-    if dtype is not None and r.dtype != dtype:
-        r = r.astype(dtype)
-    return r
-
-
-def _index_part(x, ctx, where, part):
-    r = _backend_array(x, ctx, None, where, part)
-    if r.ndim != 1:
-        raise GpundaError(f"{where}: {part} must be 1-D, got shape {tuple(r.shape)}")
-    if r.dtype.kind not in "iu":
-        if r.dtype.kind == "f" and r.size and bool((r != r.astype(INDEX)).any()):
-            raise GpundaError(f"{where}: {part} must hold integers, got {_show(r)}")
-        if r.dtype.kind not in "fiu" and r.size:
-            raise GpundaError(f"{where}: {part} must hold integers, got dtype {r.dtype.name}")
-    return r.astype(INDEX, copy=False)
-
-
-def _default_dtype(src, dtype):
-    if dtype is not None:
-        return parse_dtype(dtype, "dtype")
-    if isinstance(src, NDArray) or hasattr(src, "dtype"):
-        return np.dtype(src.dtype)
-    return np.dtype(np.float32)
-
-
-def _is_shape(t):
-    return isinstance(t, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
-                                        for d in t) and len(t) > 0
-
-
-def _is_scipy_sparse(x):
-    return hasattr(x, "tocsr") and hasattr(x, "nnz") and not isinstance(x, NDArray)
-
-
-def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
-    """A CSRNDArray (MXNet's ``mx.nd.sparse.csr_matrix``).
-
-    ``arg1`` is one of: ``(data, indices, indptr)`` (with ``shape``, else it is
-    inferred); ``(data, (row, col))`` coordinates; a SciPy (or cupyx) sparse
-    matrix; a dense NumPy array / NDArray; a CSRNDArray (copied); or a shape
-    ``(M, N)`` for an all-zero array. Parts are checked; a malformed part
-    raises GpundaError naming it. Example::
-
-        a = nd.sparse.csr_matrix(([1., 2.], [0, 2], [0, 1, 1, 2]), shape=(3, 3))
-    """
-    where = "csr_matrix"
-    ctx = _ctx_of(ctx)
-    if shape is not None:
-        shape = _check_shape(shape, where)
-        if len(shape) != 2:
-            raise GpundaError(f"{where}: shape={shape} must have 2 dimensions")
-    if isinstance(arg1, tuple) and _is_shape(arg1):
-        if len(arg1) != 2:
-            raise GpundaError(f"{where}: shape={arg1} must have 2 dimensions")
-        return zeros("csr", arg1, ctx=ctx, dtype=dtype)
-    if isinstance(arg1, CSRNDArray):
-        r = arg1.as_in_context(ctx).copy() if arg1._ctx is not ctx else arg1.copy()
-        return r if dtype is None else r.astype(dtype)
-    if isinstance(arg1, RowSparseNDArray):
-        arg1 = arg1.as_in_context(ctx)
-        return _wrap(to_stype(arg1._data, "csr", dtype=None if dtype is None else
-                              parse_dtype(dtype, where)), ctx)
-    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) \
-            and len(arg1[1]) == 2:
-        import scipy.sparse as sps
-        data = np.asarray(arg1[0].asnumpy() if isinstance(arg1[0], NDArray) else arg1[0])
-        row, col = (np.asarray(v.asnumpy() if isinstance(v, NDArray) else v) for v in arg1[1])
-        try:
-            m = sps.coo_matrix((data, (row, col)), shape=shape)
-        except (ValueError, TypeError) as e:
-            raise GpundaError(f"{where}: bad (data, (row, col)) input: {e}") from None
-        return csr_matrix(m, ctx=ctx, dtype=_default_dtype(arg1[0], dtype))
-    if isinstance(arg1, tuple) and len(arg1) == 3:
-        dt = _default_dtype(arg1[0], dtype)
-        with ctx.backend.device_scope():
-            data = _backend_array(arg1[0], ctx, dt, where, "data")
-            indices = _index_part(arg1[1], ctx, where, "indices")
-            indptr = _index_part(arg1[2], ctx, where, "indptr")
-            if data.ndim != 1:
-                raise GpundaError(f"{where}: data must be 1-D, got shape {tuple(data.shape)}")
-            if shape is None:
-                ncols = int(indices.max()) + 1 if indices.shape[0] else 0
-                shape = (max(indptr.shape[0] - 1, 0), ncols)
-            _check_csr(ctx.backend.xp, data, indices, indptr, shape, where)
-        return _wrap(CSRData(data, indices, indptr, shape), ctx)
-    if _is_scipy_sparse(arg1):
-        m = arg1.tocsr()
-        if shape is not None and tuple(m.shape) != shape:
-            raise GpundaError(f"{where}: shape={shape} does not match the matrix shape {m.shape}")
-        m = m.copy()
-        m.sum_duplicates()
-        m.sort_indices()
-        dt = _default_dtype(m, dtype)
-        if hasattr(m.data, "get") and ctx.device_type == "cpu":
-            parts = (m.data.get(), m.indices.get(), m.indptr.get())
-        else:
-            parts = (m.data, m.indices, m.indptr)
-        return csr_matrix(parts, shape=m.shape, ctx=ctx, dtype=dt)
-    if isinstance(arg1, (NDArray, np.ndarray, list)) or hasattr(arg1, "__cuda_array_interface__"):
-        dt = _default_dtype(arg1, dtype)
-        with ctx.backend.device_scope():
-            d = _backend_array(arg1, ctx, dt, where, "source")
-            if d.ndim != 2:
-                raise GpundaError(f"{where}: a dense source must be 2-D, got shape {tuple(d.shape)}")
-            if shape is not None and tuple(d.shape) != shape:
-                raise GpundaError(f"{where}: shape={shape} does not match the source shape "
-                                  f"{tuple(d.shape)}")
-            return _wrap(to_stype(d, "csr"), ctx)
-    raise GpundaError(f"{where}: cannot make a CSRNDArray from {type(arg1).__name__}")
-
-
-def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
-    """A RowSparseNDArray (MXNet's ``mx.nd.sparse.row_sparse_array``).
-
-    ``arg1`` is one of: ``(data, indices)`` where ``indices`` are sorted unique
-    row ids and ``data[i]`` is row ``indices[i]`` (``shape`` defaults to
-    ``(max(indices) + 1,) + data.shape[1:]``); a dense NumPy array / NDArray; a
-    RowSparseNDArray (copied); or a shape for an all-zero array. Unsorted or
-    duplicated indices are rejected (MXNet's check_format rejects them too).
-    Example::
-
-        w = nd.sparse.row_sparse_array(([[1., 2.], [3., 4.]], [1, 3]), shape=(5, 2))
-    """
-    where = "row_sparse_array"
-    ctx = _ctx_of(ctx)
-    if shape is not None:
-        shape = _check_shape(shape, where)
-        if len(shape) < 1:
-            raise GpundaError(f"{where}: shape={shape} must have at least 1 dimension")
-    if isinstance(arg1, tuple) and _is_shape(arg1):
-        return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
-    if isinstance(arg1, RowSparseNDArray):
-        r = arg1.as_in_context(ctx).copy() if arg1._ctx is not ctx else arg1.copy()
-        return r if dtype is None else r.astype(dtype)
-    if isinstance(arg1, CSRNDArray):
-        arg1 = arg1.as_in_context(ctx)
-        return _wrap(to_stype(arg1._data, "row_sparse", dtype=None if dtype is None else
-                              parse_dtype(dtype, where)), ctx)
-    if isinstance(arg1, tuple) and len(arg1) == 2:
-        dt = _default_dtype(arg1[0], dtype)
-        with ctx.backend.device_scope():
-            values = _backend_array(arg1[0], ctx, dt, where, "data")
-            indices = _index_part(arg1[1], ctx, where, "indices")
-            if values.ndim < 1:
-                raise GpundaError(f"{where}: data must have at least 1 dimension")
-            if shape is None:
-                n = int(indices.max()) + 1 if indices.shape[0] else 0
-                shape = (n,) + tuple(values.shape[1:])
-            _check_rsp(ctx.backend.xp, values, indices, shape, where)
-        return _wrap(RSPData(indices, values, shape), ctx)
-    if isinstance(arg1, (NDArray, np.ndarray, list)) or hasattr(arg1, "__cuda_array_interface__"):
-        dt = _default_dtype(arg1, dtype)
-        with ctx.backend.device_scope():
-            d = _backend_array(arg1, ctx, dt, where, "source")
-            if shape is not None and tuple(d.shape) != shape:
-                raise GpundaError(f"{where}: shape={shape} does not match the source shape "
-                                  f"{tuple(d.shape)}")
-            return _wrap(to_stype(d, "row_sparse"), ctx)
-    raise GpundaError(f"{where}: cannot make a RowSparseNDArray from {type(arg1).__name__}")
-
-
-def zeros(stype, shape, ctx=None, dtype=None, **kwargs):
-    """An all-zero array of storage ``stype`` ('default', 'csr', 'row_sparse')."""
-    if stype in (None, "default"):
-        return _dense_zeros(shape, ctx=ctx, dtype=dtype)
-    if stype not in _CLS:
-        raise GpundaError(f"zeros: stype={stype!r} is not one of ['default', 'csr', 'row_sparse']")
-    shape = _check_shape(shape, "zeros")
-    if stype == "csr" and len(shape) != 2:
-        raise GpundaError(f"zeros: a csr array needs a 2-D shape, got shape={shape}")
-    if stype == "row_sparse" and len(shape) < 1:
-        raise GpundaError(f"zeros: a row_sparse array needs at least 1 dimension, got shape={shape}")
-    ctx = _ctx_of(ctx)
-    dt = np.dtype(np.float32) if dtype is None else parse_dtype(dtype, "zeros")
-    with ctx.backend.device_scope():
-        return _wrap(_so.empty_like_stype(ctx.backend.xp, stype, shape, dt), ctx)
-
-
-def empty(stype, shape, ctx=None, dtype=None):
-    """An array of storage ``stype`` (all zeros: sparse storage has no garbage)."""
-    return zeros(stype, shape, ctx=ctx, dtype=dtype)
-
-
-def array(source_array, ctx=None, dtype=None):
-    """A sparse array from a CSRNDArray/RowSparseNDArray (copied) or a SciPy sparse matrix."""
-    if isinstance(source_array, CSRNDArray) or _is_scipy_sparse(source_array):
-        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    if isinstance(source_array, RowSparseNDArray):
-        return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
-    raise GpundaError(f"sparse.array: source_array must be a CSRNDArray, RowSparseNDArray or "
-                      f"scipy.sparse matrix, got {type(source_array).__name__}; use "
-                      f"csr_matrix/row_sparse_array for dense sources")
 
 
 # ----------------------------------------------------------------------------
@@ -629,6 +431,9 @@ def _sparse_invoke(op, inputs, p, out=None):
         ctx = current_context()
     stypes = tuple(x.stype for x in inputs)
     raws = tuple(x._data for x in inputs)
+    for r in raws:
+        if r.__class__ in _HOLDERS and r._bad is not None:
+            r.refuse_if_malformed(f"Operator {op.name}")
     try:
         with ctx.backend.device_scope():
             res = _compute(op, p, stypes, raws, ctx)
@@ -757,22 +562,36 @@ def cast_storage(data, stype=None, out=None, name=None, **kwargs):
 cast_storage.op = get_op("cast_storage")
 
 
-def retain(data, indices, out=None, name=None):
-    """Rows of row_sparse ``data`` whose ids are in ``indices`` (``_sparse_retain``)."""
+def retain(*args, **kwargs):
+    """``retain(data, indices)``: the rows of row_sparse ``data`` whose ids are in
+    ``indices`` (MXNet's ``_sparse_retain``; the op checks inputs and parameters)."""
     from . import _op
-    return _op._sparse_retain(data, indices, out=out)
+    return _op._sparse_retain(*args, **kwargs)
+
+
+_SCALAR_OPS = {"add": ("_plus_scalar", "_plus_scalar"), "sub": ("_minus_scalar", "_rminus_scalar"),
+               "mul": ("_mul_scalar", "_mul_scalar"), "div": ("_div_scalar", "_rdiv_scalar")}
 
 
 def _elemwise_or_broadcast(kind, lhs, rhs):
+    """MXNet's sparse ufunc helper: elemwise_<kind> for two NDArrays of one shape
+    (so csr+csr stays csr), broadcast_<kind> for other shapes, the scalar ops for
+    a number on either side."""
     from . import _op
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         if lhs.shape == rhs.shape:
             return getattr(_op, "elemwise_" + kind)(lhs, rhs)
         return getattr(_op, "broadcast_" + kind)(lhs, rhs)
+    if isinstance(lhs, NDArray) and isinstance(rhs, numeric_types):
+        return getattr(_op, _SCALAR_OPS[kind][0])(lhs, scalar=rhs)
+    if isinstance(rhs, NDArray) and isinstance(lhs, numeric_types):
+        return getattr(_op, _SCALAR_OPS[kind][1])(rhs, scalar=lhs)
+    if isinstance(lhs, NDArray) or isinstance(rhs, NDArray):
+        raise TypeError(f"sparse {kind}: cannot combine {type(lhs).__name__} and "
+                        f"{type(rhs).__name__}")
     import operator
-    f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-         "div": operator.truediv}[kind]
-    return f(lhs, rhs)
+    return {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+            "div": operator.truediv}[kind](lhs, rhs)
 
 
 def add(lhs, rhs):
@@ -795,10 +614,18 @@ def divide(lhs, rhs):
     return _elemwise_or_broadcast("div", lhs, rhs)
 
 
+gs_retain = retain      # MXNet's name for the generated op function
+
+
 def __getattr__(name):
-    # every op is reachable as nd.sparse.<name>, as in MXNet
+    # every op is reachable as nd.sparse.<name>, and sparse-only ops registered as
+    # _sparse_<name> (adagrad_update) under their short name, as in MXNet
     from . import _op
+    if name == "op":
+        return _op
     fn = getattr(_op, name, None)
+    if fn is None and not name.startswith("_"):
+        fn = getattr(_op, "_sparse_" + name, None)
     if fn is None or name.startswith("__"):
         raise AttributeError(f"module 'gpunda.ndarray.sparse' has no attribute {name!r}")
     return fn
@@ -812,6 +639,9 @@ def _embedding_rsp_grad(data, ograd, out=None, name=None, **params):
 
 
 _embedding_rsp_grad.op = get_op("_embedding_rsp_grad")
+
+
+from ._sparse_create import csr_matrix, row_sparse_array, zeros, empty, array  # noqa: E402
 
 
 def _install():

@@ -1,9 +1,10 @@
 """Ops that act on gradients rather than values, and user-defined autograd Functions.
 
 ``BlockGrad`` (alias ``stop_gradient``) passes values through and stops the
-gradient. ``call_function`` runs an ``autograd.Function``: forward with
-recording paused, then one tape node whose gradient calls the Function's
-``backward`` on NDArrays.
+gradient; ``make_loss`` passes them through and sends back a gradient of ones.
+``call_function`` runs an ``autograd.Function``: forward with recording paused,
+then one tape node whose gradient calls the Function's ``backward`` on NDArrays.
+``Custom`` runs an operator written in Python (``mx.operator``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ register(OpDef(
     "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
     gradient=lambda F, p, i, o, g: [None], save=(), family="custom",
     doc="The input's values; no gradient flows back through it (its gradient is zero)."))
+
+
+register(OpDef(
+    "make_loss", lambda xp, p, x: x.copy(), output_names=("loss",),
+    # ones shaped like the head gradient, which is shaped like the input: nothing is saved
+    gradient=lambda F, p, i, o, g: [F.ones_like(g[0])], save=(), family="custom",
+    doc="Marks its input as a loss: the values pass through and the gradient sent back\n"
+        "is ones (whatever the head gradient), as MXNet's make_loss."))
 
 
 def _never_computed(xp, p, *arrays):

@@ -301,7 +301,8 @@ for _n, _f, _g, _al in _ARITH:
     _shapes_only = _n in ("add", "sub")
     _bin("broadcast_" + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
          save=("broadcast",) if _shapes_only else ("inputs",),
-         aliases=_al if _n != "add" else ("_plus", "_add", "broadcast_plus"))
+         aliases={"add": ("_plus", "_add", "broadcast_plus"),
+                  "sub": ("_minus", "_sub", "broadcast_minus")}.get(_n, _al))
     _bin("elemwise_" + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
          doc=f"Element-wise {_n} of equal shapes.")
 _bin("broadcast_mod", _same_dtype(_mod), _g_mod, aliases=("_mod",), doc="Remainder with broadcasting.")

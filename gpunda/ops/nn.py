@@ -83,10 +83,10 @@ def _fully_connected(xp, p, x, w, b=None):
                           f"(num_hidden={H}, flatten={p.flatten})")
     y = matmul(xp, x2, w.T)
     if b is not None:
-        if tuple(b.shape) != (H,):
+        if tuple(b.shape) not in ((H,), (H, 1)):    # MXNet accepts both bias shapes
             raise GpundaError(f"Operator FullyConnected: input bias has shape {tuple(b.shape)}, "
-                              f"expected ({H},)")
-        y += b
+                              f"expected ({H},) or ({H}, 1)")
+        y += b.reshape(H)
     if p.flatten:
         return y.reshape(x.shape[0], H)
     return y.reshape(tuple(x.shape[:-1]) + (H,))
@@ -100,7 +100,8 @@ def _grad_fc(F, p, ins, outs, og, need=None):
            if need is None or need[0] else None,
            F._fc_weight_grad(g, x, flatten=p.flatten) if need is None or need[1] else None]
     if not p.no_bias:
-        res.append(sum_to_shape(F, g, (p.num_hidden,)))
+        gb = sum_to_shape(F, g, (p.num_hidden,))
+        res.append(gb if ins[2].ndim == 1 else F.reshape(gb, shape=(p.num_hidden, 1)))
     return res
 
 
@@ -111,7 +112,7 @@ def _infer_fc(p, in_shapes):
         return shapes, None
     k = math.prod(data[1:]) if p.flatten else data[-1]
     shapes[1] = (p.num_hidden, k)
-    if not p.no_bias:
+    if not p.no_bias and shapes[2] != (p.num_hidden, 1):
         shapes[2] = (p.num_hidden,)
     out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
     return shapes, [out]
@@ -659,8 +660,8 @@ _make_regression("LogisticRegressionOutput", _sigmoid, "logistic")
 _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
-# MakeLoss / make_loss: the forward is the identity and the backward ignores the head
-# gradient: the input itself is the loss (MXNet's make_loss.cc and elemwise_unary_op_basic.cc)
+# MakeLoss: the forward is the identity and the backward ignores the head gradient: the
+# input itself is the loss (MXNet's make_loss.cc; make_loss is in custom.py)
 
 def _make_loss_grad(xp, p, x):
     if p.normalization == "valid":
@@ -689,11 +690,6 @@ register(OpDef(
     "_make_loss_grad", _make_loss_grad, params=_MAKE_LOSS_PARAMS, save=(),
     gradient=lambda F, p, i, o, g: [None], hidden=True, family="nn",
     doc="MakeLoss's gradient: a constant array (piecewise constant in data)."))
-register(OpDef(
-    "make_loss", lambda xp, p, x: x.copy(), save=(),
-    gradient=lambda F, p, i, o, g: [F.ones_like(g[0])], family="nn",
-    doc="Use data as a loss: forward is the identity, the gradient is ones whatever the head "
-        "gradient."))
 
 # ---------------------------------------------------------------------------
 # Dropout

@@ -148,3 +148,22 @@ _op("mp_sgd_update", _mp_sgd, ("weight", "grad", "weight32"), _COMMON + _LAZY,
 _op("mp_sgd_mom_update", _mp_sgd_mom, ("weight", "grad", "mom", "weight32"),
     _COMMON + _MOM + _LAZY, "Multi-precision SGD with momentum (mom and weight32 in place).",
     state=("mom", "weight32"))
+
+
+def _ftrl(xp, p, w, g, z, n):
+    gr = _rescaled(xp, p, g, w.dtype)
+    z[...] = z + gr - (xp.sqrt(n + gr * gr) - xp.sqrt(n)) * w / p.lr
+    n[...] = n + gr * gr
+    out = (xp.sign(z) * p.lamda1 - z) / ((p.beta + xp.sqrt(n)) / p.lr + p.wd) * \
+        (xp.abs(z) > p.lamda1)
+    return out.astype(w.dtype, copy=False)
+
+
+_op("ftrl_update", _ftrl, ("weight", "grad", "z", "n"),
+    [Param("lr", "float", doc="learning rate"), Param("lamda1", "float", 0.01, "L1 coefficient"),
+     Param("beta", "float", 1.0, "per-coordinate learning rate beta"),
+     Param("wd", "float", 0.0, "weight decay"), Param("rescale_grad", "float", 1.0),
+     Param("clip_gradient", "float", -1.0, "clip to [-c, c] when c >= 0")],
+    "FTRL-Proximal (MXNet's formula): z += g - (sqrt(n + g^2) - sqrt(n)) * w / lr; "
+    "n += g^2; w = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, "
+    "else 0. A row_sparse grad updates only its rows.", state=("z", "n"))

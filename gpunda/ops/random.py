@@ -160,7 +160,8 @@ for _dist, (_names, _draw, _checks) in _DISTRIBUTIONS.items():
     register(OpDef(f"_random_{_dist}", _scalar_sampler(_dist), inputs=(), wants_ctx=True,
                    random=True, nondiff=True,
                    params=[Param(n, "int" if isinstance(d, int) else "float", d) for n, d in _names]
-                   + _SHAPE, aliases=(f"random_{_dist}",), capture="random numbers (cuRAND)",
+                   + _SHAPE, aliases=(f"random_{_dist}", f"_sample_{_dist}_scalar"),
+                   capture="random numbers (cuRAND)",
                    doc=f"Samples from the {_dist.replace('_', ' ')} distribution."))
 
 

@@ -11,7 +11,14 @@ Storage (what a sparse NDArray keeps in its ``_data`` slot):
 Holders are immutable by convention: kernels make new holders (index arrays may
 be shared between holders, never written in place). The only in-place changes
 are ``holder[...] = value`` and ``holder += value``, which rebind the parts;
-autograd uses them to write and accumulate gradients.
+autograd uses them to write and accumulate gradients. A holder made from parts
+that fail MXNet's format check (MXNet creates such arrays; ``check_format``
+reports them) keeps the reason in ``_bad``; ``refuse_if_malformed`` stops any
+computation with it. Kernels may therefore trust the canonical layout.
+
+Which stypes an op's output has follows MXNet 1.9.1's FInferStorageType of that
+op (see the comments at each plan entry); the csr structure ops (take, slice,
+concat, getnnz) are in ``sparse_csr_ops.py``.
 
 # NOTE [Sparse kernels]
 An op's ``OpDef.sparse`` dict says what it computes natively on sparse storage::
@@ -143,11 +150,20 @@ class _Holder:
         from ..ndarray.sparse import _wrap
         return _wrap(self, ctx)
 
+    def refuse_if_malformed(self, where):
+        """Raise when this holder was built from parts that failed the format check.
+
+        MXNet lets such an array be created and only ``check_format`` reports it;
+        computing with it could index out of bounds, so gpunda refuses that."""
+        if self._bad is not None:
+            raise GpundaError(f"{where}: the {self.stype} array is malformed ({self._bad}); "
+                              f"only its parts and check_format() can be used")
+
 
 class CSRData(_Holder):
     """Raw csr storage (see the module docstring)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols")
+    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols", "_bad")
     stype = "csr"
 
     def __init__(self, data, indices, indptr, shape, m=None):
@@ -155,6 +171,7 @@ class CSRData(_Holder):
         self.shape = tuple(int(d) for d in shape)
         self._m = m
         self._cols = None
+        self._bad = None        # why the parts are malformed (set by creation from parts)
 
     @classmethod
     def from_matrix(cls, m):
@@ -182,9 +199,12 @@ class CSRData(_Holder):
         self.data, self.indices, self.indptr, self._m = (other.data, other.indices,
                                                          other.indptr, other._m)
         self._cols = None
+        self._bad = other._bad
 
     def copy(self):
-        return CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+        c = CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
+        c._bad = self._bad
+        return c
 
     def supported(self):
         """Whether the sparse library computes with this dtype."""
@@ -194,6 +214,7 @@ class CSRData(_Holder):
         """The csr matrix (scipy or cupyx) over these parts; cached."""
         m = self._m
         if m is None:
+            self.refuse_if_malformed(where)
             xp = self.xp
             if not self.supported():
                 lib = "scipy.sparse" if xp is np else "cupyx.scipy.sparse"
@@ -234,12 +255,13 @@ class CSRData(_Holder):
 class RSPData(_Holder):
     """Raw row_sparse storage (see the module docstring)."""
 
-    __slots__ = ("indices", "values", "shape")
+    __slots__ = ("indices", "values", "shape", "_bad")
     stype = "row_sparse"
 
     def __init__(self, indices, values, shape):
         self.indices, self.values = indices, values
         self.shape = tuple(int(d) for d in shape)
+        self._bad = None
 
     @property
     def dtype(self):
@@ -255,9 +277,12 @@ class RSPData(_Holder):
 
     def _rebind(self, other):
         self.indices, self.values = other.indices, other.values
+        self._bad = other._bad
 
     def copy(self):
-        return RSPData(self.indices.copy(), self.values.copy(), self.shape)
+        c = RSPData(self.indices.copy(), self.values.copy(), self.shape)
+        c._bad = self._bad
+        return c
 
     def astype(self, dtype, copy=True):
         if not copy and self.dtype == dtype:
@@ -284,6 +309,8 @@ def empty_like_stype(xp, stype, shape, dtype):
 
 def to_dense(raw):
     """A dense backend array with the values of ``raw``."""
+    if isinstance(raw, _Holder):
+        raw.refuse_if_malformed("densify")
     if isinstance(raw, CSRData):
         if raw.supported():
             return raw.mat("densify").toarray()
@@ -342,6 +369,8 @@ def _rsp_to_csr(xp, r):
 
 def to_stype(raw, stype, copy=False, dtype=None):
     """``raw`` converted to storage ``stype`` (a copy when ``copy`` or converting)."""
+    if isinstance(raw, _Holder):
+        raw.refuse_if_malformed("cast_storage")
     if dtype is not None and raw.dtype != dtype:
         raw, copy = raw.astype(dtype), False
     src = stype_of(raw)
@@ -453,6 +482,42 @@ def _binary_kernel(kind):
     return kernel
 
 
+def _broadcast_kernel(kind):
+    """broadcast_<kind> with MXNet's storage rules: a sparse and a dense array of the
+    same shape add/subtract to dense; csr times / divided by a dense array that
+    broadcasts to its shape stays csr; any other sparse combination falls back."""
+    same_shape = _binary_kernel(kind)
+
+    def kernel(xp, sp, p, a, b):
+        sa, sb = stype_of(a), stype_of(b)
+        if kind in ("add", "sub"):
+            if (sa == "default") == (sb == "default"):
+                return NotImplemented       # two sparse inputs: MXNet falls back too
+            return same_shape(xp, sp, p, a, b)
+        if sa != "csr" or sb != "default" or a.dtype != b.dtype:
+            return NotImplemented
+        try:
+            if np.broadcast_shapes(a.shape, tuple(b.shape)) != a.shape:
+                return NotImplemented
+        except ValueError:
+            return NotImplemented           # the dense op names the mismatch
+        at = xp.broadcast_to(b, a.shape)[a.row_ids(), a.indices]
+        vals = a.data * at if kind == "mul" else a.data / at
+        return CSRData(vals.astype(a.dtype, copy=False), a.indices, a.indptr, a.shape)
+    return kernel
+
+
+def _add_n_kernel(xp, sp, p, *xs):
+    """add_n of row_sparse arrays only: row_sparse (the union of their rows), as MXNet."""
+    if not xs or not all(isinstance(x, RSPData) for x in xs) or \
+            len({(tuple(x.shape), x.dtype) for x in xs}) != 1:
+        return NotImplemented
+    r = xs[0]
+    for x in xs[1:]:
+        r = _rsp_union(xp, r, x, 1)
+    return r if len(xs) > 1 else r.copy()
+
+
 def _valuewise(op):
     """Kernel applying a zero-preserving op to the stored values only."""
     def kernel(xp, sp, p, x):
@@ -471,6 +536,27 @@ def _clip_kernel(op):
         if not p.a_min <= 0 <= p.a_max:
             return NotImplemented    # zeros would change: the result is dense
         return vw(xp, sp, p, x)
+    return kernel
+
+
+def _keeps_zero(op, p, dtype):
+    """Whether scalar op ``op`` maps 0 to 0 with params ``p`` (MXNet's storage rule
+    for the scalar logic and +/- ops: ``OP::Map(0, scalar) == 0``)."""
+    return not op.compute(np, p, np.zeros(1, dtype))[0]
+
+
+def _scalar_kernel(op, dense_result):
+    """Kernel of a scalar op: same stype as the input when 0 stays 0; otherwise a
+    dense result, computed here when MXNet declares one (``dense_result``: +/-
+    scalar) or by the logged fallback (comparisons, as MXNet falls back)."""
+    vw = _valuewise(op)
+
+    def kernel(xp, sp, p, x):
+        if not isinstance(x, _Holder):
+            return NotImplemented
+        if _keeps_zero(op, p, x.dtype):
+            return vw(xp, sp, p, x)
+        return op.compute(xp, p, to_dense(x)) if dense_result else NotImplemented
     return kernel
 
 
@@ -791,9 +877,10 @@ def _wrap_embedding(op):
 def _lazy_update(op):
     """Kernel running ``op``'s dense update on the gradient's rows only: weight rows
     and state rows (mom, mean, var) not in ``grad.indices`` are left untouched,
-    as MXNet's lazy update does. lazy_update=False falls back (dense update)."""
+    as MXNet's lazy update does. lazy_update=False falls back (dense update); ops
+    without that parameter (sparse adagrad) always update lazily."""
     def kernel(xp, sp, p, w, g, *states):
-        if not p.lazy_update or not isinstance(g, RSPData) or stype_of(w) != "default" or \
+        if not getattr(p, "lazy_update", True) or not isinstance(g, RSPData) or stype_of(w) != "default" or \
                 any(stype_of(s) != "default" for s in states):
             return NotImplemented
         if tuple(g.shape) != tuple(w.shape):
@@ -810,14 +897,42 @@ def _lazy_update(op):
     return kernel
 
 
+def _adagrad(xp, p, w, g, history):
+    if p.wd != 0:
+        raise GpundaError(f"Operator _sparse_adagrad_update: wd={p.wd} is not supported "
+                          f"(MXNet's sparse adagrad_update needs wd=0)")
+    for name, a in (("grad", g), ("history", history)):
+        if tuple(a.shape) != tuple(w.shape):
+            raise GpundaError(f"Operator _sparse_adagrad_update: input {name} has shape "
+                              f"{tuple(a.shape)} but weight has shape {tuple(w.shape)}")
+    gr = g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad)
+    if p.clip_gradient >= 0:
+        gr = xp.clip(gr, -p.clip_gradient, p.clip_gradient)
+    history += gr * gr
+    return (w - p.lr * gr / xp.sqrt(history + p.epsilon)).astype(w.dtype, copy=False)
+
+
+register(OpDef(
+    "_sparse_adagrad_update", _adagrad, inputs=("weight", "grad", "history"),
+    params=[Param("lr", "float", doc="learning rate"), Param("epsilon", "float", 1e-7),
+            Param("wd", "float", 0.0, "must be 0 (as in MXNet)"),
+            Param("rescale_grad", "float", 1.0), Param("clip_gradient", "float", -1.0)],
+    nondiff=True, mutates=(2,), save=(), family="sparse",
+    doc="AdaGrad step (nd.sparse.adagrad_update): g = clip(rescale_grad * grad);\n"
+        "history += g**2; weight - lr * g / sqrt(history + epsilon). With a row_sparse\n"
+        "grad only its rows of weight and history change; MXNet has no dense form."))
+
+
 # ----------------------------------------------------------------------------
 # kernels on ops of other families, installed once they are registered
 
+# the unary ops MXNet 1.9.1 computes on sparse storage (erf and softsign also keep 0
+# but MXNet densifies them, and so does Cast; astype keeps the stype)
 _ZERO_PRESERVING = (
     "abs", "sign", "negative", "square", "sqrt", "cbrt", "relu", "sin", "tan", "arcsin",
     "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians",
-    "floor", "ceil", "rint", "trunc", "round", "fix", "erf", "softsign", "Cast", "_copy",
-    "_mul_scalar", "_div_scalar")
+    "floor", "ceil", "rint", "trunc", "round", "fix", "_copy",
+    "_mul_scalar", "_div_scalar", "BlockGrad", "make_loss")
 
 
 def _same_stype_grad(sign):
@@ -834,10 +949,19 @@ def _plan():
     for n in _ZERO_PRESERVING:
         plan.append((n, "*", _valuewise))
     plan.append(("clip", "*", _clip_kernel))
+    # MXNet: BinaryScalarStorageTypeWithDenseResultStorageType (+/-) and
+    # BinaryScalarLogicStorageType (comparisons): sparse iff 0 stays 0
+    for n in ("_plus_scalar", "_minus_scalar"):
+        plan.append((n, "*", lambda op: _scalar_kernel(op, True)))
+    for n in ("equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
+        plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
+    # MXNet: ElemwiseStorageType (elemwise_*), BinaryBroadcastAdd/MulStorageType (broadcast_*)
     for kind in ("add", "sub", "mul"):
-        for n in ("elemwise_" + kind, "broadcast_" + kind):
-            plan.append((n, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))
+        plan.append(("elemwise_" + kind, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))
+    for kind in ("add", "sub", "mul", "div"):
+        plan.append(("broadcast_" + kind, "*", (lambda k: lambda op: _broadcast_kernel(k))(kind)))
+    plan.append(("add_n", "*", lambda op: _add_n_kernel))
     for n in ("elemwise_add", "broadcast_add"):
         plan.append((n, "grad", lambda op: _same_stype_grad(1)))
     for n in ("elemwise_sub", "broadcast_sub"):
@@ -848,6 +972,8 @@ def _plan():
     plan.append(("dot", ("csr", "row_sparse"), lambda op: _with_forward_stype(_dot_csr_any)))
     plan.append(("dot", ("default", "csr"), lambda op: _with_forward_stype(_dot_dense_csr)))
     plan.append(("dot", "grad", lambda op: _dot_grad))
+    plan.append(("_sparse_adagrad_update", ("default", "row_sparse", "default"), _lazy_update))
+    plan.append(("ftrl_update", ("default", "row_sparse", "default", "default"), _lazy_update))
     for n in ("sgd_update", "sgd_mom_update", "adam_update"):
         plan.append((n, ("default", "row_sparse") + ("*",) * {"sgd_update": 0,
                                                             "sgd_mom_update": 1,
@@ -859,6 +985,8 @@ def install():
     """Attach the sparse kernels to ops registered by other families (idempotent;
     ops not registered yet are skipped and picked up by a later call)."""
     from ..base import GpundaError as _E
+    from . import sparse_csr_ops
+    sparse_csr_ops.install()
     for name, key, make in _plan():
         try:
             op = get_op(name)

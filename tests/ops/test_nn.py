@@ -88,6 +88,25 @@ def test_fully_connected_gradient(rng, flatten, no_bias):
               arrays, range(len(arrays)))
 
 
+def test_fully_connected_column_bias(rng):
+    # MXNet accepts a bias of shape (num_hidden,) or (num_hidden, 1)
+    x, w, b = rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal((2, 1))
+    y = nd.FullyConnected(_nd(x), _nd(w), _nd(b), num_hidden=2)
+    np.testing.assert_allclose(y.asnumpy(), x @ w.T + b[:, 0], rtol=1e-12)
+    _fd_check(lambda *a: nd.FullyConnected(*a, num_hidden=2), [x, w, b], range(3))
+    bb = _nd(b)
+    bb.attach_grad()
+    with mx.autograd.record():
+        nd.FullyConnected(_nd(x), _nd(w), bb, num_hidden=2).sum().backward()
+    assert bb.grad.shape == (2, 1)
+    np.testing.assert_allclose(bb.grad.asnumpy(), np.full((2, 1), 3.0))
+    with pytest.raises(GpundaError, match=r"bias has shape \(1, 2\), expected \(2,\) or \(2, 1\)"):
+        nd.FullyConnected(_nd(x), _nd(w), nd.ones((1, 2)), num_hidden=2)
+    op = mx.ops.get_op("FullyConnected")
+    p = op.parse_params({"num_hidden": "2"})
+    assert op.infer_shape(p, [(3, 4), None, (2, 1)])[0][2] == (2, 1)
+
+
 @pytest.mark.parametrize("i,j", [(0, 1), (1, 0)])
 def test_fully_connected_second_order(rng, i, j):
     arrays = [rng.standard_normal((3, 4)), rng.standard_normal((2, 4))]
