@@ -69,6 +69,8 @@ class Context(metaclass=_ContextMeta):
     _interned: dict = {}
     _lock = threading.Lock()
     default_ctx = _DefaultCtx()
+    devtype2str = dict(_DEVID2TYPE)    # MXNet's device type ids, both ways
+    devstr2type = dict(_DEVTYPE2ID)
 
     def __new__(cls, device_type, device_id=0):
         if isinstance(device_type, Context):
