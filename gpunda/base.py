@@ -35,6 +35,21 @@ def py_str(x):
     return x.decode("utf-8") if isinstance(x, bytes) else x
 
 
+def data_dir_default():
+    """MXNet's default data folder: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    import os
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA", ""), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """Where downloaded data and model files live: ``$MXNET_HOME``, else ``data_dir_default()``."""
+    import os
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
 def require(cond, where, what, value, rule):
     """Raise ``GpundaError`` unless ``cond``: "<where>: <what>=<value> <rule>"."""
     if not cond:
@@ -42,7 +57,6 @@ def require(cond, where, what, value, rule):
 
 
 # -- the rest of MXNet's ``mxnet.base`` -------------------------------------------
-import os as _os
 
 __all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2pyerror",
             "get_last_ffi_error", "check_call", "NotImplementedForSymbol",
@@ -50,19 +64,6 @@ __all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2
             "c_str", "c_str_array", "c_array", "c_array_buf", "c_handle_array", "ctypes2buffer",
             "ctypes2numpy_shared", "build_param_doc", "add_fileline_to_docstring", "mx_float_p",
             "libinfo", "NDArrayHandle"]
-
-
-def data_dir_default():
-    """Where MXNet keeps downloads by default: ``%APPDATA%\\mxnet`` or ``~/.mxnet``."""
-    import platform
-    if platform.system() == "Windows":
-        return _os.path.join(_os.environ.get("APPDATA"), "mxnet")
-    return _os.path.join(_os.path.expanduser("~"), ".mxnet")
-
-
-def data_dir():
-    """The data directory: ``$MXNET_HOME`` if set, else ``data_dir_default()``."""
-    return _os.getenv("MXNET_HOME", data_dir_default())
 
 
 class _NullType:

@@ -254,6 +254,22 @@ SPECS = {
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
                    second="custom operators are once-differentiable (a second order raises)"),
     # custom: stop_gradient is an alias of BlockGrad
+    # image (HWC images, CHW tensors)
+    "_image_to_tensor": dict(inputs=[U(2, 3, 3)]),
+    "_image_normalize": dict(inputs=[U(3, 2, 2)], params={"mean": (0.1, 0.2, 0.3),
+                                                          "std": (0.5, 2.0, 4.0)}),
+    "_backward_image_normalize": dict(inputs=[U(3, 2, 2)], params={"scale": (0.5, 2.0, 4.0)}),
+    "_image_crop": dict(inputs=[U(3, 4, 3)], params={"x": 1, "y": 1, "width": 2, "height": 2}),
+    "_backward_image_crop": dict(inputs=[U(2, 2, 3)], params={
+        "x": 1, "y": 1, "width": 2, "height": 2, "in_shape": (3, 4, 3)}),
+    "_image_flip_left_right": dict(inputs=[U(2, 3, 3)]),
+    "_image_flip_top_bottom": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_flip_left_right": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_flip_top_bottom": dict(inputs=[U(2, 3, 3)]),
+    "_image_random_brightness": dict(inputs=[U(2, 3, 3)],
+                                     params={"min_factor": 0.5, "max_factor": 1.5}),
+    "_image_adjust_lighting": dict(inputs=[U(2, 3, 3)], params={"alpha": (0.01, -0.02, 0.03)}),
+    "_image_random_lighting": dict(inputs=[U(2, 3, 3)], params={"alpha_std": 0.01}),
 }
 
 

@@ -8,7 +8,7 @@ from . import data  # noqa: F401
 from . import utils  # noqa: F401
 from .. import metric  # noqa: F401
 
-_LAZY = ("rnn", "contrib")
+_LAZY = ("rnn", "contrib", "model_zoo")
 
 
 def __getattr__(name):

@@ -46,6 +46,7 @@ def _prefixed_namespace(name, prefixes):
 
 linalg = _prefixed_namespace("linalg", ("_linalg_",))
 contrib = _prefixed_namespace("contrib", ("_contrib_",))
+image = _prefixed_namespace("image", ("_image_",))
 
 from . import ndarray  # noqa: E402,F401
 from . import random  # noqa: E402,F401

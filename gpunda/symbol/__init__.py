@@ -51,4 +51,18 @@ def __getattr__(name):
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
 
 
+def _prefixed_namespace(name, prefix):
+    """A module of the ops registered as ``<prefix><name>``, under their short names
+    (``sym.image.resize`` for ``_image_resize``), as ``nd`` makes its namespaces."""
+    import types
+    from ..ops.registry import all_names
+    mod = types.ModuleType(f"{__name__}.{name}", f"MXNet's sym.{name} namespace.")
+    for full, opdef in all_names().items():
+        if full.startswith(prefix) and not opdef.hidden:
+            setattr(mod, full[len(prefix):], _symbol.lookup(full))
+    return mod
+
+
+image = _prefixed_namespace("image", "_image_")
+
 from . import random  # noqa: E402,F401  (mx.sym.random)
