@@ -12,6 +12,7 @@ from .base import GpundaError, MXNetError
 from . import context
 from .context import Context, Device, cpu, gpu, cpu_pinned, current_context, num_gpus, gpu_memory_info
 from . import util
+from .util import is_np_array, is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: F401
 from . import autograd
 from . import ndarray
 from . import ndarray as nd

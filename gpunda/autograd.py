@@ -545,9 +545,9 @@ def _check_heads(heads, head_grads, where):
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
         dt = np.dtype(h.dtype)
-        if dt.kind not in "fc":
-            raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only "
-                              f"floating point arrays can be differentiated")
+        if dt.kind not in "fciu":      # MXNet differentiates integer heads too (topk, indexing)
+            raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only numeric "
+                              f"arrays can be differentiated")
         node = h._ag[0]
         if node.freed and not node.is_leaf:
             raise GpundaError(
@@ -609,6 +609,14 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
                    create_graph, train_mode, where):
     from .ndarray.ndarray import _new
     nodes, leaves = _collect([e[0] for e in heads_e])
+    if not leaves:
+        # parts freed by an earlier backward are constants (MXNet records nothing on them);
+        # a graph that reaches no variable except through them cannot be differentiated
+        freed = next((n for n in nodes if n.seq < 0), None)
+        if freed is not None:
+            for n in nodes:
+                n._g = None
+            raise _freed_error(freed)
     try:
         if var_entries is not None:
             for i, (leaf, _) in enumerate(var_entries):
@@ -704,7 +712,7 @@ def _walk_raw(nodes, train_mode):
             # may have hit an array it kept for its rule
             if node.seq < _last_write[0]:
                 if node.seq < 0:
-                    raise _freed_error(node)
+                    continue    # freed by an earlier backward: a constant now, as in MXNet
                 _check_versions(node)     # raises, naming the op and the array
             if node.training is not cur_train:
                 cur_train = node.training
@@ -785,7 +793,7 @@ def _walk_nd(nodes, train_mode):
             if all(g is None for g in gs):
                 continue
             if node.freed:
-                raise _freed_error(node)
+                continue        # freed by an earlier backward: a constant now, as in MXNet
             _check_versions(node)
             if node.training is not cur_train:
                 cur_train = node.training

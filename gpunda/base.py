@@ -168,6 +168,20 @@ class NotSupportedForSparseNDArray(GpundaError):
         return msg + " is not supported for SparseNDArray and only available in NDArray."
 
 
+# Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),
+# gpunda raises one of these: the exception MXNet code catches, and still a GpundaError.
+class GpundaValueError(GpundaError, ValueError):
+    """A ``ValueError`` where MXNet raises one (``asscalar`` of a vector, a bad reshape)."""
+
+
+class GpundaIndexError(GpundaError, IndexError):
+    """An ``IndexError`` where MXNet raises one (an index out of bounds)."""
+
+
+class GpundaTypeError(GpundaError, TypeError):
+    """A ``TypeError`` where MXNet raises one (an operand type NDArray does not take)."""
+
+
 register_error(NotImplementedForSymbol)
 for _cls in (ValueError, TypeError, AttributeError, IndexError, NotImplementedError):
     register_error(_cls.__name__, _cls)

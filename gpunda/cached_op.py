@@ -27,6 +27,7 @@ import numpy as np
 from . import autograd as _ag
 from .base import GpundaError
 from .imperative import write_outputs
+from .context import shares_memory_space
 from .ops._util import capture_gemm as _capture_gemm
 from .ops.registry import OpDef
 
@@ -345,7 +346,7 @@ class CachedOp:
                                   f"NDArray, got {type(a).__name__}")
             if ctx is None:
                 ctx = a._ctx
-            elif a._ctx != ctx:
+            elif not shares_memory_space(a._ctx, ctx):   # host memory is one
                 raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) is on {a._ctx} "
                                   f"but input 0 ({self._input_names[0]}) is on {ctx}")
             if a.stype != "default":

@@ -270,4 +270,13 @@ def _set_default_device(ctx):
         st.stack.insert(0, Context(ctx))
 
 
+def shares_memory_space(a, b):
+    """Whether arrays on contexts ``a`` and ``b`` can meet in one op without a copy.
+
+    Host memory is one in MXNet: ``cpu(0)``, ``cpu(1)`` and ``cpu_pinned(0)`` mix
+    freely; a GPU only meets itself.
+    """
+    return a is b or (a.device_type != "gpu" and b.device_type != "gpu")
+
+
 from .base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import autograd as _ag
 from .base import GpundaError
-from .context import current_context, Context
+from .context import current_context, Context, shares_memory_space
 from .ops.registry import OpDef, get_op
 from ._deferred import DeferredOpError, failed_input as _failed_input
 from ._deferred import poison_outputs as _poison_outputs
@@ -75,7 +75,7 @@ def _check_inputs(op, p, inputs):
                               f"got {type(x).__name__}")
         if ctx0 is None:
             ctx0, name0 = x._ctx, name
-        elif x._ctx != ctx0:
+        elif not shares_memory_space(x._ctx, ctx0):   # cpu(0) and cpu(1) are one memory
             raise GpundaError(f"Operator {op.name}: input {name} is on {x._ctx} but input "
                               f"{name0} is on {ctx0}; copy one with as_in_context()")
 
@@ -274,7 +274,7 @@ def write_outputs(targets, outs, where, inputs=()):
         if t.shape != r.shape:
             raise GpundaError(f"{where}: out[{i}] has shape {t.shape} but the "
                               f"output has shape {r.shape}")
-        if t._ctx is not r._ctx:
+        if t._ctx is not r._ctx and not shares_memory_space(t._ctx, r._ctx):
             raise GpundaError(f"{where}: out[{i}] is on {t._ctx} but the output is on {r._ctx}")
         _ag.check_writable(t, where)
     if inputs and outs[0]._ag is not None:

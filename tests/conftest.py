@@ -60,3 +60,15 @@ def _reset_autograd_state():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """``gpu(7)`` computing with the NumPy backend: a second memory space on a CPU-only
+    machine, for tests of the errors that mixing a GPU with the CPU must raise."""
+    import gpunda as mx
+    from gpunda.backends import cpu_backend
+    ctx = mx.gpu(7)
+    monkeypatch.setattr(ctx, "_backend", cpu_backend())
+    monkeypatch.setattr(ctx, "_xp", np)
+    return ctx

@@ -55,12 +55,40 @@ def test_cpu_arrays_compute_on_cpu_contexts():
     assert (a + b).context == mx.cpu(1)
 
 
-def test_mixing_contexts_is_an_error_naming_both():
+def test_mixing_a_gpu_with_the_cpu_is_an_error_naming_both(fake_gpu):
     a = mx.nd.ones((2,), ctx=mx.cpu(0))
-    b = mx.nd.ones((2,), ctx=mx.cpu(1))
-    with pytest.raises(mx.GpundaError) as e:
-        a + b
-    assert "cpu(0)" in str(e.value) and "cpu(1)" in str(e.value)
+    b = mx.nd.ones((2,), ctx=fake_gpu)
+    for f in (lambda: a + b, lambda: b * a, lambda: mx.nd.elemwise_add(a, b),
+              lambda: mx.nd.dot(a, b)):
+        with pytest.raises(mx.GpundaError) as e:
+            f()
+        assert "cpu(0)" in str(e.value) and "gpu(7)" in str(e.value)
+
+
+@pytest.mark.parametrize("other", [mx.cpu(1), mx.cpu_pinned(0), mx.Context("cpu_shared", 0)])
+def test_cpu_contexts_share_memory_as_in_mxnet(other):
+    # MXNet 1.9.1: cpu(0) + cpu(1) works and the result is on the first input's context
+    a = mx.nd.array([1.0, 2.0], ctx=mx.cpu(0))
+    b = mx.nd.array([10.0, 20.0], ctx=other)
+    assert (a + b).asnumpy().tolist() == [11.0, 22.0]
+    assert (a + b).context == mx.cpu(0)
+    assert (b - a).context == other
+    assert mx.nd.concat(a, b, dim=0).asnumpy().tolist() == [1.0, 2.0, 10.0, 20.0]
+    out = mx.nd.zeros((2,), ctx=other)
+    mx.nd.elemwise_mul(a, a, out=out)
+    assert out.asnumpy().tolist() == [1.0, 4.0] and out.context == other
+    c = a.copy()
+    c[:] = b
+    assert c.asnumpy().tolist() == [10.0, 20.0]
+    assert a[mx.nd.array([1], ctx=other)].asnumpy().tolist() == [2.0]
+
+
+def test_shares_memory_space():
+    from gpunda.context import shares_memory_space
+    assert shares_memory_space(mx.cpu(0), mx.cpu_pinned(3))
+    assert shares_memory_space(mx.gpu(1), mx.gpu(1))
+    assert not shares_memory_space(mx.gpu(0), mx.gpu(1))
+    assert not shares_memory_space(mx.cpu(0), mx.gpu(0))
 
 
 @pytest.fixture

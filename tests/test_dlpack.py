@@ -28,7 +28,7 @@ def test_import_outlives_the_exporter():
 def test_capsule_consumed_once():
     cap = mx.nd.to_dlpack_for_read(mx.nd.ones((2,)))
     mx.nd.from_dlpack(cap)
-    with pytest.raises(mx.MXNetError, match="consumed only once"):
+    with pytest.raises(mx.MXNetError, match="imported only once"):
         mx.nd.from_dlpack(cap)
 
 

@@ -266,8 +266,26 @@ def test_none_records_load_as_none():
     # V2: ndim 0 = no array; V3: ndim -1 = no array (MXNet's empty handles)
     v2_none = struct.pack("<Iii", 0xF993FAC9, 0, 0)
     v3_none = struct.pack("<Iii", 0xF993FACA, 0, -1)
-    buf = struct.pack("<QQQ", 0x112, 0, 2) + v2_none + v3_none + struct.pack("<Q", 0)
-    assert mx.nd.load_frombuffer(buf) == [None, None]
+    def file_of(*records):
+        return struct.pack("<QQQ", 0x112, 0, len(records)) + b"".join(records) \
+            + struct.pack("<Q", 0)
+    assert mx.nd.load_frombuffer(file_of(v2_none, v2_none)) == [None, None]
+    with mx.util.np_shape(True):
+        assert mx.nd.load_frombuffer(file_of(v3_none)) == [None]
+
+
+def test_records_load_only_in_their_shape_mode():
+    # MXNet 1.9.1 refuses a V3 record (np_shape) in legacy mode and a V2 record under np_shape
+    a = mx.nd.array([[1, 2], [3, 4]])
+    legacy = mx.nd.save_to_bytes([a])
+    with mx.util.np_shape(True):
+        numpy_mode = mx.nd.save_to_bytes([a])
+        with pytest.raises(GpundaError, match="legacy shape"):
+            mx.nd.load_frombuffer(legacy)
+        assert mx.nd.load_frombuffer(numpy_mode)[0].asnumpy().tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(GpundaError, match="NumPy shape"):
+        mx.nd.load_frombuffer(numpy_mode)
+    assert mx.nd.load_frombuffer(legacy)[0].asnumpy().tolist() == [[1, 2], [3, 4]]
 
 
 def test_sparse_roundtrip(sparse, rng):

@@ -257,3 +257,108 @@ def test_bool_len_iter():
         bool(nd.ones((2,)))
     a = nd.array([[1, 2], [3, 4]])
     assert len(a) == 2 and [r.asnumpy().tolist() for r in a] == [[1, 2], [3, 4]]
+
+
+# -- MXNet 1.9.1 behaviours of the NDArray surface ---------------------------------------
+
+def test_python_exceptions_where_mxnet_raises_them():
+    with pytest.raises(ValueError, match="not a scalar"):
+        mx.nd.ones((2,)).asscalar()
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(mx.nd.ones((2, 3)))
+    with pytest.raises(ValueError):
+        mx.nd.ones((2, 3, 5)).reshape((2, 3))          # MXNet issue 18886
+    with pytest.raises(mx.MXNetError):                  # still a GpundaError too
+        mx.nd.ones((2,)).asscalar()
+    assert not bool(mx.nd.array([])) and bool(mx.nd.ones((1,)))
+
+
+def test_inplace_flatten_squeeze_expand_dims_are_views():
+    x = mx.nd.array(np.arange(6.0).reshape(2, 1, 3))
+    views = [x.flatten(inplace=True), x.squeeze(axis=1, inplace=True),
+             x.expand_dims(0, inplace=True)]
+    copies = [x.flatten(), x.squeeze(axis=1), x.expand_dims(0)]
+    assert [v.shape for v in views] == [(2, 3), (2, 3), (1, 2, 1, 3)]
+    x[0] = -1
+    for v in views:
+        assert v.asnumpy().reshape(-1)[0] == -1
+    for c in copies:
+        assert c.asnumpy().reshape(-1)[0] == 0
+
+
+def test_fluent_methods_of_variadic_ops():
+    x = mx.nd.array(np.random.default_rng(0).standard_normal((2, 6)))
+    for name in ("softmax", "log_softmax", "softmin"):
+        np.testing.assert_allclose(getattr(x, name)(axis=0).asnumpy(),
+                                   getattr(mx.nd, name)(x, axis=0).asnumpy())
+    assert [p.shape for p in x.split_v2(3, axis=1)] == [(2, 2)] * 3
+    assert x.reshape_like(rhs=mx.nd.ones((3, 4))).shape == (3, 4)
+
+
+def test_pickle_state_is_mxnets_record():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    # the bytes MXNet 1.9.1's __getstate__ gives for this array
+    want = (b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00"
+            b"\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+            b"\x00\x00\x80?\x00\x00\x00@\x00\x00@@\x00\x00\x80@")
+    assert a.__getstate__() == {"handle": bytearray(want)}
+    b = mx.nd.zeros((1,))
+    b.__setstate__({"handle": bytearray(want)})
+    assert b.asnumpy().tolist() == [[1, 2], [3, 4]] and b.dtype == np.float32
+    import pickle
+    c = pickle.loads(pickle.dumps(mx.nd.array([1, 2], dtype="int64")))
+    assert c.dtype == np.int64 and c.asnumpy().tolist() == [1, 2]
+
+
+def test_setstate_of_a_gpu_array_without_a_gpu_lands_on_the_cpu():
+    # state of mx.nd.arange(1, ctx=mx.gpu()) (MXNet's test_ndarray)
+    state = {"handle": bytearray(
+        b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"
+        b"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}
+    a = mx.nd.arange(1)
+    a.__setstate__(state)
+    assert a.asnumpy().tolist() == [0.0]
+    if mx.num_gpus() == 0:
+        assert a.context == mx.cpu()
+
+
+def test_module_constants_of_mxnet_ndarray_ndarray():
+    m = mx.nd.ndarray
+    assert m.py_slice is slice
+    assert m._STORAGE_TYPE_STR_TO_ID == {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+    assert m._STORAGE_TYPE_ID_TO_STR[2] == "csr"
+    assert m._GRAD_REQ_MAP == {"null": 0, "write": 1, "add": 3}
+    assert m._DTYPE_NP_TO_MX[np.float32] == 0 and m._DTYPE_NP_TO_MX[np.int64] == 6
+    assert m._DTYPE_MX_TO_NP[7] is np.bool_ and m._DTYPE_MX_TO_NP[-1] is None
+    assert mx.np_shape is mx.util.np_shape and mx.is_np_shape() is False
+
+
+def test_more_misuse_raises_the_python_exception_mxnet_raises():
+    # each checked on MXNet 1.9.1
+    x = mx.nd.ones((2, 3))
+    for f, exc in ((lambda: int(x), TypeError), (lambda: float(x), TypeError),
+                   (lambda: x.astype("notatype"), TypeError), (lambda: x[::0], ValueError),
+                   (lambda: x.broadcast_to((4, 4)), ValueError),
+                   (lambda: x.copyto("cpu"), TypeError), (lambda: mx.nd.array("abc"), TypeError),
+                   (lambda: x == "a", TypeError), (lambda: x != "a", TypeError),
+                   (lambda: x.__iadd__("s"), TypeError)):
+        with pytest.raises(exc):
+            f()
+    assert (x == None) is False and (x != None) is True     # noqa: E711 (MXNet's rule)
+    assert int(x[0, 0]) == 1 and float(x[1, 2]) == 1.0
+
+
+def test_mxnet_ndarray_ndarray_all_names_exist():
+    m = mx.nd.ndarray
+    for name in ("NDArray", "concatenate", "_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP",
+                 "ones", "add", "arange", "linspace", "eye", "divide", "equal", "full", "greater",
+                 "greater_equal", "imdecode", "lesser", "lesser_equal", "logical_and",
+                 "logical_or", "logical_xor", "maximum", "minimum", "moveaxis", "modulo",
+                 "multiply", "not_equal", "onehot_encode", "power", "subtract", "true_divide",
+                 "waitall", "_new_empty_handle", "histogram", "split_v2", "to_dlpack_for_read",
+                 "to_dlpack_for_write", "from_dlpack", "from_numpy", "zeros",
+                 "indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
+                 "get_oshape_of_gather_nd_op"):      # MXNet 1.9.1's __all__
+        assert name in m.__all__ and hasattr(m, name), name
+    with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
+        m._new_empty_handle()

@@ -364,7 +364,7 @@ def test_op_table_lookup():
     assert find_kernel(sgd, ("default", "row_sparse", "default")) is not None
 
 
-def test_out_and_context_errors(rng):
+def test_out_and_context_errors(fake_gpu, rng):
     d = _rsp_dense(rng, (4, 3), [0, 2])
     x = nd.array(d).tostype("row_sparse")
     o = nd.zeros((4, 3), stype="row_sparse")
@@ -374,8 +374,8 @@ def test_out_and_context_errors(rng):
     dense_out = nd.zeros((4, 3))
     nd.elemwise_add(x, x, out=dense_out)
     np.testing.assert_allclose(dense_out.asnumpy(), 2 * d)
-    y = x.copyto(mx.cpu(1))
-    with pytest.raises(GpundaError, match=r"is on cpu\(1\) but input .* is on cpu\(0\)"):
+    y = x.copyto(fake_gpu)
+    with pytest.raises(GpundaError, match=r"is on gpu\(7\) but input .* is on cpu\(0\)"):
         nd.elemwise_add(x, y)
 
 

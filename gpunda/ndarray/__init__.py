@@ -7,6 +7,12 @@ from . import _op
 from . import register as _register
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
+from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
+                        maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
+                        lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
+from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
+                       get_oshape_of_gather_nd_op)
 
 _register.populate(_op, NDArray)
 _OPS.update({name: fn.op for name, fn in vars(_op).items() if hasattr(fn, "op")})
@@ -29,7 +35,6 @@ _export_public()
 from . import sparse  # noqa: F401,E402
 from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
 from .io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
-from ._dlpack import to_dlpack_for_read, to_dlpack_for_write  # noqa: F401,E402
 
 
 def _prefixed_namespace(name, prefixes):
@@ -50,3 +55,19 @@ image = _prefixed_namespace("image", ("_image_",))
 
 from . import ndarray  # noqa: E402,F401
 from . import random  # noqa: E402,F401
+
+from . import _contrib_extra  # noqa: E402
+_contrib_extra.extend(contrib)
+from . import utils  # noqa: E402,F401
+
+# MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)
+gen_op = gen__internal = _op
+gen_contrib, gen_linalg, gen_sparse = contrib, linalg, sparse
+
+
+def __getattr__(name):
+    # CachedOp lives above ndarray in the import order (it needs Symbol): load it on use
+    if name == "CachedOp":
+        from ..cached_op import CachedOp
+        return CachedOp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,22 +1,29 @@
 """DLPack capsules and raw ``DLManagedTensor`` pointers to NDArrays.
 
 MXNet 1.x hands DLPack around as bare ``"dltensor"`` capsules
-(``nd.to_dlpack_for_read``) and, in its C API, as ``DLManagedTensor*``.
-NumPy and CuPy only consume objects with ``__dlpack__``; ``_Producer`` is that
-object for a capsule, and a raw pointer is first wrapped in a new capsule. The
-device comes from the tensor's own ``DLDevice``, so a CUDA tensor lands on the
-matching ``gpu(i)``. The consumer takes ownership and calls the tensor's
-deleter when the array is freed.
+(``nd.to_dlpack_for_read``) and, in its C API, as ``DLManagedTensor*``. NumPy
+and CuPy only consume objects with ``__dlpack__``: ``CapsuleTensor`` is that
+object for a capsule (``nd.from_dlpack`` uses it), and a raw pointer is first
+wrapped in a new capsule (``_LIB.MXNDArrayFromDLPack``). The device is read from
+the tensor's ``DLTensor`` (``DLManagedTensor`` starts with it: a data pointer,
+then the ``DLDevice`` pair of int32s). The consumer takes ownership and calls the
+tensor's deleter when the array is freed.
 """
 from __future__ import annotations
 
 import ctypes
 
-import numpy as np
-
 from ..base import GpundaError
 
-_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_is_valid.restype = ctypes.c_int
+_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
 class _DLDevice(ctypes.Structure):
@@ -24,26 +31,19 @@ class _DLDevice(ctypes.Structure):
 
 
 class _DLTensorHead(ctypes.Structure):
-    # the leading fields of DLTensor: enough to learn where the data lives
     _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice)]
 
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_valid.restype = ctypes.c_int
-_capsule_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+class CapsuleTensor:
+    """Wraps an unused ``"dltensor"`` capsule; importing it consumes the capsule."""
 
-
-class _Producer:
-    """Presents one capsule through the ``__dlpack__`` protocol NumPy/CuPy consume."""
-
-    def __init__(self, capsule, device):
-        self._capsule, self._device = capsule, device
+    def __init__(self, capsule):
+        if not _is_valid(capsule, b"dltensor"):
+            raise GpundaError("from_dlpack: the capsule is not an unused DLPack tensor (a "
+                              "capsule can be imported only once)")
+        self._capsule = capsule
+        head = _DLTensorHead.from_address(_get_pointer(capsule, b"dltensor"))
+        self._device = (int(head.device.device_type), int(head.device.device_id))
 
     def __dlpack__(self, *args, **kwargs):
         return self._capsule
@@ -52,46 +52,10 @@ class _Producer:
         return self._device
 
 
-def from_capsule(capsule, ctx=None):
-    """An NDArray taking over an unused ``"dltensor"`` capsule."""
-    if not _capsule_valid(capsule, b"dltensor"):
-        raise GpundaError("from_dlpack: the capsule is not an unused 'dltensor' capsule "
-                          "(a DLPack tensor can be consumed only once)")
-    head = _DLTensorHead.from_address(_capsule_pointer(capsule, b"dltensor"))
-    dev = (head.device.device_type, head.device.device_id)
-    return _consume(_Producer(capsule, dev), dev)
-
-
 def from_managed_tensor_pointer(ptr):
-    """An NDArray owning the ``DLManagedTensor`` at address ``ptr``."""
+    """An NDArray owning the ``DLManagedTensor`` at address ``ptr`` (MXNDArrayFromDLPack)."""
     if not ptr:
         raise GpundaError("MXNDArrayFromDLPack: the DLManagedTensor pointer is NULL")
-    head = _DLTensorHead.from_address(ptr)
-    dev = (head.device.device_type, head.device.device_id)
-    return _consume(_Producer(_capsule_new(ptr, b"dltensor", None), dev), dev)
-
-
-def _consume(producer, dev):
-    from .ndarray import _new, _writable_view
-    from ..context import cpu, gpu
-    if dev[0] in (_KDL_CUDA, _KDL_CUDA_MANAGED):
-        c = gpu(int(dev[1]))
-        with c.backend.device_scope():
-            return _new(c.backend.xp.from_dlpack(producer), c)
-    if dev[0] not in (_KDL_CPU, _KDL_CUDA_HOST):
-        raise GpundaError(f"from_dlpack: DLPack device type {dev[0]} is not supported "
-                          f"(cpu=1, cuda=2, cuda_host=3, cuda_managed=13 are)")
-    data = np.from_dlpack(producer)
-    if not data.flags.writeable:
-        data = _writable_view(data)   # NumPy marks imports read-only; the memory is shared
-    return _new(data, cpu())
-
-
-def to_dlpack_for_read(data):
-    """A ``"dltensor"`` capsule sharing ``data``'s memory, for a consumer that reads it."""
-    return data.to_dlpack_for_read()
-
-
-def to_dlpack_for_write(data):
-    """A ``"dltensor"`` capsule sharing ``data``'s memory, for a consumer that writes it."""
-    return data.to_dlpack_for_write()
+    from .ndarray import from_dlpack
+    # no destructor: the new array's importer owns the tensor and calls its deleter
+    return from_dlpack(_capsule_new(ptr, b"dltensor", None))

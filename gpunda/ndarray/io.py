@@ -384,6 +384,35 @@ def _to_ndarray(rec, ctx):
                                    shape=rec.shape, ctx=ctx, dtype=rec.data.dtype)
 
 
+def _check_shape_mode(records, where):
+    """MXNet loads a V3 record (NumPy shapes) only under ``np_shape(True)`` and a V2 one
+    only with it off: the two modes read zero-size and 0-d shapes differently."""
+    from ..util import is_np_shape
+    np_mode = is_np_shape()
+    for i, r in enumerate(records):
+        if r.version == 3 and not np_mode:
+            raise GpundaError(f"{where}: array {i} was saved under NumPy shape semantics; load it "
+                              f"inside `with mx.np_shape(True):`")
+        if r.version == 2 and np_mode:
+            raise GpundaError(f"{where}: array {i} was saved with legacy shape semantics; load it "
+                              f"outside np_shape(True) (inside `with mx.np_shape(False):`)")
+
+
+def record_bytes(a, where="__getstate__"):
+    """One array's record alone (no file header): MXNet's ``MXNDArraySaveRawBytes``."""
+    from ..util import is_np_shape
+    return b"".join(bytes(c) for c in _record_chunks(a, "array", is_np_shape(), where))
+
+
+def read_record_bytes(buf, where="__setstate__"):
+    """The RawArray in bytes made by :func:`record_bytes` (or by MXNet)."""
+    src, _ = _open_source(bytes(buf), where)
+    rec = _read_record(src, 0)
+    if src.remaining():
+        raise src.error(f"corrupt: {src.remaining()} unexpected bytes after the array")
+    return rec
+
+
 def _assemble(records, names, ctx):
     ctx = cpu() if ctx is None else Context(ctx)
     arrays = [_to_ndarray(r, ctx) for r in records]
@@ -416,6 +445,7 @@ def load(fname, ctx=None):
     finally:
         if f is not None:
             f.close()
+    _check_shape_mode(records, "load")
     return _assemble(records, names, ctx)
 
 
@@ -424,7 +454,9 @@ def load_frombuffer(buf, ctx=None):
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise GpundaError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
     src, _ = _open_source(buf, "load_frombuffer")
-    return _assemble(*_read_file(src), ctx)
+    records, names = _read_file(src)
+    _check_shape_mode(records, "load_frombuffer")
+    return _assemble(records, names, ctx)
 
 
 # -- writing ------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import numpy as np
 from .. import autograd as _ag
 from .. import imperative as _imp
 from ..ops.registry import get_op
-from ..base import GpundaError, numeric_types
-from ..context import Context, current_context, cpu
+from ..base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
+from ..context import Context, current_context, cpu, shares_memory_space
 from .. import _deferred
 from .._deferred import Poisoned as _Poisoned
 
@@ -113,8 +113,8 @@ class NDArray:
             return bool(self.asnumpy().reshape(-1)[0])
         if self._data.size == 0:
             return False
-        raise GpundaError("The truth value of an NDArray with more than one element is "
-                          "ambiguous")
+        raise GpundaValueError("The truth value of an NDArray with multiple elements is "
+                               "ambiguous.")
 
     __nonzero__ = __bool__
 
@@ -137,8 +137,8 @@ class NDArray:
     def asscalar(self):
         """The single value of a size-1 array as a NumPy scalar."""
         if self.size != 1:
-            raise GpundaError(f"asscalar: the array has shape {self.shape}; only a size-1 "
-                              f"array converts to a scalar")
+            raise GpundaValueError(f"The current array is not a scalar: asscalar needs a size-1 "
+                                   f"array, this one has shape {self.shape}")
         return self.asnumpy().reshape(-1)[0]
 
     def item(self):
@@ -150,9 +150,13 @@ class NDArray:
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __float__(self):
+        if self.size != 1:
+            raise GpundaTypeError("only size-1 arrays can be converted to Python scalars")
         return float(self.asscalar())
 
     def __int__(self):
+        if self.size != 1:
+            raise GpundaTypeError("only size-1 arrays can be converted to Python scalars")
         return int(self.asscalar())
 
     def __index__(self):
@@ -166,7 +170,10 @@ class NDArray:
     def astype(self, dtype, copy=True):
         """This array converted to ``dtype`` (a copy unless ``copy=False`` and same dtype)."""
         from ..ops.registry import parse_dtype
-        dt = parse_dtype(dtype, "astype")
+        try:
+            dt = parse_dtype(dtype, "astype")
+        except GpundaError as e:    # MXNet: NumPy's TypeError for what is not a dtype
+            raise GpundaTypeError(str(e)) from None
         if not copy and self._data.dtype == dt:
             return self
         from . import _op
@@ -204,7 +211,8 @@ class NDArray:
                 from . import _op
                 return _op._copy(self)
             return self._to_ctx(other)
-        raise GpundaError(f"copyto: target must be an NDArray or Context, got {type(other).__name__}")
+        raise GpundaTypeError(f"copyto: target must be an NDArray or Context, got "
+                              f"{type(other).__name__}")
 
     def _to_ctx(self, ctx):
         """A copy on another context; storage types override it."""
@@ -322,9 +330,10 @@ class NDArray:
 
     def __setitem__(self, key, value):
         _ag.check_writable(self, "__setitem__")
+        orig_key = key
         key = _raw_key(key, self._ctx)
         if isinstance(value, NDArray):
-            if value._ctx is not self._ctx:
+            if value._ctx is not self._ctx and not shares_memory_space(value._ctx, self._ctx):
                 raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
                                   f"{self._ctx}")
             if value._ag is not None and _is_rec():
@@ -336,19 +345,36 @@ class NDArray:
                 value = self._ctx.backend.from_host(value)
         try:
             self._data[key] = value
-        except (IndexError, ValueError, TypeError) as e:
+        except ValueError as e:
+            # MXNet fits a value of the right size to the indexed shape (b[0] = array([x]))
+            if not _assign_resized(self._data, key, value):
+                raise GpundaValueError(f"__setitem__: cannot assign to index {key!r} of an "
+                                       f"array of shape {self.shape}: {e}") from None
+        except IndexError as e:
+            _check_key_types(orig_key)
+            raise GpundaIndexError(f"__setitem__: index {key!r} does not fit an array of shape "
+                                   f"{self.shape}: {e}") from None
+        except TypeError as e:
             raise GpundaError(f"__setitem__: cannot assign to index {key!r} of an array of "
                               f"shape {self.shape}: {e}") from None
         _ag.bump_version(self)
 
     def __getitem__(self, key):
         if _is_rec() and self._ag is not None:
+            _check_key_types(key)
             from . import _op
             return _op._getitem(self, key=_raw_key(key, self._ctx))
         rkey = _raw_key(key, self._ctx)
         try:
             r = self._data[rkey]
-        except (IndexError, ValueError, TypeError) as e:
+        except IndexError as e:
+            _check_key_types(key)   # a float or str key is MXNet's ValueError (error path only)
+            raise GpundaIndexError(f"__getitem__: index {key!r} does not fit an array of shape "
+                                   f"{self.shape}: {e}") from None
+        except ValueError as e:     # slice step 0
+            raise GpundaValueError(f"__getitem__: index {key!r} does not fit an array of shape "
+                                   f"{self.shape}: {e}") from None
+        except TypeError as e:
             raise GpundaError(f"__getitem__: index {key!r} does not fit an array of shape "
                               f"{self.shape}: {e}") from None
         if r.ndim == 0:
@@ -375,15 +401,20 @@ class NDArray:
                 or set(kwargs) - {"reverse"}:
             return _op.Reshape(self, shape=shape, **kwargs)
         from ..ops.matrix import infer_reshape
-        r = self._data.reshape(infer_reshape(self.shape, tuple(shape), bool(kwargs.get("reverse"))))
+        try:
+            new_shape = infer_reshape(self.shape, tuple(shape), bool(kwargs.get("reverse")))
+        except GpundaError as e:    # MXNet's NDArray.reshape raises ValueError here
+            raise GpundaValueError(str(e)) from None
+        r = self._data.reshape(new_shape)
         a = _new(r, self._ctx)
         if _shares(r, self._data):
             a._base = self._base if self._base is not None else self
         return a
 
-    def reshape_like(self, other):
+    def reshape_like(self, *args, **kwargs):
+        """``nd.reshape_like(self, rhs, ...)``: this array in the shape of ``rhs``."""
         from . import _op
-        return _op.reshape_like(self, other)
+        return _op.reshape_like(self, *args, **kwargs)
 
     def zeros_like(self):
         from . import _op
@@ -394,16 +425,28 @@ class NDArray:
         return _op.ones_like(self)
 
     def broadcast_to(self, shape):
+        """This array broadcast to ``shape``; shapes that do not fit raise ValueError."""
         from . import _op
-        return _op.broadcast_to(self, shape=shape)
+        try:
+            return _op.broadcast_to(self, shape=shape)
+        except GpundaError as e:    # MXNet's method checks the shapes itself: ValueError
+            raise GpundaValueError(str(e)) from None
 
     def broadcast_like(self, other):
         from . import _op
         return _op.broadcast_like(self, other)
 
-    def expand_dims(self, axis):
+    def expand_dims(self, axis, inplace=False):
+        """A new axis at ``axis``; ``inplace=True`` gives a view sharing this memory."""
         from . import _op
-        return _op.expand_dims(self, axis=axis)
+        r = _op.expand_dims(self, axis=axis)
+        return self.reshape(r.shape) if inplace else r
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of length 1 (``axis`` selects which); ``inplace=True`` gives a view."""
+        from . import _op
+        r = _op.squeeze(self, axis=axis)
+        return self.reshape(r.shape) if inplace else r
 
     def transpose(self, *axes, **kwargs):
         from . import _op
@@ -414,8 +457,10 @@ class NDArray:
         return _op.transpose(self, **kwargs)
 
     def flatten(self, inplace=False):
+        """Collapse all axes but the first; ``inplace=True`` gives a view sharing memory."""
         from . import _op
-        return _op.Flatten(self)
+        r = _op.Flatten(self)
+        return self.reshape(r.shape) if inplace else r
 
     def split(self, *args, **kwargs):
         from . import _op
@@ -479,12 +524,18 @@ class NDArray:
     def __eq__(self, other):
         if other is None:
             return False
-        return _binary(self, other, "broadcast_equal", "_equal_scalar")
+        r = _binary(self, other, "broadcast_equal", "_equal_scalar")
+        if r is NotImplemented:     # MXNet: a str or other object is a TypeError, not False
+            raise GpundaTypeError(f"type {type(other)} not supported")
+        return r
 
     def __ne__(self, other):
         if other is None:
             return True
-        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+        r = _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+        if r is NotImplemented:
+            raise GpundaTypeError(f"type {type(other)} not supported")
+        return r
 
     def __gt__(self, other):
         return _binary(self, other, "broadcast_greater", "_greater_scalar")
@@ -505,7 +556,7 @@ class NDArray:
         if isinstance(other, numeric_types):
             op = _OPS[scalar_opname]
             return _imp.invoke_parsed(op, (self,), op.parse_params({"scalar": other}), out=self)
-        raise GpundaError(f"{opname}: cannot combine an NDArray with {type(other).__name__}")
+        raise GpundaTypeError(f"{opname}: cannot combine an NDArray with {type(other).__name__}")
 
     def __iadd__(self, other):
         return self._inplace(other, "broadcast_add", "_plus_scalar")
@@ -523,6 +574,67 @@ class NDArray:
 
     def __imod__(self, other):
         return self._inplace(other, "broadcast_mod", "_mod_scalar")
+
+    # -- MXNet 1.x methods the registry cannot generate (variadic ops, in-place forms) --
+    def softmax(self, *args, **kwargs):
+        """``nd.softmax(self, ...)``."""
+        from . import _op
+        return _op.softmax(self, *args, **kwargs)
+
+    def log_softmax(self, *args, **kwargs):
+        """``nd.log_softmax(self, ...)``."""
+        from . import _op
+        return _op.log_softmax(self, *args, **kwargs)
+
+    def softmin(self, *args, **kwargs):
+        """``nd.softmin(self, ...)``."""
+        from . import _op
+        return _op.softmin(self, *args, **kwargs)
+
+    def split_v2(self, *args, **kwargs):
+        """``nd.split_v2(self, ...)``: split at indices or into equal sections."""
+        from .functions import split_v2
+        return split_v2(self, *args, **kwargs)
+
+    def slice_assign(self, rhs, begin, end, step):
+        """Write ``rhs`` into the slice [begin, end) (step) of this array, in place."""
+        from . import _op
+        return _op._slice_assign(self, rhs, begin=begin, end=end, step=step, out=self)
+
+    def slice_assign_scalar(self, value, begin, end, step):
+        """Set the slice [begin, end) (step) of this array to ``value``, in place."""
+        from . import _op
+        return _op._slice_assign_scalar(self, scalar=float(value), begin=begin, end=end,
+                                        step=step, out=self)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether slicing ``shape`` with one slice per axis gives a contiguous view."""
+        from .indexing import slice_is_contiguous
+        return slice_is_contiguous(slc_key, shape)
+
+    def __getstate__(self):
+        # MXNet's pickle state: the array's record in the NDArray file format
+        from .io import record_bytes
+        return {"handle": bytearray(record_bytes(self))}
+
+    def __setstate__(self, state):
+        from .io import read_record_bytes, _to_ndarray
+        handle = state.get("handle") if isinstance(state, dict) else None
+        if handle is None:
+            raise GpundaError("__setstate__: state must be a dict with the 'handle' bytes made by "
+                              "__getstate__")
+        rec = read_record_bytes(handle)
+        # the saved device may be absent here (a GPU array loaded without a GPU): then CPU
+        try:
+            ctx = Context(rec.dev_type, rec.dev_id)
+            ctx.backend
+        except GpundaError:
+            ctx = cpu()
+        a = _to_ndarray(rec, ctx)
+        if a is None or a.stype != "default":
+            raise GpundaError("__setstate__: the state holds no dense array")
+        self._data, self._ctx = a._data, a._ctx
 
 
 _OPS = {}   # filled by gpunda.ndarray after the op families load
@@ -546,8 +658,7 @@ def _binary(self, other, opname, scalar_opname):
     if isinstance(other, _SCALAR_TYPES):
         return _imp.fast_scalar(_OPS[scalar_opname], self, other)
     if isinstance(other, np.ndarray):
-        return _binary(self, array(other, ctx=self._ctx, dtype=other.dtype), opname,
-                       scalar_opname)
+        raise _operand_error(other)
     return NotImplemented
 
 
@@ -555,10 +666,34 @@ def _rbinary(self, other, opname, rscalar_opname):
     if isinstance(other, _SCALAR_TYPES):
         return _imp.fast_scalar(_OPS[rscalar_opname], self, other)
     if isinstance(other, np.ndarray):
-        op = _OPS[opname]
-        return _imp.invoke_parsed(op, (array(other, ctx=self._ctx, dtype=other.dtype), self),
-                                  op.default_params)
+        raise _operand_error(other)
     return NotImplemented
+
+
+def _operand_error(other):
+    # MXNet refuses NumPy arrays as operands (it would not know their context or
+    # whether to keep their dtype); nd.array(x) converts one explicitly
+    return GpundaTypeError(f"type {type(other)} not supported: convert the NumPy array with "
+                           f"nd.array() first")
+
+
+def _check_key_types(key):
+    from .indexing import check_key_types
+    check_key_types(key)
+
+
+def _assign_resized(data, key, value):
+    """``data[key] = value`` for a value with as many elements as the indexed region but
+    another shape (MXNet drops or adds length-1 axes); False when the sizes differ."""
+    try:
+        target = data[key]
+    except (IndexError, ValueError, TypeError):
+        return False
+    shape = getattr(target, "shape", ())
+    if getattr(value, "size", None) != max(int(np.prod(shape)), 0):
+        return False
+    data[key] = value.reshape(shape)
+    return True
 
 
 def _shares(view, base):
@@ -571,7 +706,7 @@ def _shares(view, base):
 def _raw_key(key, ctx):
     """An index with NDArrays replaced by backend arrays on ``ctx``."""
     if isinstance(key, NDArray):
-        if key._ctx is not ctx:
+        if not shares_memory_space(key._ctx, ctx):
             raise GpundaError(f"index array is on {key._ctx} but the array is on {ctx}")
         k = key._data
         return k.astype(np.int64) if k.dtype.kind == "f" else k
@@ -658,8 +793,9 @@ def array(source_array, ctx=None, dtype=None):
             host = np.array(source_array, dtype=_dtype_of(dtype) if dtype is not None else None)
         except (ValueError, TypeError) as e:
             raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
-        if host.dtype == object:
-            raise GpundaError(f"array: source of type {type(source_array).__name__} is not numeric")
+        if host.dtype.kind not in "fiubc":
+            raise GpundaTypeError(f"array: source of type {type(source_array).__name__} is not "
+                                  f"numeric (NumPy dtype {host.dtype})")
         if dtype is None:
             host = host.astype(np.float32 if host.dtype.kind in "fiub" or host.ndim else host.dtype)
     if ctx._xp is np:
@@ -696,12 +832,24 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     if stype is not None and stype != "default":
         from . import sparse
         return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
-    return _make("zeros", shape, ctx, dtype, lambda xp, s, d: xp.zeros(s, d))
+    return _into(kwargs.get("out"), _make("zeros", shape, ctx, dtype,
+                                          lambda xp, s, d: xp.zeros(s, d)))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    """An array of ones."""
-    return _make("ones", shape, ctx, dtype, lambda xp, s, d: xp.ones(s, d))
+    """An array of ones (written into ``out=`` when given)."""
+    return _into(kwargs.get("out"), _make("ones", shape, ctx, dtype,
+                                          lambda xp, s, d: xp.ones(s, d)))
+
+
+def _into(out, r):
+    if out is None:
+        return r
+    if not isinstance(out, NDArray) or out.shape != r.shape:
+        raise GpundaError(f"out= must be an NDArray of shape {r.shape}, got "
+                          f"{getattr(out, 'shape', type(out).__name__)}")
+    out._assign_from(r)
+    return out
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
@@ -736,7 +884,11 @@ def waitall():
 
 
 def from_dlpack(ext_tensor, ctx=None):
-    """An NDArray sharing the memory of a DLPack producer (NumPy, CuPy, PyTorch)."""
+    """An NDArray sharing the memory of a DLPack producer (NumPy, CuPy, PyTorch) or of
+    a DLPack capsule (what ``to_dlpack_for_read`` returns, as in MXNet)."""
+    if type(ext_tensor).__name__ == "PyCapsule":
+        from ._dlpack import CapsuleTensor
+        ext_tensor = CapsuleTensor(ext_tensor)
     dev = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
     if dev[0] in (2, 13):    # CUDA / managed
         from ..context import gpu
@@ -746,9 +898,8 @@ def from_dlpack(ext_tensor, ctx=None):
             return _new(xp.from_dlpack(ext_tensor), c)
     try:
         data = np.from_dlpack(ext_tensor)
-    except (TypeError, AttributeError):   # an old-style capsule, as MXNet's to_dlpack_for_read returns
-        from ._dlpack import from_capsule
-        return from_capsule(ext_tensor)
+    except TypeError:   # an old-style capsule
+        raise GpundaError("from_dlpack: pass an object with __dlpack__ (a tensor), not a capsule") from None
     if not data.flags.writeable:
         # NumPy marks DLPack imports read-only; the memory is still shared
         data = _writable_view(data)
@@ -761,9 +912,9 @@ def _writable_view(a):
 
     class _Holder:
         __array_interface__ = iface
-        keep = a     # the view's base holds the DLPack import, whose deleter frees the memory
-    out = np.asarray(_Holder())
-    return out
+    holder = _Holder()
+    holder.owner = a    # the view's base is the holder: it keeps the imported memory alive
+    return np.asarray(holder)
 
 
 def concatenate(arrays, axis=0, always_copy=True):
@@ -773,13 +924,9 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def moveaxis(tensor, source, destination):
-    """Move an axis to a new position."""
-    axes = list(range(tensor.ndim))
-    src = source % tensor.ndim
-    axes.pop(src)
-    axes.insert(destination % tensor.ndim, src)
-    from . import _op
-    return _op.transpose(tensor, axes=tuple(axes))
+    """Move axes ``source`` to positions ``destination`` (ints or sequences)."""
+    from .functions import moveaxis as move
+    return move(tensor, source, destination)
 
 
 def onehot_encode(indices, out):
@@ -791,3 +938,48 @@ def onehot_encode(indices, out):
 def imdecode(*args, **kwargs):
     raise GpundaError("imdecode: image decoding is not part of gpunda; decode with Pillow "
                       "and pass the array to nd.array")
+
+
+# -- MXNet's module-level names (mxnet.ndarray.ndarray) ---------------------------
+py_slice = slice    # MXNet's name for the builtin, which its own slice op shadows
+
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+_GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}
+# MXNet's type codes (mshadow's TypeFlag); 12 is bfloat16, stored as a 2-byte record
+_DTYPE_NP_TO_MX = {None: -1, np.float32: 0, np.float64: 1, np.float16: 2, np.uint8: 3,
+                   np.int32: 4, np.int8: 5, np.int64: 6, np.bool_: 7,
+                   np.dtype([("bfloat16", np.uint16)]): 12}
+_DTYPE_MX_TO_NP = {v: k for k, v in _DTYPE_NP_TO_MX.items()}
+
+# the rest of MXNet's module-level functions, defined over the registry ops
+from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: E402
+                        maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
+                        lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
+from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402
+                       get_oshape_of_gather_nd_op, _NDARRAY_UNSUPPORTED_INDEXING,
+                       _NDARRAY_BASIC_INDEXING, _NDARRAY_ADVANCED_INDEXING,
+                       _NDARRAY_EMPTY_TUPLE_INDEXING)
+__all__ += ["_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "add", "linspace", "eye",
+            "divide", "equal", "greater", "greater_equal", "lesser", "lesser_equal",
+            "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "modulo",
+            "multiply", "not_equal", "power", "subtract", "true_divide", "histogram", "split_v2",
+            "to_dlpack_for_read", "to_dlpack_for_write", "from_numpy",
+            "indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
+            "get_oshape_of_gather_nd_op"]
+
+
+def _new_empty_handle():
+    """MXNet: a fresh C handle for an output; gpunda arrays have no C handles."""
+    from ..base import NotImplementedForGpunda
+    raise NotImplementedForGpunda("_new_empty_handle is not supported yet: gpunda arrays have "
+                                  "no C-API handles (create arrays with nd.empty)")
+
+
+__all__.append("_new_empty_handle")

@@ -85,3 +85,26 @@ def sum_to_shape(F, g, shape):
     if gs == shape or tuple(gs) == tuple(shape):
         return g
     return F._sum_to(g, shape=shape)
+
+
+# NOTE [Uniform input dtypes]
+# MXNet's type inference never promotes: elemwise/broadcast arithmetic, dot,
+# FullyConnected, Convolution, ... require every data input to have one dtype and
+# refuse int32 + float32 ("Incompatible attr ... expected int32, got float32").
+# NumPy would silently promote, so these ops check in their compute body, where
+# the dtypes are at hand: an identity test of two dtype objects (interned by
+# NumPy/CuPy for the builtin types), with ``!=`` only to rule out an equal but
+# distinct dtype object before raising.
+def dtype_mismatch(opname, names, arrays):
+    """GpundaError: ``opname``'s inputs ``names`` must share one dtype (the error path)."""
+    listed = ", ".join(f"{n} is {a.dtype.name}" for n, a in zip(names, arrays))
+    return GpundaError(f"Operator {opname}: inputs must have the same dtype (MXNet does not "
+                       f"promote): {listed}; convert one with astype()")
+
+
+def require_same_dtype(opname, names, *arrays):
+    """Raise ``dtype_mismatch`` unless all ``arrays`` have the dtype of the first."""
+    dt = arrays[0].dtype
+    for a in arrays[1:]:
+        if a.dtype is not dt and a.dtype != dt:
+            raise dtype_mismatch(opname, names, arrays)

@@ -6,12 +6,13 @@ Each op is one ``register(OpDef(...))`` record. Gradient rules follow NOTE
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register, parse_dtype
-from ._util import special, scalar_for, sum_to_shape
+from ._util import special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -108,9 +109,11 @@ def _sigmoid(xp, p, x):
 
 _unary("sigmoid", _sigmoid, lambda F, p, i, o, g: [g[0] * o[0] * (1 - o[0])],
        save=("outputs",), doc="Logistic sigmoid 1/(1+exp(-x)).")
+# MXNet's relu_grad is 1 for x > 0, 0 below, and NaN at NaN (relu keeps NaN): that is
+# sign(relu(x)), read from the output
 _unary("relu", lambda xp, p, x: xp.maximum(x, 0).astype(x.dtype, copy=False),
-       lambda F, p, i, o, g: [g[0] * F._greater_scalar(i[0], scalar=0.0)],
-       save=("inputs",), doc="max(x, 0).")
+       lambda F, p, i, o, g: [g[0] * F.sign(o[0])],
+       save=("outputs",), doc="max(x, 0); NaN stays NaN.")
 _unary("softsign", lambda xp, p, x: x / (1 + xp.abs(x)),
        lambda F, p, i, o, g: [g[0] / F.square(1 + F.abs(i[0]))], save=("inputs",),
        doc="x / (1 + |x|).")
@@ -180,7 +183,8 @@ register(OpDef(
 
 
 def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", same_shape=False):
-    # binary rules take need= and skip the side nobody differentiates (a constant operand)
+    # binary rules take need= and skip the side nobody differentiates (a constant operand).
+    # ``f`` makes the uniform-dtype check itself (NOTE [Uniform input dtypes]): see _typed
     if same_shape:
         def compute(xp, p, a, b):
             if a.shape != b.shape:
@@ -192,6 +196,39 @@ def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", 
     return register(OpDef(name, compute, inputs=("lhs", "rhs"), gradient=grad, aliases=aliases,
                           save=save, nondiff=nondiff, doc=doc, family="elemwise",
                           grad_need=grad is not None))
+
+
+_LHS_RHS = ("lhs", "rhs")
+
+
+def _typed(name, f, *, pyop=None, same_dtype_out=False, as_input_dtype=False):
+    """The compute body of binary op ``name``: refuse mixed input dtypes as MXNet does
+    (NOTE [Uniform input dtypes]), then ``pyop(a, b)`` (an ``operator`` function, no
+    Python frame) or ``f(xp, p, a, b)``. ``same_dtype_out`` casts a result NumPy
+    promoted (int / int) back to the input dtype; ``as_input_dtype`` gives comparison
+    results (bool) the input dtype, as MXNet's 1 or 0."""
+    if pyop is not None:
+        def compute(xp, p, a, b):
+            if a.dtype is not b.dtype and a.dtype != b.dtype:
+                raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            return pyop(a, b)
+    elif same_dtype_out:
+        def compute(xp, p, a, b):
+            if a.dtype is not b.dtype and a.dtype != b.dtype:
+                raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            r = f(xp, p, a, b)
+            return r if r.dtype == a.dtype else r.astype(a.dtype)
+    elif as_input_dtype:
+        def compute(xp, p, a, b):
+            if a.dtype is not b.dtype and a.dtype != b.dtype:
+                raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            return f(xp, p, a, b).astype(a.dtype)
+    else:
+        def compute(xp, p, a, b):
+            if a.dtype is not b.dtype and a.dtype != b.dtype:
+                raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            return f(xp, p, a, b)
+    return compute
 
 
 _BOTH = (True, True)
@@ -277,49 +314,46 @@ def _g_hypot(F, p, i, o, g, need=_BOTH):
             sum_to_shape(F, g[0] * i[1] / y, i[1].shape) if need[1] else None]
 
 
-def _same_dtype(f):
-    def g(xp, p, a, b):
-        r = f(xp, p, a, b)
-        return r if r.dtype == a.dtype else r.astype(a.dtype)
-    return g
-
-
 def _mod(xp, p, a, b):
     # MXNet's mod follows the sign of the divisor like Python's %
     return xp.mod(a, b)
 
 
 _ARITH = [
-    ("add", lambda xp, p, a, b: a + b, _g_add, ("_plus", "_add")),
-    ("sub", lambda xp, p, a, b: a - b, _g_sub, ("_minus", "_sub")),
-    ("mul", lambda xp, p, a, b: a * b, _g_mul, ("_mul",)),
-    ("div", _same_dtype(lambda xp, p, a, b: a / b), _g_div, ("_div",)),
+    ("add", operator.add, _g_add, ("_plus", "_add")),
+    ("sub", operator.sub, _g_sub, ("_minus", "_sub")),
+    ("mul", operator.mul, _g_mul, ("_mul",)),
+    ("div", None, _g_div, ("_div",)),
 ]
-for _n, _f, _g, _al in _ARITH:
+for _n, _pyop, _g, _al in _ARITH:
     # add and sub read their inputs only to reduce over broadcast axes, and the
     # elemwise_ forms have equal shapes: those keep nothing for backward
     _shapes_only = _n in ("add", "sub")
-    _bin("broadcast_" + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
-         save=("broadcast",) if _shapes_only else ("inputs",),
-         aliases={"add": ("_plus", "_add", "broadcast_plus"),
-                  "sub": ("_minus", "_sub", "broadcast_minus")}.get(_n, _al))
-    _bin("elemwise_" + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
-         doc=f"Element-wise {_n} of equal shapes.")
-_bin("broadcast_mod", _same_dtype(_mod), _g_mod, aliases=("_mod",), doc="Remainder with broadcasting.")
-_bin("broadcast_power", _same_dtype(lambda xp, p, a, b: xp.power(a, b)), _g_pow,
+    for _kind in ("broadcast_", "elemwise_"):
+        if _pyop is None:    # div: int / int stays int, as in MXNet
+            _f = _typed(_kind + _n, lambda xp, p, a, b: a / b, same_dtype_out=True)
+        else:
+            _f = _typed(_kind + _n, None, pyop=_pyop)
+        if _kind == "broadcast_":
+            _bin(_kind + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
+                 save=("broadcast",) if _shapes_only else ("inputs",),
+                 aliases={"add": ("_plus", "_add", "broadcast_plus"),
+                          "sub": ("_minus", "_sub", "broadcast_minus")}.get(_n, _al))
+        else:
+            _bin(_kind + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
+                 doc=f"Element-wise {_n} of equal shapes.")
+_bin("broadcast_mod", _typed("broadcast_mod", _mod, same_dtype_out=True), _g_mod,
+     aliases=("_mod",), doc="Remainder with broadcasting.")
+_bin("broadcast_power", _typed("broadcast_power", lambda xp, p, a, b: xp.power(a, b),
+                               same_dtype_out=True), _g_pow,
      aliases=("_power", "_Power"), doc="a ** b with broadcasting.")
-_bin("broadcast_maximum", lambda xp, p, a, b: xp.maximum(a, b), _g_max, aliases=("_maximum", "_Maximum"),
-     doc="Element-wise maximum with broadcasting.")
-_bin("broadcast_minimum", lambda xp, p, a, b: xp.minimum(a, b), _g_min, aliases=("_minimum", "_Minimum"),
-     doc="Element-wise minimum with broadcasting.")
-_bin("broadcast_hypot", _same_dtype(lambda xp, p, a, b: xp.hypot(a, b)), _g_hypot, aliases=("_hypot",),
+_bin("broadcast_maximum", _typed("broadcast_maximum", lambda xp, p, a, b: xp.maximum(a, b)),
+     _g_max, aliases=("_maximum", "_Maximum"), doc="Element-wise maximum with broadcasting.")
+_bin("broadcast_minimum", _typed("broadcast_minimum", lambda xp, p, a, b: xp.minimum(a, b)),
+     _g_min, aliases=("_minimum", "_Minimum"), doc="Element-wise minimum with broadcasting.")
+_bin("broadcast_hypot", _typed("broadcast_hypot", lambda xp, p, a, b: xp.hypot(a, b),
+                               same_dtype_out=True), _g_hypot, aliases=("_hypot",),
      doc="sqrt(a**2 + b**2) with broadcasting.")
-
-
-def _cmp(f):
-    def g(xp, p, a, b):
-        return f(xp, p, a, b).astype(a.dtype)
-    return g
 
 
 _COMPARE = [
@@ -331,7 +365,8 @@ _COMPARE = [
     ("logical_xor", lambda xp, p, a, b: xp.logical_xor(a, b)),
 ]
 for _n, _f in _COMPARE:
-    _bin("broadcast_" + _n, _cmp(_f), None, nondiff=True, save=(), aliases=("_" + _n,),
+    _bin("broadcast_" + _n, _typed("broadcast_" + _n, _f, as_input_dtype=True), None,
+         nondiff=True, save=(), aliases=("_" + _n,),
          doc=f"Element-wise {_n} (1 or 0 in the input dtype) with broadcasting.")
 _unary("logical_not", lambda xp, p, x: xp.logical_not(x).astype(x.dtype), None, nondiff=True,
        save=(), doc="Logical not (1 or 0 in the input dtype).")
@@ -399,6 +434,7 @@ for _n, _f in [("equal", lambda xp, x, s: x == s), ("not_equal", lambda xp, x, s
 def _add_n(xp, p, *xs):
     if not xs:
         raise GpundaError("Operator add_n: needs at least one input")
+    require_same_dtype("add_n", [f"arg{i}" for i in range(len(xs))], *xs)
     r = xs[0].copy()
     for x in xs[1:]:
         r += x

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import GpundaError
 from .registry import OpDef, Param, get_op, register
-from ._util import legacy_scalar
+from ._util import legacy_scalar, require_same_dtype
 from .reduce import put_along
 
 # ----------------------------------------------------------------------------
@@ -248,6 +248,7 @@ def _cond_mask(xp, c, x):
 def _where(xp, p, c, x, y):
     if x.shape != y.shape:
         raise GpundaError(f"Operator where: x shape {x.shape} and y shape {y.shape} must be equal")
+    require_same_dtype("where", ("x", "y"), x, y)
     return xp.where(_cond_mask(xp, c, x), x, y)
 
 
@@ -366,10 +367,33 @@ def _batch_take(xp, p, a, idx):
 _PICK_ROW = get_op("pick").parse_params({"axis": 1})
 
 register(OpDef(
-    "batch_take", _batch_take, inputs=("a", "indices"),
+    "batch_take", _batch_take, inputs=("a", "indices"), aliases=("choose_element_0index",),
     gradient=lambda F, p, i, o, g: [F._pick_backward(g[0], i[1], shape=i[0].shape, axis=1), None],
     save=("inputs",), family="indexing",
     doc="out[i] = a[i, indices[i]] for 2-D `a` (indices clipped into range)."))
+
+
+def _fill_element_0index(xp, p, lhs, mhs, rhs):
+    if lhs.ndim != 2 or mhs.shape != (lhs.shape[0],) or rhs.shape != (lhs.shape[0],):
+        raise GpundaError(f"Operator fill_element_0index: needs a 2-D lhs and 1-D mhs, rhs of "
+                          f"length lhs.shape[0]; got lhs {lhs.shape}, mhs {mhs.shape}, "
+                          f"rhs {rhs.shape}")
+    cols = _fix_indices(xp, rhs, lhs.shape[1], "clip", "fill_element_0index")
+    out = lhs.copy()
+    out[xp.arange(lhs.shape[0]), cols] = mhs
+    return out
+
+
+def _g_fill_element_0index(F, p, i, o, g):
+    # the filled cells came from mhs: lhs's gradient is g with those cells zeroed
+    zero = F.zeros_like(i[1])
+    return [F.fill_element_0index(g[0], zero, i[2]), F.batch_take(g[0], i[2]), None]
+
+
+register(OpDef(
+    "fill_element_0index", _fill_element_0index, inputs=("lhs", "mhs", "rhs"),
+    gradient=_g_fill_element_0index, save=("inputs",), family="indexing",
+    doc="lhs with lhs[i, rhs[i]] = mhs[i] for each row i (a copy)."))
 
 
 def _strides(shape):

@@ -19,7 +19,7 @@ import math
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from ._util import legacy_scalar, matmul
+from ._util import legacy_scalar, matmul, require_same_dtype
 
 
 def _prod(dims):
@@ -65,6 +65,7 @@ def _dot(xp, p, a, b):
     if a.ndim == 0 or b.ndim == 0:
         raise GpundaError(f"Operator dot: inputs must have at least one dimension, got lhs "
                           f"shape {a.shape} and rhs shape {b.shape}")
+    require_same_dtype("dot", ("lhs", "rhs"), a, b)
     lv, ta, rv, tb, out = _views(a.shape, b.shape, p.transpose_a, p.transpose_b)
     a2 = a.reshape(lv)
     b2 = b.reshape(rv)
@@ -119,6 +120,7 @@ def _batch_dot(xp, p, a, b):
     if a.ndim < 3 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
         raise GpundaError(f"Operator batch_dot: lhs shape {a.shape} and rhs shape {b.shape} "
                           f"must both have >= 3 dims and the same leading batch dims")
+    require_same_dtype("batch_dot", ("lhs", "rhs"), a, b)
     a2 = xp.swapaxes(a, -1, -2) if p.transpose_a else a
     b2 = xp.swapaxes(b, -1, -2) if p.transpose_b else b
     if a2.shape[-1] != b2.shape[-2]:

@@ -394,6 +394,42 @@ _reg("_slice_scatter", _slice_scatter,
      doc="Zeros of `shape` with the slice (begin, end, step) set to the input (slice's adjoint).")
 
 
+def _slice_assign(xp, p, lhs, rhs):
+    key = _slice_tuple("_slice_assign", lhs.shape, p.begin, p.end, p.step)
+    want = lhs[key].shape
+    if tuple(rhs.shape) != want:
+        raise _err("_slice_assign", f"rhs shape {tuple(rhs.shape)} must equal the slice shape "
+                                    f"{want} of lhs {tuple(lhs.shape)}")
+    if lhs.dtype != rhs.dtype:
+        raise _err("_slice_assign", f"rhs dtype {rhs.dtype} must equal lhs dtype {lhs.dtype}")
+    out = lhs.copy()
+    out[key] = rhs
+    return out
+
+
+def _slice_assign_scalar(xp, p, x):
+    out = x.copy()
+    out[_slice_tuple("_slice_assign_scalar", x.shape, p.begin, p.end, p.step)] = p.scalar
+    return out
+
+
+def _g_slice_assign_lhs(F, p, g):
+    # the assigned region came from rhs (or the scalar): lhs gets no gradient there
+    return F._slice_assign_scalar(g, scalar=0.0, begin=p.begin, end=p.end, step=p.step)
+
+
+_reg("_slice_assign", _slice_assign, aliases=("_crop_assign",), params=_SLICE_PARAMS,
+     inputs=("lhs", "rhs"),
+     gradient=lambda F, p, i, o, g: [_g_slice_assign_lhs(F, p, g[0]),
+                                     F.slice(g[0], begin=p.begin, end=p.end, step=p.step)],
+     save=(),
+     doc="lhs with the slice [begin, end) (step) replaced by rhs (a copy).")
+_reg("_slice_assign_scalar", _slice_assign_scalar, aliases=("_crop_assign_scalar",),
+     params=[Param("scalar", "float", 0.0, "the value to write")] + _SLICE_PARAMS,
+     gradient=lambda F, p, i, o, g: [_g_slice_assign_lhs(F, p, g[0])], save=(),
+     doc="data with the slice [begin, end) (step) set to `scalar` (a copy).")
+
+
 def _slice_axis_range(x, p):
     ax = _axis_in("slice_axis", p.axis, x.ndim)
     n = x.shape[ax]
@@ -672,6 +708,9 @@ def _broadcast_like(xp, p, lhs, rhs):
         if p.lhs_axes is None or p.rhs_axes is None or len(p.lhs_axes) != len(p.rhs_axes):
             raise _err("broadcast_like", f"lhs_axes={p.lhs_axes} and rhs_axes={p.rhs_axes} "
                                          f"must both be given with the same length")
+        if not p.lhs_axes:
+            raise _err("broadcast_like", "lhs_axes=() and rhs_axes=(): an empty axes tuple is "
+                                         "not allowed (pass None to broadcast every axis)")
         pairs = []
         for la, ra in zip(p.lhs_axes, p.rhs_axes):
             if not -lhs.ndim <= la < lhs.ndim:

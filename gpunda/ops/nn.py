@@ -24,7 +24,7 @@ import numpy as np
 from .. import autograd as _ag
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from ._util import matmul, norm_axis, sum_to_shape
+from ._util import matmul, norm_axis, sum_to_shape, require_same_dtype
 from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
@@ -75,6 +75,10 @@ def _fc_2d(x, flatten):
 
 
 def _fully_connected(xp, p, x, w, b=None):
+    if b is None:
+        require_same_dtype("FullyConnected", ("data", "weight"), x, w)
+    else:
+        require_same_dtype("FullyConnected", ("data", "weight", "bias"), x, w, b)
     x2 = _fc_2d(x, p.flatten)
     H = p.num_hidden
     if tuple(w.shape) != (H, x2.shape[1]):
@@ -407,6 +411,31 @@ register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_gr
                inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
                doc="Log of softmax along `axis`, computed stably; use_length as softmax."))
+
+
+def _softmin(xp, p, x, length=None):
+    # softmin(x) = softmax(-x): the negation happens before the dtype cast and temperature
+    if p.use_length:
+        return _masked_softmax(xp, p, -x, length, "softmin", False)
+    x, ax = _softmax_prep(xp, p, -x, "softmin")
+    return _softmax_core(xp, x, ax, False)
+
+
+def _grad_softmin(F, p, ins, outs, og):
+    x, y, g = ins[0], outs[0], og[0]
+    ax = norm_axis(p.axis, x.ndim, "softmin")
+    gx = -(y * (g - _sum_keep(F, g * y, ax)))
+    t = _temp(p)
+    if t != 1.0:
+        gx = gx / t
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
+
+
+register(OpDef("softmin", _softmin, params=_SOFTMAX_PARAMS, gradient=_grad_softmin,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
+               save=("inputs", "outputs"), family="nn", infer_shape=_same,
+               doc="Softmin along `axis`: softmax of -x (temperature, dtype, use_length as "
+                   "softmax)."))
 register(OpDef(
     "_length_mask_op", lambda xp, p, x, length: _length_mask(xp, x, length, p.axis, "softmax")
     .astype(x.dtype), inputs=("data", "length"), params=[Param("axis", "int")], nondiff=True,

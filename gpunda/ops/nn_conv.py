@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..base import GpundaError
-from ._util import matmul
+from ._util import matmul, require_same_dtype
 from .registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -208,6 +208,10 @@ def _check_groups(opname, C, F, G):
 
 
 def _convolution(xp, p, x, w, b=None):
+    if b is None:
+        require_same_dtype("Convolution", ("data", "weight"), x, w)
+    else:
+        require_same_dtype("Convolution", ("data", "weight", "bias"), x, w, b)
     kernel, stride, dilate, pad = _conv_geo(p, x.ndim, "Convolution")
     C, F, G = x.shape[1], p.num_filter, p.num_group
     _check_groups("Convolution", C, F, G)
@@ -341,6 +345,10 @@ def _deconv_geo(p, in_sp):
 
 
 def _deconvolution(xp, p, x, w, b=None):
+    if b is None:
+        require_same_dtype("Deconvolution", ("data", "weight"), x, w)
+    else:
+        require_same_dtype("Deconvolution", ("data", "weight", "bias"), x, w, b)
     nd = len(p.kernel)
     if x.ndim != nd + 2:
         raise GpundaError(f"Operator Deconvolution: input data must have {nd + 2} dimensions "

@@ -150,6 +150,17 @@ _op("mp_sgd_mom_update", _mp_sgd_mom, ("weight", "grad", "mom", "weight32"),
     state=("mom", "weight32"))
 
 
+def _ftml(xp, p, w, g, d, v, z):
+    # MXNet's FTMLKernel: weight decay is folded into the gradient before clipping
+    dt = w.dtype.type
+    gr = _clip(xp, dt(p.rescale_grad) * g.astype(w.dtype, copy=False) + dt(p.wd) * w, p.clip_grad)
+    v[...] = p.beta2 * v + (1 - p.beta2) * gr * gr
+    d_t = (1 - p.beta1 ** p.t) / p.lr * (xp.sqrt(v / (1 - p.beta2 ** p.t)) + p.epsilon)
+    z[...] = p.beta1 * z + (1 - p.beta1) * gr - (d_t - p.beta1 * d) * w
+    d[...] = d_t
+    return (-z / d_t).astype(w.dtype, copy=False)
+
+
 def _ftrl(xp, p, w, g, z, n):
     gr = _rescaled(xp, p, g, w.dtype)
     z[...] = z + gr - (xp.sqrt(n + gr * gr) - xp.sqrt(n)) * w / p.lr
@@ -167,3 +178,11 @@ _op("ftrl_update", _ftrl, ("weight", "grad", "z", "n"),
     "FTRL-Proximal (MXNet's formula): z += g - (sqrt(n + g^2) - sqrt(n)) * w / lr; "
     "n += g^2; w = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, "
     "else 0. A row_sparse grad updates only its rows.", state=("z", "n"))
+
+
+_op("ftml_update", _ftml, ("weight", "grad", "d", "v", "z"),
+    [Param("lr", "float", doc="learning rate"), Param("beta1", "float", 0.6),
+     Param("beta2", "float", 0.999), Param("epsilon", "float", 1e-8),
+     Param("t", "int", doc="update count (from 1)"), Param("wd", "float", 0.0),
+     Param("rescale_grad", "float", 1.0), Param("clip_grad", "float", -1.0)],
+    "FTML (Zheng & Kwok 2017): states d, v, z are updated in place.", state=("d", "v", "z"))

@@ -437,3 +437,31 @@ register(OpDef(
     num_outputs=_topk_nout, num_visible=lambda p: 2 if p.ret_typ == "both" else 1,
     gradient=_g_topk, save=("inputs", "outputs"), family="reduce",
     doc="The k largest (or smallest) elements along an axis: values, indices, a mask, or both."))
+
+# ----------------------------------------------------------------------------
+# histogram
+
+
+def _histogram(xp, p, data, bins=None):
+    flat = data.reshape(-1)
+    if bins is not None:
+        edges = bins
+    else:
+        if p.bin_cnt is None or p.range is None:
+            raise GpundaError("Operator _histogram: give a bins input, or bin_cnt and range")
+        lo, hi = p.range
+        if lo > hi:
+            raise GpundaError(f"Operator _histogram: range={p.range} must have low <= high")
+        edges = xp.linspace(lo, hi, p.bin_cnt + 1).astype(data.dtype)
+    counts, _ = xp.histogram(flat, bins=edges)
+    return counts.astype(np.int64), edges.astype(data.dtype, copy=False)
+
+
+register(OpDef(
+    "_histogram", _histogram,
+    inputs=lambda p: ("data",) if p.bin_cnt is not None else ("data", "bins"),
+    params=[Param("bin_cnt", "int", None, "number of equal bins over range"),
+            Param("range", "float_or_tuple", None, "(low, high) of the bins")],
+    num_outputs=2, nondiff=True, save=(), family="reduce",
+    doc="Counts of the flattened data per bin (int64) and the bin edges; values outside the "
+        "edges are ignored, the last bin includes its right edge."))

@@ -132,3 +132,26 @@ def test_zeros_like_ones_like(rng):
 def test_logical_not():
     r = nd.logical_not(nd.array([0.0, 2.0]))
     assert r.asnumpy().tolist() == [1.0, 0.0]
+
+
+def test_rcbrt_against_numpy_and_its_gradient():
+    x = np.array([1.0, 8.0, 27.0, 0.125, 3.0])
+    a = nd.array(x, dtype="float64")
+    np.testing.assert_allclose(nd.rcbrt(a).asnumpy(), 1 / np.cbrt(x))
+    np.testing.assert_allclose(a.rcbrt().asnumpy(), 1 / np.cbrt(x))
+    a.attach_grad()
+    with mx.autograd.record():
+        y = nd.rcbrt(a)
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), -x ** (-4.0 / 3) / 3, rtol=1e-12)
+
+
+def test_relu_keeps_nan_in_value_and_gradient():
+    # MXNet 1.9.1 (test_ndarray_nan_comparison): relu(NaN) = NaN and its gradient is NaN
+    x = nd.array([np.nan, -1.0, 0.0, 2.0, np.inf])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.relu(x)
+    y.backward()
+    np.testing.assert_array_equal(y.asnumpy(), [np.nan, 0, 0, 2, np.inf])
+    np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 0, 0, 1, 1])

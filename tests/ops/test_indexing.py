@@ -366,3 +366,30 @@ def test_index_copy_and_index_array(rng):
     np.testing.assert_array_equal(ia.asnumpy(), np.stack(np.indices((2, 3)), axis=-1))
     np.testing.assert_array_equal(nd.index_array(nd.ones((2, 3)), axes=(-1,)).asnumpy()[..., 0],
                                   np.indices((2, 3))[1])
+
+
+def test_choose_and_fill_element_0index_match_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 4))
+    cols = rng.integers(0, 4, size=6)
+    vals = rng.standard_normal(6)
+    got = mx.nd.choose_element_0index(mx.nd.array(x), mx.nd.array(cols))
+    np.testing.assert_allclose(got.asnumpy(), x[np.arange(6), cols].astype(np.float32))
+    want = x.astype(np.float32).copy()
+    want[np.arange(6), cols] = vals
+    got = mx.nd.fill_element_0index(mx.nd.array(x), mx.nd.array(vals), mx.nd.array(cols))
+    np.testing.assert_allclose(got.asnumpy(), want)
+    with pytest.raises(GpundaError, match="fill_element_0index"):
+        mx.nd.fill_element_0index(mx.nd.array(x), mx.nd.array(vals[:3]), mx.nd.array(cols))
+
+
+def test_fill_element_0index_gradient():
+    x, v = mx.nd.ones((2, 3)), mx.nd.ones((2,))
+    x.attach_grad()
+    v.attach_grad()
+    w = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    with mx.autograd.record():
+        y = mx.nd.fill_element_0index(x, v, mx.nd.array([2, 0])) * w
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [[1, 2, 0], [0, 5, 6]])
+    np.testing.assert_array_equal(v.grad.asnumpy(), [3, 4])

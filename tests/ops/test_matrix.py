@@ -623,3 +623,53 @@ def test_gpu_matches_cpu(case):
         results.append([y.asnumpy() for y in ys] + [a.grad.asnumpy() for a in arrs])
     for c, g in zip(*results):
         np.testing.assert_allclose(g, c, rtol=1e-12, atol=1e-12)
+
+
+def test_slice_assign_and_crop_assign_match_numpy():
+    base = np.arange(12.0).reshape(3, 4)
+    rhs = -np.ones((2, 2))
+    want = base.copy()
+    want[0:2, 1:3] = rhs
+    for name in ("_slice_assign", "_crop_assign"):
+        got = getattr(mx.nd._internal, name)(mx.nd.array(base), mx.nd.array(rhs),
+                                             begin=(0, 1), end=(2, 3))
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    want = base.copy()
+    want[1:3, ::2] = 5
+    got = mx.nd._internal._slice_assign_scalar(mx.nd.array(base), scalar=5, begin=(1, None),
+                                               end=(3, None), step=(1, 2))
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    with pytest.raises(GpundaError, match="slice shape"):
+        mx.nd._internal._slice_assign(mx.nd.array(base), mx.nd.ones((3, 3)), begin=(0, 0),
+                                      end=(2, 2))
+
+
+def test_slice_assign_methods_write_in_place():
+    # MXNet 1.9.1: NDArray.slice_assign / slice_assign_scalar update the array itself
+    y = mx.nd.zeros((3, 4))
+    r = y.slice_assign(mx.nd.ones((1, 2)), (0, 0), (1, 2), (None, None))
+    assert r is y
+    y.slice_assign_scalar(3, (2, 1), (3, 4), (None, 2))
+    np.testing.assert_array_equal(y.asnumpy(), [[1, 1, 0, 0], [0, 0, 0, 0], [0, 3, 0, 3]])
+
+
+def test_slice_assign_gradients():
+    lhs, rhs = mx.nd.ones((3, 4)), mx.nd.ones((2, 2))
+    lhs.attach_grad()
+    rhs.attach_grad()
+    w = mx.nd.array(np.arange(12.0).reshape(3, 4))
+    with autograd.record():
+        y = mx.nd._internal._slice_assign(lhs, rhs, begin=(0, 1), end=(2, 3)) * w
+    y.backward()
+    want = np.arange(12.0).reshape(3, 4)
+    want_lhs = want.copy()
+    want_lhs[0:2, 1:3] = 0
+    np.testing.assert_array_equal(lhs.grad.asnumpy(), want_lhs)
+    np.testing.assert_array_equal(rhs.grad.asnumpy(), want[0:2, 1:3])
+
+
+def test_broadcast_like_refuses_empty_axes():
+    lhs, rhs = mx.nd.ones((1, 2, 1, 3)), mx.nd.ones((5, 6, 7, 8))
+    assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)
+    with pytest.raises(GpundaError, match="empty axes"):
+        mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())

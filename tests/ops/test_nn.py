@@ -101,7 +101,7 @@ def test_fully_connected_column_bias(rng):
     assert bb.grad.shape == (2, 1)
     np.testing.assert_allclose(bb.grad.asnumpy(), np.full((2, 1), 3.0))
     with pytest.raises(GpundaError, match=r"bias has shape \(1, 2\), expected \(2,\) or \(2, 1\)"):
-        nd.FullyConnected(_nd(x), _nd(w), nd.ones((1, 2)), num_hidden=2)
+        nd.FullyConnected(_nd(x), _nd(w), nd.ones((1, 2), dtype="float64"), num_hidden=2)
     op = mx.ops.get_op("FullyConnected")
     p = op.parse_params({"num_hidden": "2"})
     assert op.infer_shape(p, [(3, 4), None, (2, 1)])[0][2] == (2, 1)
@@ -581,3 +581,17 @@ def test_instance_norm(rng):
         b.reshape(1, 3, 1, 1)
     np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-12)
     _fd_check(lambda a, c, d: nd.InstanceNorm(a, c, d), [x, g, b], [0, 1, 2])
+
+
+def test_softmin_is_softmax_of_the_negation():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5))
+    for axis, t in ((1, 1.0), (0, 2.0), (-1, 0.5)):
+        e = np.exp(-(x - x.min(axis=axis, keepdims=True)) / t)
+        want = e / e.sum(axis=axis, keepdims=True)
+        got = mx.nd.softmin(mx.nd.array(x, dtype="float64"), axis=axis, temperature=t)
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12)
+    # MXNet 1.9.1's output for [[1, 2, 3]], temperature 2
+    np.testing.assert_allclose(mx.nd.array([[1, 2, 3]]).softmin(temperature=2.0).asnumpy(),
+                               [[0.5064804, 0.3071959, 0.18632373]], rtol=1e-6)
+    check_numeric_gradient(lambda a: mx.nd.softmin(a, axis=1), [x])

@@ -144,3 +144,43 @@ def test_update_ops_string_params_and_errors(rng):
     np.testing.assert_array_equal(m.asnumpy(), 1)
     assert mx.ops.get_op("adam_update").mutates == (2, 3)
     assert mx.ops.get_op("adam_update").nondiff
+
+
+# values printed by MXNet 1.9.1 for the same inputs (float32)
+_FTML_IN = dict(w=[0.5, -1.0, 2.0, 0.01], g=[0.3, -0.2, 1.5, -4.0], d=[0.1, 0.2, 0.3, 0.4],
+                v=[0.01, 0.02, 0.03, 0.04], z=[0.05, -0.05, 0.1, 0.0])
+
+
+def test_ftml_update_matches_mxnet():
+    a = {k: nd.array(v) for k, v in _FTML_IN.items()}
+    out = nd.ftml_update(a["w"], a["g"], a["d"], a["v"], a["z"], lr=0.1, t=3, wd=0.01,
+                         rescale_grad=0.5, clip_grad=1.0)
+    np.testing.assert_allclose(out.asnumpy(), [0.491487, -0.9904193, 1.9709222, 0.02371805],
+                               rtol=1e-5)
+    np.testing.assert_allclose(a["d"].asnumpy(), [14.331062, 20.248983, 25.036364, 28.983707],
+                               rtol=1e-5)
+    np.testing.assert_allclose(a["v"].asnumpy(), [0.01001402, 0.0199921, 0.03056289, 0.04095999],
+                               rtol=1e-5)
+    np.testing.assert_allclose(a["z"].asnumpy(), [-7.043531, 20.054983, -49.344727, -0.687437],
+                               rtol=1e-5)
+    np.testing.assert_array_equal(a["w"].asnumpy(), np.float32(_FTML_IN["w"]))   # out= not given
+
+
+def test_ftrl_update_matches_mxnet():
+    w, g = nd.array(_FTML_IN["w"]), nd.array(_FTML_IN["g"])
+    z, n = nd.array([0.05, -0.05, 0.1, 0.0]), nd.array([0.1, 0.2, 0.3, 0.4])
+    out = nd.ftrl_update(w, g, z, n, lr=0.1, lamda1=0.02, beta=1.0, wd=0.01, rescale_grad=0.5,
+                         clip_gradient=0.5)
+    np.testing.assert_allclose(out.asnumpy(), [-0.00082449, 0.00134041, 0.1869568, 0.02752157],
+                               rtol=1e-5)
+    np.testing.assert_allclose(z.asnumpy(), [0.03113886, -0.03956005, -3.2779462, -0.517377],
+                               rtol=1e-5)
+    np.testing.assert_allclose(n.asnumpy(), [0.1225, 0.21, 0.55, 0.65], rtol=1e-6)
+
+
+def test_ftrl_zeroes_weights_inside_lamda1():
+    # |z| <= lamda1 after the update gives exactly 0 (the L1 proximal step)
+    w, g = nd.zeros((3,)), nd.zeros((3,))
+    z, n = nd.array([0.001, -0.5, 0.5]), nd.ones((3,))
+    out = nd.ftrl_update(w, g, z, n, lr=1.0, lamda1=0.01)
+    assert out.asnumpy()[0] == 0 and out.asnumpy()[1] > 0 and out.asnumpy()[2] < 0

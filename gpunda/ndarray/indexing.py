@@ -1,0 +1,133 @@
+"""MXNet's indexing helpers of ``mxnet.ndarray.ndarray``: key validation, implicit axes,
+dispatch codes and the contiguity rule of basic slicing.
+
+``NDArray.__getitem__``/``__setitem__`` index the backend array directly (NumPy's
+rules, which MXNet 1.x follows); these helpers give MXNet's errors for keys it
+refuses and its public helper functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaValueError, GpundaIndexError, integer_types
+
+__all__ = ["indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
+           "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types"]
+
+# MXNet's return codes of get_indexing_dispatch_code
+_NDARRAY_UNSUPPORTED_INDEXING = -1
+_NDARRAY_BASIC_INDEXING = 0
+_NDARRAY_ADVANCED_INDEXING = 1
+_NDARRAY_EMPTY_TUPLE_INDEXING = 2
+
+# 0-d boolean index markers of indexing_key_expand_implicit_axes
+_NDARRAY_NO_ZERO_DIM_BOOL_ARRAY = -1
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE = 0
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE = 1
+
+
+def _is_array_like(idx):
+    from .ndarray import NDArray
+    return isinstance(idx, (NDArray, np.ndarray, list, range))
+
+
+def check_key_types(key):
+    """Raise MXNet's ValueError for an index entry that is not an int, slice, None,
+    Ellipsis, bool or array-like (a float, a str ...)."""
+    for idx in key if isinstance(key, tuple) else (key,):
+        if idx is None or idx is Ellipsis or isinstance(idx, (slice, bool, tuple)) \
+                or isinstance(idx, integer_types) or _is_array_like(idx):
+            continue
+        if hasattr(idx, "__cuda_array_interface__"):
+            continue
+        raise GpundaValueError(f"NDArray does not support slicing with key {idx!r} of type "
+                               f"{type(idx)}.")
+
+
+def get_indexing_dispatch_code(key):
+    """0 for basic indexing (ints, slices, None), 1 for advanced (arrays, lists),
+    2 for an empty tuple entry; ValueError for an unsupported entry. ``key`` is a tuple."""
+    if not isinstance(key, tuple):
+        raise GpundaValueError(f"get_indexing_dispatch_code: key must be a tuple, got "
+                               f"{type(key).__name__}")
+    for idx in key:
+        if isinstance(idx, tuple):
+            return _NDARRAY_EMPTY_TUPLE_INDEXING if not idx else _NDARRAY_ADVANCED_INDEXING
+        if _is_array_like(idx):
+            return _NDARRAY_ADVANCED_INDEXING
+        if not (idx is None or isinstance(idx, (slice, integer_types))):
+            raise GpundaValueError(f"NDArray does not support slicing with key {idx!r} of type "
+                                   f"{type(idx)}.")
+    return _NDARRAY_BASIC_INDEXING
+
+
+def indexing_key_expand_implicit_axes(key, shape):
+    """``(key, prepend)``: ``key`` as a tuple with the axes an Ellipsis (or a short key)
+    stands for written out as ``slice(None)``; ``prepend`` marks a 0-d boolean entry
+    (-1 none, 0 False, 1 True). Boolean arrays need NumPy array mode (ValueError here).
+
+    Example:
+        >>> indexing_key_expand_implicit_axes((0,), (3, 4, 5))[0]
+        (0, slice(None, None, None), slice(None, None, None))
+    """
+    from .ndarray import NDArray
+    if not isinstance(key, tuple):
+        key = (key,)
+    ell_at = None
+    n_new = 0
+    rest = []
+    prepend = _NDARRAY_NO_ZERO_DIM_BOOL_ARRAY
+    for i, idx in enumerate(key):
+        if idx is Ellipsis:
+            if ell_at is not None:
+                raise GpundaIndexError("Cannot use more than one ellipsis (`...`) for indexing")
+            ell_at = i
+            continue
+        if isinstance(idx, bool) or (isinstance(idx, (NDArray, np.ndarray)) and idx.ndim == 0
+                                     and np.dtype(idx.dtype) == np.bool_):
+            prepend = _NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE if bool(idx) \
+                else _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE
+            continue
+        if isinstance(idx, (NDArray, np.ndarray)) and np.dtype(idx.dtype) == np.bool_:
+            raise GpundaValueError("Cannot perform boolean indexing in legacy mode. Please "
+                                   "activate numpy semantics by calling `npx.set_np()` in the "
+                                   "global scope before calling this function.")
+        if isinstance(idx, (NDArray, np.ndarray)) and idx.ndim == 0:
+            idx = int(idx.item())
+        if idx is None:
+            n_new += 1
+        rest.append(idx)
+    if ell_at is None:
+        ell_at = len(rest)
+    fill = len(shape) + n_new - len(rest)
+    return tuple(rest[:ell_at]) + (slice(None),) * fill + tuple(rest[ell_at:]), prepend
+
+
+def get_oshape_of_gather_nd_op(dshape, ishape):
+    """Output shape of ``gather_nd`` for data shape ``dshape`` and indices shape ``ishape``."""
+    m = ishape[0]
+    return tuple(ishape[1:]) + tuple(dshape[m:])
+
+
+def slice_is_contiguous(slc_key, shape):
+    """Whether ``x[slc_key]`` (one slice per axis of ``shape``) is C-contiguous, by
+    NumPy's rule: length-1 axes are ignored and an empty result is contiguous."""
+    if len(slc_key) != len(shape):
+        raise GpundaValueError(f"slice_is_contiguous: {len(slc_key)} slices for a shape with "
+                               f"{len(shape)} axes")
+    lens, steps = [], []
+    for slc, n in zip(slc_key, shape):
+        start, stop, step = slc.indices(n)
+        lens.append(len(range(start, stop, step)))
+        steps.append(step)
+    if 0 in lens:
+        return True
+    expect = 1          # the stride (in elements) a contiguous result has on this axis
+    c_stride = 1        # the stride of the axis in the original array
+    for ln, step, n in zip(reversed(lens), reversed(steps), reversed(shape)):
+        if ln != 1:
+            if c_stride * step != expect:
+                return False
+            expect *= ln
+        c_stride *= n
+    return True
