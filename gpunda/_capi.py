@@ -19,6 +19,11 @@ import os
 
 from .base import GpundaError, NotImplementedForGpunda
 
+# As MXNet's base.py: code that handles DLPack capsules through ctypes.pythonapi (MXNet's
+# own tests do) relies on these result types being set at import.
+ctypes.pythonapi.PyCapsule_New.restype = ctypes.py_object
+ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+
 mx_uint = ctypes.c_uint
 mx_int = ctypes.c_int
 mx_float = ctypes.c_float

@@ -149,3 +149,10 @@ def test_handle_array_names_arrays_in_the_handle_table():
     cb = base.MXCallbackList(2)
     assert cb.num_callbacks == 2 and [f for f, _ in cb._fields_] == [
         "num_callbacks", "callbacks", "contexts"]
+
+
+def test_pythonapi_capsule_result_types_set_at_import():
+    # MXNet's base sets them; ctypes code reading capsule pointers (MXNet's test_dlpack)
+    # would otherwise truncate the pointer to a C int
+    assert ctypes.pythonapi.PyCapsule_GetPointer.restype is ctypes.c_void_p
+    assert ctypes.pythonapi.PyCapsule_New.restype is ctypes.py_object
