@@ -686,6 +686,12 @@ def _no_rule_error(node):
 
 def _rule_failed(node, err):
     name = node.op.name if node is not None and node.op is not None else "?"
+    from . import _oom
+    ctx = getattr(node, "ctx", None) if node is not None else None
+    if _oom.is_oom(err, ctx):
+        _oom.free_caches(ctx)
+        return _oom.oom_error(f"Operator {name}: gradient failed", ctx or "the device", err,
+                              retried=False)
     return GpundaError(f"Operator {name}: gradient failed: {type(err).__name__}: {err}")
 
 

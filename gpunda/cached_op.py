@@ -24,6 +24,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from . import _oom
 from . import autograd as _ag
 from .base import GpundaError
 from .imperative import write_outputs
@@ -219,6 +220,7 @@ class CachedOp:
         if not isinstance(sym, Symbol):
             raise GpundaError(f"CachedOp: sym must be a Symbol, got {type(sym).__name__}")
         self._sym = sym
+        _oom.track_cached_op(self)
         order = sym._topo()
         inputs = [n for n in order if n.op is None]
         names = [n.name for n in inputs]
@@ -371,11 +373,13 @@ class CachedOp:
             xp = ctx.backend.xp
             arrays = [a._data for a in args]
             with ctx.backend.device_scope() if xp is not np else contextlib.nullcontext():
-                if recording:
-                    vals = self._run_plain(xp, ctx, arrays, keep=True)
-                    raw = [self._head_value(vals, h, xp) for h in self._heads]
-                else:
-                    raw = self._run_fast(xp, ctx, arrays)
+                try:
+                    vals, raw = self._compute(xp, ctx, arrays, recording)
+                except GpundaError as e:
+                    if not _oom.is_oom(e, ctx):
+                        raise
+                    vals, raw = _oom.retry(lambda: self._compute(xp, ctx, arrays, recording),
+                                           ctx, lambda e2: e2, e)
             res = [_new(r, ctx) for r in raw]
             for k in self._mutated_inputs:
                 a = args[k]
@@ -386,6 +390,22 @@ class CachedOp:
             write_outputs(outs_list, res, "CachedOp")
             return out
         return res[0] if self.num_outputs == 1 else res
+
+    def _compute(self, xp, ctx, arrays, recording):
+        if recording:
+            vals = self._run_plain(xp, ctx, arrays, keep=True)
+            return vals, [self._head_value(vals, h, xp) for h in self._heads]
+        return None, self._run_fast(xp, ctx, arrays)
+
+    def _release_device_caches(self):
+        """Drop static buffers and graphs (rebuilt on the next call); True if any were held."""
+        held = bool(self._plans or self._graphs)
+        self._plans.clear()
+        for e in self._graphs.values():
+            e.release()
+        self._graphs.clear()
+        self._graph_calls.clear()
+        return held
 
     def _head_value(self, vals, h, xp):
         v = vals[h]
@@ -937,13 +957,12 @@ class _CupyGraphs:
     """CUDA-graph primitives over CuPy (GPU only)."""
 
     def __init__(self, ctx):
-        import cupy
         from .backends import _cuda_gemm
-        self.cp = cupy
+        cupy = self.cp = ctx.backend.xp     # cupy (or the test stand-in's module)
         with ctx.backend.device_scope():
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.gemm = _cuda_gemm.matmul
-        self.prepare_gemm = _cuda_gemm.prepare
+        self.prepare_gemm = lambda dtypes: _cuda_gemm.prepare(dtypes, cupy)
 
     def new_pool(self):
         return self.cp.cuda.MemoryPool()

@@ -122,10 +122,13 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         raise
     except Exception as e:
         failed = _failed_input(arrays)
-        if failed is None:
+        if failed is not None:
+            # a library refused a Poisoned input (CuPy does not call its hooks): same as reading it
+            res = _poison_outputs(failed, arrays, lambda a: _rerun(op, p, xp, ctx, a))
+        elif not _is_oom(e, ctx):
             raise _op_error(op, inputs, p, e) from e
-        # a library refused a Poisoned input (CuPy does not call its hooks): same as reading it
-        res = _poison_outputs(failed, arrays, lambda a: _rerun(op, p, xp, ctx, a))
+        else:
+            res = _retry_after_oom(op, inputs, p, ctx, xp, arrays, e)
     nout = op.fixed_nout
     if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
         ctx = op.out_ctx(p)
@@ -283,3 +286,25 @@ def write_outputs(targets, outs, where, inputs=()):
         t._assign_from(r)
         if r._ag is not None:
             _ag._retarget_output(r._ag[0], i, t)
+
+
+def _is_oom(e, ctx):
+    from . import _oom
+    return _oom.is_oom(e, ctx)
+
+
+def _retry_after_oom(op, inputs, p, ctx, xp, arrays, err):
+    """Out of device memory in ``op``: free gpunda's caches, compute once more (gpunda/_oom.py)."""
+    from . import _oom
+
+    def run():
+        if op.wants_ctx:
+            return op.compute(xp, p, *arrays, ctx=ctx)
+        return op.compute(xp, p, *arrays)
+
+    def again():
+        if xp is np:
+            return run()
+        with ctx._backend.device_scope():
+            return run()
+    return _oom.retry(again, ctx, lambda e: _op_error(op, inputs, p, e), err)

@@ -10,6 +10,14 @@ from gpunda.backends import discovery
 _N_GPUS, _WHY = discovery.probe()
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--standin-gpu", action="store_true", default=False,
+        help="run the suite with the default device on the test stand-in GPU (CuPy's rules "
+             "on NumPy; needs cupy importable): GPUNDA_TEST_STANDIN_GPU=1 "
+             "GPUNDA_DEFAULT_DEVICE=gpu")
+
+
 def _fixture_candidates():
     """Where the MXNet 1.9.1 fixtures may be: ``$GPUNDA_MXNET_FIXTURES`` when set (and
     then only it, so pointing it at an empty folder shows what a clone without them
@@ -33,8 +41,16 @@ os.environ["GPUNDA_MXNET_FIXTURES"] = FIXTURES or str(_CANDIDATES[0])
 
 
 def pytest_configure(config):
+    global _N_GPUS, _WHY
     config.addinivalue_line("markers", "mxnet_fixtures: needs the MXNet 1.9.1 fixture files "
                                        "(outside the repository; skipped when absent)")
+    if config.getoption("--standin-gpu", False):
+        os.environ["GPUNDA_TEST_STANDIN_GPU"] = "1"
+        os.environ["GPUNDA_DEFAULT_DEVICE"] = "gpu"
+        discovery._probe_result = None
+        from gpunda import context
+        context._reset_default_for_tests()
+        _N_GPUS, _WHY = discovery.probe()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,6 +71,16 @@ def _reset_autograd_state():
     yield
     ag.set_recording(False)
     ag.set_training(False)
+
+
+@pytest.fixture
+def standin_gpu():
+    """``gpu(0)`` is the test stand-in (CuPy's rules on NumPy) in this test; skips without
+    an importable CuPy. Yields the stand-in's array module."""
+    pytest.importorskip("cupy", reason="the stand-in GPU reads CuPy's namespaces")
+    from gpunda.backends import _standin
+    with _standin.enabled():
+        yield _standin.xp
 
 
 @pytest.fixture

@@ -93,6 +93,8 @@ def test_shares_memory_space():
 
 @pytest.fixture
 def fresh_default(monkeypatch):
+    # these tests are about finding real GPUs: the test stand-in (--standin-gpu) is off
+    monkeypatch.delenv("GPUNDA_TEST_STANDIN_GPU", raising=False)
     monkeypatch.setattr(discovery, "_probe_result", None)
     ctxmod._reset_default_for_tests()
     yield monkeypatch
@@ -226,7 +228,7 @@ def test_features_report_sparse_and_cuda():
 def test_gpu_context_computes_on_gpu():
     a = mx.nd.array([1.0, 2.0], ctx=mx.gpu(0))
     assert a.context == mx.gpu(0)
-    assert type(a._data).__module__.startswith("cupy")
+    assert a.context.backend.is_gpu and type(a._data) is a.context.backend.xp.ndarray
     assert ((a * 2).asnumpy() == [2.0, 4.0]).all()
     gpus = discovery.list_gpus()
     assert gpus and gpus[0].total_bytes and gpus[0].name

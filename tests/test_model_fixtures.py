@@ -63,15 +63,23 @@ def _block(model):
     manifest, _ = _fixture(model)
     names = [i["name"] for i in manifest["inputs"]]
     return gluon.SymbolBlock.imports(os.path.join(FIX, f"{model}-symbol.json"), names,
-                                     os.path.join(FIX, f"{model}-0000.params"), ctx=mx.cpu())
+                                     os.path.join(FIX, f"{model}-0000.params"), ctx=mx.current_context())
 
 
 # -- checkpoint loading and saving --------------------------------------------------------
 
+def _checkpoint(model):
+    """load_checkpoint (arrays on cpu(0), as in MXNet), moved to the default device."""
+    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    ctx = mx.current_context()
+    return (sym, {k: v.as_in_context(ctx) for k, v in args.items()},
+            {k: v.as_in_context(ctx) for k, v in auxs.items()})
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_load_checkpoint_splits_args_and_aux(model):
     manifest, _ = _fixture(model)
-    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    sym, args, auxs = _checkpoint(model)
     want_args = {p["name"]: p for p in manifest["params"] if p["kind"] == "arg"}
     want_aux = {p["name"]: p for p in manifest["params"] if p["kind"] == "aux"}
     assert set(args) == set(want_args) and set(auxs) == set(want_aux)
@@ -88,7 +96,7 @@ def test_load_checkpoint_splits_args_and_aux(model):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_checkpoint_roundtrip(model, tmp_path):
-    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    sym, args, auxs = _checkpoint(model)
     prefix = str(tmp_path / model)
     mx.model.save_checkpoint(prefix, 7, sym, args, auxs)
     assert sorted(os.listdir(tmp_path)) == [f"{model}-0007.params", f"{model}-symbol.json"]
@@ -201,7 +209,7 @@ def test_cached_op_predict_and_grad(model):
     if not hasattr(mx, "CachedOp"):
         pytest.skip("gpunda.CachedOp is not available")
     manifest, npz = _fixture(model)
-    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    sym, args, auxs = _checkpoint(model)
     op = mx.CachedOp(sym)
     ins, data = _cached_op_inputs(sym, manifest, npz, args, auxs, with_grad=True)
     outs = _as_list(op(*ins))
@@ -219,11 +227,11 @@ def test_cached_op_predict_and_grad(model):
 @pytest.mark.parametrize("model", MODELS)
 def test_executor_predict(model):
     manifest, npz = _fixture(model)
-    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    sym, args, auxs = _checkpoint(model)
     if not hasattr(sym, "bind"):
         pytest.skip("Symbol.bind is not available")
     data = dict(zip([i["name"] for i in manifest["inputs"]], _inputs(manifest, npz, False)))
-    exe = sym.bind(mx.cpu(), args={**args, **data}, aux_states=auxs, grad_req="null")
+    exe = sym.bind(mx.current_context(), args={**args, **data}, aux_states=auxs, grad_req="null")
     outs = exe.forward(is_train=False)
     for o, spec in zip(outs, manifest["outputs"]):
         _close(o, npz[spec["predict_npz_key"]], manifest, f"{model} executor predict")

@@ -452,7 +452,7 @@ class _Case:
         with ag.record(train_mode=self.train):
             outs = self._run(xs)
         heads = [outs[i] for i in self.float_out]
-        hg = [nd.array(h, dtype=o.dtype) for h, o in zip(self.heads, heads)]
+        hg = [nd.array(h, dtype=o.dtype, ctx=o.context) for h, o in zip(self.heads, heads)]
         grads = ag.grad(heads, [xs[i] for i in self.wrt], head_grads=hg,
                         create_graph=create_graph)
         return xs, grads

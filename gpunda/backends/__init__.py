@@ -6,10 +6,14 @@ on the device: they receive ``xp`` (numpy or cupy) and write one body.
 """
 from __future__ import annotations
 
+import sys as _sys
+
+import numpy as _np
+
 from ..base import GpundaError
 from ._numpy import NumpyBackend
 
-__all__ = ["Backend", "cpu_backend", "gpu_backend", "backend_of_xp", "discovery"]
+__all__ = ["Backend", "cpu_backend", "gpu_backend", "backend_of_xp", "array_module", "discovery"]
 
 _cpu = NumpyBackend()
 _gpus = {}
@@ -30,6 +34,10 @@ def gpu_backend(device_id):
             raise GpundaError(f"gpu({device_id}) is not usable: {why}")
         if device_id >= n:
             raise GpundaError(f"gpu({device_id}) does not exist: {n} GPU(s) visible (0..{n - 1})")
+        if discovery.standin_active():
+            from ._standin import StandinBackend   # test-only: GPUNDA_TEST_STANDIN_GPU
+            b = _gpus[device_id] = StandinBackend(device_id)
+            return b
         from ._cupy import CupyBackend
         b = _gpus[device_id] = CupyBackend(device_id)
     return b
@@ -40,6 +48,17 @@ def backend_of_xp(xp):
     if xp is _cpu.xp:
         return _cpu
     return gpu_backend(xp.cuda.Device().id)
+
+
+def array_module(a):
+    """numpy, cupy or the test stand-in's module: whichever owns array ``a``."""
+    if isinstance(a, _np.ndarray):
+        return _np
+    st = _sys.modules.get("gpunda.backends._standin")
+    if st is not None and type(a) is st.ndarray:
+        return st.xp
+    import cupy
+    return cupy
 
 
 from . import discovery  # noqa: E402

@@ -24,6 +24,15 @@ class CupyBackend(Backend):
         import cupyx.scipy.sparse
         return cupyx.scipy.sparse
 
+    @property
+    def special(self):
+        import cupyx.scipy.special
+        return cupyx.scipy.special
+
+    @property
+    def oom_error(self):
+        return self.xp.cuda.memory.OutOfMemoryError
+
     def device_scope(self):
         return self._device
 

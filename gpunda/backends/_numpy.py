@@ -31,6 +31,8 @@ class Backend:
         """A NumPy array holding the values of backend array ``arr``."""
         raise NotImplementedError
 
+    oom_error = MemoryError   # what running out of this backend's memory raises
+
     def is_array(self, obj):
         return isinstance(obj, self.xp.ndarray)
 
@@ -54,6 +56,11 @@ class NumpyBackend(Backend):
     def sp(self):
         import scipy.sparse
         return scipy.sparse
+
+    @property
+    def special(self):
+        import scipy.special
+        return scipy.special
 
     def from_host(self, arr):
         return np.array(arr, copy=True)

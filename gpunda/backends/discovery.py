@@ -46,6 +46,9 @@ def probe():
 
 
 def _probe():
+    if os.environ.get("GPUNDA_TEST_STANDIN_GPU", "").strip().lower() not in ("", "0", "false",
+                                                                              "no"):
+        return _probe_standin()
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return 0, "CUDA_VISIBLE_DEVICES is empty"
     try:
@@ -65,6 +68,21 @@ def _probe():
     except Exception as e:
         return 0, f"CUDA device 0 is not usable ({_short(e)})"
     return n, ""
+
+
+def _probe_standin():
+    # the test-only CuPy stand-in (backends/_standin.py): one GPU, CuPy's rules on NumPy
+    try:
+        import cupy  # noqa: F401 -- the stand-in reads CuPy's namespaces
+    except Exception as e:
+        return 0, f"GPUNDA_TEST_STANDIN_GPU is set but CuPy cannot be imported ({_short(e)})"
+    return 1, ""
+
+
+def standin_active():
+    """Whether gpu(0) is the test stand-in (GPUNDA_TEST_STANDIN_GPU and CuPy importable)."""
+    return probe()[0] > 0 and os.environ.get("GPUNDA_TEST_STANDIN_GPU", "").strip().lower() \
+        not in ("", "0", "false", "no")
 
 
 def _short(e):
@@ -130,6 +148,10 @@ def list_gpus():
     n, _ = probe()
     if n == 0:
         return []
+    if standin_active():
+        from . import _standin, _standin_cuda
+        free, total = _standin_cuda.runtime.memGetInfo()
+        return [GpuInfo(0, None, _standin.NAME, total, free)]
     import cupy
     nv = _nvml()
     gpus = []

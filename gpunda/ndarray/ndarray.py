@@ -800,10 +800,21 @@ def array(source_array, ctx=None, dtype=None):
             host = host.astype(np.float32 if host.dtype.kind in "fiub" or host.ndim else host.dtype)
     if ctx._xp is np:
         return _new(host, ctx)
-    return _new(ctx.backend.from_host(host), ctx)
+    try:
+        return _new(ctx.backend.from_host(host), ctx)
+    except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
+        from .. import _oom
+        if not _oom.is_oom(e, ctx):
+            raise
+        return _new(_oom.retry(lambda: ctx.backend.from_host(host), ctx,
+                               lambda e2: _oom.describe("array", host.shape, host.dtype), e), ctx)
 
 
 def _cuda_to_host(obj):
+    from ..backends import array_module
+    xp = array_module(obj) if not isinstance(obj, np.ndarray) else None
+    if xp is not None and xp is not np and isinstance(obj, xp.ndarray):
+        return xp.asnumpy(obj)
     import cupy
     return cupy.asnumpy(cupy.asarray(obj))
 
@@ -816,7 +827,14 @@ def _make(where, shape, ctx, dtype, fill):
     if xp is np:
         return _new(fill(np, shape, dt), ctx)
     with ctx.backend.device_scope():
-        return _new(fill(xp, shape, dt), ctx)
+        try:
+            return _new(fill(xp, shape, dt), ctx)
+        except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
+            from .. import _oom
+            if not _oom.is_oom(e, ctx):
+                raise
+            return _new(_oom.retry(lambda: fill(xp, shape, dt), ctx,
+                                   lambda e2: _oom.describe(where, shape, dt), e), ctx)
 
 
 def empty(shape, ctx=None, dtype=None, stype=None):

@@ -13,8 +13,8 @@ def special(xp):
     if xp is np:
         import scipy.special as sps
         return sps
-    import cupyx.scipy.special as cps
-    return cps
+    from ..backends import backend_of_xp
+    return backend_of_xp(xp).special
 
 
 def scalar_for(x, s):

@@ -33,8 +33,7 @@ def scatter_add(xp, z, key, vals):
     if xp.__name__ == "numpy":
         np.add.at(flat, pos.reshape(-1), vals)
     else:
-        import cupyx
-        cupyx.scatter_add(flat, pos.reshape(-1), vals)
+        flat.scatter_add(pos.reshape(-1), vals)
     return z
 
 

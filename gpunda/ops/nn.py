@@ -770,8 +770,7 @@ def _scatter_rows(xp, out, idx, vals):
     if xp is np:
         np.add.at(out, idx, vals)
     else:
-        import cupyx
-        cupyx.scatter_add(out, idx, vals)
+        out.scatter_add(idx, vals)
 
 
 def _embedding_wgrad(xp, p, data, g):

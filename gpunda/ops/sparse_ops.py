@@ -65,10 +65,8 @@ _CUPYX_DTYPES = frozenset(np.dtype(t) for t in ("bool", "float32", "float64", "c
 
 def xp_of(a):
     """numpy or cupy, whichever owns array ``a``."""
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-    return cupy
+    from ..backends import array_module
+    return array_module(a)
 
 
 def sp_of(xp):
@@ -76,8 +74,8 @@ def sp_of(xp):
     if xp is np:
         import scipy.sparse as s
         return s
-    import cupyx.scipy.sparse as s
-    return s
+    from ..backends import backend_of_xp
+    return backend_of_xp(xp).sp
 
 
 def _i64(xp, a):
@@ -832,8 +830,7 @@ def _scatter_add_rows(xp, out, idx, vals):
     if xp is np:
         np.add.at(out, idx, vals)
     else:
-        import cupyx
-        cupyx.scatter_add(out, idx, vals)
+        out.scatter_add(idx, vals)
 
 
 def _embedding_rsp_grad(xp, p, data, g):

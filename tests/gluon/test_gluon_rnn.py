@@ -29,7 +29,7 @@ def _block(name):
 @pytest.mark.parametrize("hybridize", [False, True])
 def test_mxnet_saved_weights_give_mxnet_outputs(name, hybridize):
     block = _block(name)
-    block.load_parameters(str(DATA / f"gluon_rnn_mxnet191_{name}.params"))
+    block.load_parameters(str(DATA / f"gluon_rnn_mxnet191_{name}.params"), ctx=mx.current_context())
     if hybridize and not name.endswith("cell"):
         block.hybridize()
     x = nd.array(REF["x"])

@@ -115,7 +115,7 @@ def _seed_weights(net, x):
     params = net._collect_params_with_prefix()
     arrays = fixture.seeded_arrays([(k, p.shape) for k, p in params.items()])
     net.collect_params().load_dict({p.name: nd.array(arrays[k]) for k, p in params.items()},
-                                   ctx=mx.cpu())
+                                   ctx=mx.current_context())
 
 
 def _output_cases():
@@ -141,7 +141,8 @@ def _file_net(case):
 @pytest.mark.parametrize("case", sorted(fixture.FILE_CASES))
 def test_mxnet_saved_parameters_give_mxnets_output(case):
     net, x = _file_net(case)
-    net.load_parameters(str(DATA / f"model_zoo_mxnet191_{case}.params"))
+    net.load_parameters(str(DATA / f"model_zoo_mxnet191_{case}.params"),
+                        ctx=mx.current_context())
     want = MX_OUTPUTS["file_" + case]
     assert_close_to_mxnet(net(x).asnumpy(), want)
     net.hybridize()
@@ -173,7 +174,8 @@ def test_exported_graph_equals_mxnets(case, tmp_path):
 @pytest.mark.parametrize("case", ["mobilenet_v2_0_25", "densenet_small"])
 def test_hybridized_equals_imperative_and_trains(case):
     net, x = _file_net(case)
-    net.load_parameters(str(DATA / f"model_zoo_mxnet191_{case}.params"))
+    net.load_parameters(str(DATA / f"model_zoo_mxnet191_{case}.params"),
+                        ctx=mx.current_context())
     imperative = net(x).asnumpy()
     net.hybridize()
     np.testing.assert_allclose(net(x).asnumpy(), imperative, rtol=1e-5, atol=1e-6)
