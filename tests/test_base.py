@@ -104,7 +104,7 @@ def test_lib_env_and_gpu_count():
 
 
 def test_ndarray_handle_round_trip_through_dlpack_pointer():
-    x = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    x = mx.nd.array([[1, 2, 3], [4, 5, 6]], ctx=mx.cpu())
     capsule = mx.nd.to_dlpack_for_read(x)
     ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
     ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]

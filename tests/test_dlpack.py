@@ -1,4 +1,4 @@
-"""DLPack: MXNet's bare 'dltensor' capsules in and out (gpunda/ndarray/_dlpack.py)."""
+"""DLPack: MXNet's bare 'dltensor' capsules in and out (gpunda/ndarray/_dlpack.py), host arrays."""
 import gc
 
 import numpy as np
@@ -8,7 +8,7 @@ import gpunda as mx
 
 
 def test_capsule_round_trip_shares_memory():
-    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3), ctx=mx.cpu())
     z = mx.nd.from_dlpack(mx.nd.to_dlpack_for_read(x))
     assert z.shape == (2, 3) and z.dtype == np.float32
     x[:] = 5
@@ -18,7 +18,7 @@ def test_capsule_round_trip_shares_memory():
 
 
 def test_import_outlives_the_exporter():
-    x = mx.nd.array([1.0, 2.0, 3.0])
+    x = mx.nd.array([1.0, 2.0, 3.0], ctx=mx.cpu())
     z = mx.nd.from_dlpack(mx.nd.to_dlpack_for_write(x))
     del x
     gc.collect()
@@ -26,7 +26,7 @@ def test_import_outlives_the_exporter():
 
 
 def test_capsule_consumed_once():
-    cap = mx.nd.to_dlpack_for_read(mx.nd.ones((2,)))
+    cap = mx.nd.to_dlpack_for_read(mx.nd.ones((2,), ctx=mx.cpu()))
     mx.nd.from_dlpack(cap)
     with pytest.raises(mx.MXNetError, match="imported only once"):
         mx.nd.from_dlpack(cap)

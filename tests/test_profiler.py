@@ -64,7 +64,7 @@ def test_symbolic_plan_steps_are_timed(prof):
 
 def test_trace_file_has_begin_end_pairs(prof):
     profiler.set_state("run")
-    y = mx.nd.ones((4, 4)) * 3
+    y = mx.nd.ones((4, 4), ctx=mx.cpu()) * 3
     mx.nd.relu(y)
     profiler.set_state("stop")
     profiler.dump()
@@ -189,7 +189,7 @@ def test_dump_not_finished_keeps_events(prof):
 
 def test_memory_counters_follow_allocations(prof):
     profiler.set_state("run")
-    a = mx.nd.ones((10, 10))                 # 400 bytes, made outside any op
+    a = mx.nd.ones((10, 10), ctx=mx.cpu())   # 400 bytes, made outside any op
     b = a * a                                # +400
     c = b + 1                                # +400
     del b                                    # -400 once freed
