@@ -35,6 +35,8 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+from .attribute import AttrScope  # noqa: E402
+from .util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: E402
 
 # MXNet's top-level names from util, attribute and the small modules
 from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402

@@ -92,10 +92,16 @@ def inspect_symbol_file(path, shapes=(), out=None):
         text = f.read()
     try:
         g = json.loads(text)
-        nodes = g["nodes"]
-        heads = g["heads"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise GpundaError(f"inspect: {path!r} is not an MXNet symbol JSON ({e})") from None
+    except ValueError as e:
+        raise GpundaError(f"inspect: {path!r} is not valid JSON ({e})") from None
+    missing = [k for k in ("nodes", "heads") if not isinstance(g, dict) or k not in g]
+    if missing:
+        raise GpundaError(f"inspect: {path!r} is not an MXNet symbol JSON: it has no "
+                          f"{' and no '.join(repr(k) for k in missing)} entry")
+    nodes, heads = g["nodes"], g["heads"]
+    if not isinstance(nodes, list) or not isinstance(heads, list):
+        raise GpundaError(f"inspect: {path!r} is not an MXNet symbol JSON: 'nodes' and 'heads' "
+                          f"must be lists")
     try:
         v = int(g.get("attrs", {}).get("mxnet_version", [None, 0])[1])
         version = f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v else None
@@ -146,8 +152,8 @@ def _print_shapes(symbol, given, out):
         int_s = internals.infer_shape_partial(**given)[1]
         int_names = internals.list_outputs()
     except GpundaError as e:
-        print(f"note: shape inference failed: {e}", file=out)
-        return 1
+        given_s = ", ".join(f"{k}={_fmt_shape(v)}" for k, v in given.items())
+        raise GpundaError(f"inspect: the shapes {given_s} do not fit the graph: {e}") from None
     except (AttributeError, NotImplementedError) as e:
         print(f"note: shapes not inferred: shape inference is not available ({e})", file=out)
         return 1

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import threading
 
-from .base import GpundaError, _ClassPropertyMeta, classproperty, with_metaclass
+from .base import _ClassPropertyMeta, classproperty, with_metaclass
+from .name import _deprecated
 
 __all__ = ["AttrScope", "current"]
 
@@ -16,7 +17,8 @@ class AttrScope(with_metaclass(_ClassPropertyMeta, object)):
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise GpundaError(f"AttrScope: attribute {k}={v!r} must be a string")
+                # MXNet raises ValueError here
+                raise ValueError(f"AttrScope: attribute {k}={v!r} must be a string")
         self._attr = kwargs
         self._old = None
 
@@ -43,11 +45,13 @@ class AttrScope(with_metaclass(_ClassPropertyMeta, object)):
 
     @classproperty
     def current(cls):
-        """The AttrScope in effect for this thread; assignable (``AttrScope.current = ...``)."""
+        """The AttrScope in effect for this thread (deprecated in MXNet; assignable)."""
+        _deprecated("AttrScope")
         return current()
 
     @current.setter
     def current(cls, value):
+        _deprecated("AttrScope")
         AttrScope._state.current = value
 
 

@@ -132,24 +132,6 @@ def check_call(ret):
         raise get_last_ffi_error()
 
 
-class NotImplementedForSymbol(GpundaError):
-    """A function that exists for NDArray only was called with Symbols."""
-
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = function.__name__
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = f"Function {self.function}"
-        if self.alias:
-            msg += f' (namely operator "{self.alias}")'
-        if self.args:
-            msg += f" with arguments ({', '.join(self.args)})"
-        return msg + " is not implemented for Symbol and only available in NDArray."
-
-
 class NotSupportedForSparseNDArray(GpundaError):
     """A function that exists for dense NDArrays only was called with a sparse one."""
 
@@ -168,6 +150,28 @@ class NotSupportedForSparseNDArray(GpundaError):
         return msg + " is not supported for SparseNDArray and only available in NDArray."
 
 
+class NotImplementedForSymbol(GpundaError):
+    """An NDArray-only operation tried on a Symbol (MXNet's class, same signature).
+
+    ``function`` is the method refused, ``alias`` the operator spelling (``'+='``)
+    or None, ``args`` the operands (only their types are kept for the message).
+    """
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."
+
+
 # Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),
 # gpunda raises one of these: the exception MXNet code catches, and still a GpundaError.
 class GpundaValueError(GpundaError, ValueError):
@@ -180,6 +184,11 @@ class GpundaIndexError(GpundaError, IndexError):
 
 class GpundaTypeError(GpundaError, TypeError):
     """A ``TypeError`` where MXNet raises one (an operand type NDArray does not take)."""
+
+
+class GpundaAssertionError(GpundaError, AssertionError):
+    """A refusal where MXNet's Python code asserts: both a GpundaError and the
+    AssertionError MXNet code and tests catch."""
 
 
 register_error(NotImplementedForSymbol)

@@ -152,11 +152,12 @@ def _out_writer(op, p, xp, nin):
 
 class _Step:
     __slots__ = ("op", "p", "ins", "outs", "name", "nout", "compute", "wants_ctx", "capturable",
-                 "why_not", "gemm")
+                 "why_not", "gemm", "seq1")
 
     def __init__(self, node, ins, outs):
         self.op, self.p, self.ins, self.outs, self.name = node.op, node.p, ins, outs, node.name
         self.nout = len(outs)
+        self.seq1 = node.op.fixed_nout is None and self.nout == 1
         self.compute = node.op.compute
         self.wants_ctx = node.op.wants_ctx
         op = node.op
@@ -448,8 +449,12 @@ class CachedOp:
     def _call_step(self, st, xp, ctx, ins):
         try:
             if st.wants_ctx:
-                return st.compute(xp, st.p, *ins, ctx=ctx)
-            return st.compute(xp, st.p, *ins)
+                r = st.compute(xp, st.p, *ins, ctx=ctx)
+            else:
+                r = st.compute(xp, st.p, *ins)
+            # ops whose output count depends on params may return a sequence even for
+            # one output (SliceChannel with num_outputs=1); imperative.invoke takes both
+            return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
         except GpundaError as e:
             raise GpundaError(f"CachedOp node {st.name!r}: {e}") from None
         except Exception as e:

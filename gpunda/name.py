@@ -21,7 +21,7 @@ class NameManager(with_metaclass(_ClassPropertyMeta, object)):
         """``name`` if given, else the next automatic name for ``hint``."""
         if name:
             return name
-        hint = hint.lower()
+        # the hint is used as given (MXNet's callers lower-case operator names themselves)
         n = self._counter.get(hint, 0)
         self._counter[hint] = n + 1
         return f"{hint}{n}"
@@ -37,11 +37,13 @@ class NameManager(with_metaclass(_ClassPropertyMeta, object)):
 
     @classproperty
     def current(cls):
-        """The NameManager in effect for this thread; assignable (``NameManager.current = ...``)."""
+        """The NameManager in effect for this thread (deprecated in MXNet; assignable)."""
+        _deprecated("NameManager")
         return current()
 
     @current.setter
     def current(cls, value):
+        _deprecated("NameManager")
         NameManager._state.current = value
 
 
@@ -54,6 +56,12 @@ class Prefix(NameManager):
 
     def get(self, name, hint):
         return self._prefix + super().get(name, hint)
+
+
+def _deprecated(cls_name):
+    import warnings
+    warnings.warn(f"{cls_name}.current has been deprecated; use the `with` statement with "
+                  f"{cls_name}", DeprecationWarning, stacklevel=3)
 
 
 _global = NameManager()

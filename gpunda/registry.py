@@ -1,15 +1,20 @@
-"""MXNet's ``mx.registry``: name -> class factories (``register``/``alias``/``create``)
-for a base class, as optimizers, initializers and metrics use them in MXNet."""
+"""Name -> class registries with ``register``/``alias``/``create`` (MXNet 1.x ``mx.registry``).
+
+MXNet builds its metric, optimizer and initializer factories from these helpers:
+a registry per base class, keyed by lower-case name; ``create`` accepts a name,
+an instance (returned as is), a dict of constructor arguments holding the
+nickname key, or the JSON forms ``'["name", {kwargs}]'`` and ``'{"nickname": ...}'``.
+"""
 from __future__ import annotations
 
 import json
 import warnings
 
-from .base import GpundaError
+from .base import GpundaAssertionError
 
 __all__ = ["get_registry", "get_register_func", "get_alias_func", "get_create_func"]
 
-_REGISTRY = {}      # base class -> {lower-case name: class}
+_REGISTRY = {}
 
 
 def _table(base_class):
@@ -22,77 +27,73 @@ def get_registry(base_class):
 
 
 def get_register_func(base_class, nickname):
-    """``register(klass, name=None)``: file a subclass of ``base_class`` under ``name``
-    (default: the class name), case-insensitively."""
-    registry = _table(base_class)
+    """``register(klass, name=None)`` adding subclasses of ``base_class`` to its registry."""
+    table = _table(base_class)
 
     def register(klass, name=None):
         if not (isinstance(klass, type) and issubclass(klass, base_class)):
-            raise GpundaError(f"{nickname}.register: can only register subclasses of "
-                              f"{base_class.__name__}, got {klass!r}")
-        name = (klass.__name__ if name is None else name).lower()
-        old = registry.get(name)
+            raise GpundaAssertionError(f"{nickname}.register: {klass!r} is not a subclass of "
+                              f"{base_class.__name__}")
+        key = (name or klass.__name__).lower()
+        old = table.get(key)
         if old is not None and old is not klass:
-            warnings.warn(f"New {nickname} {klass.__module__}.{klass.__name__} registered with "
-                          f"name {name} is overriding existing {nickname} "
-                          f"{old.__module__}.{old.__name__}", UserWarning, stacklevel=2)
-        registry[name] = klass
+            warnings.warn(f"new {nickname} {klass.__module__}.{klass.__name__} registered as "
+                          f"{key!r} overrides {old.__module__}.{old.__name__}", UserWarning,
+                          stacklevel=2)
+        table[key] = klass
         return klass
-    register.__doc__ = f"Register {nickname} to the {nickname} factory"
+    register.__doc__ = f"Register a {nickname} class under its lower-case name (or ``name``)."
     return register
 
 
 def get_alias_func(base_class, nickname):
-    """``@alias('a', 'b')``: register the decorated class under extra names."""
+    """``alias(*names)``: a class decorator registering the class under extra names."""
     register = get_register_func(base_class, nickname)
 
     def alias(*aliases):
-        def reg(klass):
-            for name in aliases:
-                register(klass, name)
+        def decorate(klass):
+            for a in aliases:
+                register(klass, a)
             return klass
-        return reg
+        return decorate
+    alias.__doc__ = f"Class decorator: register a {nickname} under the given names too."
     return alias
 
 
 def get_create_func(base_class, nickname):
-    """``create(name_or_instance, *args, **kwargs)``: an instance of the registered class.
-
-    ``name`` may also be a dict of keyword arguments (with ``nickname`` naming the
-    class), or the JSON of ``[name, kwargs]`` or of such a dict; an instance of
-    ``base_class`` passes through.
-    """
-    registry = _table(base_class)
+    """``create(name_or_instance_or_config, *args, **kwargs)`` for ``base_class``'s registry."""
+    table = _table(base_class)
 
     def create(*args, **kwargs):
         if args:
-            name, args = args[0], args[1:]
+            spec, args = args[0], args[1:]
         elif nickname in kwargs:
-            name = kwargs.pop(nickname)
+            spec = kwargs.pop(nickname)
         else:
-            raise GpundaError(f"{nickname}.create: give the {nickname} name as the first "
-                              f"argument or as {nickname}=...")
-        if isinstance(name, base_class):
+            raise GpundaAssertionError(f"{nickname}.create: no {nickname} given (a name, an instance "
+                              f"or a config)")
+        if isinstance(spec, base_class):
             if args or kwargs:
-                raise GpundaError(f"{nickname}.create: {name!r} is already an instance; "
-                                  f"additional arguments are invalid")
-            return name
-        if isinstance(name, dict):
-            return create(**name)
-        if not isinstance(name, str):
-            raise GpundaError(f"{nickname}.create: {nickname} must be a string, got "
-                              f"{type(name).__name__}")
-        if name.startswith("[") or name.startswith("{"):
+                raise GpundaAssertionError(f"{nickname}.create: {spec!r} is already an instance; extra "
+                                  f"arguments {args!r} {kwargs!r} are invalid")
+            return spec
+        if isinstance(spec, dict):
+            return create(**spec)
+        if not isinstance(spec, str):
+            raise GpundaAssertionError(f"{nickname}.create: {nickname}={spec!r} must be a name, an "
+                              f"instance of {base_class.__name__} or a config")
+        if spec.startswith("[") or spec.startswith("{"):
             if args or kwargs:
-                raise GpundaError(f"{nickname}.create: a JSON {nickname} takes no other arguments")
-            spec = json.loads(name)
-            if isinstance(spec, dict):
-                return create(**spec)
-            return create(spec[0], **spec[1])
-        key = name.lower()
-        if key not in registry:
-            raise GpundaError(f"{nickname}.create: {name!r} is not registered; register it with "
-                              f"{nickname}.register first (known: {', '.join(sorted(registry))})")
-        return registry[key](*args, **kwargs)
-    create.__doc__ = f"Create a {nickname} instance from config."
+                raise GpundaAssertionError(f"{nickname}.create: a JSON config takes no extra arguments")
+            parsed = json.loads(spec)
+            if isinstance(parsed, list):
+                return create(parsed[0], **parsed[1])
+            return create(**parsed)
+        klass = table.get(spec.lower())
+        if klass is None:
+            raise GpundaAssertionError(f"{nickname}.create: unknown {nickname} {spec!r}; registered: "
+                              f"{', '.join(sorted(table))}")
+        return klass(*args, **kwargs)
+    create.__doc__ = (f"A {nickname} from a registered name, an instance (returned as is) or "
+                      f"a config dict / JSON string.")
     return create

@@ -140,3 +140,14 @@ def test_registry_lookup():
 def test_public_invoke_accepts_names_and_strings():
     r = invoke("_plus_scalar", [nd.array([1.0])], scalar="2.5")
     assert r.asnumpy().tolist() == [3.5]
+
+
+def test_ops_without_params_ignore_keyword_arguments_as_mxnet():
+    # MXNet parses attributes only for ops with a parameter struct (observed in 1.9.1:
+    # nd.broadcast_maximum(a, b, axis=1) and nd.relu(a, foo=3) run)
+    a = nd.array([1.0, -2.0])
+    np.testing.assert_array_equal(nd.broadcast_maximum(a, nd.zeros((2,)), axis=1).asnumpy(),
+                                  [1.0, 0.0])
+    np.testing.assert_array_equal(nd.relu(a, foo=3).asnumpy(), [1.0, 0.0])
+    with pytest.raises(mx.GpundaError, match="unknown parameter foo"):
+        nd.sum(a, foo=3)

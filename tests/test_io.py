@@ -462,7 +462,7 @@ def test_missing_file_and_directory(tmp_path):
 
 @pytest.mark.mxnet_fixtures
 def test_symbol_json_is_not_an_ndarray_file():
-    with pytest.raises(GpundaError, match="bad magic"):
+    with pytest.raises(GpundaError, match="bad magic.*symbol JSON; load it with mx.sym.load"):
         mx.nd.load(os.path.join(FIX, "mlp-symbol.json"))
 
 
@@ -522,3 +522,22 @@ def test_inspect_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         _inspect.main([str(junk), "--shape", "data=1,x"])
     assert cli.main(["inspect", os.path.join(FIX, "nd_list.nd")]) == 0
+
+
+def test_inspect_reports_shapes_that_do_not_fit_and_json_without_heads(tmp_path, capsys):
+    from gpunda import __main__ as cli
+    w = mx.sym.var("fc_weight", shape=(32, 20))
+    path = str(tmp_path / "fc-symbol.json")
+    mx.sym.FullyConnected(mx.sym.var("data"), weight=w, num_hidden=32, name="fc").save(path)
+    assert cli.main(["inspect", path, "--shape", "data=4,7"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: inspect: the shapes data=(4, 7) do not fit the graph")
+    assert "'fc'" in err and "(32, 20)" in err and "(32, 7)" in err
+    g = json.load(open(path))
+    del g["heads"]
+    nohead = tmp_path / "nohead.json"
+    nohead.write_text(json.dumps(g))
+    assert cli.main(["inspect", str(nohead)]) == 1
+    assert capsys.readouterr().err.strip() == (f"error: inspect: {str(nohead)!r} is not an MXNet "
+                                               f"symbol JSON: it has no 'heads' entry")

@@ -21,12 +21,10 @@ import threading
 import warnings
 from collections import OrderedDict
 
-from .. import autograd
 from .. import name as _name
 from ..base import GpundaError
 from ..context import Context
-from .parameter import (Parameter, ParameterDict, DeferredInitializationError, _check_names,
-                        _shape_known)
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -168,13 +166,6 @@ class _HookHandle:
     def __exit__(self, *exc):
         self.detach()
         return False
-
-
-class _ImperativeOnly(threading.local):
-    depth = 0
-
-
-_imperative_only = _ImperativeOnly()
 
 
 class Block:
@@ -549,17 +540,8 @@ class HybridBlock(Block):
         if hook is not None:
             hook(*args)
             return
-        own = [p for p in self._reg_params.values() if not _shape_known(p.shape)]
-        if not own and _imperative_only.depth == 0:
-            # run once imperatively in predict mode without recording: every
-            # built-in layer fills its own shapes on the way
-            _imperative_only.depth += 1
-            try:
-                with autograd.pause(train_mode=False):
-                    self.forward(*args)
-            finally:
-                _imperative_only.depth -= 1
-            return
+        # as MXNet's: trace hybrid_forward with Symbols once and infer every shape
+        # symbolically (the graph is the one a hybridized block then caches)
         try:
             self.infer_shape(*args)
         except GpundaError as e:
@@ -593,7 +575,7 @@ class HybridBlock(Block):
         if _is_nd(x):
             ctx = x.context
             with ctx:
-                if self._active and _imperative_only.depth == 0 and _have_cached_op():
+                if self._active and _have_cached_op():
                     return self._call_cached_op(x, *args)
                 reg = self._reg_params
                 try:

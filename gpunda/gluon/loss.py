@@ -6,13 +6,18 @@ averaged over every axis except ``batch_axis``.
 """
 from __future__ import annotations
 
+import math
+
 from .. import ndarray as _ndmod
-from ..base import GpundaError
+from .. import ndarray  # noqa: F401 -- a name MXNet's loss module has
+from ..base import GpundaError, numeric_types  # noqa: F401
+from ..util import is_np_array  # noqa: F401
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
-           "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
-           "SquaredHingeLoss", "LogisticLoss"]
+           "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "CTCLoss", "HuberLoss",
+           "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss",
+           "CosineEmbeddingLoss", "SDMLLoss"]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -154,7 +159,8 @@ def _prod(shape):
 
 
 class KLDivLoss(Loss):
-    """Kullback-Leibler divergence; ``from_logits=True`` takes log-probabilities as pred."""
+    """Kullback-Leibler divergence per sample; ``from_logits=True`` takes log-probabilities
+    as pred."""
 
     def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -166,7 +172,8 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return self._mean(F, loss)
+        # summed over the non-batch axes (a divergence per sample), not averaged
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
 class HuberLoss(Loss):
@@ -230,3 +237,142 @@ class LogisticLoss(Loss):
         loss = F.relu(-pred * label) + F.Activation(-F.abs(-pred * label), act_type="softrelu")
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return self._mean(F, loss)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss (the CTCLoss op, blank = last class).
+
+    Args:
+        layout: 'NTC' or 'TNC', the axes of pred.
+        label_layout: 'NT' or 'TN', the axes of label; label values are 0..C-2 padded
+            with -1 unless label_lengths is given.
+        weight: scales the loss.
+
+    Forward: ``(pred, label, pred_lengths=None, label_lengths=None, sample_weight=None)``
+    returns one loss per sequence.
+    """
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise ValueError(f"CTCLoss: only 'NTC' and 'TNC' layouts for pred are supported, "
+                             f"got {layout!r}")
+        if label_layout not in ("NT", "TN"):
+            raise ValueError(f"CTCLoss: only 'NT' and 'TN' layouts for label are supported, "
+                             f"got {label_layout!r}")
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        inputs = [pred, label] + [x for x in (pred_lengths, label_lengths) if x is not None]
+        loss = F.CTCLoss(*inputs, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class TripletLoss(Loss):
+    """``max(0, |pred - positive|^2 - |pred - negative|^2 + margin)`` per sample."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, positive, negative):
+        positive = _reshape_like(F, positive, pred)
+        negative = _reshape_like(F, negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
+                     axis=self._batch_axis, exclude=True)
+        loss = F.relu(loss + self._margin)
+        return _apply_weighting(F, loss, self._weight, None)
+
+
+class PoissonNLLLoss(Loss):
+    """Negative log likelihood of ``target`` under a Poisson distribution, averaged over
+    every element (a single value).
+
+    Args:
+        from_logits: pred is ``log(rate)`` (loss ``exp(pred) - target * pred``); otherwise
+            pred is the rate (``pred - target * log(pred + epsilon)``).
+        compute_full: add Stirling's approximation of ``log(target!)`` for target > 1.
+    """
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            stirling = target * F.log(target) - target + 0.5 * F.log(2 * target * math.pi)
+            # only counted where target > 1 (log(target!) is 0 for 0 and 1)
+            loss = loss + stirling * (target > 1)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class CosineEmbeddingLoss(Loss):
+    """``1 - cos(input1, input2)`` for label 1 and ``max(0, cos - margin)`` for label -1,
+    one value per sample (shape (N, 1))."""
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(F, input1, input2)
+        label = label.reshape((-1, 1))
+        cos_sim = self._cosine_similarity(F, input1, input2)
+        same = F._equal_scalar(label, scalar=1.0)
+        different = F._equal_scalar(label, scalar=-1.0)
+        loss = (1 - cos_sim) * same + F.relu(different * (cos_sim - self._margin))
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+    @staticmethod
+    def _cosine_similarity(F, x, y, axis=-1):
+        x_norm = F.norm(x, axis=axis).reshape((-1, 1))
+        y_norm = F.norm(y, axis=axis).reshape((-1, 1))
+        x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
+        return x_dot_y / F._maximum_scalar(x_norm * y_norm, scalar=1e-12)
+
+
+class SDMLLoss(Loss):
+    """Smoothed deep metric learning loss over a batch of aligned pairs (x1[i], x2[i]).
+
+    Each row's softmax over negative squared distances to every x2 is pulled (by
+    KL divergence) towards a smoothed identity: ``1 - smoothing_parameter`` on the
+    matching pair, the rest spread over the other pairs. Returns one value per row.
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _compute_distances(self, F, x1, x2):
+        diffs = F.broadcast_sub(F.expand_dims(x1, 1), F.expand_dims(x2, 0))
+        return F.sum(F.square(diffs), axis=2)
+
+    def _compute_labels(self, F, batch_size):
+        gold = F.eye(batch_size)
+        return (gold * (1 - self.smoothing_parameter)
+                + (1 - gold) * self.smoothing_parameter / (batch_size - 1))
+
+    def hybrid_forward(self, F, x1, x2):
+        if x1.shape != x2.shape or len(x1.shape) != 2:
+            raise GpundaError(f"SDMLLoss: x1 and x2 must be 2-D of the same shape, got "
+                              f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+        labels = self._compute_labels(F, x1.shape[0])
+        distances = self._compute_distances(F, x1, x2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, labels.as_in_context(distances.context))

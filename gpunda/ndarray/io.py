@@ -313,6 +313,10 @@ def _read_file(src):
     """(records, names or None) from a whole NDArray file."""
     magic, _reserved, n = src.unpack(_HEADER, "file header")
     if magic != FILE_MAGIC:
+        if magic.to_bytes(8, "little").lstrip()[:1] == b"{":
+            raise src.error(f"not an MXNet NDArray file (bad magic 0x{magic:x}, expected "
+                            f"0x112): it looks like a symbol JSON; load it with mx.sym.load "
+                            f"(or mx.model.load_checkpoint)")
         raise src.error(f"not an MXNet NDArray file (bad magic 0x{magic:x}, expected 0x112)")
     if n * _MIN_RECORD_BYTES > src.remaining():
         raise src.error(f"corrupt: header claims {n} arrays but only {src.remaining()} bytes follow")

@@ -1,7 +1,7 @@
 """Ops that act on gradients rather than values, and user-defined autograd Functions.
 
 ``BlockGrad`` (alias ``stop_gradient``) passes values through and stops the
-gradient; ``make_loss`` passes them through and sends back a gradient of ones.
+gradient; ``make_loss``/``MakeLoss`` pass them through and start the gradient.
 ``call_function`` runs an ``autograd.Function``: forward with recording paused,
 then one tape node whose gradient calls the Function's ``backward`` on NDArrays.
 ``Custom`` runs an operator written in Python (``mx.operator``).
@@ -19,12 +19,36 @@ register(OpDef(
     doc="The input's values; no gradient flows back through it (its gradient is zero)."))
 
 
+# Loss heads (MXNet's make_loss / MakeLoss): the value passes through, and the backward
+# ignores the head gradient and starts from the loss's own constant gradient
 register(OpDef(
     "make_loss", lambda xp, p, x: x.copy(), output_names=("loss",),
     # ones shaped like the head gradient, which is shaped like the input: nothing is saved
     gradient=lambda F, p, i, o, g: [F.ones_like(g[0])], save=(), family="custom",
-    doc="Marks its input as a loss: the values pass through and the gradient sent back\n"
-        "is ones (whatever the head gradient), as MXNet's make_loss."))
+    doc="A loss head: the input's values; its gradient is ones (the head gradient is "
+        "ignored)."))
+
+
+def _make_loss_grad(F, p, ins, outs, og):
+    x = ins[0]
+    ones = F.ones_like(x)
+    if p.normalization == "batch":
+        return [ones * (p.grad_scale / x.shape[0])]
+    if p.normalization == "valid":
+        valid = F._maximum_scalar(F.sum(F._greater_scalar(x, scalar=p.valid_thresh)), scalar=1)
+        return [F.broadcast_div(ones * p.grad_scale, valid)]
+    return [ones * p.grad_scale]
+
+
+register(OpDef(
+    "MakeLoss", lambda xp, p, x: x.copy(), gradient=_make_loss_grad, save=("inputs",),
+    params=[Param("grad_scale", "float", 1.0, "gradient scale"),
+            Param("valid_thresh", "float", 0.0, "values above it count as valid ('valid')"),
+            Param("normalization", "enum", "null", choices=("null", "batch", "valid"),
+                  doc="divide the gradient by nothing, the batch size or the valid count")],
+    family="custom",
+    doc="A loss head: the input's values; its gradient is grad_scale, normalized per "
+        "`normalization`, whatever the head gradient."))
 
 
 def _never_computed(xp, p, *arrays):

@@ -470,3 +470,17 @@ register(OpDef("_broadcast_back",
                params=[Param("like_shape", "shape")],
                gradient=lambda F, p, i, o, g: [F._sum_to(g[0], shape=i[0].shape)],
                save=("inputs",), hidden=True, doc="Broadcast back to `like_shape`."))
+
+
+def _identity_like_rhs(xp, p, lhs, rhs):
+    if lhs.shape != rhs.shape:
+        raise GpundaError(f"Operator _identity_with_attr_like_rhs: lhs shape {lhs.shape} and "
+                          f"rhs shape {rhs.shape} must be equal")
+    return lhs.copy()
+
+
+# MXNet's shape-constraint op: the value of lhs, with rhs's shape (symbolic inference uses
+# it to push a shape backwards); rhs gets no gradient
+register(OpDef("_identity_with_attr_like_rhs", _identity_like_rhs, inputs=("lhs", "rhs"),
+               gradient=lambda F, p, i, o, g: [g[0], None], save=(), family="elemwise",
+               doc="The lhs values; lhs and rhs share one shape."))

@@ -689,37 +689,6 @@ _make_regression("LogisticRegressionOutput", _sigmoid, "logistic")
 _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
-# MakeLoss: the forward is the identity and the backward ignores the head gradient: the
-# input itself is the loss (MXNet's make_loss.cc; make_loss is in custom.py)
-
-def _make_loss_grad(xp, p, x):
-    if p.normalization == "valid":
-        count = max(int((x > p.valid_thresh).sum()), 1)
-        scale = p.grad_scale / count
-    elif p.normalization == "batch":
-        scale = p.grad_scale / (x.shape[0] if x.ndim else 1)
-    else:
-        scale = p.grad_scale
-    return xp.full(x.shape, scale, dtype=x.dtype)
-
-
-_MAKE_LOSS_PARAMS = [Param("grad_scale", "float", 1.0),
-                     Param("valid_thresh", "float", 0.0),
-                     Param("normalization", "enum", "null", choices=("null", "batch", "valid"))]
-register(OpDef(
-    "MakeLoss", lambda xp, p, x: x.copy(), params=_MAKE_LOSS_PARAMS, save=("inputs",),
-    gradient=lambda F, p, i, o, g: [F._make_loss_grad(i[0], grad_scale=p.grad_scale,
-                                                      valid_thresh=p.valid_thresh,
-                                                      normalization=p.normalization)],
-    family="nn",
-    doc="Use data as a loss: forward is the identity; the gradient is grad_scale (divided by "
-        "the batch size with normalization='batch', or by the number of elements above "
-        "valid_thresh with 'valid'), whatever the head gradient."))
-register(OpDef(
-    "_make_loss_grad", _make_loss_grad, params=_MAKE_LOSS_PARAMS, save=(),
-    gradient=lambda F, p, i, o, g: [None], hidden=True, family="nn",
-    doc="MakeLoss's gradient: a constant array (piecewise constant in data)."))
-
 # ---------------------------------------------------------------------------
 # Dropout
 

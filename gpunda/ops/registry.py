@@ -348,6 +348,8 @@ class OpDef:
             if spec is None and self.extra_params:
                 extra[k] = given[k] = v if isinstance(v, str) else str(v)
                 continue
+            if spec is None and not pm:
+                continue      # MXNet ignores keyword arguments of ops without a parameter struct
             if spec is None:
                 valid = ", ".join(p.name for p in self.params) or "none"
                 raise GpundaError(f"Operator {self.name}: unknown parameter {k}={v!r}; "

@@ -43,6 +43,11 @@ def arange(start, stop=None, step=1.0, repeat=1, name=None, dtype=None, **kwargs
                      name=name, dtype=dtype, **kwargs)
 
 
+def eye(N, M=0, k=0, dtype=None, name=None, **kwargs):
+    """An N x M symbol with ones on diagonal ``k`` (MXNet's ``sym.eye``)."""
+    return _creation("_eye", "eye", N=N, M=M, k=k, dtype=dtype, name=name, **kwargs)
+
+
 def __getattr__(name):
     # ops registered after import (custom ops) are looked up on demand
     try:
@@ -51,18 +56,36 @@ def __getattr__(name):
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
 
 
-def _prefixed_namespace(name, prefix):
-    """A module of the ops registered as ``<prefix><name>``, under their short names
-    (``sym.image.resize`` for ``_image_resize``), as ``nd`` makes its namespaces."""
-    import types
-    from ..ops.registry import all_names
-    mod = types.ModuleType(f"{__name__}.{name}", f"MXNet's sym.{name} namespace.")
-    for full, opdef in all_names().items():
-        if full.startswith(prefix) and not opdef.hidden:
-            setattr(mod, full[len(prefix):], _symbol.lookup(full))
-    return mod
+import builtins as _builtins  # noqa: E402
 
 
-image = _prefixed_namespace("image", "_image_")
+def _binary_fn(fname, sym_op, scalar_op, rscalar_op, pyop):
+    """``sym.<fname>(left, right)`` over Symbols and numbers, as MXNet's symbol.py."""
+    def fn(left, right):
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return _symbol.lookup(sym_op)(left, right)
+        if isinstance(left, Symbol):
+            return _symbol.lookup(scalar_op)(left, scalar=right)
+        if isinstance(right, Symbol):
+            return _symbol.lookup(rscalar_op)(right, scalar=left)
+        return pyop(left, right)
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = f"Element-wise {fname} of Symbols and/or numbers (no broadcasting)."
+    return fn
 
-from . import random  # noqa: E402,F401  (mx.sym.random)
+
+# builtins: this namespace's max/min are the reduction ops
+maximum = _binary_fn("maximum", "_Maximum", "_maximum_scalar", "_maximum_scalar", _builtins.max)
+minimum = _binary_fn("minimum", "_Minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
+hypot = _binary_fn("hypot", "_hypot", "_hypot_scalar", "_hypot_scalar",
+                   lambda a, b: (a * a + b * b) ** 0.5)
+power = _binary_fn("power", "_Power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
+pow = power  # noqa: A001  (MXNet's name)
+
+
+from . import namespaces as _namespaces  # noqa: E402
+
+_mods = _namespaces.build(_symbol.lookup, Symbol)
+contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
+from . import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
+symbol = _symbol

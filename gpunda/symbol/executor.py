@@ -1,11 +1,17 @@
 """Executor (MXNet's ``Symbol.bind`` / ``simple_bind`` result), built on CachedOp.
 
-``forward(is_train)`` runs the CachedOp over the bound arrays; with
-``is_train=True`` and some ``grad_req`` other than 'null' the call is
-recorded, and ``backward(out_grads)`` writes (or adds) the gradients into the
-bound gradient arrays.
+The graph that runs is the bound symbol after ``optimize.py``'s rewrites. As in
+MXNet, the output arrays exist from bind on and every ``forward`` writes into
+them, so references taken early see later results. ``forward(is_train)`` runs
+the CachedOp over the bound arrays; with ``is_train=True`` and some
+``grad_req`` other than 'null' the call is recorded, and ``backward(out_grads)``
+writes (or adds) the gradients into the bound gradient arrays. A ``backward``
+after an unrecorded forward first runs the forward again under recording
+(MXNet's executor keeps every forward's values for a backward).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..base import GpundaError
 
@@ -19,15 +25,12 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
     if values is None:
         values = {}
     if isinstance(values, dict):
-        out = {}
-        for k, v in values.items():
-            if k not in names and k not in extra_ok:
-                raise GpundaError(f"{where}: {k!r} is not one of {names}")
-            out[k] = v
+        # as MXNet: the names the graph has are taken, other keys are ignored
+        out = {k: v for k, v in values.items() if k in names or k in extra_ok}
     else:
         values = list(values)
         if len(values) != len(names):
-            raise GpundaError(f"{where}: got {len(values)} arrays for {len(names)} names {names}")
+            raise ValueError(f"{where}: got {len(values)} arrays for {len(names)} names {names}")
         out = dict(zip(names, values))
     for k, v in out.items():
         if v is not None and not isinstance(v, NDArray):
@@ -35,7 +38,7 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
     if not allow_missing:
         missing = [n for n in names if out.get(n) is None]
         if missing:
-            raise GpundaError(f"{where}: no array given for {missing}")
+            raise ValueError(f"{where}: no array given for {missing}")
     return out
 
 
@@ -43,14 +46,14 @@ class Executor:
     """Bound arrays plus a CachedOp: ``forward``, ``backward``, ``outputs``, ``*_dict``."""
 
     def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None,
-                 _cached_op=None):
+                 _cached_op=None, _outputs=None):
         from ..context import current_context, Context
         from ..cached_op import CachedOp
+        from .optimize import optimize, concretize_shapes, bound_dtypes_win
         self._symbol = sym
         self._ctx = Context(ctx) if ctx is not None else current_context()
         self._arg_names = sym.list_arguments()
         self._aux_names = sym.list_auxiliary_states()
-        self._input_names = sym.list_inputs()
         aux_in_args = {}
         if isinstance(args, dict):
             aux_in_args = {k: v for k, v in args.items() if k in self._aux_names}
@@ -77,10 +80,83 @@ class Executor:
                 reqs[n] = "null"
         self._grad_req = reqs
         self.grad_dict = {n: g for n, g in grads.items() if g is not None}
+        # the graph that runs: common subexpressions merged unless
+        # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
+        self._optimized = concretize_shapes(bound_dtypes_win(optimize(sym)), {
+            k: tuple(v.shape) for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())
+            if v is not None})
         # reshape() shares the CachedOp: its plans are kept per input signature
-        self._cop = _cached_op if _cached_op is not None else CachedOp(sym)
-        self.outputs = []
+        self._cop = _cached_op if _cached_op is not None else CachedOp(self._optimized)
+        # outputs exist from bind on, and forward writes into them (as MXNet's do)
+        self.outputs = _outputs if _outputs is not None else self._alloc_outputs()
         self._recorded = None
+        self._last_train = False
+        self._monitor = None
+
+    def _alloc_outputs(self):
+        from .. import ndarray as nd
+        from .infer import infer_graph, known
+        from .symbol import _var_shape
+        bound = list(self.arg_dict.items()) + list(self.aux_dict.items())
+        shapes = {k: v.shape for k, v in bound}
+        types = {k: v.dtype for k, v in bound}
+        # shapes and dtypes together: with the shapes known every op's output dtype is
+        # the one its compute gives (shape_array's int64)
+        s_map, t_map = infer_graph(self._symbol, shapes,
+                                   {k: np.dtype(v) for k, v in types.items()}, _var_shape)
+        keys = [(id(n), i) for n, i in self._symbol._outputs]
+        if not all(known(s_map.get(k)) for k in keys):
+            return []       # shapes known only once computed: the first forward allocates
+        return [nd.zeros(s_map[k], ctx=self._ctx, dtype=t_map.get(k) or np.float32)
+                for k in keys]
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call ``callback(name, array)`` after each forward for every op output (and, with
+        ``monitor_all``, every op input, named ``<node>_<input>``), in graph order."""
+        if not callable(callback):
+            raise TypeError(f"set_monitor_callback: callback must be callable, got "
+                            f"{type(callback).__name__}")
+        self._monitor = (callback, bool(monitor_all), None)
+
+    def _run_monitor(self, is_train):
+        from .. import autograd
+        from ..cached_op import CachedOp
+        callback, monitor_all, cop = self._monitor
+        sym = self._optimized
+        internals = sym.get_internals()
+        if cop is None:      # evaluating every entry is a second run, made only when asked
+            cop = CachedOp(internals)
+            self._monitor = (callback, monitor_all, cop)
+        names = sym.list_inputs()
+        arrays = [self.arg_dict[n] if n in self.arg_dict else self.aux_dict[n] for n in names]
+        with autograd.pause(train_mode=is_train):
+            vals = cop(*arrays)
+        vals = [vals] if not isinstance(vals, (list, tuple)) else list(vals)
+        entry = {}
+        k = 0
+        for n in sym._topo():
+            for i in range(n.nout):
+                entry[(id(n), i)] = vals[k]
+                k += 1
+        for n in sym._topo():
+            if n.op is None:
+                continue
+            if monitor_all:
+                for name, (c, i) in zip(n.input_names(), n.inputs):
+                    if c.op is None:
+                        callback(c.name, entry[(id(c), i)])
+                    callback(f"{n.name}_{name}", entry[(id(c), i)])
+            for i, out_name in enumerate(n.output_names()):
+                callback(out_name, entry[(id(n), i)])
+
+    def get_optimized_symbol(self):
+        """The graph this executor runs (after common-subexpression elimination)."""
+        return self._optimized
+
+    def debug_str(self):
+        """The executed graph, one node per block, and the memory its plan allocates."""
+        from .debug import executor_debug_str
+        return executor_debug_str(self)
 
     @property
     def arg_arrays(self):
@@ -100,55 +176,94 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         """Run the graph; keyword arrays are first copied into the bound arguments."""
-        from .. import autograd
-        from ..ndarray.ndarray import NDArray, _new
+        from ..ndarray.ndarray import NDArray
         for k, v in kwargs.items():
             if k not in self.arg_dict:
-                raise GpundaError(f"Executor.forward: {k!r} is not an argument; arguments are "
-                                  f"{self._arg_names}")
+                raise TypeError(f"Executor.forward: unknown argument {k!r}; arguments are "
+                                f"{self._arg_names}")
             dst = self.arg_dict[k]
+            if tuple(v.shape) != tuple(dst.shape):
+                raise ValueError(f"Executor.forward: shape of {k} must be {dst.shape}, got "
+                                 f"{tuple(v.shape)}")
             if isinstance(v, NDArray):
                 v.copyto(dst)
             else:
                 dst[:] = v
+        self._last_train = bool(is_train)
         train_grads = is_train and any(r != "null" for r in self._grad_req.values())
+        self._run(is_train, record=train_grads)
+        if self._monitor is not None:
+            self._run_monitor(is_train)
+        return self.outputs
+
+    def _run(self, is_train, record):
+        from .. import autograd
+        from ..ndarray.ndarray import NDArray, _new
         inputs = []
-        for n in self._input_names:
+        for n in self._optimized.list_inputs():
             a = self.arg_dict.get(n)
             if a is None:
                 inputs.append(self.aux_dict[n])
                 continue
-            if train_grads and self._grad_req[n] != "null":
+            if record and self._grad_req[n] != "null":
                 # a private handle on the same memory carries the gradient buffer
                 w = _new(a._data, a._ctx)
                 autograd.mark_variables([w], [self.grad_dict[n]], self._grad_req[n])
                 a = w
             inputs.append(a)
-        if train_grads:
-            with autograd.record(train_mode=True):
+        if record:
+            with autograd.record(train_mode=is_train):
                 out = self._cop(*inputs)
         else:
             with autograd.pause(train_mode=is_train):
                 out = self._cop(*inputs)
-        self.outputs = [out] if isinstance(out, NDArray) else list(out)
-        self._recorded = self.outputs if train_grads else None
-        return self.outputs
+        res = [out] if isinstance(out, NDArray) else list(out)
+        with autograd.pause():
+            if len(self.outputs) != len(res):
+                self.outputs = [r.copy() for r in res]
+            for k, (dst, r) in enumerate(zip(self.outputs, res)):
+                if dst.shape == r.shape and dst.dtype == r.dtype:
+                    r.copyto(dst)
+                else:       # inferred ahead wrongly (a data-dependent shape): take the result
+                    self.outputs[k] = r.copy()
+        self._recorded = res if record else None
 
     def backward(self, out_grads=None, is_train=True):
-        """Gradients of the outputs (times ``out_grads``) into ``grad_dict``."""
+        """Gradients of the outputs (times ``out_grads``) into ``grad_dict``.
+
+        As in MXNet, a backward may follow a forward with ``is_train=False`` (or no
+        forward at all): the forward is then run again under recording first.
+        """
         from .. import autograd
         from ..ndarray.ndarray import NDArray
-        if self._recorded is None:
-            raise GpundaError("Executor.backward: call forward(is_train=True) first (with some "
-                              "grad_req other than 'null')")
-        if out_grads is not None and isinstance(out_grads, NDArray):
+        if not any(r != "null" for r in self._grad_req.values()):
+            return
+        if out_grads is None:
+            out_grads = None
+        elif isinstance(out_grads, NDArray):
             out_grads = [out_grads]
+        elif isinstance(out_grads, dict):
+            out_grads = [out_grads[k] for k in self._symbol.list_outputs()]
+        else:
+            out_grads = list(out_grads)
+        if out_grads is not None:
+            for g in out_grads:
+                if not isinstance(g, NDArray):
+                    raise TypeError(f"Executor.backward: out_grads must be NDArrays, got "
+                                    f"{type(g).__name__}")
+            if not out_grads:
+                out_grads = None
+        if self._recorded is None:
+            self._run(self._last_train, record=True)
+        heads = self._recorded
+        if out_grads is not None and len(out_grads) > len(heads):
+            out_grads = out_grads[:len(heads)]      # MXNet reads one per output, no more
         if out_grads is not None:
             # MXNet copies out_grads into head-gradient buffers of the outputs' dtype
-            out_grads = [g.astype(o.dtype) if isinstance(g, NDArray) and g.dtype != o.dtype
-                         else g for g, o in zip(out_grads, self._recorded)] \
-                + list(out_grads[len(self._recorded):])
-        autograd.backward(self._recorded, out_grads, train_mode=is_train)
+            out_grads = [g.astype(o.dtype) if g.dtype != o.dtype else g
+                         for g, o in zip(out_grads, heads)]
+        self._recorded = None
+        autograd.backward(heads, out_grads, train_mode=is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values from dicts of NDArrays into the bound arguments and aux states."""
@@ -213,8 +328,13 @@ class Executor:
                  for n, s in zip(self._arg_names, arg_s)}
         aux = {n: fit(n, self.aux_dict[n], s, False, "auxiliary state")
                for n, s in zip(self._aux_names, aux_s)}
+        _, out_s, _ = self._symbol.infer_shape(**{n: a.shape for n, a in args.items()})
+        outs = [fit(f"output {i}", o, sh, True, "output")
+                for i, (o, sh) in enumerate(zip(self.outputs, out_s))]
+        if any(o.shape != tuple(sh) for o, sh in zip(outs, out_s)):
+            outs = None
         return Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
-                        _cached_op=self._cop)
+                        _cached_op=self._cop, _outputs=outs)
 
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes):
@@ -223,7 +343,9 @@ def simple_bind(sym, ctx, grad_req, type_dict, shapes):
     from ..context import current_context, Context
     import numpy as np
     ctx = Context(ctx) if ctx is not None else current_context()
-    arg_s, _, aux_s = sym.infer_shape(**shapes)
+    # MXNet reads only tuple values as shapes and ignores other keyword arguments
+    shapes = {k: v for k, v in shapes.items() if isinstance(v, tuple)}
+    arg_s, _, aux_s = sym._infer_shape_impl((), shapes, partial=False)   # no warning: it raises
     if arg_s is None:
         arg_p, _, aux_p = sym.infer_shape_partial(**shapes)
         unknown = [n for n, s in zip(sym.list_arguments() + sym.list_auxiliary_states(),

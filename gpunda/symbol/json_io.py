@@ -75,9 +75,29 @@ def to_json(sym):
         '  "arg_nodes": ' + _list(arg_nodes, 2),
         '  "node_row_ptr": ' + _list([str(r) for r in row], 2),
         '  "heads": ' + _list(heads, 2),
-        '  "attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION,
+        _graph_attrs(),
     ]
     return "{\n" + ", \n".join(parts) + "\n}"
+
+
+def _graph_attrs():
+    from ..util import is_np_shape
+    if is_np_shape():
+        # MXNet marks graphs written under NumPy shape semantics (0 is then a real size)
+        return ('  "attrs": {\n    "is_np_shape": ["int", 1], \n'
+                '    "mxnet_version": ["int", %d]\n  }' % MXNET_VERSION)
+    return '  "attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION
+
+
+def _legacy_shape_attrs(nodes):
+    """A graph written without NumPy shape semantics, read with them on: its ``__shape__``
+    zeros meant "unknown", which is -1 now (MXNet converts the same way on load)."""
+    from .infer import parse_shape_attr
+    for n in nodes:
+        s = n.attrs.get("__shape__")
+        t = parse_shape_attr(s) if s is not None else None
+        if t is not None and 0 in t:
+            n.attrs["__shape__"] = str(tuple(-1 if d == 0 else d for d in t))
 
 
 def from_json(text):
@@ -150,4 +170,8 @@ def from_json(text):
             raise GpundaError(f"load_json: head {j} uses output {e[1]} of node {n.name!r}, "
                               f"which has {n.nout}")
         heads.append((n, int(e[1])))
+    from ..util import is_np_shape
+    gattrs = g.get("attrs")
+    if is_np_shape() and not (isinstance(gattrs, dict) and "is_np_shape" in gattrs):
+        _legacy_shape_attrs(nodes)
     return Symbol(heads)

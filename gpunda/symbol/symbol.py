@@ -8,15 +8,12 @@ else (JSON, CachedOp, executors) walks that structure.
 """
 from __future__ import annotations
 
-import ast
-import types
-
 import numpy as np
 
-from ..base import GpundaError
-from .. import name as _name
-from .. import attribute as _attribute
-from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
+from ..base import GpundaError, NotImplementedForSymbol
+from ..ops.registry import parse_dtype, to_attr_string
+from .attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
+from .operators import SymbolOperators
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
 
@@ -131,7 +128,7 @@ def _attr_str(v):
     return v if isinstance(v, str) else to_attr_string(v)
 
 
-class Symbol:
+class Symbol(SymbolOperators):
     """A symbolic graph with one or more outputs (MXNet's ``mx.sym.Symbol``).
 
     Build with ``sym.var`` and ``sym.<Op>(...)``, combine with arithmetic,
@@ -205,8 +202,8 @@ class Symbol:
         return self._rebuild({})
 
     def copy(self):
-        """A deep copy (new nodes), as MXNet's ``Symbol.__copy__``."""
-        return self._rebuild({})
+        # MXNet's Symbol.copy is the NDArray method refused; copy.copy() copies
+        raise NotImplementedForSymbol(self.copy, None)
 
     def __reduce__(self):
         return (load_json, (self.tojson(),))
@@ -260,41 +257,64 @@ class Symbol:
             outs.extend((n, i) for i in range(n.nout))
         return Symbol(outs)
 
+    def _gen_atomic_symbol(self):
+        """The output node's operator alone, with the same attributes and fresh input
+        variables named after its inputs (MXNet's MXGenAtomicSymbolFromSymbol)."""
+        n = self._outputs[0][0]
+        if n.op is None:
+            return Symbol([(_Node(None, n.name, dict(n.attrs), [], None), 0)])
+        ins = [(_Node(None, name, {}, [], None), 0) for name in n.input_names()]
+        node = _Node(n.op, n.name, dict(n.attrs), ins, n.p)
+        return Symbol([(node, i) for i in range(n.nvis)])
+
     def get_children(self):
         """A group of the inputs of the output node(s); None for a variable."""
-        ins = []
+        ins, seen = [], set()
         for n, _ in self._outputs:
-            ins.extend(n.inputs)
+            if id(n) not in seen:      # a multi-output node's inputs are listed once
+                seen.add(id(n))
+                ins.extend(n.inputs)
         if not ins:
             return None
         return Symbol(ins)
 
     # -- attributes -------------------------------------------------------------
     def attr(self, key):
-        """The string attribute ``key`` of this (single-output) symbol's node, or None."""
+        """The string attribute ``key`` of this (single-output) symbol's node, or None.
+
+        ``lr_mult`` and the other hidden keys are stored as ``__lr_mult__``; either
+        spelling finds them (MXNet's MXSymbolGetAttr).
+        """
         if len(self._outputs) != 1:
             return None
-        return self._outputs[0][0].attrs.get(key)
+        attrs = self._outputs[0][0].attrs
+        v = attrs.get(key)
+        if v is None and key in HIDDEN_KEYS:
+            v = attrs.get(f"__{key}__")
+        return v
 
     def list_attr(self, recursive=False):
         """The attributes of this symbol's node (``recursive``: of every node, keyed
-        ``<node>$<key>``)."""
+        ``<node>$<key>``); hidden keys are listed in both spellings."""
         if recursive:
-            return {f"{n.name}${k}": v for n in self._topo() for k, v in n.attrs.items()}
+            return {f"{n.name}${k}": v for n in self._topo()
+                    for k, v in with_plain_keys(n.attrs).items()}
         if len(self._outputs) != 1:
             return {}
-        return dict(self._outputs[0][0].attrs)
+        return with_plain_keys(self._outputs[0][0].attrs)
 
     def attr_dict(self):
         """``{node name: {key: value}}`` for every node that has attributes."""
-        return {n.name: dict(n.attrs) for n in self._topo() if n.attrs}
+        return {n.name: with_plain_keys(n.attrs) for n in self._topo() if n.attrs}
 
     def _set_attr(self, **kwargs):
+        """Set string attributes on this symbol's node(s) (hidden keys become ``__k__``)."""
         for k, v in kwargs.items():
             if not isinstance(v, str):
-                raise GpundaError(f"Symbol._set_attr: attribute {k}={v!r} must be a string")
+                raise ValueError(f"Symbol._set_attr: attribute {k}={v!r} must be a string")
+        attrs = {hidden_key(k, "_set_attr"): v for k, v in kwargs.items()}
         for n, _ in self._outputs:
-            n.attrs.update(kwargs)
+            n.attrs.update(attrs)
 
     # -- composition --------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -320,57 +340,20 @@ class Symbol:
             replace[id(known[k])] = s._outputs[0]
         return self._rebuild(replace)
 
-    # -- arithmetic ------------------------------------------------------------------
-    def __add__(self, other):
-        return _arith(self, other, "broadcast_add", "_plus_scalar")
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return _arith(self, other, "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, other):
-        return _arith(self, other, None, "_rminus_scalar")
-
-    def __mul__(self, other):
-        return _arith(self, other, "broadcast_mul", "_mul_scalar")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        return _arith(self, other, "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, other):
-        return _arith(self, other, None, "_rdiv_scalar")
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, other):
-        return _arith(self, other, "broadcast_mod", "_mod_scalar")
-
-    def __rmod__(self, other):
-        return _arith(self, other, None, "_rmod_scalar")
-
-    def __pow__(self, other):
-        return _arith(self, other, "broadcast_power", "_power_scalar")
-
-    def __rpow__(self, other):
-        return _arith(self, other, None, "_rpower_scalar")
-
-    def __neg__(self):
-        return _arith(self, -1.0, None, "_mul_scalar")
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return make_node(get_op("abs"), [self], {}, None, None)
-
     # -- inference ---------------------------------------------------------------------
     def infer_shape(self, *args, **kwargs):
         """(arg_shapes, out_shapes, aux_shapes) from known input shapes; all None when
         some shape cannot be inferred."""
         res = self._infer_shape_impl(args, kwargs, partial=False)
+        if res[1] is None:
+            import warnings
+            arg_s = self._infer_shape_impl(args, kwargs, partial=True)[0]
+            unknown = [f"{n}: {s}" for n, s in zip(self.list_arguments(), arg_s)
+                       if s is None or not s or any(d <= 0 for d in s)]
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                          "unknown dimensions). Consider providing them as input:\n\t" +
+                          "\n\t".join(unknown[:10] + (["..."] if len(unknown) > 10 else [])),
+                          stacklevel=2)
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
@@ -392,12 +375,12 @@ class Symbol:
         return {k: v for k, v in known.items() if v is not None}
 
     def _infer_shape_impl(self, args, kwargs, partial):
-        given = {}
-        for k, v in self._named(args, kwargs, "infer_shape").items():
-            if isinstance(v, (int, np.integer)):
-                v = (int(v),)
-            given[k] = tuple(int(d) for d in v)
-        shapes, _ = infer_graph(self, given, {})
+        from .infer import infer_graph, to_internal, to_public, known
+        from ..util import is_np_shape
+        np_mode = is_np_shape()
+        given = {k: to_internal(v, np_mode)
+                 for k, v in self._named(args, kwargs, "infer_shape").items()}
+        shapes, _ = infer_graph(self, given, {}, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
         arg_s, aux_s = [], []
@@ -405,24 +388,25 @@ class Symbol:
             if n.op is None:
                 (aux_s if id(n) in aux else arg_s).append(shapes.get((id(n), 0)))
         out_s = [shapes.get((id(n), i)) for n, i in self._outputs]
-        if partial:
-            f = lambda s: () if s is None else s  # noqa: E731
-            return [f(s) for s in arg_s], [f(s) for s in out_s], [f(s) for s in aux_s]
-        if any(s is None or 0 in s for s in arg_s + out_s + aux_s):
+        if not partial and not all(known(shapes.get((id(n), i)))
+                                   for n in order for i in range(n.nout)):
             return None, None, None
-        return arg_s, out_s, aux_s
+        f = lambda s: to_public(s, np_mode)  # noqa: E731
+        return [f(s) for s in arg_s], [f(s) for s in out_s], [f(s) for s in aux_s]
 
     def infer_type(self, *args, **kwargs):
         """(arg_types, out_types, aux_types) as NumPy types from known input dtypes."""
         return self._infer_type_impl(args, kwargs, partial=False)
 
     def infer_type_partial(self, *args, **kwargs):
+        """Like ``infer_type`` but unknown types come back as None."""
         return self._infer_type_impl(args, kwargs, partial=True)
 
     def _infer_type_impl(self, args, kwargs, partial):
+        from .infer import infer_graph
         given = {k: parse_dtype(v, "infer_type")
                  for k, v in self._named(args, kwargs, "infer_type").items()}
-        _, dtypes = infer_graph(self, {}, given)
+        _, dtypes = infer_graph(self, {}, given, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
         arg_t, aux_t = [], []
@@ -480,402 +464,25 @@ class Symbol:
                           "either); use autograd or Executor.backward")
 
 
-def _arith(sym, other, binop, scalar_op):
-    if isinstance(other, Symbol):
-        if binop is None:
-            raise GpundaError("Symbol arithmetic: unexpected operand order")
-        return make_node(get_op(binop), [sym, other], {}, None, None)
-    if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-        return make_node(get_op(scalar_op), [sym], {"scalar": other}, None, None)
-    return NotImplemented
-
-
-def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
-    """A Symbol for ``op`` applied to Symbols ``inputs`` (positional) and ``named_inputs``.
-
-    Missing inputs of ops with named inputs become variables ``<name>_<input>``
-    that carry the node's attributes (as MXNet does).
-    """
-    named_inputs = named_inputs or {}
-    for k, s in list(named_inputs.items()):
-        if s is None:
-            named_inputs.pop(k)
-    params = dict(params)
-    key = op.key_var_num_args
-    while inputs and inputs[-1] is None:
-        inputs = inputs[:-1]
-    if op.variadic and key is not None and key not in params and key in op.param_map:
-        params[key] = len(inputs) + len(named_inputs)
-    p = op.parse_params(params)
-    attrs = _attribute.current().get(attr)
-    for k, v in attrs.items():
-        if not isinstance(v, str):
-            raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
-    param_attrs = {k: _attr_str(v) for k, v in params.items()}
-    attrs.update(param_attrs)
-    # automatic names follow the name the op was called by, as MXNet's do (sym.split
-    # gives split0, sym.SliceChannel slicechannel0)
-    nm = _name.current().get(name, hint or op.name.lower())
-    try:
-        names = list(op.input_names(p))
-    except Exception:
-        names = []
-    entries = {}
-    for i, s in enumerate(inputs):
-        key_i = names[i] if i < len(names) else f"arg{i}"
-        if s is None:
-            continue
-        if i >= len(names) and key is None:
-            raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
-                              f"{len(names)} ({', '.join(names) or 'none'})")
-        entries[key_i] = _single(op, key_i, s)
-    for k, s in named_inputs.items():
-        if k not in names:
-            raise GpundaError(f"Operator {op.name}: unexpected input {k!r}; inputs are {names}")
-        if k in entries:
-            raise GpundaError(f"Operator {op.name}: input {k} given twice")
-        entries[k] = _single(op, k, s)
-    ins = []
-    if op.variadic and key is not None:
-        ins = [entries[n] for n in names if n in entries]
-        if len(ins) != len(names):
-            raise GpundaError(f"Operator {op.name}: expects {len(names)} inputs but got {len(ins)}")
-    else:
-        for n in names:
-            e = entries.get(n)
-            if e is None:
-                vattrs = dict(attrs)
-                e = (_Node(None, f"{nm}_{n}", vattrs, [], None), 0)
-            ins.append(e)
-    node = _Node(op, nm, attrs, ins, p)
-    nvis = op.n_visible(p)
-    return Symbol([(node, i) for i in range(nvis)])
-
-
-def _single(op, name, s):
-    if not isinstance(s, Symbol):
-        raise GpundaError(f"Operator {op.name}: input {name} must be a Symbol, got "
-                          f"{type(s).__name__}")
-    if len(s._outputs) != 1:
-        raise GpundaError(f"Operator {op.name}: input {name} must be a single-output Symbol, "
-                          f"got a group of {len(s._outputs)}")
-    return s._outputs[0]
-
-
-def make_function(op, fname):
-    """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
-
-    def fn(*args, name=None, attr=None, out=None, **kwargs):
-        syms, extra = [], []
-        for a in args:
-            if isinstance(a, Symbol) and not extra:
-                syms.append(a)
-            elif a is None and syms and not extra:
-                syms.append(None)   # an omitted input: F.FullyConnected(x, w, None, ...)
-            elif isinstance(a, (list, tuple)) and a and all(isinstance(v, Symbol) for v in a) \
-                    and op.variadic and not extra and not syms:
-                syms.extend(a)
-            else:
-                extra.append(a)
-        named = {}
-        for k in list(kwargs):
-            v = kwargs[k]
-            if isinstance(v, Symbol):
-                named[k] = kwargs.pop(k)
-            elif v is None and k not in op.param_map:
-                kwargs.pop(k)       # an input explicitly left out (bias=None)
-        if extra:
-            fill_positional_params(op, extra, kwargs, len(args))
-        return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
-
-    fn.__name__ = fname
-    fn.__qualname__ = fname
-    fn.__doc__ = op.describe()
-    fn.__module__ = "gpunda.symbol"
-    fn.op = op
-    return fn
-
-
 # ---------------------------------------------------------------------------
-# variables and groups
-
-def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
-        stype=None, **kwargs):
-    """A variable (graph input) named ``name``; shape/dtype/lr_mult/... kept as ``__x__`` attrs."""
-    if not isinstance(name, str):
-        raise GpundaError(f"var: name must be a string, got {type(name).__name__}")
-    attrs = _attribute.current().get(attr)
-    if shape is not None:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        attrs["__shape__"] = to_attr_string(shape)
-    if lr_mult is not None:
-        attrs["__lr_mult__"] = str(lr_mult)
-    if wd_mult is not None:
-        attrs["__wd_mult__"] = str(wd_mult)
-    if dtype is not None:
-        attrs["__dtype__"] = str(DTYPE_TO_CODE[parse_dtype(dtype, "var").name])
-    if init is not None:
-        attrs["__init__"] = init if isinstance(init, str) else (
-            init.dumps() if hasattr(init, "dumps") else str(init))
-    if stype is not None:
-        if stype not in _STYPE_TO_CODE:
-            raise GpundaError(f"var: stype={stype!r} is not one of {list(_STYPE_TO_CODE)}")
-        attrs["__storage_type__"] = str(_STYPE_TO_CODE[stype])
-    for k, v in kwargs.items():
-        if not (k.startswith("__") and k.endswith("__")):
-            raise GpundaError(f"var: attribute name={k} is not supported; additional "
-                              f"attributes must start and end with double underscores")
-        attrs[k] = str(v)
-    for k, v in attrs.items():
-        if not isinstance(v, str):
-            raise GpundaError(f"var: attribute {k}={v!r} must be a string")
-    return Symbol([(_Node(None, name, attrs, [], None), 0)])
-
-
-Variable = var
-
-
-def Group(symbols):
-    """One Symbol whose outputs are the outputs of ``symbols`` in order."""
-    if not symbols:
-        raise GpundaError("Group: needs at least one symbol")
-    outs = []
-    for i, s in enumerate(symbols):
-        if not isinstance(s, Symbol):
-            raise GpundaError(f"Group: symbols[{i}] must be a Symbol, got {type(s).__name__}")
-        outs.extend(s._outputs)
-    return Symbol(outs)
-
-
-def load_json(json_str):
-    """A Symbol from MXNet's JSON text."""
-    from .json_io import from_json
-    return from_json(json_str)
-
-
-fromjson = load_json
-
-
-def load(fname):
-    """A Symbol from a ``*-symbol.json`` file."""
-    if not isinstance(fname, str):
-        raise GpundaError(f"load: fname must be a path string, got {type(fname).__name__}")
-    with open(fname, "r", encoding="utf-8") as f:
-        return load_json(f.read())
-
-
-# ---------------------------------------------------------------------------
-# shape and dtype inference
-
-def parse_shape_attr(s):
-    try:
-        v = ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return None
-    if isinstance(v, int):
-        v = (v,)
-    if not isinstance(v, (tuple, list)):
-        return None
-    return tuple(int(d) for d in v)
-
+# shape inference inputs (the passes are in infer.py)
 
 def _var_shape(n, given):
-    s = given.get(n.name)
-    if s is None and "__shape__" in n.attrs:
-        s = parse_shape_attr(n.attrs["__shape__"])
-    if s is not None and len(s) == 0:
-        return None      # legacy semantics: () means unknown
-    return s
+    """A variable's starting shape (internal form): the given one, else its ``__shape__``."""
+    from .infer import parse_shape_attr, to_internal
+    from ..util import is_np_shape
+    if n.name in given:
+        return given[n.name]
+    if "__shape__" in n.attrs:
+        return to_internal(parse_shape_attr(n.attrs["__shape__"]), is_np_shape())
+    return None
 
 
 def _var_dtype(n, given):
-    t = given.get(n.name)
-    if t is None and "__dtype__" in n.attrs:
-        try:
-            t = np.dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
-        except (KeyError, ValueError):
-            t = None
-    return t
+    from .infer import _var_dtype as f
+    return f(n, given)
 
 
-def _complete(s):
-    return s is not None and 0 not in s
-
-
-def _dummy(shape, dtype):
-    # zero strides: every element aliases one zero, so big shapes cost nothing
-    return np.broadcast_to(np.zeros((), dtype), shape)
-
-
-def _run_dummy(node, in_shapes, in_types):
-    from .. import autograd as ag
-    from ..context import cpu
-    op, p = node.op, node.p
-    prev = ag.set_training(False)
-    try:
-        with np.errstate(all="ignore"):
-            for make in (_dummy, lambda s, t: np.zeros(s, t)):
-                arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
-                try:
-                    if op.wants_ctx:
-                        r = op.compute(np, p, *arrays, ctx=cpu())
-                    else:
-                        r = op.compute(np, p, *arrays)
-                    break
-                except GpundaError:
-                    raise
-                except (ValueError, TypeError) as e:
-                    if make is not _dummy:
-                        raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
-                                          f"(input shapes {list(in_shapes)})") from None
-    finally:
-        ag.set_training(prev)
-    rs = [r] if op.n_outputs(p) == 1 else list(r)
-    return [tuple(x.shape) for x in rs], [np.dtype(x.dtype) for x in rs]
-
-
-def infer_graph(sym, given_shapes, given_types):
-    """Forward shape/dtype inference: maps (id(node), output) -> shape / dtype (None unknown).
-
-    Ops with ``infer_shape(p, in_shapes) -> (in_shapes, out_shapes)`` fill in
-    their parameter shapes; other ops run their compute on zero-stride dummy
-    inputs once every input shape is known.
-    """
-    order = sym._topo()
-    shapes, types = {}, {}
-    for n in order:
-        if n.op is None:
-            shapes[(id(n), 0)] = _var_shape(n, given_shapes)
-            types[(id(n), 0)] = _var_dtype(n, given_types)
-    for _ in range(4):
-        changed = False
-        for n in order:
-            if n.op is None:
-                continue
-            if all(_complete(shapes.get((id(n), i))) and types.get((id(n), i)) is not None
-                   for i in range(n.nout)):
-                continue
-            keys = [(id(c), i) for c, i in n.inputs]
-            in_s = [shapes.get(k) for k in keys]
-            in_t = [types.get(k) for k in keys]
-            # dtypes: unknown inputs follow the first known one (MXNet's default rule)
-            known_t = next((t for t in in_t if t is not None), None)
-            if n.op.infer_type is not None:
-                try:
-                    r = n.op.infer_type(n.p, list(in_t))
-                    if r is not None:
-                        new_in, out_t = r
-                        for k, t in zip(keys, new_in):
-                            if t is not None and types.get(k) is None:
-                                types[k] = np.dtype(t)
-                                changed = True
-                        for i, t in enumerate(out_t):
-                            if t is not None and types.get((id(n), i)) is None:
-                                types[(id(n), i)] = np.dtype(t)
-                                changed = True
-                except Exception:
-                    pass
-            elif known_t is not None:
-                for k, t in zip(keys, in_t):
-                    if t is None and types.get(k) is None:
-                        types[k] = known_t
-                        changed = True
-                dt = n.p.dtype if getattr(n.p, "dtype", None) is not None and \
-                    "dtype" in n.p._given else known_t
-                for i in range(n.nout):
-                    if types.get((id(n), i)) is None:
-                        types[(id(n), i)] = np.dtype(dt)
-                        changed = True
-            if n.op.infer_shape is not None:
-                try:
-                    r = n.op.infer_shape(n.p, list(in_s))
-                except GpundaError as e:
-                    if all(_complete(s) for s in in_s):
-                        raise GpundaError(f"infer_shape: node {n.name!r}: {e}") from None
-                    r = None
-                except Exception:
-                    r = None
-                if r is not None:
-                    new_in, out_s = r
-                    for k, s in zip(keys, new_in):
-                        if s is not None and not _complete(shapes.get(k)) and _complete(tuple(s)):
-                            shapes[k] = tuple(s)
-                            changed = True
-                    for i, s in enumerate(out_s or ()):
-                        if s is not None and not _complete(shapes.get((id(n), i))):
-                            shapes[(id(n), i)] = tuple(s)
-                            changed = True
-                    in_s = [shapes.get(k) for k in keys]
-            if all(_complete(s) for s in in_s) and not all(
-                    _complete(shapes.get((id(n), i))) for i in range(n.nout)) or (
-                    all(_complete(s) for s in in_s) and any(
-                        types.get((id(n), i)) is None for i in range(n.nout))):
-                in_t2 = [t if t is not None else (known_t or np.dtype(np.float32)) for t in in_t]
-                if n.op.random and not n.inputs and hasattr(n.p, "shape"):
-                    out_s2 = [tuple(n.p.shape)]
-                    out_t2 = [np.dtype(getattr(n.p, "dtype", None) or np.float32)]
-                else:
-                    out_s2, out_t2 = _run_dummy(n, in_s, in_t2)
-                for i, (s, t) in enumerate(zip(out_s2, out_t2)):
-                    if not _complete(shapes.get((id(n), i))):
-                        shapes[(id(n), i)] = s
-                        changed = True
-                    if types.get((id(n), i)) != t:
-                        types[(id(n), i)] = t
-                        changed = True
-        if not changed:
-            break
-    return shapes, types
-
-
-# ---------------------------------------------------------------------------
-# the generated namespace
-
-op = types.ModuleType("gpunda.symbol.op", "Every registered op as a Symbol function.")
-_internal = op
-_made = {}
-
-
-def _populate(namespace):
-    for fname, opdef in all_names().items():
-        if fname in _made:
-            continue
-        fn = make_function(opdef, fname)
-        _made[fname] = fn
-        setattr(op, fname, fn)
-        if not fname.startswith("_") and not opdef.hidden and fname not in namespace:
-            namespace[fname] = fn
-        if fname.startswith("_") or opdef.hidden:
-            continue
-        meth = opdef.method if opdef.method else (fname if fname.islower() else None)
-        if meth and not hasattr(Symbol, meth) and not opdef.variadic and opdef.inputs \
-                and not opdef.wants_ctx:
-            setattr(Symbol, meth, _as_method(fn))
-
-
-def _as_method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
-
-
-def _reshape_method(self, *shape, **kwargs):
-    """Reshape with MXNet's codes (0, -1, -2, -3, -4)."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    if shape:
-        kwargs["shape"] = shape
-    return _made["Reshape"](self, **kwargs)
-
-
-def lookup(fname):
-    """The Symbol function for a registered op (ops registered late are picked up)."""
-    fn = _made.get(fname)
-    if fn is None:
-        opdef = get_op(fname)
-        fn = _made[fname] = make_function(opdef, fname)
-        setattr(op, fname, fn)
-    return fn
-
+# the creation functions live in creation.py; MXNet users reach them here too
+from .creation import (make_node, make_function, var, Variable, Group, load,  # noqa: E402,F401
+                       load_json, fromjson, op, _internal, lookup, _populate, _reshape_method)

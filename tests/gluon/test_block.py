@@ -354,3 +354,30 @@ def test_hybridized_block_with_two_inputs_and_two_outputs(rng):
     for g, r in zip(got, ref):
         np.testing.assert_allclose(g.asnumpy(), r, rtol=1e-6)
     assert blk._cached_graph[0][0].name == "data0"
+
+
+def test_hybridized_deferred_block_traces_hybrid_forward_with_symbols_only():
+    # MXNet's HybridBlock infers deferred shapes symbolically: a hybridized block's
+    # hybrid_forward never sees NDArrays; an imperative one runs on NDArrays only (its
+    # Dense child infers its own weight shape)
+    seen = []
+
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.dense = nn.Dense(4)
+
+        def hybrid_forward(self, F, x):
+            seen.append(F.__name__.split(".")[-1])
+            return self.dense(x) * 2
+
+    for hybrid, expect in ((True, ["symbol"]), (False, ["ndarray"])):
+        seen.clear()
+        net = Net()
+        net.initialize(ctx=CPU)
+        if hybrid:
+            net.hybridize()
+        y = net(nd.ones((2, 3), ctx=CPU))
+        assert seen == expect and y.shape == (2, 4)
+        assert net.dense.weight.shape == (4, 3)

@@ -149,14 +149,7 @@ def test_mxnet_saved_parameters_give_mxnets_output(case):
     assert_close_to_mxnet(net(x).asnumpy(), want)
 
 
-# gpunda's Symbol `a + b` is broadcast_add; MXNet's is elemwise_add named `_plus<n>`
-_PLUS_DIFFERS = pytest.mark.xfail(strict=True, reason="Symbol.__add__ writes broadcast_add, "
-                                  "MXNet writes elemwise_add '_plus<n>' (gpunda/symbol)")
-
-
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=_PLUS_DIFFERS) if c.startswith("resnet") else c
-    for c in sorted(fixture.FILE_CASES)])
+@pytest.mark.parametrize("case", sorted(fixture.FILE_CASES))
 def test_exported_graph_equals_mxnets(case, tmp_path):
     ctor, args, kwargs, shape, _fmt = fixture.FILE_CASES[case]
     args = tuple(getattr(vision, a) if isinstance(a, str) else a for a in args)

@@ -1,0 +1,253 @@
+"""Building Symbols: ``var``, ``Group``, ``load``, and one ``sym.<op>`` function per
+registry op (``make_function`` / ``make_node``), with MXNet's naming and attribute rules."""
+from __future__ import annotations
+
+import types
+
+from ..base import GpundaError
+from .. import name as _name
+from .. import attribute as _attribute
+from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
+from .attrs import hidden_key, is_dunder
+from .symbol import Symbol, _Node, DTYPE_TO_CODE, _STYPE_TO_CODE, _attr_str
+
+__all__ = ["var", "Variable", "Group", "load", "load_json", "fromjson", "make_node",
+           "make_function", "lookup"]
+
+
+def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
+    """A Symbol for ``op`` applied to Symbols ``inputs`` (positional) and ``named_inputs``.
+
+    Missing inputs of ops with named inputs become variables ``<name>_<input>``
+    that carry the node's attributes (as MXNet does).
+    """
+    named_inputs = named_inputs or {}
+    for k, s in list(named_inputs.items()):
+        if s is None:
+            named_inputs.pop(k)
+    params = dict(params)
+    key = op.key_var_num_args
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
+    if op.variadic and key is not None and key not in params and key in op.param_map:
+        params[key] = len(inputs) + len(named_inputs)
+    # attributes (scope, attr=, lr_mult=...) travel with the params as MXNet's kwargs do:
+    # hidden keys become __key__, and __key__ entries are node attributes, not params; an
+    # op without parameters keeps every key as an attribute (MXNet parses none for it)
+    extra = _attribute.current().get(attr)
+    for k, v in extra.items():
+        if not isinstance(v, str):
+            raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
+    attrs = {}
+    for k, v in list(extra.items()) + list(params.items()):
+        k2 = hidden_key(k, f"Operator {op.name}")
+        if is_dunder(k2) or (not op.params and k2 != key):
+            attrs[k2] = _attr_str(v)
+            params.pop(k, None)
+        else:
+            params[k2] = v
+    p = op.parse_params(params)
+    attrs.update({k: _attr_str(v) for k, v in params.items()})
+    # automatic names follow the name the op was called by, as MXNet's do (sym.split
+    # gives split0, sym.SliceChannel slicechannel0)
+    nm = _name.current().get(name, hint or op.name.lower())
+    try:
+        names = list(op.input_names(p))
+    except Exception:
+        names = []
+    entries = {}
+    for i, s in enumerate(inputs):
+        key_i = names[i] if i < len(names) else f"arg{i}"
+        if s is None:
+            continue
+        if i >= len(names) and key is None:
+            raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
+                              f"{len(names)} ({', '.join(names) or 'none'})")
+        entries[key_i] = _single(op, key_i, s)
+    for k, s in named_inputs.items():
+        if k not in names:
+            raise GpundaError(f"Operator {op.name}: unexpected input {k!r}; inputs are {names}")
+        if k in entries:
+            raise GpundaError(f"Operator {op.name}: input {k} given twice")
+        entries[k] = _single(op, k, s)
+    ins = []
+    if op.variadic and key is not None:
+        ins = [entries[n] for n in names if n in entries]
+        if len(ins) != len(names):
+            raise GpundaError(f"Operator {op.name}: expects {len(names)} inputs but got {len(ins)}")
+    else:
+        for n in names:
+            e = entries.get(n)
+            if e is None:
+                vattrs = dict(attrs)
+                e = (_Node(None, f"{nm}_{n}", vattrs, [], None), 0)
+            ins.append(e)
+    node = _Node(op, nm, attrs, ins, p)
+    nvis = op.n_visible(p)
+    return Symbol([(node, i) for i in range(nvis)])
+
+
+def _single(op, name, s):
+    if not isinstance(s, Symbol):
+        raise GpundaError(f"Operator {op.name}: input {name} must be a Symbol, got "
+                          f"{type(s).__name__}")
+    if len(s._outputs) != 1:
+        raise GpundaError(f"Operator {op.name}: input {name} must be a single-output Symbol, "
+                          f"got a group of {len(s._outputs)}")
+    return s._outputs[0]
+
+
+def make_function(op, fname):
+    """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
+
+    def fn(*args, name=None, attr=None, out=None, **kwargs):
+        syms, extra = [], []
+        for a in args:
+            if isinstance(a, Symbol) and not extra:
+                syms.append(a)
+            elif a is None and syms and not extra:
+                syms.append(None)   # an omitted input: F.FullyConnected(x, w, None, ...)
+            elif isinstance(a, (list, tuple)) and a and all(isinstance(v, Symbol) for v in a) \
+                    and op.variadic and not extra and not syms:
+                syms.extend(a)
+            else:
+                extra.append(a)
+        named = {}
+        for k in list(kwargs):
+            v = kwargs[k]
+            if isinstance(v, Symbol):
+                named[k] = kwargs.pop(k)
+            elif v is None and k not in op.param_map:
+                kwargs.pop(k)       # an input explicitly left out (bias=None)
+        if extra:
+            fill_positional_params(op, extra, kwargs, len(args))
+        return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
+
+    fn.__name__ = fname
+    fn.__qualname__ = fname
+    fn.__doc__ = op.describe()
+    fn.__module__ = "gpunda.symbol"
+    fn.op = op
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# variables and groups
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+        stype=None, **kwargs):
+    """A variable (graph input) named ``name``; shape/dtype/lr_mult/... kept as ``__x__`` attrs."""
+    if not isinstance(name, str):
+        raise GpundaError(f"var: name must be a string, got {type(name).__name__}")
+    attrs = _attribute.current().get(attr)
+    if shape is not None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        attrs["__shape__"] = to_attr_string(shape)
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(DTYPE_TO_CODE[parse_dtype(dtype, "var").name])
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else (
+            init.dumps() if hasattr(init, "dumps") else str(init))
+    if stype is not None:
+        if stype not in _STYPE_TO_CODE:
+            raise GpundaError(f"var: stype={stype!r} is not one of {list(_STYPE_TO_CODE)}")
+        attrs["__storage_type__"] = str(_STYPE_TO_CODE[stype])
+    for k, v in kwargs.items():
+        if not is_dunder(k):
+            raise ValueError(f"var: attribute name={k} is not supported; additional "
+                             f"attributes must start and end with double underscores, "
+                             f"e.g. __{k}__")
+        attrs[k] = str(v)
+    for k, v in attrs.items():
+        if not isinstance(v, str):
+            raise ValueError(f"var: attribute {k}={v!r} must be a string")
+    attrs = {hidden_key(k, "var"): v for k, v in attrs.items()}
+    return Symbol([(_Node(None, name, attrs, [], None), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One Symbol whose outputs are the outputs of ``symbols`` in order."""
+    if not symbols:
+        raise GpundaError("Group: needs at least one symbol")
+    outs = []
+    for i, s in enumerate(symbols):
+        if not isinstance(s, Symbol):
+            raise GpundaError(f"Group: symbols[{i}] must be a Symbol, got {type(s).__name__}")
+        outs.extend(s._outputs)
+    return Symbol(outs)
+
+
+def load_json(json_str):
+    """A Symbol from MXNet's JSON text."""
+    from .json_io import from_json
+    return from_json(json_str)
+
+
+fromjson = load_json
+
+
+def load(fname):
+    """A Symbol from a ``*-symbol.json`` file."""
+    if not isinstance(fname, str):
+        raise GpundaError(f"load: fname must be a path string, got {type(fname).__name__}")
+    with open(fname, "r", encoding="utf-8") as f:
+        return load_json(f.read())
+
+
+# ---------------------------------------------------------------------------
+# the generated namespace
+
+op = types.ModuleType("gpunda.symbol.op", "Every registered op as a Symbol function.")
+_internal = op
+_made = {}
+
+
+def _populate(namespace):
+    for fname, opdef in all_names().items():
+        if fname in _made:
+            continue
+        fn = make_function(opdef, fname)
+        _made[fname] = fn
+        setattr(op, fname, fn)
+        if not fname.startswith("_") and not opdef.hidden and fname not in namespace:
+            namespace[fname] = fn
+        if fname.startswith("_") or opdef.hidden:
+            continue
+        meth = opdef.method if opdef.method else (fname if fname.islower() else None)
+        if meth and not hasattr(Symbol, meth) and not opdef.variadic and opdef.inputs \
+                and not opdef.wants_ctx:
+            setattr(Symbol, meth, _as_method(fn))
+
+
+def _as_method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _reshape_method(self, *shape, **kwargs):
+    """Reshape with MXNet's codes (0, -1, -2, -3, -4)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if shape:
+        kwargs["shape"] = shape
+    return _made["Reshape"](self, **kwargs)
+
+
+def lookup(fname):
+    """The Symbol function for a registered op (ops registered late are picked up)."""
+    fn = _made.get(fname)
+    if fn is None:
+        opdef = get_op(fname)
+        fn = _made[fname] = make_function(opdef, fname)
+        setattr(op, fname, fn)
+    return fn

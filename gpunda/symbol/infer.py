@@ -1,0 +1,257 @@
+"""Shape and dtype inference over a Symbol graph (MXNet's InferShape / InferType passes).
+
+Shapes are kept internally as None (rank unknown) or tuples whose unknown
+dimensions are -1, whatever the user-facing convention (``to_internal`` /
+``to_public`` translate MXNet's legacy 0-means-unknown and NumPy-shape
+-1-means-unknown forms). The passes alternate forward and backward over the
+nodes until nothing changes, so a shape learned downstream flows back up
+through ops with partial rules (``shape_rules.py``). Ops without a rule get
+their outputs from ``OpDef.infer_shape`` or, failing that, by running their
+compute on zero-stride dummy inputs once every input shape is known. Two known
+dimensions that disagree raise GpundaError naming the node.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError
+from .shape_rules import known, merge, rule_for
+
+__all__ = ["infer_graph", "to_internal", "to_public", "parse_shape_attr"]
+
+_MAX_PASSES = 8
+
+
+def to_internal(shape, np_shape):
+    """A user-given shape in the internal form (legacy: () unknown, 0 unknown dim)."""
+    if shape is None:
+        return None
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(d) for d in shape)
+    if np_shape:
+        return shape
+    if not shape:
+        return None
+    return tuple(-1 if d == 0 else d for d in shape)
+
+
+def to_public(shape, np_shape):
+    """An internal shape as MXNet reports it (legacy: () and 0, NumPy shape: None and -1)."""
+    if np_shape:
+        return shape
+    if shape is None:
+        return ()
+    return tuple(0 if d < 0 else d for d in shape)
+
+
+def parse_shape_attr(text):
+    """The tuple written in a ``__shape__`` attribute, or None if it is not one."""
+    import ast
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(v, int):
+        v = (v,)
+    if not isinstance(v, (tuple, list)):
+        return None
+    return tuple(int(d) for d in v)
+
+
+def _var_dtype(n, given):
+    from .symbol import CODE_TO_DTYPE
+    t = given.get(n.name)
+    if t is None and "__dtype__" in n.attrs:
+        try:
+            t = np.dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
+        except (KeyError, ValueError):
+            t = None
+    return t
+
+
+def _dummy(shape, dtype):
+    # zero strides: every element aliases one zero, so big shapes cost nothing
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def _run_dummy(node, in_shapes, in_types):
+    from .. import autograd as ag
+    from ..context import cpu
+    op, p = node.op, node.p
+    prev = ag.set_training(False)
+    try:
+        with np.errstate(all="ignore"):
+            for make in (_dummy, lambda s, t: np.zeros(s, t)):
+                arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
+                try:
+                    if op.wants_ctx:
+                        r = op.compute(np, p, *arrays, ctx=cpu())
+                    else:
+                        r = op.compute(np, p, *arrays)
+                    break
+                except GpundaError:
+                    raise
+                except (ValueError, TypeError) as e:
+                    if make is not _dummy:
+                        raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
+                                          f"(input shapes {list(in_shapes)})") from None
+    finally:
+        ag.set_training(prev)
+    # ops whose output count depends on params return a sequence even for one output
+    rs = list(r) if isinstance(r, (tuple, list)) else [r]
+    return [tuple(x.shape) for x in rs], [np.dtype(x.dtype) for x in rs]
+
+
+class _Pass:
+    """The shape and dtype tables of one inference, filled node by node."""
+
+    def __init__(self, order, given_shapes, given_types, var_shape):
+        self.shapes, self.types = {}, {}
+        self.changed = False
+        self.done = set()
+        for n in order:
+            if n.op is None:
+                self.shapes[(id(n), 0)] = var_shape(n, given_shapes)
+                self.types[(id(n), 0)] = _var_dtype(n, given_types)
+
+    def put_shape(self, key, s, where):
+        old = self.shapes.get(key)
+        if s is None:
+            return
+        new = merge(old, tuple(s), where)
+        if new != old:
+            self.shapes[key] = new
+            self.changed = True
+
+    def put_type(self, key, t, overwrite=False):
+        if t is None:
+            return
+        t = np.dtype(t)
+        old = self.types.get(key)
+        if old is None or (overwrite and old != t):
+            self.types[key] = t
+            self.changed = True
+
+    # -- one node --------------------------------------------------------------
+    def visit(self, n):
+        if id(n) in self.done:
+            return
+        ins = [(id(c), i) for c, i in n.inputs]
+        outs = [(id(n), i) for i in range(n.nout)]
+        self._types(n, ins, outs)
+        self._shapes(n, ins, outs)
+        if all(known(self.shapes.get(k)) and self.types.get(k) is not None for k in ins + outs):
+            self.done.add(id(n))
+
+    def _where(self, n, what):
+        return f"infer_shape: node {n.name!r} (operator {n.op.name}) {what}"
+
+    def _shapes(self, n, ins, outs):
+        op, p = n.op, n.p
+        names = n.input_names()
+        rule = rule_for(op)
+        if rule is not None:
+            in_s = [self.shapes.get(k) for k in ins]
+            out_s = [self.shapes.get(k) for k in outs]
+            try:
+                new_in, new_out = rule(p, in_s, out_s)
+            except GpundaError as e:
+                raise GpundaError(self._where(n, f": {e}")) from None
+            self._put_all(n, ins, new_in, names, "input")
+            self._put_all(n, outs, new_out, None, "output")
+            if not n.inputs:
+                return      # an op without inputs is wholly described by its rule
+        in_s = [self.shapes.get(k) for k in ins]
+        if all(known(s) for s in in_s):
+            if all(known(self.shapes.get(k)) for k in outs):
+                return
+            self._forward(n, ins, outs, in_s, names)
+        elif op.infer_shape is not None and rule is None:
+            # parameter shapes (weight, bias, label) follow from the data alone
+            r = self._call_infer(n, [s if known(s) else None for s in in_s])
+            if r is not None:
+                self._put_all(n, ins, r[0], names, "input")
+                self._put_all(n, outs, r[1], None, "output")
+
+    def _call_infer(self, n, in_s):
+        try:
+            return n.op.infer_shape(n.p, list(in_s))
+        except GpundaError as e:
+            if all(known(s) for s in in_s):
+                raise GpundaError(self._where(n, f": {e}")) from None
+        except Exception:   # a rule that cannot read partial information says nothing
+            pass
+        return None
+
+    def _forward(self, n, ins, outs, in_s, names):
+        op, p = n.op, n.p
+        if op.infer_shape is not None:
+            r = self._call_infer(n, in_s)
+            if r is not None:
+                self._put_all(n, ins, r[0], names, "input")
+                self._put_all(n, outs, r[1], None, "output")
+                if all(known(self.shapes.get(k)) for k in outs):
+                    return
+        in_t = [self.types.get(k) for k in ins]
+        first = next((t for t in in_t if t is not None), None)
+        in_t = [t if t is not None else (first or np.dtype(np.float32)) for t in in_t]
+        if op.random and not n.inputs and hasattr(p, "shape"):
+            out_s = [tuple(p.shape)]
+            out_t = [np.dtype(getattr(p, "dtype", None) or np.float32)]
+        else:
+            out_s, out_t = _run_dummy(n, in_s, in_t)
+        self._put_all(n, outs, out_s, None, "output")
+        for k, t in zip(outs, out_t):
+            self.put_type(k, t, overwrite=True)
+
+    def _put_all(self, n, keys, shapes, names, what):
+        if shapes is None:
+            return
+        for j, (k, s) in enumerate(zip(keys, shapes)):
+            label = names[j] if names and j < len(names) else j
+            self.put_shape(k, s, self._where(n, f"{what} {label}"))
+
+    def _types(self, n, ins, outs):
+        op, p = n.op, n.p
+        in_t = [self.types.get(k) for k in ins]
+        if op.infer_type is not None:
+            try:
+                r = op.infer_type(p, list(in_t))
+            except Exception:
+                r = None
+            if r is not None:
+                for k, t in zip(ins, r[0]):
+                    self.put_type(k, t)
+                for k, t in zip(outs, r[1]):
+                    self.put_type(k, t)
+            return
+        # unknown inputs follow the first known one (MXNet's default rule)
+        first = next((t for t in in_t if t is not None), None)
+        if first is not None:
+            for k in ins:
+                self.put_type(k, first)
+        # an explicit dtype parameter (Cast, Embedding) decides the outputs
+        dt = p.dtype if getattr(p, "dtype", None) is not None and "dtype" in p._given else first
+        for k in outs:
+            self.put_type(k, dt)
+
+
+def infer_graph(sym, given_shapes, given_types, var_shape):
+    """Maps (id(node), output) -> internal shape / np.dtype (None when unknown).
+
+    ``given_shapes`` holds internal shapes by variable name; ``var_shape(node,
+    given)`` gives a variable's starting shape (its ``__shape__`` attribute).
+    """
+    order = sym._topo()
+    st = _Pass(order, given_shapes, given_types, var_shape)
+    ops = [n for n in order if n.op is not None]
+    for _ in range(_MAX_PASSES):
+        st.changed = False
+        for n in ops:
+            st.visit(n)
+        for n in reversed(ops):
+            st.visit(n)
+        if not st.changed:
+            break
+    return st.shapes, st.types

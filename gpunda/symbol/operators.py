@@ -1,0 +1,173 @@
+"""Symbol operators: arithmetic and comparisons build graph nodes named as MXNet names
+them, and NDArray-only operations raise ``NotImplementedForSymbol``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
+from ..ops.registry import get_op
+
+__all__ = ["SymbolOperators"]
+
+
+class SymbolOperators:
+    """Mixin of ``Symbol``'s Python operators and NDArray-only methods."""
+
+    __slots__ = ()
+
+    # -- arithmetic ------------------------------------------------------------------
+    # As in MXNet, Symbol operators do not broadcast: ``a + b`` is elemwise_add named
+    # ``_plus0`` (use sym.broadcast_add to broadcast); comparisons build symbols.
+    def __add__(self, other):
+        return _arith(self, other, ("elemwise_add", "_plus"), ("_plus_scalar", "_plusscalar"))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return _arith(self, other, ("elemwise_sub", "_minus"), ("_minus_scalar", "_minusscalar"))
+
+    def __rsub__(self, other):
+        return _arith(self, other, None, ("_rminus_scalar", "_rminusscalar"))
+
+    def __mul__(self, other):
+        return _arith(self, other, ("elemwise_mul", "_mul"), ("_mul_scalar", "_mulscalar"))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return _arith(self, other, ("elemwise_div", "_div"), ("_div_scalar", "_divscalar"))
+
+    def __rtruediv__(self, other):
+        return _arith(self, other, None, ("_rdiv_scalar", "_rdivscalar"))
+
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+
+    def __mod__(self, other):
+        return _arith(self, other, ("broadcast_mod", "_mod"), ("_mod_scalar", "_modscalar"))
+
+    def __rmod__(self, other):
+        return _arith(self, other, None, ("_rmod_scalar", "_rmodscalar"))
+
+    def __pow__(self, other):
+        return _arith(self, other, ("broadcast_power", "_power"),
+                      ("_power_scalar", "_powerscalar"))
+
+    def __rpow__(self, other):
+        return _arith(self, other, None, ("_rpower_scalar", "_rpower_scalar"))
+
+    def __neg__(self):
+        return _arith(self, -1.0, None, ("_mul_scalar", "_mulscalar"))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from .creation import make_node
+        return make_node(get_op("abs"), [self], {}, None, None, hint="abs")
+
+    def __eq__(self, other):
+        return _arith(self, other, ("broadcast_equal", "_equal"), ("_equal_scalar", None))
+
+    def __ne__(self, other):
+        return _arith(self, other, ("broadcast_not_equal", "_not_equal"),
+                      ("_not_equal_scalar", None))
+
+    def __gt__(self, other):
+        return _arith(self, other, ("broadcast_greater", "_greater"), ("_greater_scalar", None))
+
+    def __ge__(self, other):
+        return _arith(self, other, ("broadcast_greater_equal", "_greater_equal"),
+                      ("_greater_equal_scalar", None))
+
+    def __lt__(self, other):
+        return _arith(self, other, ("broadcast_lesser", "_lesser"), ("_lesser_scalar", None))
+
+    def __le__(self, other):
+        return _arith(self, other, ("broadcast_lesser_equal", "_lesser_equal"),
+                      ("_lesser_equal_scalar", None))
+
+    # MXNet's Symbol is unhashable (it defines __eq__); gpunda keeps identity hashing so
+    # symbols can still key the dicts of code that relied on it
+    __hash__ = object.__hash__
+
+    # -- NDArray-only operations (MXNet raises NotImplementedForSymbol) -----------------
+    def __bool__(self):
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    __nonzero__ = __bool__
+
+    def __iadd__(self, other):
+        raise NotImplementedForSymbol(self.__iadd__, "+=", other, 1)
+
+    def __isub__(self, other):
+        raise NotImplementedForSymbol(self.__isub__, "-=", other)
+
+    def __imul__(self, other):
+        raise NotImplementedForSymbol(self.__imul__, "*=", other)
+
+    def __idiv__(self, other):
+        raise NotImplementedForSymbol(self.__idiv__, "/=", other)
+
+    def __itruediv__(self, other):
+        raise NotImplementedForSymbol(self.__itruediv__, "/=", other)
+
+    def wait_to_read(self):
+        raise NotImplementedForSymbol(self.wait_to_read, None)
+
+    def asnumpy(self):
+        raise NotImplementedForSymbol(self.asnumpy, None)
+
+    def asscalar(self):
+        raise NotImplementedForSymbol(self.asscalar, None)
+
+    def as_in_context(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.as_in_context, None)
+
+    def detach(self):
+        raise NotImplementedForSymbol(self.detach, None)
+
+    def backward(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.backward, None)
+
+    def as_nd_ndarray(self):
+        """This symbol (the legacy front end's symbols are already ``nd`` symbols)."""
+        return self
+
+    def astype(self, *args, **kwargs):
+        """``sym.cast(self, dtype)`` (MXNet's fluent method)."""
+        from .creation import lookup
+        return lookup("cast")(self, *args, **kwargs)
+
+    def softmax(self, *args, **kwargs):
+        """``sym.softmax(self, ...)`` (MXNet's fluent method)."""
+        from .creation import lookup
+        return lookup("softmax")(self, *args, **kwargs)
+
+    def log_softmax(self, *args, **kwargs):
+        """``sym.log_softmax(self, ...)`` (MXNet's fluent method)."""
+        from .creation import lookup
+        return lookup("log_softmax")(self, *args, **kwargs)
+
+    def get_backend_symbol(self, backend):
+        raise NotImplementedForGpunda(f"Symbol.get_backend_symbol (subgraph backend "
+                                      f"{backend!r}) is not supported yet")
+
+    def optimize_for(self, backend, *args, **kwargs):
+        raise NotImplementedForGpunda(f"Symbol.optimize_for (subgraph backend {backend!r}) is "
+                                      f"not supported yet")
+
+    def as_np_ndarray(self):
+        raise NotImplementedForGpunda("Symbol.as_np_ndarray (mx.sym.np) is not supported yet")
+
+
+def _arith(sym, other, binop, scalar_op):
+    """``sym <op> other``: ``binop``/``scalar_op`` are (operator, name hint) pairs."""
+    from .creation import make_node
+    if isinstance(other, SymbolOperators):
+        if binop is None:
+            raise GpundaError("Symbol arithmetic: unexpected operand order")
+        return make_node(get_op(binop[0]), [sym, other], {}, None, None, hint=binop[1])
+    if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+        return make_node(get_op(scalar_op[0]), [sym], {"scalar": other}, None, None,
+                         hint=scalar_op[1] or scalar_op[0])
+    raise TypeError(f"type {type(other)} not supported")

@@ -1,0 +1,347 @@
+"""Partial shape rules for symbolic shape inference (MXNet's FInferShape on partial shapes).
+
+A shape here is None (rank unknown) or a tuple whose unknown dimensions are -1.
+A rule ``rule(p, ins, outs) -> (ins, outs)`` gets the current shapes of a
+node's inputs and of all its outputs and returns what it can say about each
+(None where it says nothing); ``infer.py`` merges the answers and raises when
+two known dimensions disagree. Rules run in both directions, as MXNet's do,
+so an output shape learned downstream fills in unknown input dimensions
+(``test_incomplete_infer_*`` in MXNet's suite).
+
+Only ops that must reason about unknown dimensions have a rule; for every
+other op ``infer.py`` computes the outputs once all input shapes are complete.
+"""
+from __future__ import annotations
+
+import math
+
+from ..base import GpundaError
+
+__all__ = ["rule_for", "merge", "known"]
+
+
+def known(s):
+    """True when ``s`` is a shape with every dimension known."""
+    return s is not None and all(d >= 0 for d in s)
+
+
+def merge(a, b, where):
+    """The shape that agrees with both ``a`` and ``b``; GpundaError when they conflict."""
+    if a is None:
+        return None if b is None else tuple(b)
+    if b is None:
+        return a
+    if len(a) != len(b):
+        raise GpundaError(f"{where}: has shape {_show(a)} but the graph needs {_show(b)} "
+                          f"(different ranks)")
+    out = []
+    for x, y in zip(a, b):
+        if x >= 0 and y >= 0 and x != y:
+            raise GpundaError(f"{where}: has shape {_show(a)} but the graph needs {_show(b)} "
+                              f"(dimension {len(out)} differs)")
+        out.append(x if x >= 0 else y)
+    return tuple(out)
+
+
+def _show(s):
+    return "(" + ", ".join("?" if d < 0 else str(d) for d in s) + (",)" if len(s) == 1 else ")")
+
+
+def _dim(a, b):
+    return a if a >= 0 else b
+
+
+# ---------------------------------------------------------------------------
+# element-wise: every input and output has one shape
+
+
+def same_shape(p, ins, outs):
+    s = None
+    for x in list(ins) + list(outs):
+        s = merge(s, x, "element-wise shapes")
+    return [s] * len(ins), [s] * len(outs)
+
+
+def broadcast(p, ins, outs):
+    """MXNet's BinaryBroadcastShape: known pairs must match or be 1; forward only."""
+    a, b = ins
+    if a is None or b is None:
+        return ins, outs
+    n = max(len(a), len(b))
+    a2 = (1,) * (n - len(a)) + tuple(a)
+    b2 = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a2, b2):
+        if x < 0 or y < 0:
+            out.append(-1)
+        elif x != y and x != 1 and y != 1:
+            raise GpundaError(f"operands could not be broadcast together with shapes "
+                              f"{_show(a)} {_show(b)}")
+        else:
+            out.append(y if x == 1 else x)
+    return ins, [tuple(out)]
+
+
+# ---------------------------------------------------------------------------
+# layers
+
+
+def fully_connected(p, ins, outs):
+    ins = list(ins)
+    data, out = ins[0], outs[0]
+    H = p.num_hidden
+    w = ins[1]
+    if data is not None:
+        if p.flatten:
+            if len(data) == 2 and data[1] < 0 and w is not None and w[1] >= 0:
+                data = (data[0], w[1])
+            rest = data[1:]
+            k = math.prod(rest) if all(d >= 0 for d in rest) else -1
+            out = merge(out, (data[0], H), "FullyConnected output")
+            data = (_dim(data[0], out[0]),) + tuple(data[1:])
+        else:
+            k = data[-1] if data[-1] >= 0 or w is None else w[1]
+            out = merge(out, tuple(data[:-1]) + (H,), "FullyConnected output")
+            data = tuple(_dim(d, o) for d, o in zip(data[:-1], out[:-1])) + (k,)
+        ins[0] = data
+        ins[1] = (H, k)
+    else:
+        return ins, outs        # MXNet infers nothing before the data's rank is known
+    if not p.no_bias:
+        ins[2] = (H,)
+    return ins, [out] + list(outs[1:])
+
+
+def convolution(p, ins, outs):
+    from ..ops.nn_conv import _conv_geo
+    ins = list(ins)
+    data, out = ins[0], outs[0]
+    kernel = tuple(p.kernel)
+    nd = len(kernel)
+    if getattr(p, "layout", None) not in (None, {1: "NCW", 2: "NCHW", 3: "NCDHW"}.get(nd)):
+        return ins, outs        # channel-last layouts: the forward compute decides
+    w = ins[1]
+    C = -1 if data is None else data[1]
+    if C < 0 and w is not None and w[1] >= 0:
+        C = w[1] * p.num_group
+    ins[1] = (p.num_filter, C // p.num_group if C >= 0 else -1) + kernel
+    if not p.no_bias:
+        ins[2] = (p.num_filter,)
+    if data is None and out is None:
+        return ins, outs
+    if data is None:
+        data = (-1,) * (nd + 2)
+    _, stride, dilate, pad = _conv_geo(p, len(data), "Convolution")
+    dk = [dilate[i] * (kernel[i] - 1) + 1 for i in range(nd)]
+    sp = []
+    for i, s in enumerate(data[2:]):
+        sp.append((s + 2 * pad[i] - dk[i]) // stride[i] + 1 if s >= 0 else -1)
+    out = merge(out, (data[0], p.num_filter) + tuple(sp), "Convolution output")
+    # back-fill the data: the batch always, a spatial size when its stride is 1
+    back = [out[0], C]
+    for i, s in enumerate(data[2:]):
+        if s < 0 and stride[i] == 1 and out[2 + i] >= 0:
+            s = out[2 + i] - 1 + dk[i] - 2 * pad[i]
+        back.append(s)
+    ins[0] = merge(data, tuple(back), "Convolution data")
+    return ins, [out] + list(outs[1:])
+
+
+def embedding(p, ins, outs):
+    data = ins[0]
+    out = None if data is None else tuple(data) + (p.output_dim,)
+    if outs[0] is not None and data is None:
+        data = tuple(outs[0][:-1])
+    return [data, (p.input_dim, p.output_dim)], [out]
+
+
+# ---------------------------------------------------------------------------
+# array manipulation
+
+
+def concat(p, ins, outs):
+    n = len(ins)
+    ref = next((s for s in list(ins) + [outs[0]] if s is not None), None)
+    if ref is None:
+        return ins, outs
+    nd = len(ref)
+    ax = p.dim + nd if p.dim < 0 else p.dim
+    if not 0 <= ax < nd:
+        raise GpundaError(f"Concat: dim={p.dim} is out of range for inputs of rank {nd}")
+    # every dimension but `ax` is shared by the inputs and the output
+    common = (-1,) * nd
+    for s in list(ins) + [outs[0]]:
+        if s is not None:
+            common = merge(common, s[:ax] + (-1,) + s[ax + 1:], "Concat shapes")
+    sizes = [-1 if s is None else s[ax] for s in ins]
+    total = -1 if outs[0] is None else outs[0][ax]
+    if all(d >= 0 for d in sizes):
+        total = merge((total,), (sum(sizes),), "Concat output")[0]
+    elif total >= 0 and sum(d < 0 for d in sizes) == 1:
+        sizes[sizes.index(-1)] = total - sum(d for d in sizes if d >= 0)
+    put = lambda d: common[:ax] + (d,) + common[ax + 1:]  # noqa: E731
+    return [put(d) for d in sizes][:n], [put(total)]
+
+
+def slice_channel(p, ins, outs):
+    n = p.num_outputs
+    data = ins[0]
+    o = None
+    for s in outs:
+        o = merge(o, s, "SliceChannel outputs")
+    nd = len(data) if data is not None else (None if o is None else len(o) + bool(p.squeeze_axis))
+    if nd is None:
+        return ins, outs
+    ax = p.axis + nd if p.axis < 0 else p.axis
+    if data is None:
+        data = (-1,) * nd
+    if o is not None:
+        part = o[:ax] + (1,) + o[ax:] if p.squeeze_axis else o
+        whole = part[:ax] + ((part[ax] * n if part[ax] >= 0 else -1),) + part[ax + 1:]
+        if p.squeeze_axis:
+            whole = whole[:ax] + (n,) + whole[ax + 1:]
+        data = merge(data, whole, "SliceChannel data")
+    d = data[ax]
+    piece = -1 if d < 0 else d // n
+    o = data[:ax] + ((piece,) if not p.squeeze_axis else ()) + data[ax + 1:]
+    return [data], [o] * len(outs)
+
+
+def transpose(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    axes = tuple(p.axes) if p.axes else tuple(range(len(data) - 1, -1, -1))
+    if len(axes) != len(data):
+        raise GpundaError(f"transpose: axes={axes} do not match the input rank {len(data)}")
+    out = tuple(data[a] for a in axes)
+    if outs[0] is not None:
+        out = merge(out, outs[0], "transpose output")
+        back = [-1] * len(data)
+        for i, a in enumerate(axes):
+            back[a] = out[i]
+        data = merge(data, tuple(back), "transpose data")
+    return [data], [out]
+
+
+def pick(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    nd = len(data)
+    if p.axis is None:
+        return ins, outs
+    ax = p.axis + nd if p.axis < 0 else p.axis
+    out = data[:ax] + ((1,) if p.keepdims else ()) + data[ax + 1:]
+    return [data, merge(ins[1], out, "pick index")], [out]
+
+
+def dot(p, ins, outs):
+    a, b = ins
+    if a is None or b is None or len(a) < 1 or len(b) < 1:
+        return ins, outs
+    if (p.transpose_a and len(a) != 2) or (p.transpose_b and len(b) != 2) or \
+            len(a) == 1 and len(b) == 1:
+        return ins, outs        # the forward compute decides these forms
+    a2 = tuple(reversed(a)) if p.transpose_a else tuple(a)
+    b2 = tuple(reversed(b)) if p.transpose_b else tuple(b)
+    if a2[-1] >= 0 and b2[0] >= 0 and a2[-1] != b2[0]:
+        raise GpundaError(f"dot: shapes {_show(a)} and {_show(b)} do not match "
+                          f"(transpose_a={p.transpose_a}, transpose_b={p.transpose_b})")
+    return ins, [a2[:-1] + b2[1:]]
+
+
+def batch_dot(p, ins, outs):
+    a, b = ins
+    if a is None or b is None or len(a) != 3 or len(b) != 3:
+        return ins, outs
+    m, ka = (a[2], a[1]) if p.transpose_a else (a[1], a[2])
+    kb, n = (b[2], b[1]) if p.transpose_b else (b[1], b[2])
+    if ka < 0 or kb < 0:
+        return ins, outs        # MXNet needs the contracted dimensions to infer anything
+    if ka != kb:
+        raise GpundaError(f"batch_dot: shapes {_show(a)} and {_show(b)} do not match "
+                          f"(transpose_a={p.transpose_a}, transpose_b={p.transpose_b})")
+    batch = merge((a[0],), (b[0],), "batch_dot batch size")[0]
+    return ins, [(batch, m, n)]
+
+
+def _size_fill(a, b):
+    """``a`` with its one unknown dimension set so that its size equals known ``b``'s."""
+    if a is None or not known(b) or sum(d < 0 for d in a) != 1:
+        return a
+    rest = math.prod(d for d in a if d >= 0)
+    total = math.prod(b)
+    if rest == 0 or total % rest:
+        return a
+    return tuple(total // rest if d < 0 else d for d in a)
+
+
+def reshape(p, ins, outs):
+    """Reshape keeps the size: one unknown dimension on either side follows the other."""
+    data, out = ins[0], outs[0]
+    return [_size_fill(data, out)], [_size_fill(out, data)]
+
+
+def flatten(p, ins, outs):
+    data, out = ins[0], outs[0]
+    if data is not None and len(data) >= 1:
+        rest = data[1:]
+        k = math.prod(rest) if all(d >= 0 for d in rest) else -1
+        out = merge(out, (data[0], k if rest else 1), "Flatten output")
+        data = (_dim(data[0], out[0]),) + tuple(data[1:])
+    return [_size_fill(data, out)], [out]
+
+
+def _sliced(d, b, e, s):
+    if d < 0:
+        return -1
+    return len(range(*slice(b, e, s).indices(d)))
+
+
+def slice_rule(p, ins, outs):
+    data = ins[0]
+    if data is None or len(p.begin) > len(data):
+        return ins, outs
+    step = tuple(p.step) + (None,) * (len(p.begin) - len(p.step))
+    out = tuple(_sliced(data[i], p.begin[i], p.end[i] if i < len(p.end) else None, step[i])
+                for i in range(len(p.begin))) + tuple(data[len(p.begin):])
+    return ins, [out]
+
+
+def slice_axis(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    ax = p.axis + len(data) if p.axis < 0 else p.axis
+    if not 0 <= ax < len(data):
+        return ins, outs
+    out = data[:ax] + (_sliced(data[ax], p.begin, p.end, None),) + data[ax + 1:]
+    return ins, [out]
+
+
+def creation(p, ins, outs):
+    """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
+    graph around says (MXNet's ``sym.ones(shape=(-1, -1))``)."""
+    return ins, [tuple(p.shape)]
+
+
+_RULES = {
+    "Reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
+    "_zeros": creation, "_ones": creation, "_full": creation,
+    "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
+    "Concat": concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
+    "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
+    "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
+    "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
+}
+
+
+def rule_for(op):
+    """The partial rule of ``op``, or None when only complete inputs can be inferred."""
+    r = _RULES.get(op.name)
+    if r is not None:
+        return r
+    if op.family == "elemwise" and not op.variadic and len(op.inputs) in (1, 2):
+        return broadcast if op.name.startswith("broadcast_") else same_shape
+    return None

@@ -1,0 +1,135 @@
+"""Executor (bind/simple_bind) as MXNet 1.9.1's: persistent outputs, backward after an
+inference forward, reshape sharing memory, CSE, debug_str (gpunda/symbol/executor.py,
+optimize.py, debug.py)."""
+import re
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import sym
+
+
+def test_backward_after_inference_forward(rng):
+    a, b = sym.var("a"), sym.var("b")
+    x = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+    y = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+    ga, gb = mx.nd.zeros((3, 4)), mx.nd.zeros((3, 4))
+    ex = (a / b).bind(mx.cpu(), args=[mx.nd.array(x), mx.nd.array(y)], args_grad=[ga, gb])
+    ex.forward()                          # is_train=False, as MXNet's test_bind does
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    ex.backward([mx.nd.array(g)])
+    np.testing.assert_allclose(ga.asnumpy(), g / y, rtol=1e-5)
+    np.testing.assert_allclose(gb.asnumpy(), -x * g / y ** 2, rtol=1e-5)
+
+
+def test_outputs_exist_at_bind_and_are_written_in_place():
+    s = sym.FullyConnected(sym.var("x"), num_hidden=4, name="fc")
+    exe = s.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    held = exe.outputs[0]
+    assert held.shape == (5, 4)
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = 1
+    exe.forward()
+    assert held is exe.outputs[0] and np.all(held.asnumpy() == 4)
+    small = exe.reshape(x=(3, 4))
+    small.forward()
+    # the smaller executor's output is a view on the start of the bigger one's
+    assert np.all(exe.outputs[0].asnumpy()[:3] == 4)
+
+
+def test_common_subexpressions_are_merged_unless_disabled(monkeypatch):
+    a, b = sym.var("a"), sym.var("b")
+    arrs = {"a": mx.nd.array([1.0, 2.0]), "b": mx.nd.array([3.0, 5.0])}
+    s = (a + b) + (a + b)
+    ex = s.bind(mx.cpu(), args=arrs)
+    assert len(ex.get_optimized_symbol().get_internals()) == len(s.get_internals()) - 1
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), [8.0, 14.0])
+    # two outputs left on one entry get a copy, so they stay two arrays
+    g = sym.Group([a * b, a * b])
+    ex = g.bind(mx.cpu(), args=arrs)
+    assert len(ex.get_optimized_symbol().get_internals()) == len(g.get_internals())
+    o1, o2 = ex.forward()
+    assert o1 is not o2 and np.allclose(o1.asnumpy(), [3.0, 10.0])
+    drop = sym.Dropout(a) + sym.Dropout(a)      # random draws are never merged
+    ex = drop.bind(mx.cpu(), args={"a": arrs["a"]})
+    assert len(ex.get_optimized_symbol().get_internals()) == len(drop.get_internals())
+    monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "0")
+    assert s.bind(mx.cpu(), args=arrs).get_optimized_symbol() is s
+
+
+def test_debug_str_memory_follows_the_gradient_plan():
+    x = sym.var("data")
+    for _ in range(10):
+        x = x * x
+    mb = lambda e: int(re.search(r"Total (\d+) MB allocated", e.debug_str()).group(1))  # noqa
+    shape = (10, 3, 256, 256)       # 7.5 MB per float32 array
+    train = mb(x.simple_bind(mx.cpu(), data=shape))
+    infer = mb(x.simple_bind(mx.cpu(), data=shape, grad_req="null"))
+    stopped = mb(sym.stop_gradient(x).simple_bind(mx.cpu(), data=shape))
+    # inference reuses two buffers; training keeps the 10 products for backward
+    assert infer == stopped == 15 and train >= 75
+    text = x.simple_bind(mx.cpu(), data=(2,)).debug_str()
+    assert "Op:elemwise_mul, Name=_mul" in text and "Variable:data" in text
+
+
+def test_forward_keyword_checks_shape():
+    a = sym.var("a")
+    ex = (a * 2).bind(mx.cpu(), args={"a": mx.nd.ones((2,))})
+    np.testing.assert_allclose(ex.forward(a=mx.nd.array([1.0, 3.0]))[0].asnumpy(), [2.0, 6.0])
+    with pytest.raises(ValueError, match="shape"):
+        ex.forward(a=mx.nd.ones((3,)))
+    with pytest.raises(TypeError, match="unknown argument"):
+        ex.forward(zz=mx.nd.ones((2,)))
+
+
+def test_bound_outputs_have_the_computed_dtype():
+    # shape_array's output is int64 whatever its input: the held array must be too, so
+    # the one handed out at bind is the one forward fills
+    exe = sym.shape_array(sym.var("x")).simple_bind(mx.cpu(), x=(2, 3), grad_req="null")
+    held = exe.outputs[0]
+    assert held.dtype == np.int64
+    exe.forward()
+    assert exe.outputs[0] is held and held.asnumpy().tolist() == [2, 3]
+
+
+def test_ops_with_param_dependent_output_counts_run_in_a_graph(rng):
+    # SliceChannel(num_outputs=1) and LeakyReLU return one-element sequences
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    s = sym.LeakyReLU(sym.SliceChannel(sym.var("x"), num_outputs=1, axis=1), act_type="elu",
+                      slope=0.5)
+    out = s.eval(x=mx.nd.array(x))[0].asnumpy()
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.5 * np.expm1(x)), rtol=1e-6)
+
+
+def test_monitor_callback_sees_every_input_and_output_in_graph_order():
+    data = sym.var("data", shape=(2, 3, 4, 4))
+    conv = sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    exe = conv.simple_bind(mx.cpu(), grad_req="null")
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)), monitor_all=True)
+    exe.forward()
+    # MXNet 1.9.1's order: a variable, then the op's name for it, ..., then the output
+    assert [n for n, _ in seen] == ["data", "conv_data", "conv_weight", "conv_weight",
+                                    "conv_bias", "conv_bias", "conv_output"]
+    assert seen[-1][1] == (2, 1, 3, 3)
+    seen.clear()
+    exe.set_monitor_callback(lambda name, arr: seen.append(name))
+    exe.forward()
+    assert seen == ["conv_output"]
+
+
+def test_simple_bind_reads_only_tuples_as_shapes():
+    s = sym.take(sym.var("a"), sym.var("indices"), axis=0)
+    exe = s.simple_bind(mx.cpu(), a=(4, 3), indices=(2,), axis=0, mode="clip")
+    assert exe.outputs[0].shape == (2, 3)
+
+
+def test_bound_arrays_decide_dtypes_and_extra_head_grads_are_ignored():
+    x = sym.var("x", dtype=np.float64)       # a hint; the bound float32 array wins
+    gx = mx.nd.zeros((2,))
+    ex = (x * 3).bind(mx.cpu(), args={"x": mx.nd.array([1.0, 2.0])}, args_grad={"x": gx})
+    np.testing.assert_allclose(ex.forward(is_train=True)[0].asnumpy(), [3.0, 6.0])
+    assert ex.outputs[0].dtype == np.float32
+    ex.backward([mx.nd.ones((2,)), mx.nd.ones((5,))])      # one output: the second is unused
+    np.testing.assert_allclose(gx.asnumpy(), [3.0, 3.0])
