@@ -20,7 +20,7 @@ from . import random
 from . import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "profiler", "recordio"):
+           "metric", "initializer", "kvstore", "io", "recordio"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:
@@ -35,8 +35,13 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
+
+# MXNet's top-level names from util, attribute and the small modules
+from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402
+                   is_np_array, np_array, use_np_array, use_np)
 from .attribute import AttrScope  # noqa: E402
-from .util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: E402
+from . import error, libinfo, engine  # noqa: E402
+rnd = random
 
 
 def __getattr__(name):
@@ -47,9 +52,10 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_LAZY_MODULES = {"test_utils": "test_utils", "contrib": "contrib", "operator": "operator",
-                 "numpy": "numpy", "np": "numpy", "numpy_extension": "numpy_extension",
-                 "npx": "numpy_extension"}
+_LAZY_MODULES = {name: name for name in (
+    "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
+    "log", "library")}
+_LAZY_MODULES.update(np="numpy", npx="numpy_extension")
 
 
 def install_mxnet_alias():

@@ -3,22 +3,16 @@ from __future__ import annotations
 
 import threading
 
-from .name import _ClassProperty
+from .base import _ClassPropertyMeta, classproperty, with_metaclass
+from .name import _deprecated
 
 __all__ = ["AttrScope", "current"]
 
 
-class AttrScope:
+class AttrScope(with_metaclass(_ClassPropertyMeta, object)):
     """Attach string attributes to every symbol created inside ``with AttrScope(k=v):``."""
 
     _state = threading.local()
-
-    @_ClassProperty
-    def current(cls):  # noqa: N805  (MXNet's deprecated AttrScope.current)
-        import warnings
-        warnings.warn("AttrScope.current has been deprecated; use the `with` statement with "
-                      "AttrScope", DeprecationWarning, stacklevel=2)
-        return current()
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
@@ -48,6 +42,17 @@ class AttrScope:
     def __exit__(self, *exc):
         AttrScope._state.current = self._old
         return False
+
+    @classproperty
+    def current(cls):
+        """The AttrScope in effect for this thread (deprecated in MXNet; assignable)."""
+        _deprecated("AttrScope")
+        return current()
+
+    @current.setter
+    def current(cls, value):
+        _deprecated("AttrScope")
+        AttrScope._state.current = value
 
 
 _global = AttrScope()

@@ -1,7 +1,6 @@
 """Basic names shared by every part of gpunda, laid out as MXNet's ``mxnet.base``."""
 from __future__ import annotations
 
-import ctypes     # already loaded by NumPy; MXNet's C-API helpers below are ctypes
 import numbers
 
 import numpy as np
@@ -10,8 +9,8 @@ __all__ = ["GpundaError", "MXNetError", "NotImplementedForGpunda", "mx_real_t",
            "integer_types", "numeric_types", "string_types", "py_str", "require"]
 
 
-class GpundaError(Exception):
-    """The one error gpunda raises for anything it refuses.
+class GpundaError(RuntimeError):
+    """The one error gpunda raises for anything it refuses (a RuntimeError, as MXNetError is).
 
     Messages name the op (or function), the parameter or input, and the value.
     """
@@ -57,47 +56,84 @@ def require(cond, where, what, value, rule):
         raise GpundaError(f"{where}: {what}={value!r} {rule}")
 
 
-# -- MXNet's ctypes plumbing ------------------------------------------------------
-# ``mxnet.base`` and modules that import from it (``mxnet.autograd``) expose the helpers
-# MXNet used to call its C library. gpunda has no C library: the pure ctypes helpers
-# work as in MXNet, the ones that need a library handle raise NotImplementedForGpunda.
+# -- the rest of MXNet's ``mxnet.base`` -------------------------------------------
+
+__all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2pyerror",
+            "get_last_ffi_error", "check_call", "NotImplementedForSymbol",
+            "NotSupportedForSparseNDArray", "MXCallbackList", "classproperty", "with_metaclass",
+            "c_str", "c_str_array", "c_array", "c_array_buf", "c_handle_array", "ctypes2buffer",
+            "ctypes2numpy_shared", "build_param_doc", "add_fileline_to_docstring", "mx_float_p",
+            "libinfo", "NDArrayHandle"]
+
+
+class _NullType:
+    """Placeholder for "argument not given"."""
+
+    def __repr__(self):
+        return "_Null"
+
+
+_Null = _NullType()
+
+#: error class name (as a C message prefixes it, "ValueError: ...") -> Python class
+error_types = {}
+
+
+def register_error(func_name=None, cls=None):
+    """Register an error class under its name, as a decorator or ``register_error(name, cls)``."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(mycls):
+        error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
+        return mycls
+    return register if cls is None else register(cls)
+
+
+def c2pyerror(err_msg):
+    """Split a C-style error message into (message with the stack trace first, error type)."""
+    lines = err_msg.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    head = lines[0] if lines else ""
+    name = head[:head.find(":")] if ":" in head else ""
+    err_type = name if name and all(c.isalnum() or c in "_." for c in name) else None
+    trace, message, in_trace = [], [], False
+    for line in lines:
+        if in_trace and not line.startswith("  "):
+            in_trace = False
+        if in_trace:
+            trace.append(line)
+        elif line.startswith("Stack trace"):
+            in_trace = True
+        else:
+            message.append(line)
+    out = ""
+    if trace:
+        out = "Traceback (most recent call last):\n" + "\n".join(reversed(trace)) + "\n"
+    return out + "\n".join(message), err_type
+
+
+def get_last_ffi_error():
+    """The error the last failing ``_LIB`` call left, as its registered class."""
+    from ._capi import _LIB
+    msg, err_type = c2pyerror(py_str(_LIB.MXGetLastError()))
+    if err_type is not None and err_type.startswith("mxnet.error."):
+        err_type = err_type[len("mxnet.error."):]
+    return error_types.get(err_type, MXNetError)(msg)
+
 
 def check_call(ret):
-    """Raise ``MXNetError`` when a C-API return code ``ret`` is not 0."""
+    """Raise the last C-API error when a ``_LIB`` call returned non-zero."""
     if ret != 0:
-        raise GpundaError(f"check_call: a C-API call returned {ret!r}")
-
-
-def c_array(ctype, values):
-    """A ctypes array of ``ctype`` holding ``values``."""
-    return (ctype * len(values))(*values)
-
-
-def c_array_buf(ctype, buf):
-    """A ctypes array of ``ctype`` sharing the memory of buffer ``buf`` (e.g. array.array)."""
-    return (ctype * len(buf)).from_buffer(buf)
-
-
-def c_str(string):
-    """A C string (``ctypes.c_char_p``) holding ``string`` UTF-8 encoded."""
-    return ctypes.c_char_p(string.encode("utf-8"))
-
-
-def c_handle_array(objs):
-    """MXNet: the C handles of ``objs``; gpunda's arrays have no C handles."""
-    raise NotImplementedForGpunda(
-        "c_handle_array is not supported yet: gpunda objects have no C-API handles")
-
-
-class MXCallbackList(ctypes.Structure):
-    """MXNet's C struct of callbacks (num_callbacks, callbacks, contexts)."""
-    _fields_ = [("num_callbacks", ctypes.c_int),
-                ("callbacks", ctypes.POINTER(ctypes.CFUNCTYPE(ctypes.c_int))),
-                ("contexts", ctypes.POINTER(ctypes.c_void_p))]
+        from ._capi import _LIB
+        if not _LIB.MXGetLastError():
+            raise GpundaError(f"check_call: a C-API call returned {ret!r}")
+        raise get_last_ffi_error()
 
 
 class NotSupportedForSparseNDArray(GpundaError):
-    """An NDArray method that sparse storage does not offer (MXNet's error of that name)."""
+    """A function that exists for dense NDArrays only was called with a sparse one."""
 
     def __init__(self, function, alias, *args):
         super().__init__()
@@ -108,9 +144,9 @@ class NotSupportedForSparseNDArray(GpundaError):
     def __str__(self):
         msg = f"Function {self.function}"
         if self.alias:
-            msg += f" (namely operator \"{self.alias}\")"
+            msg += f' (namely operator "{self.alias}")'
         if self.args:
-            msg += " with arguments (" + ", ".join(self.args) + ")"
+            msg += f" with arguments ({', '.join(self.args)})"
         return msg + " is not supported for SparseNDArray and only available in NDArray."
 
 
@@ -150,9 +186,93 @@ class GpundaTypeError(GpundaError, TypeError):
     """A ``TypeError`` where MXNet raises one (an operand type NDArray does not take)."""
 
 
-__all__.append("NotImplementedForSymbol")
-
-
 class GpundaAssertionError(GpundaError, AssertionError):
     """A refusal where MXNet's Python code asserts: both a GpundaError and the
     AssertionError MXNet code and tests catch."""
+
+
+register_error(NotImplementedForSymbol)
+for _cls in (ValueError, TypeError, AttributeError, IndexError, NotImplementedError):
+    register_error(_cls.__name__, _cls)
+register_error("MXNetError", MXNetError)
+
+
+class _ClassProperty:
+    """A property read (and optionally set) on the class itself."""
+
+    def __init__(self, fget, fset=None):
+        self.fget, self.fset = fget, fset
+
+    def __get__(self, obj, cls=None):
+        return self.fget.__get__(obj, type(obj) if cls is None else cls)()
+
+    def __set__(self, obj, value):
+        if not self.fset:
+            raise GpundaError(f"classproperty: {obj!r} has no setter for this attribute")
+        cls = obj if isinstance(obj, type) else type(obj)
+        return self.fset.__get__(None, cls)(value)
+
+    def setter(self, func):
+        self.fset = func if isinstance(func, (classmethod, staticmethod)) else classmethod(func)
+        return self
+
+
+class _ClassPropertyMeta(type):
+    def __setattr__(cls, key, value):
+        obj = cls.__dict__.get(key)
+        if isinstance(obj, _ClassProperty):
+            return obj.__set__(cls, value)
+        return super().__setattr__(key, value)
+
+
+def classproperty(func):
+    """Decorator: a property of the class (settable through ``.setter`` with the metaclass)."""
+    return _ClassProperty(func if isinstance(func, (classmethod, staticmethod)) else classmethod(func))
+
+
+def with_metaclass(meta, *bases):
+    """A base class that gives its subclasses the metaclass ``meta`` (six's recipe)."""
+    class _Temporary(type):
+        def __new__(cls, name, _bases, d):
+            return meta(name, bases, d)
+
+        @classmethod
+        def __prepare__(cls, name, _bases):
+            return meta.__prepare__(name, bases)
+    return type.__new__(_Temporary, "temporary_class", (), {})
+
+
+def build_param_doc(arg_names, arg_types, arg_descs, remove_dup=True):
+    """A NumPy-style "Parameters" section from parallel lists of names, types, descriptions."""
+    seen, lines = set(), []
+    for name, typ, desc in zip(arg_names, arg_types, arg_descs):
+        if name in seen and remove_dup:
+            continue
+        if name == "num_args":
+            continue
+        seen.add(name)
+        lines.append(f"{name} : {typ}")
+        if desc:
+            lines.append("    " + desc)
+    return "Parameters\n----------\n" + "\n".join(lines) + "\n"
+
+
+def add_fileline_to_docstring(module, incursive=True):
+    """MXNet appended "From:file:line" to docstrings; gpunda's docstrings stay as written."""
+    return None
+
+
+def _as_list(obj):
+    """``obj`` if it is a list or tuple, else ``[obj]``."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+from ._capi import (  # noqa: E402  (ctypes names, after the error classes they use)
+    c_str, c_str_array, c_array, c_array_buf, c_handle_array, ctypes2buffer, ctypes2numpy_shared,
+    mx_uint, mx_int, mx_float, mx_float_p, NDArrayHandle, FunctionHandle, OpHandle, CachedOpHandle,
+    SymbolHandle, ExecutorHandle, DataIterCreatorHandle, DataIterHandle, KVStoreHandle,
+    RecordIOHandle, RtcHandle, CudaModuleHandle, CudaKernelHandle, ProfileHandle, DLPackHandle,
+    _LIB)
+from ._capi import MXCallbackList  # noqa: E402
+from . import libinfo  # noqa: E402
+__version__ = libinfo.__version__

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -195,6 +196,17 @@ _CACHED_OPDEF = OpDef("_CachedOp", None, inputs=lambda p: (), gradient=_no_rule,
                       doc="A CachedOp call on the autograd tape.")
 
 
+_live = weakref.WeakSet()     # every CachedOp, for refresh_step_computes
+
+
+def refresh_step_computes(choose):
+    """Point every plan step of every live CachedOp at ``choose(op)`` (NOTE [Swapping
+    computes] in imperative.py); captured CUDA graphs replay as recorded."""
+    for cop in list(_live):
+        for st in cop._steps:
+            st.compute = choose(st.op)
+
+
 class CachedOp:
     """A Symbol compiled into a reusable plan (MXNet's ``mx.nd.CachedOp``).
 
@@ -239,6 +251,7 @@ class CachedOp:
             nslots += n.nout
             steps.append(_Step(n, [slot[(id(c), i)] for c, i in n.inputs], outs))
         self._steps = steps
+        _live.add(self)
         self._nslots = nslots
         self._nin = len(inputs)
         self._heads = [slot[(id(n), i)] for n, i in sym._outputs]

@@ -69,6 +69,8 @@ class Context(metaclass=_ContextMeta):
     _interned: dict = {}
     _lock = threading.Lock()
     default_ctx = _DefaultCtx()
+    devtype2str = dict(_DEVID2TYPE)    # MXNet's device type ids, both ways
+    devstr2type = dict(_DEVTYPE2ID)
 
     def __new__(cls, device_type, device_id=0):
         if isinstance(device_type, Context):
@@ -275,3 +277,6 @@ def shares_memory_space(a, b):
     freely; a GPU only meets itself.
     """
     return a is b or (a.device_type != "gpu" and b.device_type != "gpu")
+
+
+from .base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)

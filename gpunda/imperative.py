@@ -15,6 +15,8 @@ from . import autograd as _ag
 from .base import GpundaError
 from .context import current_context, Context, shares_memory_space
 from .ops.registry import OpDef, get_op
+from ._deferred import DeferredOpError, failed_input as _failed_input
+from ._deferred import poison_outputs as _poison_outputs
 
 __all__ = ["invoke", "invoke_parsed"]
 
@@ -41,6 +43,16 @@ def _op_error(op, inputs, p, e):
     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return GpundaError(f"Operator {op.name}: {msg} (inputs: {shapes or 'none'}; params: "
                        f"{p._given if p is not None else {}})")
+
+
+def _rerun(op, p, xp, ctx, arrays):
+    """Run ``op`` on stand-in values (a failed input's), never writing the caller's arrays."""
+    if op.mutates:
+        arrays = [a.copy() if i in op.mutates else a for i, a in enumerate(arrays)]
+    if xp is np:
+        return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    with ctx._backend.device_scope():
+        return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
 
 
 def _input_names(op, p, n):
@@ -104,12 +116,19 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         else:
             with ctx._backend.device_scope():
                 res = op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
+    except DeferredOpError as e:     # NOTE [Deferred op errors] in _deferred.py
+        res = _poison_outputs(e, arrays, lambda a: _rerun(op, p, xp, ctx, a))
     except GpundaError:
         raise
     except Exception as e:
-        if not _is_oom(e, ctx):
+        failed = _failed_input(arrays)
+        if failed is not None:
+            # a library refused a Poisoned input (CuPy does not call its hooks): same as reading it
+            res = _poison_outputs(failed, arrays, lambda a: _rerun(op, p, xp, ctx, a))
+        elif not _is_oom(e, ctx):
             raise _op_error(op, inputs, p, e) from e
-        res = _retry_after_oom(op, inputs, p, ctx, xp, arrays, e)
+        else:
+            res = _retry_after_oom(op, inputs, p, ctx, xp, arrays, e)
     nout = op.fixed_nout
     if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
         ctx = op.out_ctx(p)
@@ -139,6 +158,17 @@ _alloc = object.__new__
 _record1 = _ag._record1
 _record2 = _ag._record2
 
+# NOTE [Swapping computes]: the fast closures below hold their op's compute in a cell
+# (no attribute lookup per call). Tools that replace ``OpDef.compute`` (the profiler)
+# call ``refresh_fast_paths()`` afterwards, which re-reads it into every cell.
+_fast_fns = []
+
+
+def refresh_fast_paths():
+    """Make every fast closure call its op's current ``compute``."""
+    for f, op in _fast_fns:
+        f.__closure__[f.__code__.co_freevars.index("compute")].cell_contents = op.compute
+
 
 def unary_fn(op, general):
     """``nd.<op>``: runs ``op`` with default params on one dense NumPy NDArray inline, and
@@ -163,6 +193,7 @@ def unary_fn(op, general):
                             _record1(op, dp, x, o)
                         return o
         return general(*args, out=out, name=name, **kwargs)
+    _fast_fns.append((f, op))
     return f
 
 
@@ -194,6 +225,7 @@ def binary_fn(op, other=None):
             return other(a, b)
         return invoke_parsed(op, (a, b), dp)
     f.__name__ = op.name
+    _fast_fns.append((f, op))
     return f
 
 

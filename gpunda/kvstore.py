@@ -27,8 +27,10 @@ import numpy as np
 from . import autograd as _ag
 from .base import GpundaError
 from .context import cpu
+from .kvstore_base import KVStoreBase, KVStoreServer
 
-__all__ = ["KVStore", "create", "allreduce_", "num_workers", "rank"]
+__all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
+           "rank"]
 
 _TYPES = ("local", "device", "local_allreduce_cpu", "local_allreduce_device", "dist_sync",
           "dist_sync_device", "dist", "dist_async", "nccl", "horovod")
@@ -50,6 +52,24 @@ def _pairs(key, value, what):
             raise GpundaError(f"KVStore.{what}: {len(key)} keys need {len(key)} values")
         return [_key(k) for k in key], list(value)
     return [_key(key)], [value]
+
+
+_sparse_pull_logged = False
+
+
+def _log_sparse_pull_ignored():
+    global _sparse_pull_logged
+    if not _sparse_pull_logged:
+        _sparse_pull_logged = True
+        import logging
+        logging.getLogger("gpunda").info(
+            "KVStore.pull: row_sparse outs are left untouched (ignore_sparse=True); pull their "
+            "rows with row_sparse_pull(), or pass ignore_sparse=False for the whole value")
+
+
+def _nd_type():
+    from .ndarray import NDArray
+    return NDArray
 
 
 def _as_list(v):
@@ -140,7 +160,7 @@ def _install_abort_hook(comm):
     sys.excepthook = hook
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """A key-value store; create one with ``gpunda.kv.create(name)``."""
 
     def __init__(self, kvtype="local"):
@@ -151,6 +171,7 @@ class KVStore:
         self._comm = None
         self._nccl = None
         self._checked = set()
+        self._key_type = None    # int or str, fixed by the first call
         if kvtype in _DIST or kvtype == "nccl":
             self._comm = _MPIComm()
         if kvtype == "nccl":
@@ -172,10 +193,17 @@ class KVStore:
         """Number of worker processes."""
         return self._comm.size if self._comm else 1
 
+    def is_capable(self, capability):
+        """Whether the store supports ``capability``; every gpunda store runs optimizers."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
+
     # -- data ----------------------------------------------------------------------
     def init(self, key, value):
         """Set initial values; in distributed stores rank 0's value is broadcast."""
         keys, values = _pairs(key, value, "init")
+        self._check_key_type(keys, "init")
         if self._comm is not None:
             meta = [(k, tuple(_as_list(v)[0].shape), np.dtype(_as_list(v)[0].dtype).name)
                     for k, v in zip(keys, values)]
@@ -206,6 +234,7 @@ class KVStore:
         weight; otherwise it replaces the stored value.
         """
         keys, values = _pairs(key, value, "push")
+        self._check_key_type(keys, "push")
         for k, v in zip(keys, values):
             stored = self._get(k, "push")
             parts = _as_list(v)
@@ -256,16 +285,25 @@ class KVStore:
         return dense.tostype("row_sparse")
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
-        """Copy the stored value of ``key`` into ``out`` (one array or one per device)."""
+        """Copy the stored value of ``key`` into ``out`` (one array or one per device).
+
+        With ``ignore_sparse`` (the default, as MXNet) a row_sparse ``out`` is left
+        untouched (pull its rows with ``row_sparse_pull``); with ``ignore_sparse=False``
+        it receives the whole stored value.
+        """
         if out is None:
             raise GpundaError("KVStore.pull: out= is required")
         keys, outs = _pairs(key, out, "pull")
+        self._check_key_type(keys, "pull")
         for k, o in zip(keys, outs):
             stored = self._get(k, "pull")
             for i, t in enumerate(_as_list(o)):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.pull: out {i} for key {k!r} has shape "
                                       f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
+                if ignore_sparse and t.stype != "default":
+                    _log_sparse_pull_ignored()
+                    continue
                 stored.copyto(t)
 
     def pushpull(self, key, value, out=None, priority=0):
@@ -279,20 +317,69 @@ class KVStore:
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Pull only the rows ``row_ids`` of a stored value into row_sparse ``out``."""
-        from .ndarray import sparse
+        """Pull only the rows ``row_ids`` of a stored value into row_sparse ``out``.
+
+        ``row_ids`` pairs with ``out`` as MXNet's does: one NDArray (or a list per
+        device) per key; a single row-id array for a list of outs pulls once and
+        copies the result to the other outs.
+        """
         if out is None or row_ids is None:
             raise GpundaError("KVStore.row_sparse_pull: out= and row_ids= are required")
-        keys, outs = _pairs(key, out, "row_sparse_pull")
-        ids = _as_list(row_ids)
-        for k, o in zip(keys, outs):
+        if isinstance(row_ids, _nd_type()):
+            row_ids = [row_ids]
+        if not isinstance(row_ids, (list, tuple)):
+            raise GpundaError(f"KVStore.row_sparse_pull: row_ids must be an NDArray or a list "
+                              f"of NDArrays, got {type(row_ids).__name__}")
+        first_out, copies = out, []
+        if isinstance(key, (list, tuple)):
+            keys, outs = _pairs(key, out, "row_sparse_pull")
+            _, ids = _pairs(key, row_ids, "row_sparse_pull")
+        else:
+            if isinstance(out, (list, tuple)) and len(row_ids) == 1:
+                first_out, copies = [out[0]], list(out[1:])
+            keys, outs = [_key(key)], [first_out]
+            ids = [row_ids if isinstance(first_out, (list, tuple)) else row_ids[0]]
+        self._check_key_type(keys, "row_sparse_pull")
+        for k, o, rid in zip(keys, outs, ids):
             stored = self._get(k, "row_sparse_pull")
-            for i, t in enumerate(_as_list(o)):
-                rid = ids[i] if len(ids) > i else ids[0]
-                rows = np.unique(rid.asnumpy().astype(np.int64))
-                vals = stored.tostype("default").asnumpy()[rows]
-                r = sparse.row_sparse_array((vals, rows), shape=stored.shape, ctx=t.context)
-                r.copyto(t) if hasattr(r, "copyto") else None
+            targets, rids = _as_list(o), _as_list(rid)
+            if len(rids) != len(targets):
+                raise GpundaError(f"KVStore.row_sparse_pull: key {k!r} has {len(targets)} outs "
+                                  f"but {len(rids)} row_ids")
+            for i, (t, r) in enumerate(zip(targets, rids)):
+                if t.stype != "row_sparse":
+                    raise GpundaError(f"KVStore.row_sparse_pull: out {i} for key {k!r} has "
+                                      f"stype {t.stype!r}; row_sparse_pull writes row_sparse "
+                                      f"arrays only (use pull for dense ones)")
+                if tuple(t.shape) != tuple(stored.shape):
+                    raise GpundaError(f"KVStore.row_sparse_pull: out {i} for key {k!r} has shape "
+                                      f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
+                self._pull_rows(stored, t, r)
+        for t in copies:
+            out[0].copyto(t)
+
+    @staticmethod
+    def _pull_rows(stored, target, row_ids):
+        from .ndarray import sparse
+        rows = np.unique(row_ids.asnumpy().astype(np.int64))
+        n = stored.shape[0]
+        if rows.size and (rows[0] < 0 or rows[-1] >= n):
+            raise GpundaError(f"KVStore.row_sparse_pull: row id {int(rows[0] if rows[0] < 0 else rows[-1])} "
+                              f"is out of range for a value with {n} rows")
+        vals = stored.tostype("default").asnumpy()[rows]
+        sparse.row_sparse_array((vals, rows), shape=stored.shape, ctx=target.context,
+                                dtype=stored.dtype).copyto(target)
+
+    def _check_key_type(self, keys, what):
+        """A store takes int keys or str keys, fixed by its first call (as MXNet's)."""
+        for k in keys:
+            kind = str if isinstance(k, str) else int
+            if self._key_type is None:
+                self._key_type = kind
+            elif kind is not self._key_type:
+                raise GpundaError(f"KVStore.{what}: key {k!r} is {'a str' if kind is str else 'an int'}"
+                                  f" but this store uses {self._key_type.__name__} keys; mixed key "
+                                  f"types are not allowed")
 
     # -- optimizer on the store ---------------------------------------------------
     def set_optimizer(self, optimizer):
@@ -422,7 +509,11 @@ def create(name="local"):
     """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, nccl)."""
     if isinstance(name, KVStore):
         return name
-    if not isinstance(name, str) or name not in _TYPES:
+    if not isinstance(name, str):
+        raise TypeError(f"kvstore.create: name must be a string, got {type(name).__name__}")
+    if name.lower() in KVStoreBase.kv_registry:     # a store registered by the user
+        return KVStoreBase.kv_registry[name.lower()]()
+    if name not in _TYPES:
         import difflib
         near = difflib.get_close_matches(str(name), _TYPES, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""

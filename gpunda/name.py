@@ -3,28 +3,15 @@ from __future__ import annotations
 
 import threading
 
+from .base import _ClassPropertyMeta, classproperty, with_metaclass
+
 __all__ = ["NameManager", "Prefix", "current"]
 
 
-class _ClassProperty:
-    def __init__(self, fget):
-        self.fget = fget
-
-    def __get__(self, obj, cls):
-        return self.fget(cls)
-
-
-class NameManager:
+class NameManager(with_metaclass(_ClassPropertyMeta, object)):
     """Hands out ``<hint><n>`` names; use as ``with NameManager():`` to start a fresh count."""
 
     _state = threading.local()
-
-    @_ClassProperty
-    def current(cls):  # noqa: N805  (MXNet's deprecated NameManager.current)
-        import warnings
-        warnings.warn("NameManager.current has been deprecated; use the `with` statement "
-                      "with NameManager", DeprecationWarning, stacklevel=2)
-        return current()
 
     def __init__(self):
         self._counter = {}
@@ -48,6 +35,17 @@ class NameManager:
         NameManager._state.current = self._old
         return False
 
+    @classproperty
+    def current(cls):
+        """The NameManager in effect for this thread (deprecated in MXNet; assignable)."""
+        _deprecated("NameManager")
+        return current()
+
+    @current.setter
+    def current(cls, value):
+        _deprecated("NameManager")
+        NameManager._state.current = value
+
 
 class Prefix(NameManager):
     """A NameManager that puts ``prefix`` before every name."""
@@ -58,6 +56,12 @@ class Prefix(NameManager):
 
     def get(self, name, hint):
         return self._prefix + super().get(name, hint)
+
+
+def _deprecated(cls_name):
+    import warnings
+    warnings.warn(f"{cls_name}.current has been deprecated; use the `with` statement with "
+                  f"{cls_name}", DeprecationWarning, stacklevel=3)
 
 
 _global = NameManager()

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import GpundaError
+from .base import GpundaError, numeric_types
 from .context import Context, current_context
+from .base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
 
-__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "gamma"]
+__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
+           "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial",
+           "uniform_like", "normal_like", "exponential_like", "gamma_like", "poisson_like",
+           "negative_binomial_like", "generalized_negative_binomial_like"]
 
 _gens = {}
 _global_seed = None
@@ -48,36 +52,87 @@ def seed(seed_state, ctx="all"):
 
 
 def _call(opname, shape, dtype, ctx, out, **params):
-    from .ndarray import _op
+    """Scalar parameters: ``opname`` (``_random_<dist>``); NDArray parameters: one
+    distribution per element through ``_sample_<dist>``, as MXNet dispatches."""
+    from .ndarray import _op, NDArray
+    vals = list(params.values())
+    if vals and isinstance(vals[0], NDArray):
+        if not all(isinstance(v, NDArray) for v in vals):
+            raise GpundaError(f"random.{opname[len('_random_'):]}: distribution parameters must "
+                              f"all be NDArrays or all numbers, got "
+                              f"{', '.join(type(v).__name__ for v in vals)}")
+        kw = {"shape": () if shape is None else shape}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return getattr(_op, "_sample_" + opname[len("_random_"):])(*vals, out=out, **kw)
+    for k, v in params.items():
+        if not isinstance(v, numeric_types) or isinstance(v, bool):
+            raise ValueError(f"Distribution parameters must be either NDArray or numbers, but "
+                             f"got {k}={v!r} ({type(v).__name__})")
     if out is not None:
         shape = out.shape
         ctx = out.context
         dtype = out.dtype if dtype is None else dtype
     ctx = current_context() if ctx is None else Context(ctx)
-    kw = dict(params, shape=shape, ctx=ctx)
+    kw = dict(params, shape=(1,) if shape is None else shape, ctx=ctx)
     if dtype is not None:
         kw["dtype"] = dtype
     return getattr(_op, opname)(out=out, **kw)
 
 
-def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from U[low, high)."""
+def _is_nd(x):
+    from .ndarray import NDArray
+    return isinstance(x, NDArray)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from U[low, high) (numbers, or NDArrays: one distribution per element)."""
     return _call("_random_uniform", shape, dtype, ctx, out, low=low, high=high)
 
 
-def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from N(loc, scale**2)."""
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from N(loc, scale**2) (numbers, or NDArrays: one distribution per element)."""
+    if _is_nd(loc):
+        return _call("_random_normal", shape, dtype, ctx, out, mu=loc, sigma=scale)
     return _call("_random_normal", shape, dtype, ctx, out, loc=loc, scale=scale)
 
 
-def gamma(alpha=1, beta=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from the gamma distribution with shape ``alpha`` and scale ``beta``."""
-    from .ndarray import NDArray
-    if isinstance(alpha, NDArray) or isinstance(beta, NDArray):
-        from .base import NotImplementedForGpunda
-        raise NotImplementedForGpunda("random.gamma with NDArray alpha/beta (MXNet's "
-                                      "_sample_gamma) is not supported yet")
+def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from the exponential distribution with mean ``scale`` (rate 1/scale)."""
+    if _is_nd(scale):
+        return _call("_random_exponential", shape, dtype, ctx, out, lam=1.0 / scale)
+    lam = 1.0 / scale if scale != 0 else float("inf")
+    return _call("_random_exponential", shape, dtype, ctx, out, lam=lam)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from Gamma(shape=alpha, scale=beta)."""
     return _call("_random_gamma", shape, dtype, ctx, out, alpha=alpha, beta=beta)
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from Poisson(lam)."""
+    return _call("_random_poisson", shape, dtype, ctx, out, lam=lam)
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Number of failures before the k-th success, success probability p."""
+    return _call("_random_negative_binomial", shape, dtype, ctx, out, k=k, p=p)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
+                                  **kwargs):
+    """Negative binomial with mean ``mu`` and dispersion ``alpha`` (alpha=0: Poisson(mu))."""
+    return _call("_random_generalized_negative_binomial", shape, dtype, ctx, out, mu=mu,
+                 alpha=alpha)
+
+
+def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):
+    """Category indices drawn from the distributions in ``data``'s last axis; with
+    ``get_prob`` also their log-probabilities."""
+    from .ndarray import _op
+    return _op._sample_multinomial(data, shape=() if shape is None else shape,
+                                   get_prob=get_prob, dtype=dtype, out=out)
 
 
 def randn(*shape, **kwargs):
@@ -85,7 +140,7 @@ def randn(*shape, **kwargs):
     return normal(0, 1, shape=shape or (1,), **kwargs)
 
 
-def randint(low, high, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Integers from [low, high)."""
     return _call("_random_randint", shape, dtype, ctx, out, low=low, high=high)
 
@@ -94,3 +149,43 @@ def shuffle(data, **kwargs):
     """A copy of ``data`` with its first axis randomly permuted."""
     from .ndarray import _op
     return _op._shuffle(data, **kwargs)
+
+
+def _like(dist, data, out, **params):
+    from .ndarray import _op
+    return getattr(_op, f"_random_{dist}_like")(data, out=out, **params)
+
+
+def uniform_like(data=None, low=0, high=1, out=None, **kwargs):
+    """U[low, high) samples with ``data``'s shape, dtype and context."""
+    return _like("uniform", data, out, low=low, high=high)
+
+
+def normal_like(data=None, loc=0, scale=1, out=None, **kwargs):
+    """N(loc, scale**2) samples with ``data``'s shape, dtype and context."""
+    return _like("normal", data, out, loc=loc, scale=scale)
+
+
+def exponential_like(data=None, lam=1, out=None, **kwargs):
+    """Exponential samples (rate ``lam``) with ``data``'s shape, dtype and context."""
+    return _like("exponential", data, out, lam=lam)
+
+
+def gamma_like(data=None, alpha=1, beta=1, out=None, **kwargs):
+    """Gamma(alpha, scale=beta) samples with ``data``'s shape, dtype and context."""
+    return _like("gamma", data, out, alpha=alpha, beta=beta)
+
+
+def poisson_like(data=None, lam=1, out=None, **kwargs):
+    """Poisson(lam) samples with ``data``'s shape, dtype and context."""
+    return _like("poisson", data, out, lam=lam)
+
+
+def negative_binomial_like(data=None, k=1, p=1, out=None, **kwargs):
+    """Negative binomial (k, p) samples with ``data``'s shape, dtype and context."""
+    return _like("negative_binomial", data, out, k=k, p=p)
+
+
+def generalized_negative_binomial_like(data=None, mu=1, alpha=1, out=None, **kwargs):
+    """Generalized negative binomial (mu, alpha) samples shaped like ``data``."""
+    return _like("generalized_negative_binomial", data, out, mu=mu, alpha=alpha)

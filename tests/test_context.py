@@ -220,7 +220,7 @@ def test_features_report_sparse_and_cuda():
     f = mx.runtime.Features()
     assert f.is_enabled("sparse") is True
     assert f.is_enabled("CUDA") == (mx.num_gpus() > 0)
-    with pytest.raises(mx.GpundaError, match="unknown feature"):
+    with pytest.raises(RuntimeError, match="is unknown"):
         f.is_enabled("quantum")
 
 
@@ -274,3 +274,10 @@ def test_default_ctx_class_property_reads_and_sets_as_mxnet():
         mx.Context.devtype_note = 1                # other class attributes set as usual
         assert mx.Context.devtype_note == 1
         del mx.Context.devtype_note
+
+
+def test_device_type_tables_as_mxnet():
+    # MXNet 1.9.1's Context.devtype2str / devstr2type
+    assert mx.Context.devtype2str == {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    assert mx.Context.devstr2type == {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+    assert mx.Context.devtype2str[mx.cpu(3).device_typeid] == "cpu"

@@ -180,3 +180,60 @@ def test_nccl_one_rank_communicator(tmp_path):
     r = subprocess.run([exe, "-n", "1", sys.executable, str(script)], capture_output=True,
                        text=True, timeout=180, env=env)
     assert r.returncode == 0 and "NCCL OK 0" in r.stdout, r.stdout + r.stderr
+
+
+def test_pull_leaves_row_sparse_outs_unless_asked():
+    kv = mx.kv.create("local")
+    kv.init("w", nd.ones((4, 2)))
+    rsp = (nd.ones((4, 2)) * 2).tostype("row_sparse")
+    kv.pull("w", out=rsp)                       # ignore_sparse=True: untouched, as MXNet
+    assert (rsp.asnumpy() == 2).all()
+    kv.pull("w", out=rsp, ignore_sparse=False)
+    assert (rsp.asnumpy() == 1).all()
+
+
+def test_row_sparse_pull_rows_and_outs():
+    kv = mx.kv.create("local")
+    full = np.arange(8.0).reshape(4, 2)
+    kv.init("w", nd.array(full).tostype("row_sparse"))
+    outs = [nd.zeros((4, 2)).tostype("row_sparse") for _ in range(2)]
+    kv.row_sparse_pull("w", out=outs, row_ids=nd.array([3, 1, 1]))   # one id array for all
+    for o in outs:
+        expected = np.zeros((4, 2))
+        expected[[1, 3]] = full[[1, 3]]
+        assert o.asnumpy().tolist() == expected.tolist()
+        assert sorted(o.indices.asnumpy().tolist()) == [1, 3]
+    outs = [nd.zeros((4, 2)).tostype("row_sparse") for _ in range(2)]
+    kv.row_sparse_pull("w", out=outs, row_ids=[nd.array([0]), nd.array([2])])  # one per out
+    assert outs[0].asnumpy()[0].tolist() == [0, 1] and outs[1].asnumpy()[2].tolist() == [4, 5]
+    assert outs[0].asnumpy()[2].tolist() == [0, 0]
+    with pytest.raises(mx.MXNetError, match="row_sparse arrays only"):
+        kv.row_sparse_pull("w", out=nd.zeros((4, 2)), row_ids=nd.array([1]))
+    # list of keys: row_ids per key
+    kv.init("v", nd.array(full).tostype("row_sparse"))
+    o1, o2 = (nd.zeros((4, 2)).tostype("row_sparse") for _ in range(2))
+    kv.row_sparse_pull(["w", "v"], out=[o1, o2], row_ids=[nd.array([0]), nd.array([3])])
+    assert o1.indices.asnumpy().tolist() == [0] and o2.indices.asnumpy().tolist() == [3]
+
+
+def test_store_keeps_one_key_type():
+    kv = mx.kv.create("local")
+    kv.init(3, nd.ones((2,)))
+    with pytest.raises(mx.MXNetError, match="mixed key types"):
+        kv.init("a", nd.ones((2,)))
+    with pytest.raises(mx.MXNetError, match="mixed key types"):
+        kv.pull("a", out=nd.ones((2,)))
+
+
+def test_registered_store_is_created_by_name():
+    @mx.kv.KVStoreBase.register
+    class MyTestStore(mx.kv.KVStoreBase):
+        pass
+    try:
+        assert isinstance(mx.kv.create("MyTestStore"), MyTestStore)
+        assert isinstance(mx.kv.create("local"), mx.kv.KVStoreBase)
+        assert mx.kv.create("local").is_capable("optimizer")
+        with pytest.raises(TypeError):
+            mx.kv.create(3)
+    finally:
+        mx.kv.KVStoreBase.kv_registry.pop("myteststore")

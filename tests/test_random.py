@@ -58,8 +58,75 @@ def test_out_argument():
     (lambda: mx.random.seed("x"), "seed_state='x'"),
 ])
 def test_bad_input(call, frag):
+    # sampler parameters are checked in the kernel, so (as in MXNet) the error may
+    # surface at the first read of the result instead of at the call
     with pytest.raises(mx.GpundaError, match=frag.replace("(", r"\(").replace(")", r"\)")):
-        call()
+        call().asnumpy()
+
+
+@pytest.mark.parametrize("draw, mean, var", [
+    (lambda: mx.random.exponential(2.0, shape=(20000,)), 2.0, 4.0),
+    (lambda: mx.random.gamma(2.0, 3.0, shape=(20000,)), 6.0, 18.0),
+    (lambda: mx.random.poisson(4.0, shape=(20000,)), 4.0, 4.0),
+    (lambda: mx.random.negative_binomial(3, 0.4, shape=(20000,)), 3 * 0.6 / 0.4, 3 * 0.6 / 0.16),
+    (lambda: mx.random.generalized_negative_binomial(2.0, 0.5, shape=(20000,)), 2.0, 2.0 + 0.5 * 4),
+    (lambda: mx.random.generalized_negative_binomial(2.0, 0.0, shape=(20000,)), 2.0, 2.0),
+])
+def test_distribution_moments(draw, mean, var):
+    mx.random.seed(7)
+    x = draw().asnumpy().astype(np.float64)
+    assert x.shape == (20000,)
+    assert abs(x.mean() - mean) < 0.05 * mean + 0.05
+    assert abs(x.var() - var) < 0.1 * var + 0.1
+
+
+def test_array_parameters_give_one_distribution_per_element():
+    mx.random.seed(1)
+    x = mx.random.normal(nd.array([0.0, 100.0]), nd.array([1.0, 2.0]), shape=(5000,))
+    assert x.shape == (2, 5000)
+    v = x.asnumpy()
+    assert abs(v[0].mean()) < 0.1 and abs(v[1].mean() - 100) < 0.2 and abs(v[1].std() - 2) < 0.1
+    u = nd.random.uniform(nd.array([0.0]), nd.array([0.5]), shape=(100,)).asnumpy()
+    assert u.shape == (1, 100) and u.min() >= 0 and u.max() < 0.5
+    with pytest.raises(mx.GpundaError, match="all be NDArrays or all numbers"):
+        mx.random.normal(nd.array([0.0]), 1.0)
+
+
+def test_multinomial():
+    mx.random.seed(3)
+    probs = nd.array([[0.2, 0.8], [1.0, 0.0]])
+    s, logp = mx.random.multinomial(probs, shape=(4000,), get_prob=True)
+    assert s.shape == (2, 4000) and s.dtype == np.int32
+    assert abs(s.asnumpy()[0].mean() - 0.8) < 0.03 and (s.asnumpy()[1] == 0).all()
+    np.testing.assert_allclose(logp.asnumpy()[1], 0.0, atol=1e-6)
+    np.testing.assert_allclose(np.exp(logp.asnumpy()[0]), np.where(s.asnumpy()[0] == 1, 0.8, 0.2),
+                               rtol=1e-5)
+    assert mx.random.multinomial(nd.array([0.0, 1.0])).asnumpy().tolist() == [1]
+
+
+def test_symbol_random_namespace():
+    s = mx.sym.random.poisson(3.0, shape=(2, 2))
+    out = s.bind(mx.cpu(), {}).forward()[0]
+    assert out.shape == (2, 2)
+    mu = mx.sym.var("mu")
+    e = mx.sym.random.normal(mu, mx.sym.var("sigma"), shape=(3,))
+    r = e.bind(mx.cpu(), {"mu": nd.array([0.0, 50.0]), "sigma": nd.array([1.0, 1.0])}).forward()[0]
+    assert r.shape == (2, 3) and (r.asnumpy()[1] > 40).all()
+
+
+def test_like_samplers_take_shape_dtype_context_of_data():
+    mx.random.seed(5)
+    data = nd.zeros((300, 40), dtype="float64", ctx=mx.cpu(1))
+    u = nd.random.uniform_like(data, low=2, high=3)
+    assert u.shape == (300, 40) and u.dtype == np.float64 and u.context == mx.cpu(1)
+    v = u.asnumpy()
+    assert v.min() >= 2 and v.max() < 3
+    p = nd.random.poisson_like(data, lam=3.0).asnumpy()
+    assert abs(p.mean() - 3.0) < 0.1
+    with pytest.raises(mx.GpundaError, match="scale=-1.0"):
+        nd.random.normal_like(data, scale=-1).asnumpy()
+    s = mx.sym.random.gamma_like(mx.sym.var("d"), alpha=2.0)
+    assert s.bind(mx.cpu(), {"d": nd.ones((4, 2))}).forward()[0].shape == (4, 2)
 
 
 @pytest.mark.parametrize("alpha,beta", [(0.5, 1.0), (2.0, 3.0), (9.0, 0.5)])
@@ -86,8 +153,8 @@ def test_gamma_defaults_seed_out_and_errors():
         r = nd.random.gamma(2, 2, shape=(6, 4), out=out)
         assert r is out and out.stype == stype
         np.testing.assert_array_equal(out.asnumpy(), a)
-    for bad in ({"alpha": 0}, {"beta": -1.0}):
+    for bad in ({"alpha": 0}, {"beta": -1.0}):      # checked in the kernel: at the read
         with pytest.raises(mx.GpundaError, match="_random_gamma: .* must be > 0"):
-            nd.random.gamma(shape=(2,), **bad)
-    with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
-        nd.random.gamma(nd.ones((2,)), 1.0)
+            nd.random.gamma(shape=(2,), **bad).asnumpy()
+    # NDArray parameters: one distribution per element (_sample_gamma)
+    assert nd.random.gamma(nd.ones((2,)), nd.ones((2,)), shape=(3,)).shape == (2, 3)

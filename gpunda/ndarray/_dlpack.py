@@ -1,9 +1,13 @@
-"""A DLPack capsule seen as a producer object, so ``from_dlpack`` takes MXNet's capsules.
+"""DLPack capsules and raw ``DLManagedTensor`` pointers to NDArrays.
 
-NumPy and CuPy import DLPack only from objects with ``__dlpack__``; MXNet's
-``to_dlpack_for_read`` hands out the bare capsule. The capsule's device is read
-from its ``DLTensor`` (``DLManagedTensor`` starts with it: a data pointer, then
-the ``DLDevice`` pair of int32s).
+MXNet 1.x hands DLPack around as bare ``"dltensor"`` capsules
+(``nd.to_dlpack_for_read``) and, in its C API, as ``DLManagedTensor*``. NumPy
+and CuPy only consume objects with ``__dlpack__``: ``CapsuleTensor`` is that
+object for a capsule (``nd.from_dlpack`` uses it), and a raw pointer is first
+wrapped in a new capsule (``_LIB.MXNDArrayFromDLPack``). The device is read from
+the tensor's ``DLTensor`` (``DLManagedTensor`` starts with it: a data pointer,
+then the ``DLDevice`` pair of int32s). The consumer takes ownership and calls the
+tensor's deleter when the array is freed.
 """
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _is_valid = ctypes.pythonapi.PyCapsule_IsValid
 _is_valid.restype = ctypes.c_int
 _is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
 class _DLDevice(ctypes.Structure):
@@ -43,3 +50,12 @@ class CapsuleTensor:
 
     def __dlpack_device__(self):
         return self._device
+
+
+def from_managed_tensor_pointer(ptr):
+    """An NDArray owning the ``DLManagedTensor`` at address ``ptr`` (MXNDArrayFromDLPack)."""
+    if not ptr:
+        raise GpundaError("MXNDArrayFromDLPack: the DLManagedTensor pointer is NULL")
+    from .ndarray import from_dlpack
+    # no destructor: the new array's importer owns the tensor and calls its deleter
+    return from_dlpack(_capsule_new(ptr, b"dltensor", None))

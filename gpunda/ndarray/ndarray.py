@@ -16,6 +16,8 @@ from .. import imperative as _imp
 from ..ops.registry import get_op
 from ..base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
 from ..context import Context, current_context, cpu, shares_memory_space
+from .. import _deferred
+from .._deferred import Poisoned as _Poisoned
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -47,6 +49,16 @@ class NDArray:
     _base = None        # the array a view was taken from
     _version = 0        # write count at the last in-place write to this root array
     __array_priority__ = 1000.0
+
+    def __init__(self, handle=None, writable=True):
+        # MXNet's NDArray(handle): arrays are made by nd.array & co. (which bypass this);
+        # a handle is an NDArrayHandle from gpunda's C-API stand-in (base._LIB)
+        if handle is None:
+            raise GpundaError("NDArray(handle=...) needs a handle; create arrays with "
+                              "nd.array, nd.zeros, nd.empty, ...")
+        from .._capi import take_handle
+        src = take_handle(handle)
+        self._data, self._ctx = src._data, src._ctx
 
     # -- basic properties -----------------------------------------------------
     @property
@@ -116,6 +128,10 @@ class NDArray:
         d = self._data
         if type(d) is np.ndarray:
             return d.copy()
+        if type(d) is _Poisoned:     # NOTE [Deferred op errors]
+            d = _deferred.host_values(d)
+            if type(d) is np.ndarray:
+                return d.copy()
         return self._ctx.backend.to_host(d)
 
     def asscalar(self):
@@ -224,6 +240,8 @@ class NDArray:
 
     def wait_to_read(self):
         """Block until pending writes to this array are done."""
+        if type(self._data) is _Poisoned:
+            _deferred.host_values(self._data)
         if self._ctx.device_type == "gpu":
             self._ctx.backend.synchronize()
 
@@ -305,6 +323,8 @@ class NDArray:
     def _assign_from(self, src):
         """Write values of NDArray ``src`` (same context, broadcastable) into self."""
         d = src._data if isinstance(src, NDArray) else src
+        if type(d) is _Poisoned:     # a failed op's result written into an array: report it
+            d = _deferred.host_values(d)
         self._data[...] = d
         _ag.bump_version(self)
 
@@ -878,6 +898,7 @@ def waitall():
     from ..backends import _gpus
     for b in list(_gpus.values()):
         b.synchronize()
+    _deferred.raise_pending()
 
 
 def from_dlpack(ext_tensor, ctx=None):

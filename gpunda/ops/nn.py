@@ -70,7 +70,7 @@ def _chan_shape(shape, ax):
 
 def _fc_2d(x, flatten):
     if flatten:
-        return x.reshape(x.shape[0], -1) if x.ndim != 1 else x.reshape(1, -1)
+        return x.reshape(x.shape[0], -1)    # 1-D data (n,) is n rows of one feature, as MXNet
     return x.reshape(-1, x.shape[-1])
 
 
@@ -92,7 +92,7 @@ def _fully_connected(xp, p, x, w, b=None):
                               f"expected ({H},) or ({H}, 1)")
         y += b.reshape(H)
     if p.flatten:
-        return y.reshape(x.shape[0], H) if x.ndim != 1 else y
+        return y.reshape(x.shape[0], H)
     return y.reshape(tuple(x.shape[:-1]) + (H,))
 
 

@@ -86,6 +86,6 @@ pow = power  # noqa: A001  (MXNet's name)
 from . import namespaces as _namespaces  # noqa: E402
 
 _mods = _namespaces.build(_symbol.lookup, Symbol)
-contrib, linalg, image, sparse, random = (_mods[k] for k in  # noqa: A001
-                                          ("contrib", "linalg", "image", "sparse", "random"))
+contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
+from . import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
 symbol = _symbol

@@ -1,18 +1,16 @@
-"""``mx.sym.contrib``, ``linalg``, ``image``, ``sparse``, ``random``: sub-namespaces of
-registry ops, named as MXNet names them.
+"""``mx.sym.contrib``, ``linalg``, ``image``, ``sparse``: sub-namespaces of registry ops,
+named as MXNet names them (``mx.sym.random`` is its own module, symbol/random.py).
 
 MXNet files an op registered as ``_contrib_<name>``, ``_linalg_<name>`` or
 ``_image_<name>`` under that namespace as ``<name>``; the ``sparse`` namespace
 holds the ops MXNet also registers as ``_sparse_<name>`` (those with sparse
-kernels there), which are the same ops as their dense names here; ``random``
-wraps the samplers with MXNet's ``mx.sym.random`` signatures.
+kernels there), which are the same ops as their dense names here.
 """
 from __future__ import annotations
 
 import sys
 import types
 
-from ..base import NotImplementedForGpunda, numeric_types
 from ..ops.registry import all_names
 
 __all__ = ["build"]
@@ -55,48 +53,4 @@ def build(lookup, Symbol):
             if full in names:
                 setattr(sp, short, lookup(full))
                 break
-    mods["random"] = _random_module(lookup, Symbol, names)
     return mods
-
-
-def _random_module(lookup, Symbol, names):
-    mod = _module("random", "MXNet's mx.sym.random: samplers as Symbols.")
-
-    def sampler(fname, opname, pnames):
-        def fn(*args, shape=None, dtype=None, **kwargs):
-            params = dict(zip(pnames, args))
-            params.update({k: kwargs.pop(k) for k in pnames if k in kwargs})
-            if any(isinstance(v, Symbol) for v in params.values()):
-                raise NotImplementedForGpunda(
-                    f"sym.random.{fname} with Symbol parameters (MXNet's _sample_{fname}) "
-                    f"is not supported yet")
-            for k, v in params.items():
-                if not isinstance(v, numeric_types):
-                    raise TypeError(f"sym.random.{fname}: {k} must be a number or a Symbol, "
-                                    f"got {type(v).__name__}")
-            if shape is not None:
-                params["shape"] = shape
-            if dtype is not None:
-                params["dtype"] = dtype
-            return lookup(opname)(**params, **kwargs)
-        fn.__name__ = fn.__qualname__ = fname
-        fn.__doc__ = f"Samples from the {fname} distribution (operator {opname})."
-        return fn
-
-    if "_random_uniform" in names:
-        mod.uniform = sampler("uniform", "_random_uniform", ("low", "high"))
-    if "_random_normal" in names:
-        mod.normal = sampler("normal", "_random_normal", ("loc", "scale"))
-
-        def randn(*shape, loc=0, scale=1, dtype=None, **kwargs):
-            """Standard normal samples of ``shape`` (MXNet's sym.random.randn)."""
-            return mod.normal(loc, scale, shape=shape or None, dtype=dtype, **kwargs)
-        mod.randn = randn
-    if "_random_randint" in names:
-        mod.randint = sampler("randint", "_random_randint", ("low", "high"))
-    if "_shuffle" in names:
-        mod.shuffle = lookup("_shuffle")
-    for full in names:
-        if full.startswith("_random_") and full.endswith("_like"):
-            setattr(mod, full[len("_random_"):], lookup(full))
-    return mod

@@ -69,6 +69,16 @@ def test_fully_connected_forward(rng):
     np.testing.assert_allclose(y2.asnumpy(), x @ w2.T, rtol=1e-12)
 
 
+def test_fully_connected_1d_data_is_rows(rng):
+    # MXNet 1.9.1: data (n,) with flatten=True is n rows of one feature -> (n, num_hidden)
+    x = rng.standard_normal(3)
+    w = rng.standard_normal((2, 1))
+    y = nd.FullyConnected(_nd(x), _nd(w), num_hidden=2, no_bias=True)
+    np.testing.assert_allclose(y.asnumpy(), x[:, None] @ w.T, rtol=1e-12)
+    check_numeric_gradient(lambda a, b: nd.FullyConnected(a, b, num_hidden=2, no_bias=True),
+                           [x, w])
+
+
 @pytest.mark.parametrize("flatten,no_bias", [(True, False), (False, True)])
 def test_fully_connected_gradient(rng, flatten, no_bias):
     x = rng.standard_normal((2, 2, 3))

@@ -145,8 +145,8 @@ class Dropout(HybridBlock):
 
     def __init__(self, rate, axes=(), **kwargs):
         super().__init__(**kwargs)
-        if not 0 <= rate < 1:
-            raise GpundaError(f"Dropout: rate={rate!r} must be in [0, 1)")
+        if not 0 <= rate <= 1:
+            raise GpundaError(f"Dropout: rate={rate!r} must be in [0, 1]")
         self._rate = rate
         self._axes = tuple(axes)
 
