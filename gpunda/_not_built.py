@@ -9,12 +9,18 @@ from __future__ import annotations
 from .base import NotImplementedForGpunda
 
 
+class NotBuiltError(NotImplementedForGpunda, AttributeError):
+    """A name of a module gpunda does not build yet. Also an AttributeError, so that
+    ``hasattr(mx.np, 'ndarray')`` and ``getattr(mx.np, 'ndarray', None)`` probes (common in
+    code that supports both MXNet front ends) see the name as absent."""
+
+
 def missing_module_getattr(module_name, what):
-    """A module ``__getattr__`` raising NotImplementedForGpunda for every public name."""
+    """A module ``__getattr__`` raising NotBuiltError for every public name."""
 
     def __getattr__(name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        raise NotImplementedForGpunda(
+        raise NotBuiltError(
             f"{module_name}.{name} is not supported yet: gpunda does not build {what} yet")
     return __getattr__
