@@ -20,7 +20,7 @@ from . import random
 from . import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
-           "metric", "initializer", "kvstore", "io", "recordio", "operator"):
+           "metric", "initializer", "kvstore", "io", "recordio"):
     try:
         __import__(f"{__name__}.{_m}")
     except ModuleNotFoundError as _e:
@@ -35,8 +35,6 @@ if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
-from .attribute import AttrScope  # noqa: E402
-from .util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: E402
 
 # MXNet's top-level names from util, attribute and the small modules
 from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402
@@ -50,11 +48,14 @@ def __getattr__(name):
     # rarely used modules load on first use, keeping ``import gpunda`` fast
     if name in _LAZY_MODULES:
         import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY_MODULES[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_LAZY_MODULES = ("test_utils", "contrib", "profiler", "registry", "log", "library")
+_LAZY_MODULES = {name: name for name in (
+    "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
+    "log", "library")}
+_LAZY_MODULES.update(np="numpy", npx="numpy_extension")
 
 
 def install_mxnet_alias():

@@ -90,9 +90,11 @@ def test_sub_namespaces_reach_the_registry_ops():
     assert sym.random.uniform(0, 1, shape=(2, 5)).infer_shape()[1] == [(2, 5)]
     u = sym.random.uniform(2, 3, shape=(50,)).eval()[0].asnumpy()
     assert u.shape == (50,) and u.min() >= 2 and u.max() < 3
-    r = sym.random.uniform(a, b, shape=(3,)).eval(      # Symbol parameters: _sample_uniform
-        a=mx.nd.array([0.0, 10.0]), b=mx.nd.array([1.0, 11.0]))[0].asnumpy()
-    assert r.shape == (2, 3) and (r[1] >= 10).all() and (r[1] < 11).all() and (r[0] < 1).all()
+    # Symbol parameters give MXNet's per-row samplers (_sample_uniform)
+    rows = sym.random.uniform(a, b, shape=(3,))
+    assert rows.infer_shape(a=(2,), b=(2,))[1] == [(2, 3)]
+    r = rows.eval(a=mx.nd.array([0, 10]), b=mx.nd.array([1, 11]))[0].asnumpy()
+    assert (r[0] >= 0).all() and (r[0] < 1).all() and (r[1] >= 10).all() and (r[1] < 11).all()
     import gpunda.symbol.linalg  # noqa: F401  (importable by path, as in MXNet)
     assert mx.nd.CachedOp is mx.CachedOp
 

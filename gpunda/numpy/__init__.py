@@ -1,0 +1,5 @@
+"""MXNet's NumPy interface (``mx.np``): not built yet. The module imports (MXNet code
+imports it at the top of files); every name raises NotImplementedForGpunda."""
+from .._not_built import missing_module_getattr
+
+__getattr__ = missing_module_getattr("mxnet.numpy", "MXNet's NumPy interface (mx.np)")
