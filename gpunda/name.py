@@ -61,7 +61,7 @@ class Prefix(NameManager):
 def _deprecated(cls_name):
     import warnings
     warnings.warn(f"{cls_name}.current has been deprecated; use the `with` statement with "
-                  f"{cls_name}", DeprecationWarning, stacklevel=3)
+                  f"{cls_name}", DeprecationWarning, stacklevel=4)
 
 
 _global = NameManager()
