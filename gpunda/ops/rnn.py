@@ -164,34 +164,46 @@ def _sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
 
 
-def _layer_forward(xp, p, x, w, h0, c0, valid):
-    """Run one direction over time-ordered ``x`` (T, N, I): returns y and the saved values."""
+def _sigmoid_into(xp, a):
+    """a <- sigmoid(a), without temporaries."""
+    xp.negative(a, out=a)
+    xp.exp(a, out=a)
+    a += 1
+    xp.reciprocal(a, out=a)
+
+
+def _layer_forward(xp, p, x, w, h0, c0, valid, hs, gates, extra):
+    """Run one direction over time-ordered ``x`` (T, N, I): returns y; the values the
+    backward needs go straight into the reserve's views ``hs``, ``gates``, ``extra``."""
     t_len, n, _ = x.shape
     mode = p.mode
     _, hsz, _, g = _dims(p)
-    xw = matmul(xp, x.reshape(t_len * n, -1), w["wx"].T).reshape(t_len, n, g * hsz) + w["bx"]
+    xw = matmul(xp, x.reshape(t_len * n, -1), w["wx"].T).reshape(t_len, n, g * hsz)
+    xw += w["bx"]
     h, c = h0, c0
-    ys = xp.empty((t_len, n, h0.shape[1]), dtype=x.dtype)
-    hs = xp.empty((t_len + 1, n, h0.shape[1]), dtype=x.dtype)
+    # without lengths the outputs are the saved states themselves
+    ys = hs[1:] if valid is None else xp.empty((t_len, n, h0.shape[1]), dtype=x.dtype)
     hs[0] = h0
-    gates = xp.empty((t_len, n, g * hsz), dtype=x.dtype)
-    extra = xp.empty((t_len + 1, n, hsz), dtype=x.dtype) if mode in ("lstm", "gru") else None
     if mode == "lstm":
         extra[0] = c0
     lo, hi = p.lstm_state_clip_min, p.lstm_state_clip_max
     for step in range(t_len):
         hw = matmul(xp, h, w["wh"].T) + w["bh"]
         if mode == "lstm":
-            a = xw[step] + hw
-            i, f, o = (_sigmoid(xp, a[:, k * hsz:(k + 1) * hsz]) for k in (0, 1, 3))
-            gg = xp.tanh(a[:, 2 * hsz:3 * hsz])
+            gt = gates[step]            # i, f, g, o, activated in place
+            xp.add(xw[step], hw, out=gt)
+            gsl = gt[:, 2 * hsz:3 * hsz]
+            gsl *= 2                    # tanh(a) = 2 sigmoid(2a) - 1: one sigmoid pass
+            _sigmoid_into(xp, gt)
+            gsl *= 2
+            gsl -= 1
+            i, f, gg, o = (gt[:, k * hsz:(k + 1) * hsz] for k in range(4))
             c_new = f * c + i * gg
             if lo is not None:
                 if p.lstm_state_clip_nan:
                     c_new = xp.where(xp.isnan(c_new), hi, c_new)
                 c_new = xp.clip(c_new, lo, hi)
             hraw = o * xp.tanh(c_new)
-            gates[step] = xp.concatenate([i, f, gg, o], axis=1)
             h_new = matmul(xp, hraw, w["whr"].T) if "whr" in w else hraw
         elif mode == "gru":
             xr, xz, xn = (xw[step][:, k * hsz:(k + 1) * hsz] for k in range(3))
@@ -214,8 +226,9 @@ def _layer_forward(xp, p, x, w, h0, c0, valid):
             extra[step + 1] = c
         h = h_new
         hs[step + 1] = h
-        ys[step] = h if valid is None else xp.where(valid[step][:, None], h, 0)
-    return ys, hs, gates, extra
+        if valid is not None:
+            ys[step] = xp.where(valid[step][:, None], h, 0)
+    return ys
 
 
 def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, dc, valid):
@@ -249,8 +262,16 @@ def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, dc, valid):
             if p.lstm_state_clip_min is not None:
                 inside = (c_new > p.lstm_state_clip_min) & (c_new < p.lstm_state_clip_max)
                 dct = dct * inside
-            da = xp.concatenate([dct * gg * i * (1 - i), dct * c_prev * f * (1 - f),
-                                 dct * i * (1 - gg * gg), dhraw * tc * o * (1 - o)], axis=1)
+            da = da_all[step]           # the gates' pre-activation gradients, in place
+            dai, daf, dag, dao = (da[:, k * hsz:(k + 1) * hsz] for k in range(4))
+            xp.multiply(dct, gg, out=dai)
+            dai *= i * (1 - i)
+            xp.multiply(dct, c_prev, out=daf)
+            daf *= f * (1 - f)
+            xp.multiply(dct, i, out=dag)
+            dag *= 1 - gg * gg
+            xp.multiply(dhraw, tc, out=dao)
+            dao *= o * (1 - o)
             dc_next = dct * f
             dhw = da
         elif mode == "gru":
@@ -266,7 +287,8 @@ def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, dc, valid):
             h_new = hs[step + 1]
             act = (h_new > 0).astype(x.dtype) if mode == "rnn_relu" else 1 - h_new * h_new
             da = dhw = dh_in * act
-        da_all[step] = da
+        if mode != "lstm":
+            da_all[step] = da
         if dhw_all is not da_all:
             dhw_all[step] = dhw
         dh_prev = matmul(xp, dhw, wh)
@@ -387,11 +409,10 @@ def _rnn_forward(xp, p, *inputs, ctx=None):
             idx = _steps_index(xp, t, n, lengths, reverse=direction == 1)
             xs = x if direction == 0 else _gather(xp, x, idx)
             c0 = cell[k] if cell is not None else None
-            ys, hs, gates, extra = _layer_forward(xp, p, xs, w, state[k], c0, valid)
-            saved[("hs", layer, direction)][...] = hs
-            saved[("gates", layer, direction)][...] = gates
-            if extra is not None:
-                saved[("extra", layer, direction)][...] = extra
+            hs = saved[("hs", layer, direction)]
+            extra = saved.get(("extra", layer, direction))
+            ys = _layer_forward(xp, p, xs, w, state[k], c0, valid, hs,
+                                saved[("gates", layer, direction)], extra)
             if direction == 1:
                 ys = _gather(xp, ys, idx)     # the reversal is its own inverse
             y[:, :, direction * out:(direction + 1) * out] = ys
