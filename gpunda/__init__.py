@@ -54,8 +54,8 @@ def __getattr__(name):
 
 _LAZY_MODULES = {name: name for name in (
     "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
-    "log", "library")}
-_LAZY_MODULES.update(np="numpy", npx="numpy_extension")
+    "log", "library", "image")}
+_LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
 
 
 def install_mxnet_alias():

@@ -15,7 +15,7 @@ from ....base import numeric_types  # noqa: F401  (MXNet's module exposes it)
 from ....util import is_np_array  # noqa: F401
 from ...block import Block, HybridBlock
 from ...nn import Sequential, HybridSequential
-from . import _image as image
+from ....image import image
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation",
            "RandomResizedCrop", "CropResize", "CenterCrop", "Resize", "RandomFlipLeftRight",

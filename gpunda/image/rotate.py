@@ -1,83 +1,10 @@
-"""Image helpers behind the vision transforms (MXNet takes them from ``mx.image``):
-fixed/center/random-size crops and rotation by bilinear sampling.
-
-Random choices use Python's ``random`` and NumPy's global generator, as
-MXNet's helpers do, so ``random.seed``/``np.random.seed`` reproduce them.
-"""
+"""Rotation of CHW images by bilinear sampling (``mx.image.imrotate``/``random_rotate``)."""
 from __future__ import annotations
 
 import math
-import random
 from numbers import Number
 
 import numpy as np
-
-from ....base import numeric_types
-
-
-def interp_method(interp, sizes=()):
-    """OpenCV's interpolation code for MXNet's ``interp`` (9: by size change, 10: random)."""
-    if interp == 9:
-        if not sizes:
-            return 2
-        oh, ow, nh, nw = sizes
-        if nh > oh and nw > ow:
-            return 2
-        if nh < oh and nw < ow:
-            return 3
-        return 1
-    if interp == 10:
-        return random.randint(0, 4)
-    if interp not in (0, 1, 2, 3, 4):
-        raise ValueError(f"Unknown interp method {interp}")
-    return interp
-
-
-def scale_down(src_size, size):
-    """``size`` (w, h) shrunk, keeping its aspect ratio, to fit in ``src_size`` (w, h)."""
-    w, h = size
-    sw, sh = src_size
-    if sh < h:
-        w, h = float(w * sh) / h, sh
-    if sw < w:
-        w, h = sw, float(h * sw) / w
-    return int(w), int(h)
-
-
-def fixed_crop(src, x0, y0, w, h, size=None, interp=2):
-    """The (x0, y0, w, h) box of an HWC image, resized to ``size`` (w, h) when given."""
-    from .... import ndarray as nd
-    out = src[y0:y0 + h, x0:x0 + w]
-    if size is not None and (w, h) != tuple(size):
-        out = nd.image.resize(out, size=tuple(size),
-                              interp=interp_method(interp, (h, w, size[1], size[0])))
-    return out
-
-
-def center_crop(src, size, interp=2):
-    """The centred crop of ``size`` (w, h) (scaled down to fit), resized to ``size``."""
-    h, w, _ = src.shape
-    new_w, new_h = scale_down((w, h), size)
-    x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
-    return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
-
-
-def random_size_crop(src, size, area, ratio, interp=2):
-    """A crop of random area fraction and aspect ratio, resized to ``size`` (w, h);
-    the center crop when ten draws find no box that fits."""
-    h, w, _ = src.shape
-    if isinstance(area, numeric_types):
-        area = (area, 1.0)
-    for _ in range(10):
-        target = random.uniform(area[0], area[1]) * h * w
-        new_ratio = math.exp(random.uniform(math.log(ratio[0]), math.log(ratio[1])))
-        new_w = int(round(math.sqrt(target * new_ratio)))
-        new_h = int(round(math.sqrt(target / new_ratio)))
-        if new_w <= w and new_h <= h:
-            x0 = random.randint(0, w - new_w)
-            y0 = random.randint(0, h - new_h)
-            return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
-    return center_crop(src, size, interp)
 
 
 def _zoom(h, w, rad, zoom_in):
@@ -116,7 +43,7 @@ def _bilinear_rotate(xp, img, rad, scale):
 
 def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     """Rotate a float32 CHW image (or NCHW batch) by degrees, counter-clockwise."""
-    from ....ndarray.ndarray import _new
+    from ..ndarray.ndarray import _new
     if zoom_in and zoom_out:
         raise ValueError("`zoom_in` and `zoom_out` cannot be both True")
     if src.dtype != np.float32:

@@ -1,0 +1,103 @@
+"""mx.image against OpenCV and NumPy references (decoding, resizing, borders, crops, augmenters)."""
+import random
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2", reason="mx.image needs opencv-python-headless ('gpunda[image]')")
+
+import gpunda as mx  # noqa: E402
+from gpunda import nd  # noqa: E402
+from gpunda.base import GpundaError  # noqa: E402
+
+
+@pytest.fixture
+def rgb(rng):
+    return rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)
+
+
+def test_imdecode_and_imread_give_rgb(rgb, tmp_path):
+    ok, png = cv2.imencode(".png", rgb[:, :, ::-1])        # OpenCV writes BGR
+    assert ok
+    np.testing.assert_array_equal(mx.image.imdecode(png.tobytes()).asnumpy(), rgb)
+    np.testing.assert_array_equal(mx.image.imdecode(png, to_rgb=0).asnumpy(), rgb[:, :, ::-1])
+    grey = mx.image.imdecode(png.tobytes(), flag=0).asnumpy()
+    assert grey.shape == (12, 16, 1)
+    path = tmp_path / "x.png"
+    path.write_bytes(png.tobytes())
+    np.testing.assert_array_equal(mx.image.imread(str(path)).asnumpy(), rgb)
+    with pytest.raises(GpundaError, match="not an image"):
+        mx.image.imdecode(b"not an image")
+    with pytest.raises(GpundaError, match="cannot read"):
+        mx.image.imread(str(tmp_path / "missing.png"))
+
+
+@pytest.mark.parametrize("interp", [0, 1, 2, 3, 4])
+def test_imresize_is_opencvs(rgb, interp):
+    got = mx.image.imresize(nd.array(rgb, dtype="uint8"), 7, 5, interp=interp).asnumpy()
+    np.testing.assert_array_equal(got, cv2.resize(rgb, (7, 5), interpolation=interp))
+
+
+def test_imresize_rejects_bad_interp_as_mxnet(rgb):
+    with pytest.raises(mx.base.MXNetError, match="interp=-1"):
+        mx.image.imresize(nd.array(rgb), 4, 4, interp=-1)
+
+
+def test_copy_make_border_and_crops(rgb):
+    x = nd.array(rgb, dtype="uint8")
+    padded = mx.image.copyMakeBorder(x, 1, 2, 3, 4, type=0, value=7).asnumpy()
+    np.testing.assert_array_equal(padded, np.pad(rgb, ((1, 2), (3, 4), (0, 0)),
+                                                 constant_values=7))
+    assert mx.image.resize_short(x, 6).shape == (6, 8, 3)
+    crop = mx.image.fixed_crop(x, 2, 3, 5, 4).asnumpy()
+    np.testing.assert_array_equal(crop, rgb[3:7, 2:7])
+    centre, box = mx.image.center_crop(x, (8, 6))
+    assert box == (4, 3, 8, 6)
+    np.testing.assert_array_equal(centre.asnumpy(), rgb[3:9, 4:12])
+    random.seed(5)
+    out, (x0, y0, w, h) = mx.image.random_crop(x, (5, 5))
+    np.testing.assert_array_equal(out.asnumpy(), rgb[y0:y0 + 5, x0:x0 + 5])
+    assert mx.image.scale_down((16, 12), (20, 10)) == (16, 8)
+
+
+def test_augmenters_follow_their_formulas(rgb):
+    x = nd.array(rgb, dtype="float32")
+    random.seed(1)
+    alpha = 1.0 + random.uniform(-0.3, 0.3)
+    random.seed(1)
+    np.testing.assert_allclose(mx.image.BrightnessJitterAug(0.3)(x).asnumpy(),
+                               rgb * alpha, rtol=1e-5)
+    random.seed(2)
+    alpha = 1.0 + random.uniform(-0.4, 0.4)
+    luma = (rgb.astype(np.float64) * [0.299, 0.587, 0.114]).sum(axis=2, keepdims=True)
+    random.seed(2)
+    np.testing.assert_allclose(mx.image.SaturationJitterAug(0.4)(x).asnumpy(),
+                               rgb * alpha + luma * (1 - alpha), rtol=1e-4)
+    norm = mx.image.ColorNormalizeAug([1.0, 2.0, 3.0], [2.0, 2.0, 2.0])(x).asnumpy()
+    np.testing.assert_allclose(norm, (rgb - [1.0, 2.0, 3.0]) / 2.0, rtol=1e-6)
+    random.seed(0)
+    flipped = mx.image.HorizontalFlipAug(1.0)(x).asnumpy()
+    np.testing.assert_array_equal(flipped, rgb[:, ::-1].astype(np.float32))
+    assert mx.image.CastAug()(nd.array(rgb, dtype="uint8")).dtype == np.float32
+
+
+def test_create_augmenter_order_and_output():
+    augs = mx.image.CreateAugmenter((3, 8, 8), resize=10, rand_crop=True, rand_mirror=True,
+                                    mean=True, std=True, brightness=0.1, pca_noise=0.1)
+    kinds = [type(a).__name__ for a in augs]
+    assert kinds == ["ResizeAug", "RandomCropAug", "HorizontalFlipAug", "CastAug",
+                     "ColorJitterAug", "LightingAug", "ColorNormalizeAug"]
+    img = nd.array(np.full((20, 30, 3), 128, np.uint8), dtype="uint8")
+    for a in augs:
+        img = a(img)
+    assert img.shape == (8, 8, 3) and img.dtype == np.float32
+    assert '"resizeaug"' in augs[0].dumps()
+    with pytest.raises(GpundaError, match="rand_resize"):
+        mx.image.CreateAugmenter((3, 8, 8), rand_resize=True)
+
+
+def test_not_built_parts_say_so():
+    with pytest.raises(GpundaError, match="not supported yet"):
+        mx.image.ImageIter(2, (3, 8, 8))
+    with pytest.raises(GpundaError, match="not supported yet"):
+        mx.image.CreateDetAugmenter((3, 8, 8))
