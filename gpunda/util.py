@@ -121,7 +121,10 @@ def set_module(module):
 
 
 def _np_array_available():
-    return importlib.util.find_spec(f"{__package__}.numpy") is not None
+    if importlib.util.find_spec(f"{__package__}.numpy") is None:
+        return False
+    # the placeholder that only imports (gpunda/_not_built.py) does not count
+    return not getattr(importlib.import_module(f"{__package__}.numpy"), "NOT_BUILT", False)
 
 
 class _NumpyArrayScope:

@@ -2,4 +2,6 @@
 imports it at the top of files); every name raises NotImplementedForGpunda."""
 from .._not_built import missing_module_getattr
 
+NOT_BUILT = True     # util.set_np() checks this: no NumPy-array semantics yet
+
 __getattr__ = missing_module_getattr("mxnet.numpy", "MXNet's NumPy interface (mx.np)")
