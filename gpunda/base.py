@@ -132,30 +132,12 @@ def check_call(ret):
         raise get_last_ffi_error()
 
 
-class NotSupportedForSparseNDArray(GpundaError):
-    """A function that exists for dense NDArrays only was called with a sparse one."""
+class _NotForThisKind(GpundaError):
+    """MXNet's "Function f (namely operator "+=") with arguments (...) is not ..." errors:
+    ``function`` is the method refused, ``alias`` its operator spelling or None, ``args``
+    the operands (only their types are kept for the message)."""
 
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = function.__name__
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = f"Function {self.function}"
-        if self.alias:
-            msg += f' (namely operator "{self.alias}")'
-        if self.args:
-            msg += f" with arguments ({', '.join(self.args)})"
-        return msg + " is not supported for SparseNDArray and only available in NDArray."
-
-
-class NotImplementedForSymbol(GpundaError):
-    """An NDArray-only operation tried on a Symbol (MXNet's class, same signature).
-
-    ``function`` is the method refused, ``alias`` the operator spelling (``'+='``)
-    or None, ``args`` the operands (only their types are kept for the message).
-    """
+    _tail = ""
 
     def __init__(self, function, alias, *args):
         super().__init__()
@@ -169,7 +151,19 @@ class NotImplementedForSymbol(GpundaError):
             msg += f' (namely operator "{self.alias}")'
         if self.args:
             msg += f" with arguments ({', '.join(self.args)})"
-        return msg + " is not implemented for Symbol and only available in NDArray."
+        return msg + self._tail
+
+
+class NotSupportedForSparseNDArray(_NotForThisKind):
+    """A function that exists for dense NDArrays only was called with a sparse one."""
+
+    _tail = " is not supported for SparseNDArray and only available in NDArray."
+
+
+class NotImplementedForSymbol(_NotForThisKind):
+    """An NDArray-only operation tried on a Symbol (MXNet's class, same signature)."""
+
+    _tail = " is not implemented for Symbol and only available in NDArray."
 
 
 # Where MXNet raises a plain Python exception (a bad index, asscalar on a vector),

@@ -33,6 +33,17 @@ def _host(src, where):
     return src.asnumpy()
 
 
+def _result(res, src, img, out):
+    """OpenCV's result as an HWC NDArray on ``src``'s context (written into ``out``)."""
+    if res.ndim == 2:           # OpenCV drops a single channel
+        res = res[:, :, None]
+    res = nd.array(res, ctx=src.context, dtype=img.dtype)
+    if out is not None:
+        out[:] = res
+        return out
+    return res
+
+
 def _interp(interp, where):
     if isinstance(interp, bool) or not isinstance(interp, (int, np.integer)) or \
             interp not in (0, 1, 2, 3, 4):
@@ -90,14 +101,7 @@ def imresize(src, w, h, interp=1, out=None):
     if int(w) <= 0 or int(h) <= 0:
         raise GpundaError(f"imresize: w={w} and h={h} must be positive")
     img = _host(src, "imresize")
-    res = cv2.resize(img, (int(w), int(h)), interpolation=interp)
-    if res.ndim == 2:
-        res = res[:, :, None]
-    res = nd.array(res, ctx=src.context, dtype=img.dtype)
-    if out is not None:
-        out[:] = res
-        return out
-    return res
+    return _result(cv2.resize(img, (int(w), int(h)), interpolation=interp), src, img, out)
 
 
 def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=(), out=None):  # noqa: A002
@@ -110,13 +114,7 @@ def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=(), out
     fill = list(values) if len(values) else [value] * 4
     res = cv2.copyMakeBorder(img, int(top), int(bot), int(left), int(right), int(type),
                              value=fill)
-    if res.ndim == 2:
-        res = res[:, :, None]
-    res = nd.array(res, ctx=src.context, dtype=img.dtype)
-    if out is not None:
-        out[:] = res
-        return out
-    return res
+    return _result(res, src, img, out)
 
 
 def interp_method(interp, sizes=()):
