@@ -67,7 +67,11 @@ def create(init, **kwargs):
             except (ValueError, TypeError):
                 raise GpundaError(f"initializer.create: cannot parse {init!r}; expected "
                                   f"'[\"name\", {{kwargs}}]'") from None
-            return create(name, **dict(kw, **kwargs))
+            klass = _REGISTRY.get(str(name).lower())
+            if klass is None:
+                return create(name)         # raises: unknown initializer
+            # not create(name, **kw): kwargs may hold 'init' (FusedRNN's inner initializer)
+            return klass(**dict(kw, **kwargs))
         klass = _REGISTRY.get(s.lower())
         if klass is None:
             raise GpundaError(f"initializer.create: unknown initializer {init!r}; known: "

@@ -223,8 +223,9 @@ class ZoneoutCell(ModifierCell):
         def keep_new(p, like):  # 1 where the new value is kept, scaled by Dropout's 1/(1-p)
             return symbol.Dropout(symbol.ones_like(like), p=p)
 
+        # MXNet starts from zeros((0, 0)) left to shape inference; zeros_like needs none
         prev_output = self.prev_output if self.prev_output is not None \
-            else symbol.zeros((0, 0))
+            else symbol.zeros_like(next_output)
         output = (symbol.where(keep_new(self.zoneout_outputs, next_output), next_output,
                                prev_output)
                   if self.zoneout_outputs != 0. else next_output)
