@@ -141,7 +141,7 @@ def test_begin_state_names_shapes_and_modifier_guard():
     fused = mx.rnn.FusedRNNCell(4, mode="gru", get_next_state=True)
     assert fused.state_info == [{"shape": (1, 0, 4), "__layout__": "LNC"}]
     assert mx.rnn.LSTMCell(4).state_shape == [(0, 4), (0, 4)]
-    mx.rnn.DropoutCell(0.0) and mx.rnn.ResidualCell(cell)
+    mx.rnn.ResidualCell(cell)                     # wrapping marks the base cell modified
     with pytest.raises(GpundaError, match="modifier cells"):
         cell.begin_state()
     with pytest.raises(NotImplementedError, match="unroll"):
@@ -266,6 +266,12 @@ def test_rnn_checkpoint_saves_unpacked_and_loads_packed(tmp_path):
 def test_encode_sentences_matches_mxnet():
     assert mx.rnn.encode_sentences([["a", "b"], ["b", "c", "a"]], invalid_label=0) == \
         ([[1, 2], [2, 3, 1]], {"\n": 0, "a": 1, "b": 2, "c": 3})
+    # an unknown word maps to unknown_token, added when new; MXNet 1.9.1 also reassigns an
+    # unknown_token already in vocab (here to 0), which gpunda does not (see io.py)
+    assert mx.rnn.encode_sentences([["a", "x", "y"]], vocab={"a": 1, "<unk>": 2},
+                                   unknown_token="<unk>") == ([[1, 2, 2]], {"a": 1, "<unk>": 2})
+    assert mx.rnn.encode_sentences([["a", "x"]], vocab={"a": 1}, start_label=5,
+                                   unknown_token="<unk>") == ([[1, 5]], {"a": 1, "<unk>": 5})
     with pytest.raises(GpundaError, match="Unknown token x"):
         mx.rnn.encode_sentences([["x"]], vocab={"a": 1})
 
@@ -293,3 +299,18 @@ def test_conv_cells_are_refused_and_rnn_loads_lazily():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=os.getcwd()))
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_sequential_cell_steps_through_its_cells():
+    stack = mx.rnn.SequentialRNNCell()
+    stack.add(mx.rnn.RNNCell(2, prefix="a_"))
+    stack.add(mx.rnn.LSTMCell(2, prefix="b_"))
+    assert len(stack.state_info) == 3
+    out, states = stack(mx.sym.Variable("x"), stack.begin_state())
+    assert out.name == "b_t0_out" and [s.name for s in states] == \
+        ["a_t0_out", "b_t0_out", "b_t0_state"]
+    assert "a_i2h_weight" in stack.params._params and "b_h2h_bias" in stack.params._params
+    stack.add(mx.rnn.BidirectionalCell(mx.rnn.RNNCell(2, prefix="l_"),
+                                       mx.rnn.RNNCell(2, prefix="r_")))
+    with pytest.raises(NotImplementedError, match="unroll"):
+        stack(mx.sym.Variable("x"), stack.begin_state())

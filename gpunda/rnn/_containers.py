@@ -62,9 +62,6 @@ class SequentialRNNCell(_CellGroup):
         self._counter += 1
         next_states, pos = [], 0
         for cell in self._cells:
-            if isinstance(cell, BidirectionalCell):
-                raise GpundaError("SequentialRNNCell: a BidirectionalCell cannot be stepped; "
-                                  "use unroll")
             n = len(cell.state_info)
             inputs, state = cell(inputs, states[pos:pos + n])
             pos += n

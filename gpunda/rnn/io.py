@@ -32,7 +32,7 @@ def encode_sentences(sentences, vocab=None, invalid_label=-1, invalid_key="\n", 
                     idx += 1
                 if unknown_token:
                     word = unknown_token
-                if word not in vocab:
+                if word not in vocab:   # MXNet 1.9.1 re-numbers a known unknown_token here
                     vocab[word] = idx
                     idx += 1
             coded.append(vocab[word])
