@@ -5,11 +5,9 @@ The fused cell packs its weights in the layout of the ``RNN`` op (gpunda/ops/rnn
 the per-gate ``<prefix><l|r><layer>_<i2h|h2h><gate>_<weight|bias>`` arrays the unrolled
 cells use, so a fused model and its ``unfuse()``d twin share checkpoints.
 """
-import warnings
-
 from .. import ndarray as _nd
 from .. import symbol
-from ..base import GpundaError, NotImplementedForGpunda
+from ..base import GpundaError
 from ..gluon.rnn.rnn_cell import _format_sequence
 
 
