@@ -67,7 +67,11 @@ def create(init, **kwargs):
             except (ValueError, TypeError):
                 raise GpundaError(f"initializer.create: cannot parse {init!r}; expected "
                                   f"'[\"name\", {{kwargs}}]'") from None
-            return create(name, **dict(kw, **kwargs))
+            klass = _REGISTRY.get(str(name).lower())
+            if klass is None:
+                return create(name)         # raises: unknown initializer
+            # not create(name, **kw): kwargs may hold 'init' (FusedRNN's inner initializer)
+            return klass(**dict(kw, **kwargs))
         klass = _REGISTRY.get(s.lower())
         if klass is None:
             raise GpundaError(f"initializer.create: unknown initializer {init!r}; known: "
@@ -384,3 +388,36 @@ class Load:
             raise GpundaError(f"Load: parameter {key!r} is not in the loaded arrays and no "
                               f"default_init was given")
         self.default_init(name, arr)
+
+
+@register
+class FusedRNN(Initializer):
+    """Initialise a FusedRNNCell's flat ``parameters`` gate by gate: each unpacked weight
+    and bias gets ``init`` (or the global initializer); LSTM forget biases get
+    ``forget_bias``."""
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False,
+                 forget_bias=1.0):
+        init = create(init) if isinstance(init, str) else init
+        super().__init__(init=init.dumps() if init is not None else None,
+                         num_hidden=num_hidden, num_layers=num_layers, mode=mode,
+                         bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden, self._num_layers, self._mode = num_hidden, num_layers, mode
+        self._bidirectional, self._forget_bias = bidirectional, forget_bias
+
+    def _init_weight(self, desc, arr):
+        from .rnn import FusedRNNCell
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode,
+                            self._bidirectional, forget_bias=self._forget_bias, prefix="")
+        inner = self._init or getattr(desc, "global_init", None)
+        if inner is None or inner is self:
+            raise GpundaError(f"FusedRNN: no initializer for the gates of {str(desc)!r}; "
+                              f"pass init= or call it through a global initializer")
+        args = cell.unpack_weights({"parameters": arr})
+        for name, part in args.items():
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                part[:] = self._forget_bias
+            else:
+                inner(InitDesc(name, global_init=inner), part)
+        arr[:] = cell.pack_weights(args)["parameters"]

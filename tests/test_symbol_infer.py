@@ -137,3 +137,12 @@ def test_creation_shapes_learned_from_the_graph_are_used_to_run_it():
     assert o.infer_shape() == ([], [(2, 3)], [])
     out = o.bind(mx.cpu(), args={}).forward()[0]
     np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_legacy_zero_dims_of_creation_shapes_are_inferred():
+    # MXNet's legacy (non-NumPy) shapes: sym.zeros(shape=(0, 3)) leaves dimension 0 to the
+    # graph (the mx.rnn cells' begin_state); in NumPy-shape mode a 0 is a real size
+    y = mx.sym.Variable("x") + mx.sym.zeros(shape=(0, 3))
+    assert y.infer_shape(x=(2, 3))[1] == [(2, 3)]
+    out = y.bind(mx.cpu(), {"x": mx.nd.ones((2, 3))}).forward()[0]
+    assert out.shape == (2, 3) and (out.asnumpy() == 1).all()

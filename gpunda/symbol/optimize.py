@@ -68,8 +68,12 @@ def concretize_shapes(sym, shapes):
     """``sym`` with creation ops whose ``shape`` has unknown (-1) entries given the shapes
     inferred from the bound arrays ``shapes`` (name -> shape): their compute needs them."""
     order = sym._topo()
-    if not any(n.op is not None and not n.inputs and any(d < 0 for d in getattr(n.p, "shape", ()))
-               for n in order):
+    from ..util import is_np_shape
+    unknown_at = -1 if is_np_shape() else 0   # legacy shapes: a 0 dimension is unknown too
+
+    def open_shape(n):
+        return not n.inputs and any(d <= unknown_at for d in getattr(n.p, "shape", ()))
+    if not any(n.op is not None and open_shape(n) for n in order):
         return sym
     from .infer import infer_graph, known
     from .symbol import _var_shape
@@ -81,7 +85,7 @@ def concretize_shapes(sym, shapes):
             continue
         ins = [(canon[id(c)], i) for c, i in n.inputs]
         node = n
-        if not n.inputs and any(d < 0 for d in getattr(n.p, "shape", ())):
+        if open_shape(n):
             s = inferred.get((id(n), 0))
             if known(s):
                 attrs = dict(n.attrs, shape=str(tuple(s)))

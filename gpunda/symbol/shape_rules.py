@@ -322,8 +322,12 @@ def slice_axis(p, ins, outs):
 
 def creation(p, ins, outs):
     """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
-    graph around says (MXNet's ``sym.ones(shape=(-1, -1))``)."""
-    return ins, [tuple(p.shape)]
+    graph around says (MXNet's ``sym.ones(shape=(-1, -1))``); outside NumPy-shape mode a 0
+    is unknown too (the legacy RNN cells' ``begin_state`` shapes ``(0, num_hidden)``)."""
+    from ..util import is_np_shape
+    if is_np_shape():
+        return ins, [tuple(p.shape)]
+    return ins, [tuple(-1 if d == 0 else d for d in p.shape)]
 
 
 _RULES = {

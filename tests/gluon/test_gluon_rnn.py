@@ -151,3 +151,12 @@ def test_zoneout_and_dropout_cells_are_identity_in_inference(rng):
     np.testing.assert_array_equal(drop.asnumpy(), x.asnumpy())
     with pytest.raises(GpundaError, match="already modified"):
         gluon.rnn.ResidualCell(base)
+
+
+def test_symbol_unroll_splits_input_into_steps():
+    # a Symbol input is split into `length` single-output steps (not one grouped Symbol)
+    cell = mx.gluon.rnn.RNNCell(2, prefix="s_")
+    outputs, _ = cell.unroll(3, mx.sym.Variable("data"), layout="NTC", merge_outputs=False)
+    assert len(outputs) == 3
+    assert all(len(o.list_outputs()) == 1 for o in outputs)
+    assert outputs[2].infer_shape(data=(4, 3, 5))[1] == [(4, 2)]

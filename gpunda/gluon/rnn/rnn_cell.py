@@ -78,8 +78,9 @@ def _format_sequence(length, inputs, layout, merge, in_layout=None):
                     raise GpundaError("unroll: a grouped Symbol cannot be unrolled; pass "
                                       "list(inputs) or a single Symbol")
                 steps = length
-            inputs = _as_list(F.split(inputs, axis=in_axis, num_outputs=steps,
-                                      squeeze_axis=True))
+            parts = F.split(inputs, axis=in_axis, num_outputs=steps, squeeze_axis=True)
+            # a Symbol split is one grouped Symbol: list() gives its outputs
+            inputs = list(parts) if F is not _nd else _as_list(parts)
     else:
         inputs = list(inputs)
         if length is not None and len(inputs) != length:

@@ -1,0 +1,33 @@
+"""The cells of the legacy symbolic RNN API (``mx.rnn.rnn_cell``)."""
+from .. import ndarray, symbol  # noqa: F401  (MXNet's module exposes both names)
+from .. import initializer as init  # noqa: F401
+from ..base import numeric_types, string_types, NotImplementedForGpunda  # noqa: F401
+from ._cells import RNNParams, BaseRNNCell, RNNCell, LSTMCell, GRUCell
+from ._fused import FusedRNNCell
+from ._containers import (SequentialRNNCell, BidirectionalCell, ModifierCell, DropoutCell,
+                          ZoneoutCell, ResidualCell)
+
+
+class BaseConvRNNCell(BaseRNNCell):
+    """Convolutional RNN cells: not built yet in gpunda."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedForGpunda(f"mx.rnn.{type(self).__name__} is not supported yet")
+
+
+class ConvRNNCell(BaseConvRNNCell):
+    """Convolutional Elman cell: not supported yet."""
+
+
+class ConvLSTMCell(BaseConvRNNCell):
+    """Convolutional LSTM cell: not supported yet."""
+
+
+class ConvGRUCell(BaseConvRNNCell):
+    """Convolutional GRU cell: not supported yet."""
+
+
+__all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell",
+           "SequentialRNNCell", "BidirectionalCell", "ModifierCell", "DropoutCell",
+           "ZoneoutCell", "ResidualCell", "BaseConvRNNCell", "ConvRNNCell", "ConvLSTMCell",
+           "ConvGRUCell"]
