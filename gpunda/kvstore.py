@@ -482,6 +482,11 @@ class _NcclComm:
         except Exception as e:   # noqa: BLE001
             raise GpundaError(f"KVStore('nccl'): NCCL through CuPy is not available ({e}); "
                               f"pip install 'gpunda[gpu]' and use a GPU machine") from None
+        if not getattr(nccl, "available", True):
+            # CuPy imports a stub module when libnccl cannot be loaded (no GPU, no nvidia-nccl)
+            raise GpundaError("KVStore('nccl'): CuPy could not load the NCCL library (libnccl); "
+                              "pip install nvidia-nccl-cu12 on a GPU machine, or use "
+                              "'dist_sync_device', which all-reduces over MPI")
         self.nccl = nccl
         uid = np.zeros(nccl.NCCL_UNIQUE_ID_BYTES if hasattr(nccl, "NCCL_UNIQUE_ID_BYTES") else 128,
                        np.int8)

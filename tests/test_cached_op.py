@@ -242,7 +242,8 @@ def test_errors(rng):
         cop(a)
     with pytest.raises(GpundaError, match="must be an NDArray"):
         cop(a, 3.0)
-    cop(a, b.as_in_context(mx.cpu(1)))     # host memory is one, as in MXNet
+    # host memory is one, as in MXNet (on cpu explicitly: the default context may be a GPU)
+    cop(a.as_in_context(mx.cpu(0)), b.as_in_context(mx.cpu(1)))
     cop(a, b)
     with pytest.raises(GpundaError, match="static_shape.*input 0"):
         cop(nd.ones((2, 2)), b)
@@ -425,6 +426,6 @@ def test_out_on_another_cpu_context_is_written():
     x = sym.var("x")
     cop = mx.CachedOp(x * 2)
     target = nd.full((2,), 7.0, ctx=mx.cpu(1))
-    cop(nd.ones((2,)), out=[target])
+    cop(nd.ones((2,), ctx=mx.cpu(0)), out=[target])
     assert target.asnumpy().tolist() == [2.0, 2.0]
     assert target.context == mx.cpu(1)

@@ -169,9 +169,19 @@ NCCL_SCRIPT = textwrap.dedent('''
 ''')
 
 
+def _nccl_or_skip():
+    try:
+        from cupy.cuda import nccl
+    except Exception as e:   # noqa: BLE001
+        pytest.skip(f"cupy.cuda.nccl does not import ({e})")
+    if not getattr(nccl, "available", True):
+        pytest.skip("CuPy could not load libnccl (pip install nvidia-nccl-cu12)")
+
+
 @pytest.mark.gpu
 def test_nccl_one_rank_communicator(tmp_path):
     """A 1-rank NCCL communicator still runs the whole path (unique id over MPI, all-reduce)."""
+    _nccl_or_skip()
     exe = _mpiexec()
     script = tmp_path / "nccl_script.py"
     script.write_text(NCCL_SCRIPT)
@@ -237,3 +247,20 @@ def test_registered_store_is_created_by_name():
             mx.kv.create(3)
     finally:
         mx.kv.KVStoreBase.kv_registry.pop("myteststore")
+
+
+def test_nccl_without_libnccl_raises_a_gpunda_error(monkeypatch):
+    # CuPy without libnccl imports cupy.cuda.nccl as a stub whose ``available`` is False
+    import types
+    from gpunda.base import GpundaError
+    from gpunda.kvstore import _NcclComm
+    stub_cuda = types.ModuleType("cupy.cuda")
+    stub_cuda.nccl = types.ModuleType("cupy.cuda.nccl")
+    stub_cuda.nccl.available = False
+    stub = types.ModuleType("cupy")
+    stub.cuda = stub_cuda
+    monkeypatch.setitem(sys.modules, "cupy", stub)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", stub_cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", stub_cuda.nccl)
+    with pytest.raises(GpundaError, match=r"KVStore\('nccl'\): CuPy could not load the NCCL"):
+        _NcclComm(mpi=None)

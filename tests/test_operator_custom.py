@@ -66,7 +66,7 @@ class _ScaleProp(mx.operator.CustomOpProp):
         return in_shape, [in_shape[0], [in_shape[0][0]]], [in_shape[0]]
 
     def create_operator(self, ctx, shapes, dtypes):
-        assert ctx == mx.cpu()
+        assert ctx == mx.current_context()      # where the tests' inputs are
         assert [list(s) for s in shapes] == [list(shapes[0])]
         return _Scale(self.factor)
 
@@ -138,8 +138,8 @@ def test_symbol_custom_names_shapes_json_and_executor(rng):
     again = mx.sym.load_json(s.tojson())
     assert again.infer_shape(x=(5, 2))[1] == [(5, 2), (5,)]
     a = rng.uniform(-1, 1, (5, 2))
-    ex = again.bind(mx.cpu(), args={"x": nd.array(a)}, args_grad={"x": nd.zeros((5, 2))},
-                    aux_states={"c": nd.zeros((5, 2))})
+    ex = again.bind(mx.current_context(), args={"x": nd.array(a)},
+                    args_grad={"x": nd.zeros((5, 2))}, aux_states={"c": nd.zeros((5, 2))})
     ex.forward(is_train=True)
     np.testing.assert_allclose(ex.outputs[0].asnumpy(), (4 * a).astype(np.float32), rtol=1e-6)
     ex.backward([nd.ones((5, 2)), nd.ones((5,))])

@@ -96,6 +96,28 @@ def test_numpy_functions_dispatch_to_cupy_or_refuse(standin_gpu):
         np.nanpercentile(x, 50)
 
 
+def test_dlpack_is_cuda_device_memory_as_in_cupy(standin_gpu):
+    xp = standin_gpu
+    x = xp.arange(6, dtype=np.float32).reshape(2, 3)
+    assert x.__dlpack_device__() == (2, 0)              # kDLCUDA, device 0
+    with pytest.raises(RuntimeError, match="Unsupported device"):   # as for CuPy memory
+        np.from_dlpack(x)
+    with pytest.raises(TypeError):
+        x.__dlpack__(None)                              # CuPy's arguments are keyword-only
+    y = xp.from_dlpack(x)
+    assert type(y) is xp.ndarray
+    y[0, 0] = 9                                         # shared and writable
+    assert float(x[0, 0]) == 9.0
+    with pytest.raises(ValueError, match="device type 1"):
+        xp.from_dlpack(np.ones(3))                      # host memory is not device memory
+    # through gpunda: the round trip stays on gpu(0)
+    a = nd.array([[1.0, 2.0]], ctx=mx.gpu(0))
+    b = nd.from_dlpack(a.to_dlpack_for_write())
+    assert b.context == mx.gpu(0) and type(b._data) is xp.ndarray
+    b[0, 1] = -1
+    assert a.asnumpy().tolist() == [[1.0, -1.0]]
+
+
 # ---------------------------------------------------------------------- namespace
 
 def test_namespace_is_cupys(standin_gpu):

@@ -273,6 +273,11 @@ class _RandomState:
         return m
 
 
+def _from_dlpack(x, *, device=None, copy=None):
+    from . import _standin_dlpack
+    return _new(_standin_dlpack.import_(x))
+
+
 def _build():
     import cupyx.scipy.special  # noqa: F401 -- makes the namespace importable
     import scipy.special
@@ -295,7 +300,7 @@ def _build():
         "is_available": _cuda.is_available, "__version__": _cupy_version(),
         "linalg": _Namespace("cupy.linalg", np.linalg, lib="cuSOLVER"),
         "fft": _Namespace("cupy.fft", np.fft),
-        "random": random, "lib": lib, "ufunc": _Ufunc})
+        "random": random, "lib": lib, "ufunc": _Ufunc, "from_dlpack": _from_dlpack})
     top.__version__ = _cupy_version()
     top.linalg.norm = _function("cupy.linalg.norm", "norm",
                                 _names.spec_of("cupy.linalg", "norm"), np.linalg.norm)

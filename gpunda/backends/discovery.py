@@ -205,6 +205,9 @@ def compute_capability(ordinal):
         from ..base import GpundaError
         raise GpundaError(f"compute_capability: gpu({ordinal}) is not usable "
                           f"({why or f'{n} GPU(s) visible'})")
-    import cupy
-    props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+    if standin_active():
+        from ._standin_cuda import runtime    # the test stand-in's device, not a real one
+    else:
+        from cupy.cuda import runtime
+    props = runtime.getDeviceProperties(ordinal)
     return int(props["major"]) * 10 + int(props["minor"])

@@ -205,7 +205,8 @@ def test_pretrained_loads_the_file_from_mxnet_home(mxnet_home, caplog):
     models.mkdir()
     shutil.copy(DATA / "model_zoo_mxnet191_mobilenet0_25.params",
                 models / "mobilenet0.25-9f83e440.params")
-    net = vision.get_model("mobilenet0.25", pretrained=True, classes=10, ctx=mx.cpu())
+    net = vision.get_model("mobilenet0.25", pretrained=True, classes=10,
+                           ctx=mx.current_context())
     _, x = _file_net("mobilenet0_25")
     assert_close_to_mxnet(net(x).asnumpy(), MX_OUTPUTS["file_mobilenet0_25"])
     assert "differs from the file MXNet published" in caplog.text
@@ -219,7 +220,8 @@ def test_pretrained_unpacks_mxnets_zip(tmp_path):
     src = DATA / "model_zoo_mxnet191_mobilenet_v2_0_25.params"
     with zipfile.ZipFile(tmp_path / "mobilenetv2_0.25-ae8f9392.zip", "w") as zf:
         zf.write(src, "mobilenetv2_0.25-ae8f9392.params")
-    net = vision.mobilenet_v2_0_25(pretrained=True, classes=10, root=str(tmp_path))
+    net = vision.mobilenet_v2_0_25(pretrained=True, classes=10, root=str(tmp_path),
+                                   ctx=mx.current_context())
     _, x = _file_net("mobilenet_v2_0_25")
     assert_close_to_mxnet(net(x).asnumpy(), MX_OUTPUTS["file_mobilenet_v2_0_25"])
     assert (tmp_path / "mobilenetv2_0.25-ae8f9392.params").exists()

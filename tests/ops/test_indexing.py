@@ -294,7 +294,7 @@ def test_indexing_on_gpu_matches_cpu(rng):
         lambda a, c: a[nd.array(idx, ctx=c)],
         lambda a, c: a[1:, ::2],
         lambda a, c: nd.where(nd.array([1, 0, 1], ctx=c), a, a * 2),
-        lambda a, c: nd.one_hot(nd.array(idx, ctx=c), 4) * a[0:3, 0:1],
+        lambda a, c: nd.one_hot(nd.array(idx, ctx=c), 4, dtype="float64") * a[0:3, 0:1],
     ]
     for f in calls:
         res = []

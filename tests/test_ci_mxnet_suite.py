@@ -1,0 +1,46 @@
+"""ci/mxnet_suite.py: the ratchet's list files (the harness itself runs in CI)."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ratchet():
+    spec = importlib.util.spec_from_file_location("ci_mxnet_suite", ROOT / "ci" / "mxnet_suite.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_expected_list_parses(ratchet, tmp_path):
+    p = tmp_path / "expected.txt"
+    p.write_text("# header\ntest_a.py::test_x\ntest_a.py::test_y  # note\n\ntest_b.py::test_z\n")
+    assert ratchet.read_expected(p) == {"test_a.py": {"test_x", "test_y"}, "test_b.py": {"test_z"}}
+    p.write_text("test_a.py test_x\n")
+    with pytest.raises(SystemExit, match="malformed"):
+        ratchet.read_expected(p)
+
+
+def test_gpu_exceptions_need_a_reason_and_a_listed_test(ratchet, tmp_path):
+    expected = {"test_a.py": {"test_x", "test_y"}}
+    p = tmp_path / "exc.txt"
+    p.write_text("# why each one cannot run on a GPU\n"
+                 "test_a.py::test_y needs MXNet's C++ engine # sic\n")
+    assert ratchet.read_exceptions(expected, p) == {
+        ("test_a.py", "test_y"): "needs MXNet's C++ engine # sic"}
+    p.write_text("test_a.py::test_x\n")
+    with pytest.raises(SystemExit, match=r"exc.txt:1: want 'file.py::test_name reason'"):
+        ratchet.read_exceptions(expected, p)
+    p.write_text("test_a.py::test_gone no longer listed\n")
+    with pytest.raises(SystemExit, match="test_gone is not in"):
+        ratchet.read_exceptions(expected, p)
+    assert ratchet.read_exceptions(expected, tmp_path / "absent.txt") == {}
+
+
+def test_the_repositorys_lists_parse(ratchet):
+    expected = ratchet.read_expected()
+    assert expected, "ci/mxnet-suite-expected.txt is empty"
+    ratchet.read_exceptions(expected)       # raises on a malformed or stale line
