@@ -630,3 +630,11 @@ def get_updater(optimizer):
     """An ``Updater`` for ``optimizer``."""
     return Updater(optimizer)
 
+
+
+# the less common optimizers live in their own module (it imports this one)
+from ._optimizers_more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
+                               Nadam, Test, ccSGD)
+
+__all__ += ["Adamax", "Nadam", "FTML", "Ftrl", "LAMB", "SGLD", "DCASGD", "ccSGD", "Test", "LARS",
+            "LBSGD"]
