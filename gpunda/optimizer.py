@@ -384,8 +384,16 @@ class NAG(Optimizer):
         if state is None:
             run_update(weight, grad, (), lambda w, g: _ops._sgd(_xp(w), p, w, g), False)
         else:
-            run_update(weight, grad, (state,),
-                       lambda w, g, m: _ops._nag_mom(_xp(w), p, w, g, m), False)
+            mu = self.momentum
+
+            def step(w, g, m):
+                # MXNet's kernel runs in place (out=weight): the momentum's weight-decay
+                # term reads the weight it has just written
+                g = _ops._rescaled(_xp(w), p, g, w.dtype)
+                m *= mu
+                w[...] = w - m + (mu + 1) * (m - lr * (g + wd * w))
+                m -= lr * (g + wd * w)
+            run_update(weight, grad, (state,), step, False)
 
     def create_state_multi_precision(self, index, weight):
         return _mp_state_mom_first(self, index, weight)
