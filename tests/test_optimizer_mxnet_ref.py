@@ -131,3 +131,20 @@ def test_test_optimizer_and_not_built():
     for name in ("lars", "lbsgd"):
         with pytest.raises(GpundaError, match="not supported yet"):
             mx.optimizer.create(name)
+
+
+def test_sparse_parameter_accepts_one_trainer():
+    x = mx.gluon.Parameter("x", shape=(10,), stype="row_sparse")
+    x.initialize()
+    t0 = mx.gluon.Trainer([x], "sgd")
+    assert x._trainer is t0
+    x._set_trainer(None)
+    assert x._trainer is None
+    x._set_trainer(t0)
+    with pytest.raises(RuntimeError, match="only one Trainer"):
+        mx.gluon.Trainer([x], "sgd")
+    dense = mx.gluon.Parameter("d", shape=(2,))
+    dense.initialize()
+    mx.gluon.Trainer([dense], "sgd")
+    t2 = mx.gluon.Trainer([dense], "sgd")     # a dense Parameter may move between trainers
+    assert dense._trainer is t2

@@ -48,7 +48,7 @@ class Trainer:
             seen.add(id(p))
             self._param2idx[p.name] = len(self._params)
             self._params.append(p)
-            p._trainer = self
+            p._set_trainer(self)
         self._check_kvstore(kvstore, update_on_kvstore)
         self._kvstore_name = kvstore
         self._compression_params = compression_params
