@@ -148,3 +148,19 @@ def test_sparse_parameter_accepts_one_trainer():
     mx.gluon.Trainer([dense], "sgd")
     t2 = mx.gluon.Trainer([dense], "sgd")     # a dense Parameter may move between trainers
     assert dense._trainer is t2
+
+
+def test_trainer_mxnet_attributes_single_process():
+    x = mx.gluon.Parameter("x", shape=(3,), grad_stype="row_sparse")
+    x.initialize(ctx=[mx.cpu(0)], init="zeros")
+    trainer = mx.gluon.Trainer([x], "sgd", {"learning_rate": 1.0, "momentum": 0.5})
+    with mx.autograd.record():
+        y = x.data() + 1
+    y.backward()
+    trainer.step(1)
+    assert trainer._update_on_kvstore is None and trainer._kvstore is None
+    assert trainer._params_to_init == []
+    np.testing.assert_array_equal(x.data().asnumpy(), -1)
+    late = mx.gluon.Parameter("late", shape=(0,), allow_deferred_init=True)
+    late.initialize()
+    assert mx.gluon.Trainer([late], "sgd")._params_to_init == [late]

@@ -108,6 +108,23 @@ class Trainer:
         return self._optimizer.learning_rate
 
     @property
+    def _kvstore(self):
+        """MXNet's attribute: the distributed KVStore, or None (gpunda reduces the
+        gradients of one process itself, as MXNet does for a single device)."""
+        return self._kv
+
+    @property
+    def _update_on_kvstore(self):
+        """MXNet's attribute: None without a kvstore, else False (gpunda always updates
+        on the workers)."""
+        return None if self._kv is None else False
+
+    @property
+    def _params_to_init(self):
+        """The Parameters whose (deferred) initialization has not happened yet."""
+        return [p for p in self._params if p._data is None]
+
+    @property
     def optimizer(self):
         """The Optimizer instance."""
         return self._optimizer
