@@ -20,7 +20,9 @@ import pickle
 import numpy as np
 
 from . import autograd as _ag
+from ._optim_rows import op_params, run_update
 from .base import GpundaError
+from .ops import optim as _ops
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Signum",
            "Updater", "get_updater", "create", "register"]
@@ -71,9 +73,10 @@ class Optimizer:
                               f"{sorted(kwargs)}")
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
-        if learning_rate is None:
+        if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
-        if lr_scheduler is not None:
+        # with a scheduler and no learning_rate, the scheduler's base_lr rules
+        if lr_scheduler is not None and learning_rate is not None:
             self.lr_scheduler.base_lr = learning_rate
         self.lr = learning_rate
         self.wd = wd
@@ -112,7 +115,7 @@ class Optimizer:
             raise GpundaError(f"create_optimizer: name={name!r} must be a string")
         klass = Optimizer.opt_registry.get(name.lower())
         if klass is None:
-            raise GpundaError(f"create_optimizer: cannot find optimizer {name!r}; known: "
+            raise ValueError(f"create_optimizer: cannot find optimizer {name!r}; known: "
                               f"{', '.join(sorted(Optimizer.opt_registry))}")
         return klass(**kwargs)
 
@@ -127,7 +130,8 @@ class Optimizer:
     def set_learning_rate(self, lr):
         """Set the global learning rate (not allowed with an lr_scheduler)."""
         if self.lr_scheduler is not None:
-            raise GpundaError("Optimizer.set_learning_rate: the optimizer has an lr_scheduler; "
+            # MXNet raises (not warns) a UserWarning here
+            raise UserWarning("Optimizer.set_learning_rate: the optimizer has an lr_scheduler; "
                               "changing the rate would be overridden by it")
         self.lr = lr
 
@@ -298,7 +302,7 @@ class SGD(Optimizer):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         if self.clip_gradient is None and weight.dtype == grad.dtype and \
-                grad.stype == "default":
+                grad.stype == "default" and weight.stype == "default":
             # in place on the backend arrays: the same formula with the fewest passes
             # over memory (the fused ops allocate the new weight and copy it back)
             w, g = weight._data, grad._data
@@ -317,27 +321,42 @@ class SGD(Optimizer):
                 _bump(state)
             _bump(weight)
             return
+        p = op_params(self, lr, wd, momentum=self.momentum)
         if state is None:
-            op = _fused("sgd_update")
-            if op is not None:
-                op(weight, grad, out=weight, lr=lr, wd=wd, **self._clip_kw())
-                return
-            g = self._prep(grad)
-            w = weight._data
-            w -= lr * (g + wd * w)
+            run_update(weight, grad, (), lambda w, g: _ops._sgd(_xp(w), p, w, g),
+                       self.lazy_update)
         else:
-            op = _fused("sgd_mom_update")
-            if op is not None:
-                op(weight, grad, state, out=weight, lr=lr, wd=wd, momentum=self.momentum,
-                   **self._clip_kw())
-                return
-            g = self._prep(grad)
-            w, m = weight._data, state._data
-            m *= self.momentum
-            m -= lr * (g + wd * w)
-            w += m
-            _bump(state)
+            run_update(weight, grad, (state,),
+                       lambda w, g, m: _ops._sgd_mom(_xp(w), p, w, g, m), self.lazy_update)
+
+    def create_state_multi_precision(self, index, weight):
+        return _mp_state_mom_first(self, index, weight)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        _mp_update_mom_first(self, index, weight, grad, state)
+
+
+def _xp(arr):
+    from .ops.sparse_ops import xp_of
+    return xp_of(arr)
+
+
+def _mp_state_mom_first(opt, index, weight):
+    """SGD's and NAG's multi-precision state: ``(state, float32 master copy)``."""
+    if opt.multi_precision and weight.dtype == np.float16:
+        master = weight.astype(np.float32)
+        return (opt.create_state(index, master), master)
+    return Optimizer.create_state_multi_precision(opt, index, weight)
+
+
+def _mp_update_mom_first(opt, index, weight, grad, state):
+    if opt.multi_precision and weight.dtype == np.float16 and isinstance(state, (tuple, list)):
+        inner, master = state
+        opt.update(index, master, grad.astype(np.float32), inner)
+        weight._data[...] = master._data.astype(weight._data.dtype)
         _bump(weight)
+        return
+    opt.update(index, weight, grad, state)
 
 
 @register
@@ -361,17 +380,26 @@ class NAG(Optimizer):
         _check(weight, grad, "NAG.update")
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        w = weight._data
-        g = self._prep(grad) + wd * w
+        p = op_params(self, lr, wd, momentum=self.momentum)
         if state is None:
-            w -= lr * g
+            run_update(weight, grad, (), lambda w, g: _ops._sgd(_xp(w), p, w, g), False)
         else:
-            m = state._data
-            m *= self.momentum
-            m += g
-            w -= lr * (g + self.momentum * m)
-            _bump(state)
-        _bump(weight)
+            mu = self.momentum
+
+            def step(w, g, m):
+                # MXNet's kernel runs in place (out=weight): the momentum's weight-decay
+                # term reads the weight it has just written
+                g = _ops._rescaled(_xp(w), p, g, w.dtype)
+                m *= mu
+                w[...] = w - m + (mu + 1) * (m - lr * (g + wd * w))
+                m -= lr * (g + wd * w)
+            run_update(weight, grad, (state,), step, False)
+
+    def create_state_multi_precision(self, index, weight):
+        return _mp_state_mom_first(self, index, weight)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        _mp_update_mom_first(self, index, weight, grad, state)
 
 
 @register
@@ -399,22 +427,9 @@ class Adam(Optimizer):
         lr, wd = self._get_lr(index), self._get_wd(index)
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
-        mean, var = state
-        op = _fused("adam_update")
-        if op is not None:
-            op(weight, grad, mean, var, out=weight, lr=lr, wd=wd, beta1=self.beta1,
-               beta2=self.beta2, epsilon=self.epsilon, **self._clip_kw())
-            return
-        xp = weight.context.backend.xp
-        w, m, v = weight._data, mean._data, var._data
-        g = self._prep_wd(grad, w, wd)
-        m *= self.beta1
-        m += (1.0 - self.beta1) * g
-        v *= self.beta2
-        v += (1.0 - self.beta2) * g * g
-        w -= lr * m / (xp.sqrt(v) + self.epsilon)
-        for a in (weight, mean, var):
-            _bump(a)
+        p = op_params(self, lr, wd, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
+        run_update(weight, grad, tuple(state),
+                   lambda w, g, m, v: _ops._adam(_xp(w), p, w, g, m, v), self.lazy_update)
 
 
 @register
@@ -491,13 +506,16 @@ class AdaGrad(Optimizer):
         _check(weight, grad, "AdaGrad.update")
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        xp = weight.context.backend.xp
-        w, h = weight._data, state._data
-        g = self._prep(grad)
-        h += g * g
-        w -= lr * (g / xp.sqrt(h + self.float_stable_eps) + wd * w)
-        _bump(weight)
-        _bump(state)
+        p = op_params(self, lr, wd)
+        eps = self.float_stable_eps
+
+        def step(w, g, h):
+            xp = _xp(w)
+            g = _ops._rescaled(xp, p, g, w.dtype)
+            h += g * g
+            w -= lr * (g / xp.sqrt(h + eps) + wd * w)
+        # MXNet updates only the rows of a row_sparse gradient (sparse adagrad_update)
+        run_update(weight, grad, (state,), step, True)
 
 
 @register
@@ -620,3 +638,11 @@ def get_updater(optimizer):
     """An ``Updater`` for ``optimizer``."""
     return Updater(optimizer)
 
+
+
+# the less common optimizers live in their own module (it imports this one)
+from ._optimizers_more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
+                               Nadam, Test, ccSGD)
+
+__all__ += ["Adamax", "Nadam", "FTML", "Ftrl", "LAMB", "SGLD", "DCASGD", "ccSGD", "Test", "LARS",
+            "LBSGD"]

@@ -146,6 +146,16 @@ class Parameter:
         """Storage type of the value."""
         return self._stype
 
+    def _set_trainer(self, trainer):
+        """Attach ``trainer`` (None detaches). A sparse Parameter accepts one Trainer only:
+        its rows are pulled by that trainer's kvstore (MXNet raises RuntimeError too)."""
+        if self._stype != "default" and self._trainer is not None and trainer is not None \
+                and self._trainer is not trainer:
+            raise RuntimeError(f"Failed to set the trainer for Parameter {self.name!r}: it "
+                               f"already has one, and a {self._stype} Parameter supports only "
+                               f"one Trainer")
+        self._trainer = trainer
+
     @property
     def grad_stype(self):
         """Storage type of the gradient ('row_sparse' for sparse Embedding gradients)."""

@@ -48,7 +48,7 @@ class Trainer:
             seen.add(id(p))
             self._param2idx[p.name] = len(self._params)
             self._params.append(p)
-            p._trainer = self
+            p._set_trainer(self)
         self._check_kvstore(kvstore, update_on_kvstore)
         self._kvstore_name = kvstore
         self._compression_params = compression_params
@@ -106,6 +106,23 @@ class Trainer:
     def learning_rate(self):
         """The optimizer's current learning rate."""
         return self._optimizer.learning_rate
+
+    @property
+    def _kvstore(self):
+        """MXNet's attribute: the distributed KVStore, or None (gpunda reduces the
+        gradients of one process itself, as MXNet does for a single device)."""
+        return self._kv
+
+    @property
+    def _update_on_kvstore(self):
+        """MXNet's attribute: None without a kvstore, else False (gpunda always updates
+        on the workers)."""
+        return None if self._kv is None else False
+
+    @property
+    def _params_to_init(self):
+        """The Parameters whose (deferred) initialization has not happened yet."""
+        return [p for p in self._params if p._data is None]
 
     @property
     def optimizer(self):
