@@ -328,7 +328,7 @@ class NDArrayIter(DataIter):
         axis = self._axis()
         sizes = {v.shape[axis] for _, v in self.data + self.label}
         if len(sizes) != 1:
-            raise GpundaError(f"NDArrayIter: data and label have different numbers of samples "
+            raise GpundaError(f"NDArrayIter: data and label have different lengths "
                               f"{sorted(sizes)} along the batch axis")
         self.idx = np.arange(self.data[0][1].shape[axis])
         self.num_data = self.idx.shape[0]

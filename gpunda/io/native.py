@@ -187,11 +187,32 @@ class CSVIter(_RoundBatchIter):
                 nd.array(self._label[idx].reshape(self._label_batch_shape()), dtype=self._dtype))
 
 
-def _parse_libsvm(path, dim, param, with_label):
-    """(labels, scipy csr of shape (n, dim)) of a libsvm file."""
+def _byte_part(lines, num_parts, part_index):
+    """Line numbers of part ``part_index``: dmlc splits a text file into equal byte
+    ranges and gives each line to the range its first byte falls in, after
+    moving each boundary to the start of the next line."""
+    if num_parts < 1 or not 0 <= part_index < num_parts:
+        raise GpundaError(f"LibSVMIter: part_index={part_index} must be in [0, num_parts={num_parts})")
+    starts, pos = [], 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line.encode()) + 1
+    step = -(-pos // num_parts)
+
+    def boundary(b):
+        b = min(b, pos)
+        return next((s for s in starts if s >= b), pos)
+    lo, hi = boundary(step * part_index), boundary(step * (part_index + 1))
+    return [i for i, s in enumerate(starts) if lo <= s < hi]
+
+
+def _parse_libsvm(path, dim, param, num_parts=1, part_index=0):
+    """(labels, scipy csr of shape (n, dim)) of part ``part_index`` of a libsvm file."""
     import scipy.sparse as sp
     labels, indptr, indices, values = [], [0], [], []
-    for lineno, line in enumerate(_read_text(path, "LibSVMIter"), 1):
+    lines = _read_text(path, "LibSVMIter")
+    for i in _byte_part(lines, num_parts, part_index):
+        lineno, line = i + 1, lines[i]
         fields = line.split()
         if not fields:
             continue
@@ -231,18 +252,17 @@ class LibSVMIter(_RoundBatchIter):
         self.data_shape, self.label_shape = tuple(data_shape), tuple(label_shape)
         if len(self.data_shape) != 1:
             raise GpundaError(f"LibSVMIter: data_shape={data_shape} must be 1-d")
-        labels, self._data = _parse_libsvm(data_libsvm, self.data_shape[0], "data_libsvm", True)
+        parts = (num_parts, part_index)
+        labels, self._data = _parse_libsvm(data_libsvm, self.data_shape[0], "data_libsvm", *parts)
         if label_libsvm in ("NULL", None):
             self._label, self._label_sparse = labels, False
         else:
             _, self._label = _parse_libsvm(label_libsvm, int(np.prod(self.label_shape)),
-                                           "label_libsvm", False)
+                                           "label_libsvm", *parts)
             self._label_sparse = True
             if self._label.shape[0] != self._data.shape[0]:
                 raise GpundaError(f"LibSVMIter: label_libsvm has {self._label.shape[0]} rows, "
                                   f"data_libsvm has {self._data.shape[0]}")
-        start, end = _part(self._data.shape[0], num_parts, part_index, "LibSVMIter")
-        self._data, self._label = self._data[start:end], self._label[start:end]
         self._init_batching(_check_batch_size("LibSVMIter", batch_size), round_batch,
                             self._data.shape[0])
 
