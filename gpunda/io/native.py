@@ -17,8 +17,8 @@ import numpy as np
 from ..base import GpundaError, NotImplementedForGpunda
 from .io import DataBatch, DataDesc, DataIter
 
-__all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter", "ImageRecordIter",
-           "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
+__all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
+           "ImageRecordIter_v1",
            "ImageRecordUInt8Iter_v1", "ImageDetRecordIter"]
 
 _DTYPES = {None: np.float32, "float32": np.float32, "float64": np.float64,
@@ -357,9 +357,6 @@ def _not_supported(name):
                                       "__doc__": f"MXNet's {name} (not supported yet)."})
 
 
-ImageRecordIter = _not_supported("ImageRecordIter")
-ImageRecordUInt8Iter = _not_supported("ImageRecordUInt8Iter")
-ImageRecordInt8Iter = _not_supported("ImageRecordInt8Iter")
 ImageRecordIter_v1 = _not_supported("ImageRecordIter_v1")
 ImageRecordUInt8Iter_v1 = _not_supported("ImageRecordUInt8Iter_v1")
 ImageDetRecordIter = _not_supported("ImageDetRecordIter")
