@@ -105,7 +105,9 @@ class MXRecordIO:
         # a file object shared across fork would share its offset: reopen per process
         if self.pid != os.getpid():
             if not allow_reset:
-                raise GpundaError(f"MXRecordIO {self.uri!r}: a writer cannot be shared across processes")
+                # MXNet raises RuntimeError here too
+                raise RuntimeError(f"MXRecordIO {self.uri!r}: forbidden operation in multiple "
+                                   f"processes (a writer cannot be shared across a fork)")
             self.reset()
 
     def close(self):

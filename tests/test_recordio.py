@@ -130,3 +130,14 @@ def test_misuse(tmp_path):
     (tmp_path / "bad.rec").write_bytes(b"")
     with pytest.raises(GpundaError, match="line 1"):
         mx.recordio.MXIndexedRecordIO(tmp_path / "bad.idx", tmp_path / "bad.rec", "r")
+
+
+def test_reader_reopens_after_fork_and_writer_refuses(tmp_path):
+    r = mx.recordio.MXRecordIO(os.path.join(DATA, "plain.rec"), "r")
+    r.read()
+    r.pid = -1  # as if this object came from another process
+    assert r.read() == b""  # reopened from the start
+    w = mx.recordio.MXRecordIO(tmp_path / "w.rec", "w")
+    w.pid = -1
+    with pytest.raises(RuntimeError, match="multiple processes"):
+        w.write(b"x")
