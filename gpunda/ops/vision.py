@@ -12,7 +12,6 @@ folded into Ay, so the matmul reads the whole batch at once (N is small in detec
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
