@@ -228,55 +228,81 @@ def _roi_align_maps(xp, p, data, rois):
     count = xp.maximum(gh * gw, 1).astype(dtype)
     ay = _axis_weights(xp, y1, bh, gh, ph_n, height, dtype)
     ax = _axis_weights(xp, x1, bw, gw, pw_n, width, dtype)
-    valid = batch >= 0
-    ay = ay * (valid / count)[:, None, None]
-    onehot = (xp.clip(batch, 0, n - 1)[:, None] == xp.arange(n)[None, :]).astype(dtype)
-    ay_n = (onehot[:, None, :, None] * ay[:, :, None, :]).reshape(ay.shape[0], ph_n, -1)
-    return ay_n, ax
+    return _fold_batch(xp, ay / count[:, None, None], batch, n), ax
 
 
-def _select_ps(xp, full, p):
-    """Position-sensitive output: bin (ph, pw) of out channel c reads input channel
-    c * PH * PW + ph * PW + pw."""
-    r, c, ph_n, pw_n = full.shape
-    grouped = full.reshape(r, c // (ph_n * pw_n), ph_n * pw_n, ph_n * pw_n)
-    diag = xp.arange(ph_n * pw_n)
-    return grouped[:, :, diag, diag].reshape(r, -1, ph_n, pw_n)
+def _fold_batch(xp, ay, batch, n):
+    """(R, PH, H) -> (R, PH, N*H): row map of each ROI on the stacked batch, zero for
+    ROIs whose batch index is out of range (MXNet outputs zeros for them)."""
+    onehot = (batch[:, None] == xp.arange(n)[None, :]).astype(ay.dtype)
+    return (onehot[:, None, :, None] * ay[:, :, None, :]).reshape(ay.shape[0], ay.shape[1], -1)
+
+
+def _apply_maps(xp, data, ay, ax):
+    """(R, C, PH, PW) = per ROI ``Ay @ plane @ Ax.T`` over all channels."""
+    n, c, height, width = data.shape
+    r, ph_n = ay.shape[:2]
+    planes = data.transpose(0, 2, 1, 3).reshape(n * height, c * width)
+    rows = (ay.reshape(r * ph_n, -1) @ planes).reshape(r, ph_n, c, width)
+    return (rows @ xp.swapaxes(ax, 1, 2)[:, None]).transpose(0, 2, 1, 3)
+
+
+def _apply_maps_adjoint(xp, og, ay, ax, shape):
+    """The adjoint of ``_apply_maps`` in data: (R, C, PH, PW) -> ``shape`` (N, C, H, W)."""
+    n, c, height, width = shape
+    r, ph_n = ay.shape[:2]
+    cols = og @ ax[:, None]                                    # (R, C, PH, W)
+    cols = cols.transpose(0, 2, 1, 3).reshape(r * ph_n, c * width)
+    dx = ay.reshape(r * ph_n, -1).T @ cols                     # (N*H, C*W)
+    return dx.reshape(n, height, c, width).transpose(0, 2, 1, 3).copy()
+
+
+def _pick_channels(xp, full, cidx):
+    """Bin (ph, pw) of output channel k reads input channel ``cidx[k, ph, pw]``."""
+    ph_n, pw_n = cidx.shape[1:]
+    return full[:, xp.asarray(cidx), xp.arange(ph_n)[:, None], xp.arange(pw_n)[None, :]]
+
+
+def _spread_channels(xp, og, cidx, channels):
+    """The adjoint of ``_pick_channels`` (each (channel, bin) is read at most once)."""
+    r = og.shape[0]
+    ph_n, pw_n = cidx.shape[1:]
+    full = xp.zeros((r, channels, ph_n, pw_n), dtype=og.dtype)
+    full[:, xp.asarray(cidx), xp.arange(ph_n)[:, None], xp.arange(pw_n)[None, :]] = og
+    return full
+
+
+def _align_channels(p, c):
+    """Input channel of each (out channel, bin) for ROIAlign, None unless position-sensitive."""
+    if not p.position_sensitive:
+        return None
+    ph_n, pw_n = p.pooled_size
+    k = np.arange(c // (ph_n * pw_n))[:, None, None]
+    return k * ph_n * pw_n + np.arange(ph_n)[None, :, None] * pw_n + np.arange(pw_n)[None, None, :]
 
 
 def _roi_align(xp, p, data, rois):
     op = "_contrib_ROIAlign"
     _check_rois(op, data, rois, cols=(4, 5))
-    n, c, height, width = data.shape
+    c = data.shape[1]
     ph_n, pw_n = p.pooled_size
     if p.position_sensitive and c % (ph_n * pw_n):
         raise _err(op, f"position_sensitive needs channels ({c}) divisible by "
                        f"pooled_h * pooled_w ({ph_n * pw_n})")
     ay, ax = _roi_align_maps(xp, p, data, rois)
-    r = ay.shape[0]
-    planes = data.transpose(0, 2, 1, 3).reshape(n * height, c * width)
-    rows = (ay.reshape(r * ph_n, -1) @ planes).reshape(r, ph_n, c, width)
-    full = (rows @ xp.swapaxes(ax, 1, 2)[:, None]).transpose(0, 2, 1, 3)   # (R, C, PH, PW)
-    return xp.ascontiguousarray(_select_ps(xp, full, p) if p.position_sensitive else full)
+    full = _apply_maps(xp, data, ay, ax)
+    cidx = _align_channels(p, c)
+    return xp.ascontiguousarray(full if cidx is None else _pick_channels(xp, full, cidx))
 
 
 def _roi_align_grad(xp, p, og, rois, data):
     """The adjoint of ROIAlign in data: spreads each bin's gradient over its samples."""
-    n, c, height, width = data.shape
-    ph_n, pw_n = p.pooled_size
     ay, ax = _roi_align_maps(xp, p, data, rois)
-    r = ay.shape[0]
     og = og.astype(data.dtype)
-    if p.position_sensitive:
-        groups = og.shape[1]
-        full = xp.zeros((r, groups, ph_n * pw_n, ph_n * pw_n), dtype=og.dtype)
-        diag = xp.arange(ph_n * pw_n)
-        full[:, :, diag, diag] = og.reshape(r, groups, -1)
-        og = full.reshape(r, c, ph_n, pw_n)
-    cols = og @ ax[:, None]                                   # (R, C, PH, W)
-    cols = cols.transpose(0, 2, 1, 3).reshape(r * ph_n, c * width)
-    dx = ay.reshape(r * ph_n, -1).T @ cols                    # (N*H, C*W)
-    return dx.reshape(n, height, c, width).transpose(0, 2, 1, 3).copy()
+    cidx = _align_channels(p, data.shape[1])
+    if cidx is not None:
+        og = _spread_channels(xp, og, cidx, data.shape[1])
+    return _apply_maps_adjoint(xp, og, ay, ax, data.shape)
 
 
 def _g_roi_align(F, p, ins, outs, ograds):
@@ -314,3 +340,98 @@ register(OpDef(
         F._contrib_ROIAlign(g[0], ins[1], **_kw(p)), None, None],
     family="vision", doc="ROIAlign's gradient wrt data (linear in ograd: its own gradient "
                          "is ROIAlign again)."))
+
+
+# ----------------------------------------------------------------------------
+# PSROIPooling: position-sensitive average over integer bins (R-FCN)
+
+
+def _box_average(xp, start, size, n_bins, limit, dtype):
+    """(R, n_bins, limit): 1/len over cells floor(start + k*bin) .. ceil(start + (k+1)*bin)-1."""
+    b = (size / dtype.type(n_bins))[:, None]
+    k = xp.arange(n_bins, dtype=dtype)[None, :]
+    lo = xp.clip(xp.floor(k * b + start[:, None]).astype(np.int64), 0, limit)
+    hi = xp.clip(xp.ceil((k + 1) * b + start[:, None]).astype(np.int64), 0, limit)
+    cells = xp.arange(limit)[None, None, :]
+    inside = (cells >= lo[..., None]) & (cells < hi[..., None])
+    return (inside / xp.maximum(hi - lo, 1)[..., None]).astype(dtype)
+
+
+def _psroi_maps(xp, p, data, rois):
+    n, c, height, width = data.shape
+    dtype = np.dtype(data.dtype)
+    rounded = xp.sign(rois[:, 1:5]) * xp.floor(xp.abs(rois[:, 1:5]) + 0.5)   # C round()
+    box = rounded.astype(dtype)
+    sc = dtype.type(p.spatial_scale)
+    x1, y1 = box[:, 0] * sc, box[:, 1] * sc
+    x2, y2 = (box[:, 2] + 1) * sc, (box[:, 3] + 1) * sc
+    tiny = dtype.type(0.1)
+    roi_w, roi_h = xp.maximum(x2 - x1, tiny), xp.maximum(y2 - y1, tiny)
+    ay = _box_average(xp, y1, roi_h, p.pooled_size, height, dtype)
+    ax = _box_average(xp, x1, roi_w, p.pooled_size, width, dtype)
+    return _fold_batch(xp, ay, rois[:, 0].astype(np.int64), n), ax
+
+
+def _psroi_channels(p):
+    k, g = p.pooled_size, _group(p)
+    gi = np.clip(np.floor(np.arange(k) * g / k).astype(np.int64), 0, g - 1)
+    top = np.arange(p.output_dim)[:, None, None]
+    return (top * g + gi[None, :, None]) * g + gi[None, None, :]
+
+
+def _group(p):
+    return p.group_size if p.group_size > 0 else p.pooled_size
+
+
+def _check_psroi(data, rois, p):
+    op = "_contrib_PSROIPooling"
+    _check_rois(op, data, rois)
+    g = _group(p)
+    if data.shape[1] != p.output_dim * g * g:
+        raise _err(op, f"data has {data.shape[1]} channels; output_dim * group_size^2 = "
+                       f"{p.output_dim * g * g} expected")
+
+
+def _psroi_pooling(xp, p, data, rois):
+    _check_psroi(data, rois, p)
+    wide = data.astype(np.float32) if data.dtype == np.float16 else data
+    ay, ax = _psroi_maps(xp, p, wide, rois.astype(wide.dtype))
+    out = _pick_channels(xp, _apply_maps(xp, wide, ay, ax), _psroi_channels(p))
+    return xp.ascontiguousarray(out.astype(data.dtype, copy=False))
+
+
+def _psroi_pooling_grad(xp, p, og, rois, data):
+    wide = np.float32 if data.dtype == np.float16 else data.dtype
+    ay, ax = _psroi_maps(xp, p, data.astype(wide), rois.astype(wide))
+    full = _spread_channels(xp, og.astype(wide), _psroi_channels(p), data.shape[1])
+    return _apply_maps_adjoint(xp, full, ay, ax, data.shape).astype(data.dtype, copy=False)
+
+
+_PSROI_PARAMS = [
+    Param("spatial_scale", "float", doc="feature map size over image size"),
+    Param("output_dim", "int", doc="output channels"),
+    Param("pooled_size", "int", doc="output height and width of each ROI"),
+    Param("group_size", "int", 0, "position-sensitive groups per axis (0: pooled_size)")]
+
+
+def _infer_psroi(p, in_shapes):
+    rois = in_shapes[1] if len(in_shapes) > 1 else None
+    if rois is None:
+        return list(in_shapes), None
+    return list(in_shapes), [(rois[0], p.output_dim, p.pooled_size, p.pooled_size)]
+
+
+register(OpDef(
+    "_contrib_PSROIPooling", _psroi_pooling, params=_PSROI_PARAMS, inputs=("data", "rois"),
+    gradient=lambda F, p, ins, outs, g: [
+        F._backward_PSROIPooling(g[0], ins[1], ins[0], **_kw(p)), None],
+    save=("inputs",), no_grad_inputs=("rois",), infer_shape=_infer_psroi, family="vision",
+    doc="Position-sensitive ROI pooling (R-FCN): bin (i, j) of output channel k averages "
+        "input channel (k * group + gi) * group + gj over the bin."))
+register(OpDef(
+    "_backward_PSROIPooling", _psroi_pooling_grad, params=_PSROI_PARAMS,
+    inputs=("ograd", "rois", "data"), save=("inputs",), hidden=True,
+    gradient=lambda F, p, ins, outs, g: [
+        F._contrib_PSROIPooling(g[0], ins[1], **_kw(p)), None, None],
+    family="vision", doc="PSROIPooling's gradient wrt data (its own gradient is "
+                         "PSROIPooling again)."))
