@@ -160,12 +160,14 @@ register(OpDef(
 register(OpDef(
     "_backward_ROIPooling", _roi_pooling_grad, params=_ROI_POOL_PARAMS,
     inputs=("ograd", "maxidx", "rois", "data"), save=("inputs",), hidden=True,
+    no_grad_inputs=("maxidx", "rois", "data"),
     gradient=lambda F, p, ins, outs, g: [
         F._roi_pooling_gather(g[0], ins[1], ins[2], **_kw(p)), None, None, None],
     family="vision", doc="ROIPooling's gradient wrt data."))
 register(OpDef(
     "_roi_pooling_gather", _roi_pooling_gather, params=_ROI_POOL_PARAMS,
     inputs=("data", "maxidx", "rois"), save=("inputs",), hidden=True,
+    no_grad_inputs=("maxidx", "rois"),
     gradient=lambda F, p, ins, outs, g: [
         F._backward_ROIPooling(g[0], ins[1], ins[2], ins[0], **_kw(p)), None, None],
     family="vision", doc="The values of ROIPooling's max positions (its double backward)."))
@@ -336,6 +338,7 @@ register(OpDef(
 register(OpDef(
     "_backward_ROIAlign", _roi_align_grad, params=_ROI_ALIGN_PARAMS,
     inputs=("ograd", "rois", "data"), save=("inputs",), hidden=True,
+    no_grad_inputs=("rois", "data"),
     gradient=lambda F, p, ins, outs, g: [
         F._contrib_ROIAlign(g[0], ins[1], **_kw(p)), None, None],
     family="vision", doc="ROIAlign's gradient wrt data (linear in ograd: its own gradient "
@@ -431,6 +434,7 @@ register(OpDef(
 register(OpDef(
     "_backward_PSROIPooling", _psroi_pooling_grad, params=_PSROI_PARAMS,
     inputs=("ograd", "rois", "data"), save=("inputs",), hidden=True,
+    no_grad_inputs=("rois", "data"),
     gradient=lambda F, p, ins, outs, g: [
         F._contrib_PSROIPooling(g[0], ins[1], **_kw(p)), None, None],
     family="vision", doc="PSROIPooling's gradient wrt data (its own gradient is "
