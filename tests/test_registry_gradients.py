@@ -264,6 +264,8 @@ SPECS = {
                                           "pooled_size": 2}),
     "_contrib_BilinearResize2D": dict(inputs=[U(1, 2, 3, 4)], params={"height": 5, "width": 3}),
     "_contrib_AdaptiveAvgPooling2D": dict(inputs=[U(1, 2, 5, 7)], params={"output_size": (2, 3)}),
+    "GridGenerator": dict(inputs=[U(2, 6)], params={"transform_type": "affine",
+                                                    "target_shape": (3, 4)}),
     "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],

@@ -279,3 +279,31 @@ def test_symbol_shapes():
     assert s.infer_shape(data=(1, 8, 8, 8), rois=(5, 5))[1] == [(5, 2, 2, 2)]
     s = mx.sym.contrib.BilinearResize2D(data, scale_height=2.0, scale_width=0.5)
     assert s.infer_shape(data=(1, 4, 8, 8))[1] == [(1, 4, 16, 4)]
+
+
+def test_grid_generator_affine_and_gradient():
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=(2, 6))
+    h, w = 4, 5
+    x = nd.array(theta, dtype="float64")
+    x.attach_grad()
+    og = rng.normal(size=(2, 2, h, w))
+    with mx.autograd.record():
+        y = nd.GridGenerator(x, transform_type="affine", target_shape=(h, w))
+    y.backward(nd.array(og, dtype="float64"))
+    xs, ys = np.meshgrid(np.linspace(-1, 1, w), np.linspace(-1, 1, h))
+    pts = np.stack([xs, ys, np.ones_like(xs)])                      # (3, H, W)
+    want = np.einsum("nij,jhw->nihw", theta.reshape(2, 2, 3), pts)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.grad.asnumpy(),
+                               np.einsum("nihw,jhw->nij", og, pts).reshape(2, 6), rtol=1e-12)
+
+
+def test_grid_generator_warp():
+    flow = np.random.default_rng(8).normal(size=(1, 2, 3, 6))
+    y = nd.GridGenerator(nd.array(flow, dtype="float64"), transform_type="warp").asnumpy()
+    xs, ys = np.meshgrid(np.arange(6.0), np.arange(3.0))
+    np.testing.assert_allclose(y[0, 0], (flow[0, 0] + xs) / 2.5 - 1, rtol=1e-12)
+    np.testing.assert_allclose(y[0, 1], (flow[0, 1] + ys) / 1.0 - 1, rtol=1e-12)
+    with pytest.raises(GpundaError, match="GridGenerator"):
+        nd.GridGenerator(nd.ones((1, 5)), transform_type="affine", target_shape=(2, 2))
