@@ -266,6 +266,16 @@ SPECS = {
     "_contrib_AdaptiveAvgPooling2D": dict(inputs=[U(1, 2, 5, 7)], params={"output_size": (2, 3)}),
     "GridGenerator": dict(inputs=[U(2, 6)], params={"transform_type": "affine",
                                                     "target_shape": (3, 4)}),
+    "BilinearSampler": dict(inputs=[U(1, 2, 4, 5), U(1, 2, 3, 3, lo=-0.9, hi=0.9)],
+                            second="once-differentiable: the backward is a hand-written "
+                                   "kernel (a second order raises)"),
+    "_backward_BilinearSampler": dict(skip="BilinearSampler's backward kernel: "
+                                           "once-differentiable, its gradient raises"),
+    "SpatialTransformer": dict(inputs=[U(1, 2, 4, 5), K([[0.8, 0.1, 0.05, -0.1, 0.9, 0.02]],
+                                                         diff=True)],
+                               params={"target_shape": (3, 3), "transform_type": "affine",
+                                       "sampler_type": "bilinear"},
+                               second="once-differentiable (BilinearSampler's kernel)"),
     "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],

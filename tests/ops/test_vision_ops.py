@@ -307,3 +307,49 @@ def test_grid_generator_warp():
     np.testing.assert_allclose(y[0, 1], (flow[0, 1] + ys) / 1.0 - 1, rtol=1e-12)
     with pytest.raises(GpundaError, match="GridGenerator"):
         nd.GridGenerator(nd.ones((1, 5)), transform_type="affine", target_shape=(2, 2))
+
+
+def ref_sampler(data, grid):
+    n, c, h, w = data.shape
+    out = np.zeros((n, c) + grid.shape[2:])
+    for b in range(n):
+        for i in range(grid.shape[2]):
+            for j in range(grid.shape[3]):
+                y = (grid[b, 1, i, j] + 1) * (h - 1) / 2
+                x = (grid[b, 0, i, j] + 1) * (w - 1) / 2
+                y0, x0 = math.floor(y), math.floor(x)
+                for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+                    for xx, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+                        if 0 <= yy < h and 0 <= xx < w:
+                            out[b, :, i, j] += wy * wx * data[b, :, yy, xx]
+    return out
+
+
+def test_bilinear_sampler_matches_loops_including_outside_points():
+    rng = np.random.default_rng(9)
+    data = rng.normal(size=(2, 3, 5, 6))
+    grid = rng.uniform(-1.3, 1.3, size=(2, 2, 4, 3))
+    got = nd.BilinearSampler(nd.array(data, dtype="float64"), nd.array(grid, dtype="float64"))
+    np.testing.assert_allclose(got.asnumpy(), ref_sampler(data, grid), rtol=1e-10, atol=1e-12)
+
+
+def test_spatial_transformer_is_grid_then_sampler():
+    rng = np.random.default_rng(10)
+    data = nd.array(rng.normal(size=(2, 3, 5, 6)), dtype="float64")
+    loc = nd.array(rng.normal(scale=0.5, size=(2, 6)), dtype="float64")
+    got = nd.SpatialTransformer(data, loc, target_shape=(4, 4), transform_type="affine",
+                                sampler_type="bilinear")
+    grid = nd.GridGenerator(loc, transform_type="affine", target_shape=(4, 4))
+    np.testing.assert_allclose(got.asnumpy(), ref_sampler(data.asnumpy(), grid.asnumpy()),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_bilinear_sampler_second_order_raises():
+    data = nd.ones((1, 1, 3, 3), dtype="float64")
+    grid = nd.zeros((1, 2, 2, 2), dtype="float64")
+    data.attach_grad()
+    with mx.autograd.record():
+        y = nd.BilinearSampler(data, grid)
+        (g,) = mx.autograd.grad(y, [data], create_graph=True)
+    with pytest.raises(GpundaError, match="once-differentiable"):
+        g.backward()
