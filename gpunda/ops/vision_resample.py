@@ -54,7 +54,8 @@ def _matrices(p):
     if p.kind == "bilinear":
         return (_bilinear_matrix(p.in_size[0], p.out_size[0], p.align_corners),
                 _bilinear_matrix(p.in_size[1], p.out_size[1], p.align_corners))
-    return _average_matrix(p.in_size[0], p.out_size[0]), _average_matrix(p.in_size[1], p.out_size[1])
+    return (_average_matrix(p.in_size[0], p.out_size[0]),
+            _average_matrix(p.in_size[1], p.out_size[1]))
 
 
 def _separable_resample(xp, p, x):
