@@ -121,7 +121,8 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
             arr[:] = aux_params[name]
         if grad_req == "add":
             for arr in exe.grad_dict.values():
-                arr[:] = 0
+                if arr is not None:
+                    arr[:] = 0
 
     for exe in exes:
         exe.forward(is_train=False)

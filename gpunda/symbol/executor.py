@@ -79,7 +79,8 @@ class Executor:
             if grads.get(n) is None:
                 reqs[n] = "null"
         self._grad_req = reqs
-        self.grad_dict = {n: g for n, g in grads.items() if g is not None}
+        # as MXNet's: every argument is a key, None where it gets no gradient
+        self.grad_dict = {n: grads.get(n) for n in self._arg_names}
         # the graph that runs: common subexpressions merged unless
         # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
         self._optimized = concretize_shapes(bound_dtypes_win(optimize(sym)), {
