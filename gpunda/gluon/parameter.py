@@ -80,8 +80,9 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise GpundaError(f"Parameter {name!r}: {what}={st!r} is not one of "
-                                  f"['default', 'row_sparse', 'csr']")
+                # MXNet checks these with assert, so callers catch AssertionError
+                raise AssertionError(f"Parameter {name!r}: {what}={st!r} is not one of "
+                                     f"['default', 'row_sparse', 'csr']")
         self._stype = stype
         self._grad_stype = grad_stype
 

@@ -18,12 +18,9 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
     from .. import ndarray as nd
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
-        raise GpundaError(f"split_data: data with shape {data.shape} cannot be evenly split into "
-                          f"{num_slice} slices along axis {batch_axis}; use a batch size that is "
-                          f"a multiple of {num_slice} or set even_split=False")
-    if size < num_slice:
-        raise GpundaError(f"split_data: too many slices for data with shape {data.shape}; "
-                          f"num_slice={num_slice} and batch_axis={batch_axis}")
+        raise ValueError(f"split_data: data with shape {data.shape} cannot be evenly split into "
+                         f"{num_slice} slices along axis {batch_axis}; use a batch size that is "
+                         f"a multiple of {num_slice} or set even_split=False")
     n_each = size // num_slice
     step = [n_each + (1 if i < size % num_slice and not even_split else 0)
             for i in range(num_slice)]
