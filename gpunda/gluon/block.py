@@ -391,8 +391,15 @@ class Block:
             full.load_dict(loaded, ctx, allow_missing, ignore_extra, prefix, filename,
                            cast_dtype, dtype_source)
             return
-        _check_names(list(params), list(loaded), f"file {filename!r}", allow_missing,
-                     ignore_extra)
+        # a deduplicated file (save_parameters(deduplicate=True)) stores a shared
+        # Parameter under only one of its structural names: any of them counts
+        names_of = {}
+        for k, v in params.items():
+            names_of.setdefault(id(v), []).append(k)
+        # names to check: a shared Parameter found under another name is not missing
+        expected = [k for k, v in params.items()
+                    if k in loaded or not any(n in loaded for n in names_of[id(v)])]
+        _check_names(expected, list(loaded), f"file {filename!r}", allow_missing, ignore_extra)
         for name, value in loaded.items():
             if name in params:
                 params[name]._load_init(value, ctx, cast_dtype, dtype_source)
@@ -431,6 +438,12 @@ class Block:
             rows.append((f"{type(block).__name__}-{len(rows) + 1}",
                          ", ".join(str(getattr(o, "shape", "?")) for o in outs), n))
 
+        def check(block):
+            # as MXNet: a hybridized block runs no per-layer hooks, so there is nothing to list
+            if isinstance(block, HybridBlock) and block._active:
+                raise AssertionError(f'"{block.name}" must not be hybridized to print summary')
+
+        self.apply(check)
         handles = []
         self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
         try:
@@ -761,6 +774,12 @@ class SymbolBlock(HybridBlock):
         for n in out.list_auxiliary_states():
             if n not in input_names:
                 self.params.get(n, grad_req="null", allow_deferred_init=True)
+        from ..symbol.symbol import _STYPE_TO_CODE
+        rsp = str(_STYPE_TO_CODE["row_sparse"])
+        for node in out.get_internals():
+            if node.attr("__storage_type__") == rsp:
+                raise AssertionError(f"SymbolBlock does not support Parameter {node.name!r} "
+                                     f"because its storage type is 'row_sparse'")
         self._cached_graph = syms, out
         cut = len(_common_prefix(list(self._params.keys())))
         self._reg_params = {k[cut:]: v for k, v in self._params.items()}
