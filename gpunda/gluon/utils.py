@@ -64,7 +64,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     total = 0.0
     for a in arrays:
         xp = a.context.backend.xp
-        d = a._data.astype(np.float32) if a._data.dtype == np.float16 else a._data
+        d = _stored_values(a)
+        d = d.astype(np.float32) if d.dtype == np.float16 else d
         total = total + float(xp.sum(d * d))
     norm = math.sqrt(total)
     if check_isfinite and not math.isfinite(norm):
@@ -73,11 +74,18 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     scale = max_norm / (norm + 1e-8)
     if scale < 1.0:
         for a in arrays:
-            a._data *= scale
+            vals = _stored_values(a)
+            vals *= scale
             _ag.bump_version(a)
     if check_isfinite:
         return norm
     return nd.array([norm], ctx=ctx)
+
+
+def _stored_values(a):
+    """The array of ``a``'s stored values: the dense buffer, or a sparse array's non-zeros."""
+    d = a._data
+    return d if getattr(a, "stype", "default") == "default" else d.data
 
 
 def check_sha1(filename, sha1_hash):
