@@ -343,6 +343,8 @@ class Parameter:
             if ctx is not None and set(map(Context, ctx)) != set(self._ctx_list):
                 raise GpundaError(f"Parameter {self.name!r}: failed loading, it is on "
                                   f"{self._ctx_list} but ctx={list(ctx)} was given")
+            if np.dtype(self._data[0].dtype) != np.dtype(self.dtype):
+                self.cast(self.dtype)   # dtype_source='saved' took the file's dtype
             self.set_data(data)
         self._deferred_init = ()
 

@@ -514,3 +514,18 @@ def test_shared_params_with_equal_initializer():
     a = M()
     assert M(params=a.collect_params()).p is a.p
     assert mx.init.Constant(-10.0) == mx.init.Constant(-10.0) != mx.init.Constant(1.0)
+
+
+def test_reload_with_saved_dtype_recasts(tmp_path):
+    f = str(tmp_path / "d.params")
+    p0 = gluon.ParameterDict("")
+    p0.get("w0", shape=(2, 2), dtype="float32")
+    p0.initialize(mx.init.One())
+    p0.save(f)
+    p1 = gluon.ParameterDict("")
+    p1.get("w0", shape=(2, 2), dtype="float16")
+    p1.load(f, cast_dtype=True, dtype_source="current")
+    assert p1["w0"].data().dtype == np.float16
+    p1.load(f, cast_dtype=True, dtype_source="saved")     # already initialized: recast
+    assert p1["w0"].data().dtype == np.float32
+    np.testing.assert_array_equal(p1["w0"].data().asnumpy(), np.ones((2, 2)))
