@@ -112,6 +112,15 @@ class Initializer:
         if self._verbose and self._print_func:
             logging.info("Initialized %s as %s: %s", desc, init, self._print_func(arr))
 
+    def __eq__(self, other):
+        # as MXNet: the same class with the same arguments (ParameterDict.get compares inits)
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    # kept hashable by identity so initializers can still key dicts and sets
+    __hash__ = object.__hash__
+
     def dumps(self):
         """``'["name", {kwargs}]'``, the form ``create`` and symbol attrs take."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])

@@ -117,8 +117,9 @@ def _flatten(args, inout_str):
     if args is None:
         return [None], -1
     if not isinstance(args, (list, tuple)):
-        raise GpundaError(f"HybridBlock {inout_str} must be (nested) lists of Symbol or "
-                          f"NDArray, but got {args!r} of type {type(args).__name__}")
+        raise ValueError(f"When hybridized, the {inout_str} of a HybridBlock must be (nested) "
+                         f"lists of Symbol or NDArray, but got {args!r} of type "
+                         f"{type(args).__name__}")
     flat, fmts = [], []
     for a in args:
         f, fmt = _flatten(a, inout_str)
@@ -132,6 +133,9 @@ def _regroup(args, fmt):
         if fmt == 0:
             return args[0], args[1:]
         if fmt == -1:
+            if args[0] is not None:
+                raise ValueError(f"A hybridized HybridBlock that first received None for an "
+                                 f"input accepts only None there, got {args[0]!r}")
             return None, args[1:]
         return args[:fmt], args[fmt:]
     ret = []
@@ -139,6 +143,36 @@ def _regroup(args, fmt):
         res, args = _regroup(args, f)
         ret.append(res)
     return ret, args
+
+
+def _gather_type_ctx_info(args):
+    """(has_symbol, has_ndarray, set of contexts, first context) of nested ``args``."""
+    if _is_nd(args):
+        return False, True, {args.context}, args.context
+    if _is_sym(args):
+        return True, False, set(), None
+    has_sym = has_nd = False
+    ctxs, first = set(), None
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            s, n, c, f = _gather_type_ctx_info(a)
+            has_sym, has_nd = has_sym or s, has_nd or n
+            ctxs |= c
+            if first is None:
+                first = f
+            if has_sym and has_nd:
+                break
+    return has_sym, has_nd, ctxs, first
+
+
+def _formats_compatible(stored, given):
+    """MXNet accepts a changed input structure only when the difference is trailing Nones."""
+    if stored == given:
+        return True
+    if not isinstance(stored, list) or not isinstance(given, list) or len(stored) == len(given):
+        return False
+    short, long_ = (stored, given) if len(stored) < len(given) else (given, stored)
+    return long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
 
 
 def _indent(s, n):
@@ -195,9 +229,9 @@ class Block:
         if hasattr(self, name):
             existing = getattr(self, name)
             if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
-                raise GpundaError(f"Block {self.name}: changing attribute {name!r} from "
-                                  f"{type(existing).__name__} to {type(value).__name__} is "
-                                  f"not allowed")
+                raise TypeError(f"Block {self.name}: changing attribute {name!r} from "
+                                f"{type(existing).__name__} to {type(value).__name__} is "
+                                f"not allowed")
         if isinstance(value, Block):
             self.register_child(value, name)
         elif isinstance(value, Parameter):
@@ -234,6 +268,7 @@ class Block:
 
         ``select`` is a regex the full names must match (``'.*weight|.*bias'``).
         """
+        self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         if not select:
             ret.update(self.params)
@@ -243,6 +278,25 @@ class Block:
         for child in self._children.values():
             ret.update(child.collect_params(select=select))
         return ret
+
+    def _check_container_with_block(self):
+        """Warn (as MXNet) about Blocks kept in list/tuple/dict attributes: they are not children."""
+        children = set(map(id, self._children.values()))
+
+        def unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(unregistered(d) for d in data)
+            if isinstance(data, dict):
+                return any(unregistered(d) for d in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children") \
+                    and unregistered(v):
+                warnings.warn(f'"{type(self).__name__}.{k}" is an unregistered container with '
+                              f"Blocks; Blocks inside a list, tuple or dict are not registered "
+                              f"automatically: register them with register_child() or use "
+                              f"nn.Sequential/nn.HybridSequential", stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=""):
         if prefix:
@@ -337,8 +391,15 @@ class Block:
             full.load_dict(loaded, ctx, allow_missing, ignore_extra, prefix, filename,
                            cast_dtype, dtype_source)
             return
-        _check_names(list(params), list(loaded), f"file {filename!r}", allow_missing,
-                     ignore_extra)
+        # a deduplicated file (save_parameters(deduplicate=True)) stores a shared
+        # Parameter under only one of its structural names: any of them counts
+        names_of = {}
+        for k, v in params.items():
+            names_of.setdefault(id(v), []).append(k)
+        # names to check: a shared Parameter found under another name is not missing
+        expected = [k for k, v in params.items()
+                    if k in loaded or not any(n in loaded for n in names_of[id(v)])]
+        _check_names(expected, list(loaded), f"file {filename!r}", allow_missing, ignore_extra)
         for name, value in loaded.items():
             if name in params:
                 params[name]._load_init(value, ctx, cast_dtype, dtype_source)
@@ -377,6 +438,12 @@ class Block:
             rows.append((f"{type(block).__name__}-{len(rows) + 1}",
                          ", ".join(str(getattr(o, "shape", "?")) for o in outs), n))
 
+        def check(block):
+            # as MXNet: a hybridized block runs no per-layer hooks, so there is nothing to list
+            if isinstance(block, HybridBlock) and block._active:
+                raise AssertionError(f'"{block.name}" must not be hybridized to print summary')
+
+        self.apply(check)
         handles = []
         self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
         try:
@@ -484,8 +551,12 @@ class HybridBlock(Block):
         if not self._cached_graph:
             sym = _sym()
             flat, self._in_format = _flatten(args, "input")
-            names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
-            inputs = [sym.var(n) if a is not None else None for n, a in zip(names, flat)]
+            real = sum(a is not None for a in flat)
+            if real == 0:
+                raise ValueError(f"HybridBlock {self.name}: all inputs are None, which is not "
+                                 f"supported; got {args!r}")
+            names = iter(["data"] if real == 1 else [f"data{i}" for i in range(real)])
+            inputs = [sym.var(next(names)) if a is not None else None for a in flat]
             grouped = _regroup(inputs, self._in_format)[0]
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
@@ -515,10 +586,9 @@ class HybridBlock(Block):
 
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
-        if self._cached_op is not None and fmt != self._in_format:
-            # MXNet refuses a different input structure ("Invalid input format");
-            # optional inputs such as sample_weight are common, so rebuild instead
-            self._clear_cached_op()
+        if self._cached_op is not None and not _formats_compatible(self._in_format, fmt):
+            raise ValueError(f"HybridBlock {self.name}: the argument structure {fmt} does not "
+                             f"match the cached version {self._in_format}")
         flat = [a for a in flat if a is not None]
         ctx = flat[0].context
         if self._cached_op is None:
@@ -572,8 +642,17 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run ``hybrid_forward`` on NDArrays (through the CachedOp when hybridized) or Symbols."""
-        if _is_nd(x):
-            ctx = x.context
+        has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x] + list(args))
+        if has_sym and has_nd:
+            raise ValueError(f"HybridBlock {self.name}: the inputs mix NDArrays and Symbols, "
+                             f"which is not supported")
+        if not has_sym and not has_nd:
+            raise ValueError(f"HybridBlock {self.name}: the inputs must hold at least one "
+                             f"NDArray or Symbol")
+        if has_nd:
+            if self._active and len(ctxs) > 1:
+                raise ValueError(f"HybridBlock {self.name}: a hybridized block takes inputs on "
+                                 f"one context, got {sorted(map(str, ctxs))}")
             with ctx:
                 if self._active and _have_cached_op():
                     return self._call_cached_op(x, *args)
@@ -587,9 +666,6 @@ class HybridBlock(Block):
                     params = {k: v.data(ctx) for k, v in reg.items()}
                 from .. import ndarray
                 return self.hybrid_forward(ndarray, x, *args, **params)
-        if not _is_sym(x):
-            raise GpundaError(f"HybridBlock {self.name}: the first input must be an NDArray or "
-                              f"a Symbol, got {type(x).__name__}")
         params = {k: v.var() for k, v in self._reg_params.items()}
         with self.name_scope():
             return self.hybrid_forward(_sym(), x, *args, **params)
@@ -698,6 +774,12 @@ class SymbolBlock(HybridBlock):
         for n in out.list_auxiliary_states():
             if n not in input_names:
                 self.params.get(n, grad_req="null", allow_deferred_init=True)
+        from ..symbol.symbol import _STYPE_TO_CODE
+        rsp = str(_STYPE_TO_CODE["row_sparse"])
+        for node in out.get_internals():
+            if node.attr("__storage_type__") == rsp:
+                raise AssertionError(f"SymbolBlock does not support Parameter {node.name!r} "
+                                     f"because its storage type is 'row_sparse'")
         self._cached_graph = syms, out
         cut = len(_common_prefix(list(self._params.keys())))
         self._reg_params = {k[cut:]: v for k, v in self._params.items()}

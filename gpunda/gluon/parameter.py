@@ -80,8 +80,9 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise GpundaError(f"Parameter {name!r}: {what}={st!r} is not one of "
-                                  f"['default', 'row_sparse', 'csr']")
+                # MXNet checks these with assert, so callers catch AssertionError
+                raise AssertionError(f"Parameter {name!r}: {what}={st!r} is not one of "
+                                     f"['default', 'row_sparse', 'csr']")
         self._stype = stype
         self._grad_stype = grad_stype
 
@@ -352,6 +353,8 @@ class Parameter:
             if ctx is not None and set(map(Context, ctx)) != set(self._ctx_list):
                 raise GpundaError(f"Parameter {self.name!r}: failed loading, it is on "
                                   f"{self._ctx_list} but ctx={list(ctx)} was given")
+            if np.dtype(self._data[0].dtype) != np.dtype(self.dtype):
+                self.cast(self.dtype)   # dtype_source='saved' took the file's dtype
             self.set_data(data)
         self._deferred_init = ()
 

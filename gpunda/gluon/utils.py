@@ -18,12 +18,9 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
     from .. import ndarray as nd
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
-        raise GpundaError(f"split_data: data with shape {data.shape} cannot be evenly split into "
-                          f"{num_slice} slices along axis {batch_axis}; use a batch size that is "
-                          f"a multiple of {num_slice} or set even_split=False")
-    if size < num_slice:
-        raise GpundaError(f"split_data: too many slices for data with shape {data.shape}; "
-                          f"num_slice={num_slice} and batch_axis={batch_axis}")
+        raise ValueError(f"split_data: data with shape {data.shape} cannot be evenly split into "
+                         f"{num_slice} slices along axis {batch_axis}; use a batch size that is "
+                         f"a multiple of {num_slice} or set even_split=False")
     n_each = size // num_slice
     step = [n_each + (1 if i < size % num_slice and not even_split else 0)
             for i in range(num_slice)]
@@ -67,7 +64,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     total = 0.0
     for a in arrays:
         xp = a.context.backend.xp
-        d = a._data.astype(np.float32) if a._data.dtype == np.float16 else a._data
+        d = _stored_values(a)
+        d = d.astype(np.float32) if d.dtype == np.float16 else d
         total = total + float(xp.sum(d * d))
     norm = math.sqrt(total)
     if check_isfinite and not math.isfinite(norm):
@@ -76,11 +74,18 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     scale = max_norm / (norm + 1e-8)
     if scale < 1.0:
         for a in arrays:
-            a._data *= scale
+            vals = _stored_values(a)
+            vals *= scale
             _ag.bump_version(a)
     if check_isfinite:
         return norm
     return nd.array([norm], ctx=ctx)
+
+
+def _stored_values(a):
+    """The array of ``a``'s stored values: the dense buffer, or a sparse array's non-zeros."""
+    d = a._data
+    return d if getattr(a, "stype", "default") == "default" else d.data
 
 
 def check_sha1(filename, sha1_hash):

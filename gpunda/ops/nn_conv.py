@@ -26,6 +26,7 @@ from ._util import matmul, require_same_dtype
 from .registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_LAST_LAYOUTS = {1: "NWC", 2: "NHWC", 3: "NDHWC"}   # channels-last (Pooling only)
 
 
 # ---------------------------------------------------------------------------
@@ -41,8 +42,10 @@ def _tuple(v, nd, fill, opname, name):
     return tuple(v)
 
 
-def _check_layout(p, nd, opname):
+def _check_layout(p, nd, opname, allow_last=False):
     lay = getattr(p, "layout", None)
+    if allow_last and lay is not None and lay == _LAST_LAYOUTS.get(nd):
+        return
     if lay is not None and lay != _LAYOUTS.get(nd):
         raise GpundaError(f"Operator {opname}: layout={lay!r} is not supported; only "
                           f"channel-first layouts ({_LAYOUTS.get(nd, 'NC...')}) are")
@@ -425,7 +428,7 @@ def _pool_geo(p, shape):
                               f"{nd} spatial dimension(s) of data {tuple(shape)}")
         stride = _tuple(p.stride, nd, 1, "Pooling", "stride")
         pad = _tuple(p.pad, nd, 0, "Pooling", "pad")
-    _check_layout(p, nd, "Pooling")
+    _check_layout(p, nd, "Pooling", allow_last=True)
     if p.pooling_convention == "same":
         raise GpundaError("Operator Pooling: pooling_convention='same' is not supported; use "
                           "'valid' or 'full'")
@@ -514,7 +517,30 @@ def _pool_reduce(xp, x, kernel, stride, pad, out, extra, value, ufunc):
     return acc
 
 
+def _channels_last(p, ndim):
+    """Whether Pooling's ``layout`` puts the channels last for data of rank ``ndim``."""
+    lay = getattr(p, "layout", None)
+    return lay is not None and lay == _LAST_LAYOUTS.get(ndim - 2)
+
+
+def _to_first(ndim):
+    """Axes permutation channels-last -> channels-first (its inverse is _to_last)."""
+    return (0, ndim - 1) + tuple(range(1, ndim - 1))
+
+
+def _to_last(ndim):
+    return (0,) + tuple(range(2, ndim)) + (1,)
+
+
 def _pooling(xp, p, x):
+    if _channels_last(p, x.ndim):
+        # pool channels-first and move the channels back: one copy each way
+        y = _pooling_first(xp, p, x.transpose(_to_first(x.ndim)))
+        return xp.ascontiguousarray(y.transpose(_to_last(x.ndim)))
+    return _pooling_first(xp, p, x)
+
+
+def _pooling_first(xp, p, x):
     kind = _pool_type(p)
     kernel, stride, pad, out, extra = _pool_geo(p, x.shape)
     if kind == "max":
@@ -541,6 +567,12 @@ def _pool_kw(p, shape):
 
 def _grad_pooling(F, p, ins, outs, og):
     x = ins[0]
+    if _channels_last(p, len(x.shape)):
+        n = len(x.shape)
+        first = p.replace(layout=_LAYOUTS[n - 2])
+        gx = _grad_pooling(F, first, [F.transpose(x, axes=_to_first(n))], None,
+                           [F.transpose(og[0], axes=_to_first(n))])[0]
+        return [F.transpose(gx, axes=_to_last(n))]
     kw = _pool_kw(p, x.shape)
     kind = _pool_type(p)
     if kind == "max":
@@ -561,6 +593,9 @@ def _infer_pool(p, in_shapes):
     data = in_shapes[0]
     if data is None:
         return list(in_shapes), None
+    if _channels_last(p, len(data)):
+        _, _, _, out, _ = _pool_geo(p, tuple(data[i] for i in _to_first(len(data))))
+        return list(in_shapes), [(data[0],) + out + (data[-1],)]
     _, _, _, out, _ = _pool_geo(p, data)
     return list(in_shapes), [tuple(data[:2]) + out]
 
@@ -575,7 +610,7 @@ register(OpDef(
             Param("stride", "shape", ()), Param("pad", "shape", ()),
             Param("p_value", "int", None, "lp pooling: p (1, 2 or 3)"),
             Param("count_include_pad", "bool", None, "avg: count padded cells (default True)"),
-            Param("layout", "str", None, "NCW, NCHW or NCDHW")],
+            Param("layout", "str", None, "NCW, NCHW, NCDHW or channels-last NWC, NHWC, NDHWC")],
     gradient=_grad_pooling, save=("inputs",), infer_shape=_infer_pool, family="nn",
     aliases=("Pooling_v1",),
     doc="Max/avg/sum/lp pooling over 1-3 spatial dimensions (valid or full convention)."))

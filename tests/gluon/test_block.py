@@ -381,3 +381,151 @@ def test_hybridized_deferred_block_traces_hybrid_forward_with_symbols_only():
         y = net(nd.ones((2, 3), ctx=CPU))
         assert seen == expect and y.shape == (2, 4)
         assert net.dense.weight.shape == (4, 3)
+
+
+# -- MXNet 1.9.1 input and attribute rules -----------------------------------------------
+class _AddAB(gluon.HybridBlock):
+    def hybrid_forward(self, F, a, b=None):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return a + b
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_hybrid_block_none_first_input(hybridize):
+    blk = _AddAB()
+    if hybridize:
+        blk.hybridize()
+    x = nd.array([1.0, 2.0])
+    np.testing.assert_allclose(blk(None, x).asnumpy(), [1.0, 2.0])
+    if hybridize:
+        # the cached graph took None first: an NDArray there is a different structure
+        with pytest.raises(ValueError):
+            blk(x, x)
+
+
+def test_hybrid_block_input_rules():
+    with pytest.raises(ValueError):
+        _AddAB()(None, None)
+    with pytest.raises(ValueError):
+        _AddAB()(nd.ones((2,)), mx.sym.var("a"))
+    blk = _AddAB()
+    blk.hybridize()
+    with pytest.raises(ValueError):     # a scalar is not an array input once hybridized
+        blk(nd.ones((2,)), 1)
+    blk = _AddAB()
+    blk.hybridize()
+    with pytest.raises(ValueError):
+        blk(nd.ones((2,), ctx=mx.cpu(1)), nd.ones((2,), ctx=mx.cpu(2)))
+    # trailing None may come and go (default arguments)
+    blk = _AddAB()
+    blk.hybridize()
+    x = nd.array([3.0])
+    assert blk(x, None).asnumpy()[0] == 3.0 and blk(x).asnumpy()[0] == 3.0
+    # un-hybridized, a HybridBlock takes lists and scalars like a Block
+    assert _AddAB()([nd.ones((2,)), nd.ones((2,))][0], 2).asnumpy().tolist() == [3.0, 3.0]
+
+
+def test_block_attr_type_change_is_type_error():
+    b = gluon.Block()
+    b.c = gluon.Block()
+    with pytest.raises(TypeError):
+        b.c = (2,)
+    b.plain = None
+    b.plain = 1     # ordinary attributes may change type
+
+
+def test_unregistered_block_container_warns():
+    class M(gluon.Block):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.layers = [nn.Dense(2), nn.Dense(3)]
+                self.data = {"a": 1}
+
+    with pytest.warns(UserWarning, match="unregistered container"):
+        M().collect_params()
+
+
+def test_dense_zero_units():
+    # MXNet builds Dense(0) (its weight shape stays unknown); a negative count is refused
+    assert nn.Dense(0, in_units=3).weight.shape == (0, 3)
+    with pytest.raises(GpundaError, match="units"):
+        nn.Dense(-1)
+
+
+def test_load_deduplicated_shared_parameters(tmp_path):
+    class B(gluon.Block):
+        def __init__(self, params=None):
+            super().__init__(params=params)
+            with self.name_scope():
+                self.weight = self.params.get("weight", shape=(2, 2))
+
+    class C(gluon.Block):
+        def __init__(self, b1, b2):
+            super().__init__()
+            self.b1, self.b2 = b1, b2
+
+    def make():
+        b1 = B()
+        return C(b1, B(b1.collect_params()))
+
+    c = make()
+    c.initialize()
+    f = str(tmp_path / "p.params")
+    c.save_parameters(f, deduplicate=True)
+    assert list(nd.load(f)) == ["b1.weight"]
+    c2 = make()
+    c2.load_parameters(f)
+    np.testing.assert_allclose(c2.b2.weight.data().asnumpy(), c.b1.weight.data().asnumpy())
+
+
+def test_summary_refuses_hybridized():
+    net = _mlp()
+    net.initialize()
+    net.hybridize()
+    with pytest.raises(AssertionError):
+        net.summary(nd.ones((2, 4)))
+
+
+def test_symbol_block_refuses_row_sparse_var():
+    data = mx.sym.var("data")
+    out = mx.sym.dot(data, mx.sym.var("weight", stype="row_sparse"))
+    with pytest.raises(AssertionError, match="row_sparse"):
+        gluon.SymbolBlock(out, data)
+
+
+def test_invalid_stype_is_assertion_error():
+    with pytest.raises(AssertionError):
+        gluon.Parameter("w", shape=(2,), stype="bad")
+    with pytest.raises(AssertionError):
+        gluon.Parameter("w", shape=(2,), grad_stype="bad")
+
+
+def test_shared_params_with_equal_initializer():
+    class M(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.p = self.params.get("p", shape=(1,), init=mx.init.Constant(-10.0))
+
+    a = M()
+    assert M(params=a.collect_params()).p is a.p
+    assert mx.init.Constant(-10.0) == mx.init.Constant(-10.0) != mx.init.Constant(1.0)
+
+
+def test_reload_with_saved_dtype_recasts(tmp_path):
+    f = str(tmp_path / "d.params")
+    p0 = gluon.ParameterDict("")
+    p0.get("w0", shape=(2, 2), dtype="float32")
+    p0.initialize(mx.init.One())
+    p0.save(f)
+    p1 = gluon.ParameterDict("")
+    p1.get("w0", shape=(2, 2), dtype="float16")
+    p1.load(f, cast_dtype=True, dtype_source="current")
+    assert p1["w0"].data().dtype == np.float16
+    p1.load(f, cast_dtype=True, dtype_source="saved")     # already initialized: recast
+    assert p1["w0"].data().dtype == np.float32
+    np.testing.assert_array_equal(p1["w0"].data().asnumpy(), np.ones((2, 2)))

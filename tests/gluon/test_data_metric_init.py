@@ -50,7 +50,7 @@ def test_split_and_load_and_clip_global_norm(rng):
     parts = gluon.utils.split_and_load(x, [mx.cpu(0), mx.cpu(1)])
     assert [p.context for p in parts] == [mx.cpu(0), mx.cpu(1)]
     np.testing.assert_array_equal(np.concatenate([p.asnumpy() for p in parts]), x)
-    with pytest.raises(GpundaError, match="evenly"):
+    with pytest.raises(ValueError, match="evenly"):     # MXNet raises ValueError
         gluon.utils.split_and_load(x[:5], [mx.cpu(0), mx.cpu(1)])
     a, b = rng.standard_normal(3).astype(np.float32), rng.standard_normal((2, 2)).astype(np.float32)
     arrs = [nd.array(a, ctx=CPU), nd.array(b, ctx=CPU)]
@@ -58,6 +58,21 @@ def test_split_and_load_and_clip_global_norm(rng):
     got = gluon.utils.clip_global_norm(arrs, 1.0)
     assert abs(got - norm) < 1e-4
     np.testing.assert_allclose(arrs[0].asnumpy(), a / norm, rtol=1e-5)
+
+
+def test_split_data_uneven_matches_numpy(rng):
+    x = rng.standard_normal((4, 33, 2))
+    for n in (4, 15):
+        parts = gluon.utils.split_data(nd.array(x), n, batch_axis=1, even_split=False)
+        for got, want in zip(parts, np.array_split(x, n, axis=1)):
+            np.testing.assert_allclose(got.asnumpy(), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("stype", ["default", "row_sparse"])
+def test_clip_global_norm_sparse(stype):
+    x1, x2 = nd.ones((3, 3)).tostype(stype), nd.ones((4, 4)).tostype(stype)
+    assert gluon.utils.clip_global_norm([x1, x2], 1.0) == 5.0
+    np.testing.assert_allclose(x2.asnumpy(), np.full((4, 4), 0.2), rtol=1e-6)
 
 
 def test_metrics():

@@ -29,6 +29,12 @@ def test_softmax_ce_sparse_dense_and_logits(rng, hybrid):
     fn = L.SoftmaxCrossEntropyLoss()
     fn.hybridize(hybrid)
     np.testing.assert_allclose(fn(_nd(pred), _nd(label)).asnumpy(), ref, rtol=1e-5)
+    if hybrid:
+        # as MXNet: a hybridized block keeps the input structure of its first call
+        with pytest.raises(ValueError, match="structure"):
+            fn(_nd(pred), _nd(label), _nd(sw))
+        fn = L.SoftmaxCrossEntropyLoss()
+        fn.hybridize()
     np.testing.assert_allclose(fn(_nd(pred), _nd(label), _nd(sw)).asnumpy(), ref * sw[:, 0],
                                rtol=1e-5)
     onehot = np.eye(5)[label]

@@ -472,3 +472,29 @@ def test_upsampling_bilinear_is_mxnets_deconvolution(scale, rng):
                            sample_type="bilinear", num_filter=3)
     arg, out, _ = up.infer_shape(data=(2, 3, 3, 2))
     assert arg == [(2, 3, 3, 2), (3, 1, k, k)] and out == [(2, 3, 3 * scale, 2 * scale)]
+
+
+@pytest.mark.parametrize("layout,shape,kernel", [("NWC", (2, 9, 3), (3,)),
+                                                 ("NHWC", (2, 7, 6, 3), (3, 2)),
+                                                 ("NDHWC", (1, 4, 5, 4, 2), (2, 2, 2))])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_channels_last_matches_naive(rng, layout, shape, kernel, kind):
+    # the naive reference pools channels-first data; channels-last moves axis 1 to the end
+    x = rng.standard_normal(shape)
+    stride, pad = (2,) * len(kernel), (1,) + (0,) * (len(kernel) - 1)
+    y = nd.Pooling(_nd(x), kernel=kernel, stride=stride, pad=pad, pool_type=kind, layout=layout)
+    ref = ref_pool(np.moveaxis(x, -1, 1), kernel, stride, pad, kind)
+    np.testing.assert_allclose(y.asnumpy(), np.moveaxis(ref, 1, -1), rtol=1e-12)
+    s = mx.sym.Pooling(mx.sym.var("d"), kernel=kernel, stride=stride, pad=pad, layout=layout)
+    assert s.infer_shape(d=shape)[1] == [y.shape]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum"])
+def test_pooling_channels_last_gradient(rng, kind):
+    kw = dict(kernel=(2, 3), stride=(2, 1), pad=(1, 0), pool_type=kind, layout="NHWC")
+    _fd_check(lambda x: nd.Pooling(x, **kw), [rng.standard_normal((2, 6, 5, 2))], [0])
+
+
+def test_pooling_layout_must_match_rank():
+    with pytest.raises(GpundaError, match="layout"):
+        nd.Pooling(nd.ones((1, 4, 4, 2)), kernel=(2, 2), layout="NWC")

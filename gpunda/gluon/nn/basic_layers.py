@@ -98,8 +98,9 @@ class Dense(HybridBlock):
     def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
                  weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(units, (int, np.integer)) or units <= 0:
-            raise GpundaError(f"Dense: units={units!r} must be a positive integer")
+        # MXNet accepts units=0 (an empty layer); only a negative count is nonsense
+        if not isinstance(units, (int, np.integer)) or units < 0:
+            raise GpundaError(f"Dense: units={units!r} must be a non-negative integer")
         self._flatten = flatten
         with self.name_scope():
             self._units = int(units)
