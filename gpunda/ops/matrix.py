@@ -896,6 +896,9 @@ def _block_check(op, x, b):
         raise _err(op, f"block_size={b} must be positive")
     if x.ndim != 4:
         raise _err(op, f"input must be 4-D (N, C, H, W), got shape {x.shape}")
+    if 0 in x.shape:
+        # MXNet's shape check rejects empty batch, depth and spatial dims alike
+        raise _err(op, f"input shape {x.shape} has a zero dimension; every dim must be non-zero")
 
 
 def _depth_to_space(xp, p, x):

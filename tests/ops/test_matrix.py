@@ -673,3 +673,10 @@ def test_broadcast_like_refuses_empty_axes():
     assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)
     with pytest.raises(GpundaError, match="empty axes"):
         mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+
+
+@pytest.mark.parametrize("fn", [nd.depth_to_space, nd.space_to_depth])
+@pytest.mark.parametrize("shape", [(0, 4, 2, 2), (1, 4, 0, 2), (1, 0, 2, 2)])
+def test_depth_space_reject_zero_dims(fn, shape):
+    with pytest.raises(GpundaError, match="zero dimension"):
+        fn(nd.zeros(shape), 2)
