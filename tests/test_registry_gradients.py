@@ -135,6 +135,7 @@ SPECS = {
     "_maximum_scalar": dict(params={"scalar": 1.0}),
     "_minimum_scalar": dict(params={"scalar": 1.0}),
     "_polygamma": dict(params={"n": 1}),
+    "smooth_l1": dict(inputs=[U(2, 3, **_PM)], params={"scalar": 1.2}),
     "add_n": dict(inputs=[U(2, 3), U(2, 3), U(2, 3)], params={"num_args": 3}),
     "broadcast_add": dict(inputs=[U(2, 3), U(1, 3)]),
     "broadcast_sub": dict(inputs=[U(2, 3), U(2, 1)]),
