@@ -137,6 +137,7 @@ SPECS = {
     "_polygamma": dict(params={"n": 1}),
     "smooth_l1": dict(inputs=[U(2, 3, **_PM)], params={"scalar": 1.2}),
     "add_n": dict(inputs=[U(2, 3), U(2, 3), U(2, 3)], params={"num_args": 3}),
+    "_split_v2": dict(inputs=[U(2, 5)], params={"indices": (0, 1, 3), "axis": 1}),
     "broadcast_add": dict(inputs=[U(2, 3), U(1, 3)]),
     "broadcast_sub": dict(inputs=[U(2, 3), U(2, 1)]),
     "broadcast_mul": dict(inputs=[U(1, 3), U(2, 3)]),
