@@ -238,6 +238,8 @@ SPECS = {
     "BatchNorm": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)], params={"fix_gamma": False}),
     "LayerNorm": dict(inputs=[U(2, 3), U(3), U(3)]),
     "InstanceNorm": dict(inputs=[U(2, 3, 4), U(3), U(3)]),
+    "Crop": dict(inputs=[U(1, 2, 4, 5)], params={"num_args": 1, "h_w": (2, 3),
+                                                 "offset": (1, 2)}),
     "im2col": dict(inputs=[U(1, 2, 3, 4)], params={"kernel": (2, 2), "pad": (1, 0)}),
     "col2im": dict(inputs=[U(1, 8, 12)], params={"output_size": (3, 4), "kernel": (2, 2),
                                                "pad": (1, 0)}),
