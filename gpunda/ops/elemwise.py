@@ -484,3 +484,26 @@ def _identity_like_rhs(xp, p, lhs, rhs):
 register(OpDef("_identity_with_attr_like_rhs", _identity_like_rhs, inputs=("lhs", "rhs"),
                gradient=lambda F, p, i, o, g: [g[0], None], save=(), family="elemwise",
                doc="The lhs values; lhs and rhs share one shape."))
+
+
+# ----------------------------------------------------------------------------
+# smooth_l1 (the Huber-like loss of Fast R-CNN)
+
+
+def _smooth_l1(xp, p, x):
+    s2 = p.scalar * p.scalar
+    ax = xp.abs(x)
+    return xp.where(ax < 1.0 / s2, 0.5 * s2 * x * x, ax - 0.5 / s2).astype(x.dtype, copy=False)
+
+
+def _grad_smooth_l1(F, p, ins, outs, og):
+    x = ins[0]
+    s2 = p.scalar * p.scalar
+    inner = F._lesser_scalar(F.abs(x), scalar=1.0 / s2)
+    return [og[0] * (inner * x * s2 + (1 - inner) * F.sign(x))]
+
+
+register(OpDef(
+    "smooth_l1", _smooth_l1, params=[Param("scalar", "float", 1.0, "sigma")],
+    gradient=_grad_smooth_l1, save=("inputs",), family="elemwise",
+    doc="0.5 (sigma x)^2 where |x| < 1/sigma^2, else |x| - 0.5/sigma^2."))

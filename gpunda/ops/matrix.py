@@ -604,6 +604,53 @@ _reg("SliceChannel", _split, aliases=("split",),
      num_outputs=lambda p: p.num_outputs, gradient=_g_split, save=(),
      doc="Split into `num_outputs` equal parts along `axis`.")
 
+
+def _split_v2_bounds(p, size):
+    if p.sections > 0:
+        if size % p.sections:
+            raise _err("_split_v2", f"sections={p.sections} does not evenly divide the axis "
+                                    f"of size {size}")
+        step = size // p.sections
+        return [k * step for k in range(p.sections + 1)]
+    idx = list(p.indices)
+    if not idx or any(b > e for b, e in zip(idx, idx[1:])) or idx[-1] > size:
+        raise _err("_split_v2", f"indices={tuple(idx)} must be non-decreasing and at most the "
+                                f"axis size {size}")
+    return idx + [size]
+
+
+def _split_v2(xp, p, x):
+    ax = _axis_in("_split_v2", p.axis, x.ndim)
+    bounds = _split_v2_bounds(p, x.shape[ax])
+    lead = (slice(None),) * ax
+    parts = []
+    for b, e in zip(bounds[:-1], bounds[1:]):
+        part = x[lead + (slice(b, e),)]
+        if p.squeeze_axis:
+            if e - b != 1:
+                raise _err("_split_v2", f"squeeze_axis=True needs parts of length 1, got {e - b}")
+            part = part.reshape(x.shape[:ax] + x.shape[ax + 1:])
+        parts.append(part.copy())
+    return tuple(parts)
+
+
+def _g_split_v2(F, p, i, o, g):
+    gs = [gk if gk is not None else F.zeros_like(ok) for gk, ok in zip(g, o)]
+    ax = p.axis % (gs[0].ndim + (1 if p.squeeze_axis else 0))
+    if p.squeeze_axis:
+        gs = [F.expand_dims(gk, axis=ax) for gk in gs]
+    return [F.Concat(*gs, dim=ax, num_args=len(gs)) if len(gs) > 1 else gs[0]]
+
+
+_reg("_split_v2", _split_v2,
+     params=[Param("indices", "shape", doc="start of each part (the first is 0)"),
+             Param("axis", "int", 1), Param("squeeze_axis", "bool", False),
+             Param("sections", "int", 0, "equal parts (used when > 0)")],
+     num_outputs=lambda p: p.sections if p.sections > 0 else len(p.indices),
+     gradient=_g_split_v2, save=("outputs",), hidden=True,
+     doc="Split at `indices` (or into `sections` equal parts) along `axis`; the op behind "
+         "split_v2.")
+
 # ----------------------------------------------------------------------------
 # tile, repeat
 
@@ -896,6 +943,9 @@ def _block_check(op, x, b):
         raise _err(op, f"block_size={b} must be positive")
     if x.ndim != 4:
         raise _err(op, f"input must be 4-D (N, C, H, W), got shape {x.shape}")
+    if 0 in x.shape:
+        # MXNet's shape check rejects empty batch, depth and spatial dims alike
+        raise _err(op, f"input shape {x.shape} has a zero dimension; every dim must be non-zero")
 
 
 def _depth_to_space(xp, p, x):

@@ -48,6 +48,21 @@ def eye(N, M=0, k=0, dtype=None, name=None, **kwargs):
     return _creation("_eye", "eye", N=N, M=M, k=k, dtype=dtype, name=name, **kwargs)
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split a Symbol along ``axis`` into ``indices_or_sections`` equal parts (an int) or
+    at the given indices (a tuple), as ``numpy.split``; MXNet's ``sym.split_v2``."""
+    import numbers
+    if isinstance(indices_or_sections, numbers.Integral):
+        indices, sections = (), int(indices_or_sections)
+    elif isinstance(indices_or_sections, (tuple, list)):
+        indices, sections = (0,) + tuple(int(i) for i in indices_or_sections), 0
+    else:
+        raise ValueError(f"split_v2: indices_or_sections must be an int or a tuple, got "
+                         f"{type(indices_or_sections).__name__}")
+    return _symbol.lookup("_split_v2")(ary, indices=indices, axis=axis,
+                                       squeeze_axis=squeeze_axis, sections=sections)
+
+
 def __getattr__(name):
     # ops registered after import (custom ops) are looked up on demand
     try:

@@ -155,3 +155,19 @@ def test_relu_keeps_nan_in_value_and_gradient():
     y.backward()
     np.testing.assert_array_equal(y.asnumpy(), [np.nan, 0, 0, 2, np.inf])
     np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("sigma", [1.0, 2.0, 0.5])
+def test_smooth_l1_forward_and_gradient(sigma):
+    x = np.array([-3.0, -0.9, -0.2, 0.0, 0.1, 0.6, 1.1, 4.0])
+    a = mx.nd.array(x, dtype="float64")
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.smooth_l1(a, scalar=sigma)
+    y.backward()
+    s2 = sigma * sigma
+    ref = np.where(np.abs(x) < 1 / s2, 0.5 * (sigma * x) ** 2, np.abs(x) - 0.5 / s2)
+    np.testing.assert_allclose(y.asnumpy(), ref)
+    np.testing.assert_allclose(a.grad.asnumpy(), np.where(np.abs(x) < 1 / s2, x * s2, np.sign(x)))
+    np.testing.assert_allclose(mx.nd.smooth_l1(a).asnumpy(),
+                               np.where(np.abs(x) < 1, 0.5 * x * x, np.abs(x) - 0.5))

@@ -673,3 +673,32 @@ def test_broadcast_like_refuses_empty_axes():
     assert mx.nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)
     with pytest.raises(GpundaError, match="empty axes"):
         mx.nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+
+
+@pytest.mark.parametrize("fn", [nd.depth_to_space, nd.space_to_depth])
+@pytest.mark.parametrize("shape", [(0, 4, 2, 2), (1, 4, 0, 2), (1, 0, 2, 2)])
+def test_depth_space_reject_zero_dims(fn, shape):
+    with pytest.raises(GpundaError, match="zero dimension"):
+        fn(nd.zeros(shape), 2)
+
+
+@pytest.mark.parametrize("spec,axis,squeeze", [((1, 3), 1, False), (2, 0, False), (4, 0, True),
+                                               ((2,), -1, False)])
+def test_sym_split_v2_matches_numpy_split(spec, axis, squeeze):
+    x = np.random.RandomState(0).rand(4, 5)
+    s = mx.sym.split_v2(mx.sym.var("d"), spec, axis=axis, squeeze_axis=squeeze)
+    e = s.bind(mx.cpu(), {"d": nd.array(x, dtype="float64")})
+    e.forward()
+    ref = np.split(x, spec if isinstance(spec, int) else list(spec), axis=axis)
+    if squeeze:
+        ref = [r.squeeze(axis) for r in ref]
+    assert len(e.outputs) == len(ref)
+    for o, r in zip(e.outputs, ref):
+        np.testing.assert_array_equal(o.asnumpy(), r)
+
+
+def test_sym_split_v2_rejects_uneven_sections():
+    with pytest.raises(GpundaError, match="sections"):
+        s = mx.sym.split_v2(mx.sym.var("d"), 3, axis=1)
+        e = s.bind(mx.cpu(), {"d": nd.zeros((2, 4))})
+        e.forward()

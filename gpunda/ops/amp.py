@@ -1,0 +1,76 @@
+"""Mixed-precision helper ops: amp_cast, amp_multicast, all_finite, multi_all_finite,
+and reset_arrays (zeroing gradient buffers in place)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _amp_cast(xp, p, x):
+    # only floating inputs are cast, as MXNet's AMPCast: integer data passes unchanged
+    if x.dtype.kind != "f":
+        return x.copy()
+    return x.astype(p.dtype)
+
+
+register(OpDef(
+    "amp_cast", _amp_cast, params=[Param("dtype", "dtype")],
+    gradient=lambda F, p, i, o, g: [F.Cast(g[0], dtype=i[0].dtype)], save=("inputs",),
+    family="amp", doc="Cast floating data to `dtype` (integer data is left unchanged)."))
+
+
+def _multicast_target(p, xs):
+    floats = [x.dtype for x in xs if x.dtype in _FLOATS]
+    if not floats:
+        return None
+    pick = min if p.cast_narrow else max
+    return pick(floats, key=lambda d: d.itemsize)
+
+
+def _amp_multicast(xp, p, *xs):
+    if len(xs) != p.num_outputs:
+        raise GpundaError(f"Operator amp_multicast: num_outputs={p.num_outputs} but got "
+                          f"{len(xs)} inputs")
+    t = _multicast_target(p, xs)
+    return tuple(x.astype(t) if t is not None and x.dtype in _FLOATS else x.copy() for x in xs)
+
+
+register(OpDef(
+    "amp_multicast", _amp_multicast,
+    inputs=lambda p: tuple(f"data_{i}" for i in range(p.num_outputs)),
+    key_var_num_args="num_outputs",
+    params=[Param("num_outputs", "int"), Param("cast_narrow", "bool", False)],
+    num_outputs=lambda p: p.num_outputs,
+    gradient=lambda F, p, i, o, g: [None if gk is None else F.Cast(gk, dtype=x.dtype)
+                                    for x, gk in zip(i, g)],
+    save=("inputs",), family="amp",
+    doc="Cast all floating inputs to the widest floating type among them (the narrowest "
+        "with cast_narrow)."))
+
+
+def _finite(xp, xs):
+    ok = True
+    for x in xs:
+        ok = ok and bool(xp.isfinite(x).all()) if x.dtype.kind == "f" else ok
+    return xp.asarray([1.0 if ok else 0.0], dtype=np.float32)
+
+
+register(OpDef(
+    "all_finite", lambda xp, p, x: _finite(xp, [x]),
+    params=[Param("init_output", "bool", True, "accepted; the output is always initialised")],
+    nondiff=True, family="amp",
+    infer_shape=lambda p, s: (list(s), [(1,)]),
+    doc="float32 array [1.] when every element is finite, else [0.]."))
+register(OpDef(
+    "multi_all_finite", lambda xp, p, *xs: _finite(xp, xs),
+    inputs=lambda p: tuple(f"array_{i}" for i in range(p.num_arrays)),
+    key_var_num_args="num_arrays",
+    params=[Param("num_arrays", "int", 1),
+            Param("init_output", "bool", True, "accepted; the output is always initialised")],
+    nondiff=True, family="amp",
+    infer_shape=lambda p, s: (list(s), [(1,)]),
+    doc="float32 array [1.] when every element of every input is finite, else [0.]."))
