@@ -5,7 +5,8 @@ from .registry import OpDef, Param, register, get_op, all_ops
 from . import elemwise  # noqa: F401
 
 _families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
-             "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc"]
+             "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
+             "contrib_nlp"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")
