@@ -578,9 +578,12 @@ def _check_heads(heads, head_grads, where):
             with _Scope(False, None):
                 hg_list[i] = g = g.tostype("default")
         if g.shape != h.shape:
-            with _Scope(False, None):
-                flat = g.reshape((-1,))
-                hg_list[i] = (flat if g.size == h.size else flat[:h.size]).reshape(h.shape)
+            from .imperative import invoke
+            with _Scope(False, None):     # exact shapes: zero dims are sizes, not copy codes
+                flat = invoke("_reshape_exact", [g], shape=(g.size,))
+                if g.size != h.size:
+                    flat = flat[:h.size]
+                hg_list[i] = invoke("_reshape_exact", [flat], shape=h.shape)
     return head_list, hg_list
 
 

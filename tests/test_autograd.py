@@ -1045,3 +1045,12 @@ def test_head_grad_larger_than_head_gives_its_leading_elements():
         y = x * 3
     y.backward(nd.array([[5.0, 7.0], [9.0, 11.0]], dtype="float64"))
     np.testing.assert_array_equal(x.grad.asnumpy(), [15.0, 21.0])
+
+
+def test_zero_size_head_grad_of_another_shape():
+    x = nd.zeros((0, 0, 0, 0), dtype="float64")
+    x.attach_grad()
+    with ag.record():
+        y = x * 2
+    y.backward(nd.ones((0, 0, 2), dtype="float64"))
+    assert x.grad.shape == (0, 0, 0, 0)
