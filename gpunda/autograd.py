@@ -560,9 +560,10 @@ def _check_heads(heads, head_grads, where):
         if not isinstance(g, NDArray):
             raise GpundaError(f"{where}: head_grads[{i}] must be an NDArray or None, got "
                               f"{type(g).__name__}")
-        if g.shape != h.shape and g.size != h.size:
+        if g.shape != h.shape and g.size < h.size:
             # MXNet does not check and reads the buffer as the head's shape, past its
-            # end when it is smaller; only an equal element count is well defined
+            # end when it is smaller; an equal or larger element count is well defined
+            # (a larger buffer gives its leading h.size elements)
             raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but heads[{i}] "
                               f"has shape {h.shape}")
         if g._ctx != h._ctx:
@@ -577,8 +578,12 @@ def _check_heads(heads, head_grads, where):
             with _Scope(False, None):
                 hg_list[i] = g = g.tostype("default")
         if g.shape != h.shape:
-            with _Scope(False, None):
-                hg_list[i] = g.reshape(h.shape)
+            from .imperative import invoke
+            with _Scope(False, None):     # exact shapes: zero dims are sizes, not copy codes
+                flat = invoke("_reshape_exact", [g], shape=(g.size,))
+                if g.size != h.size:
+                    flat = flat[:h.size]
+                hg_list[i] = invoke("_reshape_exact", [flat], shape=h.shape)
     return head_list, hg_list
 
 

@@ -777,7 +777,7 @@ def test_head_grads_wrong_shape_context_count_raise():
     with ag.record():
         y = x * 2
     with pytest.raises(GpundaError, match=r"head_grads\[0\] has shape"):
-        y.backward(nd.ones((3,), dtype="float64"))
+        y.backward(nd.ones((1,), dtype="float64"))
     with pytest.raises(GpundaError, match=r"cpu\(1\)"):
         y.backward(nd.ones((2,), ctx=mx.cpu(1), dtype="float64"))
     with pytest.raises(GpundaError, match="2 head_grads for 1 heads"):
@@ -1035,3 +1035,22 @@ def test_sparse_head_gradient_of_another_shape_is_densified_then_read_in_the_hea
         y = x * 3
     y.backward(hg)
     np.testing.assert_array_equal(x.grad.asnumpy(), [3.0, 0.0, 0.0, 6.0])
+
+
+def test_head_grad_larger_than_head_gives_its_leading_elements():
+    # MXNet reads a head gradient's buffer as the head's shape (test_shape_array passes a
+    # (7,) head gradient for a (1,) output)
+    x = _var([1.0, 2.0])
+    with ag.record():
+        y = x * 3
+    y.backward(nd.array([[5.0, 7.0], [9.0, 11.0]], dtype="float64"))
+    np.testing.assert_array_equal(x.grad.asnumpy(), [15.0, 21.0])
+
+
+def test_zero_size_head_grad_of_another_shape():
+    x = nd.zeros((0, 0, 0, 0), dtype="float64")
+    x.attach_grad()
+    with ag.record():
+        y = x * 2
+    y.backward(nd.ones((0, 0, 2), dtype="float64"))
+    assert x.grad.shape == (0, 0, 0, 0)

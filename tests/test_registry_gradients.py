@@ -193,6 +193,21 @@ SPECS = {
     "fill_element_0index": dict(inputs=[U(2, 3), U(2), K([2, 0])]),
     "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
     "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),
+    # contrib_nlp
+    "_contrib_interleaved_matmul_selfatt_qk": dict(inputs=[U(3, 2, 12)], params={"heads": 2}),
+    "_contrib_interleaved_matmul_selfatt_valatt": dict(inputs=[U(3, 2, 12), U(4, 3, 3)],
+                                                       params={"heads": 2}),
+    "_contrib_interleaved_matmul_encdec_qk": dict(inputs=[U(3, 2, 4), U(5, 2, 8)],
+                                                  params={"heads": 2}),
+    "_contrib_interleaved_matmul_encdec_valatt": dict(inputs=[U(5, 2, 8), U(4, 3, 5)],
+                                                      params={"heads": 2}),
+    "_contrib_quadratic": dict(params={"a": 0.7, "b": -0.3, "c": 2.0}),
+    "_contrib_gradientmultiplier": dict(
+        params={"scalar": 2.5}, skip="scales the gradient by MXNet's definition (test_contrib_nlp)"),
+    "_contrib_round_ste": dict(skip="straight-through estimator: identity gradient by "
+                                    "definition (tests/ops/test_contrib_nlp.py)"),
+    "_contrib_sign_ste": dict(skip="straight-through estimator: identity gradient by "
+                                   "definition (tests/ops/test_contrib_nlp.py)"),
     "_sparse_retain": dict(inputs=[U(4, 3), K([0, 2])],
                            pre=lambda xs: [xs[0].tostype("row_sparse"), xs[1]]),
     "_embedding_weight_grad": dict(wrt=[1]),

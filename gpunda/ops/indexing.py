@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
+from ..base import GpundaError, GpundaIndexError
 from .registry import OpDef, Param, get_op, register
 from ._util import legacy_scalar, require_same_dtype
 from .reduce import put_along
@@ -166,7 +166,15 @@ def _nd_key(xp, idx, ndim, where, shape):
 
 
 def _gather_nd(xp, p, x, idx):
-    return x[_nd_key(xp, idx, x.ndim, "gather_nd", x.shape)]
+    key = _nd_key(xp, idx, x.ndim, "gather_nd", x.shape)
+    # MXNet checks bounds (negatives wrap) and raises IndexError; CuPy would wrap silently
+    for ax, k in enumerate(key):
+        n = x.shape[ax]
+        if k.size and bool(((k < -n) | (k >= n)).any()):
+            bad = int(k[(k < -n) | (k >= n)].ravel()[0])
+            raise GpundaIndexError(f"Operator gather_nd: index {bad} is out of bounds for "
+                                   f"axis {ax} with size {n}")
+    return x[key]
 
 
 def _scatter_check(data, idx, shape, where):

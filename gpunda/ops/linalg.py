@@ -223,12 +223,6 @@ def _check_mat(name, x, square=False, what="A"):
                           f"{x.shape}")
 
 
-def _check_axis(name, p):
-    if p.axis not in (-2,):
-        raise GpundaError(f"Operator {name}: axis={p.axis} is not supported; only axis=-2 "
-                          f"(matrices in the last two dims)")
-
-
 def _la(name, compute, grad, *, inputs=("A",), params=(), save=("inputs",), nondiff=False,
         num_outputs=1, doc=""):
     return register(OpDef(f"_linalg_{name}", compute, inputs=inputs, params=list(params),
@@ -250,8 +244,25 @@ _GEMM_T = [Param("transpose_a", "bool", False), Param("transpose_b", "bool", Fal
            Param("alpha", "float", 1.0)]
 
 
+def _row_axis(name, p, x):
+    """The matrices' row axis (MXNet's axis; columns are the last axis) as a negative index."""
+    ax = p.axis + x.ndim if p.axis < 0 else p.axis
+    if not 0 <= ax < x.ndim - 1:
+        raise GpundaError(f"Operator {name}: axis={p.axis} must name a row axis before the "
+                          f"last axis of inputs with shape {x.shape}")
+    return ax
+
+
 def _gemm2(xp, p, a, b):
-    _check_axis("_linalg_gemm2", p)
+    if p.axis != -2 and a.ndim >= 2:
+        # matrices span (axis, last): compute with rows moved to -2, then move them back
+        ax = _row_axis("_linalg_gemm2", p, a)
+        r = _gemm2_rows(xp, p, xp.moveaxis(a, ax, -2), xp.moveaxis(b, ax, -2))
+        return xp.ascontiguousarray(xp.moveaxis(r, -2, ax))
+    return _gemm2_rows(xp, p, a, b)
+
+
+def _gemm2_rows(xp, p, a, b):
     _check_mat("_linalg_gemm2", a)
     _check_mat("_linalg_gemm2", b, what="B")
     a2 = _swap(xp, a) if p.transpose_a else a
@@ -266,7 +277,9 @@ def _gemm2(xp, p, a, b):
 
 def _gemm_grads(F, p, a, b, g):
     ta, tb, al = p.transpose_a, p.transpose_b, p.alpha
-    mm = F._linalg_gemm2
+
+    def mm(x, y, **kw):     # the gradients' matrices share the inputs' row axis
+        return F._linalg_gemm2(x, y, axis=p.axis, **kw)
     if not ta and not tb:
         return mm(g, b, transpose_b=True, alpha=al), mm(a, g, transpose_a=True, alpha=al)
     if ta and not tb:
@@ -277,7 +290,7 @@ def _gemm_grads(F, p, a, b, g):
             mm(g, a, transpose_a=True, transpose_b=True, alpha=al))
 
 
-_AXIS2 = Param("axis", "int", -2, "accepted for MXNet compatibility; only -2")
+_AXIS2 = Param("axis", "int", -2, "the matrices' row axis (their columns are the last axis)")
 _la("gemm2", _gemm2, lambda F, p, i, o, g: list(_gemm_grads(F, p, i[0], i[1], g[0])),
     inputs=("A", "B"), params=_GEMM_T + [_AXIS2],
     doc="alpha * op(A) op(B), batched over leading dims.")

@@ -81,12 +81,12 @@ def infer_reshape(dshape, spec, reverse=False, op="Reshape"):
 
 
 def _infer_reshape(dshape, spec, reverse):
-    tokens = _reshape_tokens(spec)
     src = list(dshape)
     if reverse:
-        # a -4 triple keeps its meaning: its two dims swap places so the final flip restores them
-        tokens = [(t[0], t[2], t[1]) if t[0] == -4 else t for t in reversed(tokens)]
+        # MXNet flips the raw spec, so a -4 splits using the two values before it
+        spec = spec[::-1]
         src.reverse()
+    tokens = _reshape_tokens(spec)
     out, j, infer_at = [], 0, None
     for t in tokens:
         d = t[0]

@@ -210,7 +210,23 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2 * math.pi)
 
 
+def _prelu_gamma_shape(gshape, xshape):
+    """Where a multi-dim gamma sits in data (MXNet's expand_shape): gamma's dims, read from
+    the right, cover data's first two axes (equal or 1); every other axis is 1."""
+    out, s = [1] * len(xshape), len(gshape) - 1
+    for i in range(len(xshape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gshape[s] in (xshape[i], 1):
+            out[i] = gshape[s]
+            s -= 1
+    if s != -1:
+        raise GpundaError(f"Operator LeakyReLU: cannot broadcast gamma of shape "
+                          f"{tuple(gshape)} to data of shape {tuple(xshape)}")
+    return tuple(out)
+
+
 def _gamma_b(xp, gamma, x):
+    if gamma.ndim > 1:
+        return gamma.reshape(_prelu_gamma_shape(gamma.shape, x.shape))
     if gamma.size == 1 or x.ndim < 2:
         return gamma.reshape(-1)[0:1] if gamma.size == 1 else gamma
     if gamma.shape[0] != x.shape[1]:
@@ -257,6 +273,12 @@ def _grad_leaky(F, p, ins, outs, og):
         return [g * (pos + neg * p.slope)]
     if t == "prelu":
         gamma = ins[1]
+        if gamma.ndim > 1:
+            gshape = _prelu_gamma_shape(gamma.shape, x.shape)
+            gb = F._reshape_exact(gamma, shape=gshape)
+            dgamma = F._reshape_exact(sum_to_shape(F, g * x * neg, gshape),
+                                      shape=tuple(gamma.shape))
+            return [g * (pos + F.broadcast_mul(neg, gb)), dgamma]
         if gamma.shape[0] == 1 or x.ndim < 2:
             gb = gamma
             dgamma = sum_to_shape(F, g * x * neg, gamma.shape)

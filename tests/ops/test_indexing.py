@@ -393,3 +393,13 @@ def test_fill_element_0index_gradient():
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), [[1, 2, 0], [0, 5, 6]])
     np.testing.assert_array_equal(v.grad.asnumpy(), [3, 4])
+
+
+def test_gather_nd_out_of_bounds_raises_index_error_and_negatives_wrap():
+    from gpunda import nd
+    data = nd.array([[0, 1, 2], [3, 4, 5]])
+    for bad in (3, -4):
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 1"):
+            nd.gather_nd(data, nd.array([[0, 1], [0, bad]])).asnumpy()
+    got = nd.gather_nd(data, nd.array([[0, 1], [-1, -3]])).asnumpy()
+    np.testing.assert_array_equal(got, [2, 3])

@@ -371,3 +371,23 @@ def test_gelqf_matches_mxnets_documented_example():
                                rtol=1e-7)
     with pytest.raises(GpundaError, match="gelqf.*more rows than columns"):
         nd.linalg.gelqf(nd.ones((3, 2)))
+
+
+
+@pytest.mark.parametrize("axis", [0, -3, 1])
+def test_gemm2_row_axis(rng, axis):
+    # MXNet's axis names the matrices' row axis; their columns are the last axis
+    from gpunda import nd
+    ax = axis % 4
+    am, bm = rng.uniform(-1, 1, (2, 2, 3, 4)), rng.uniform(-1, 1, (2, 2, 5, 4))
+    a, b = np.moveaxis(am, -2, ax), np.moveaxis(bm, -2, ax)
+    want = np.moveaxis(4.0 * am @ np.swapaxes(bm, -1, -2), -2, ax)
+    x = nd.array(a, dtype="float64")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.linalg.gemm2(x, nd.array(b, dtype="float64"), alpha=4.0, transpose_b=True,
+                            axis=axis)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-12)
+    y.backward(nd.ones(y.shape, dtype="float64"))
+    want_g = np.moveaxis(4.0 * np.ones((2, 2, 3, 5)) @ bm, -2, ax)
+    np.testing.assert_allclose(x.grad.asnumpy(), want_g, rtol=1e-12)

@@ -207,10 +207,9 @@ def test_reshape_codes_constructed(data):
 def test_reshape_codes_reverse_constructed(data):
     src = data.draw(shapes)
     tokens, expect_rev = data.draw(reshape_spec(tuple(reversed(src))))
-    # written left to right, the tokens come in mirrored order; a -4 lists its two dims
-    # in output order, which the mirroring swaps
-    mirrored = [(t[0], t[2], t[1]) if t[0] == -4 else t for t in reversed(tokens)]
-    spec = tuple(v for t in mirrored for v in t)
+    # MXNet flips the raw spec (a -4 then reads the two values before it), so the spec
+    # written for reverse=True is the forward spec of the mirrored input, value by value
+    spec = tuple(reversed([v for t in tokens for v in t]))
     expect = tuple(reversed(expect_rev))
     x = np.arange(int(np.prod(src)), dtype=np.float32).reshape(src)
     y = nd.Reshape(nd.array(x), shape=spec, reverse=True)

@@ -595,3 +595,25 @@ def test_softmin_is_softmax_of_the_negation():
     np.testing.assert_allclose(mx.nd.array([[1, 2, 3]]).softmin(temperature=2.0).asnumpy(),
                                [[0.5064804, 0.3071959, 0.18632373]], rtol=1e-6)
     check_numeric_gradient(lambda a: mx.nd.softmin(a, axis=1), [x])
+
+
+@pytest.mark.parametrize("xshape,gshape", [((3, 4), (3, 4)), ((2, 3, 4, 5), (2, 3)),
+                                           ((2, 3, 4), (1, 3))])
+def test_prelu_multi_dim_gamma_covers_the_first_two_axes(rng, xshape, gshape):
+    # MXNet aligns a multi-dim gamma with data's axes 0 and 1 (test_prelu)
+    from gpunda import nd, autograd
+    x = rng.uniform(-1, 1, xshape)
+    gam = rng.uniform(0.1, 0.9, gshape)
+    gb = gam.reshape(gshape + (1,) * (len(xshape) - 2))
+    xa, ga = nd.array(x, dtype="float64"), nd.array(gam, dtype="float64")
+    xa.attach_grad()
+    ga.attach_grad()
+    with autograd.record():
+        y = nd.LeakyReLU(xa, ga, act_type="prelu")
+    np.testing.assert_allclose(y.asnumpy(), np.where(x > 0, x, x * gb), rtol=1e-12)
+    y.backward()
+    np.testing.assert_allclose(xa.grad.asnumpy(), np.where(x > 0, 1.0, gb * np.ones(xshape)),
+                               rtol=1e-12)
+    dg = np.where(x > 0, 0.0, x)
+    axes = tuple(i for i in range(len(xshape)) if i >= 2 or gb.shape[i] == 1)
+    np.testing.assert_allclose(ga.grad.asnumpy(), dg.sum(axis=axes).reshape(gshape), rtol=1e-12)
