@@ -139,8 +139,8 @@ def main(argv=None):
     if args.context == "gpu" and args.update:
         raise SystemExit("mxnet suite: --update grows the list on the cpu context only")
     excused = read_exceptions(expected) if args.context == "gpu" else {}
-    files = sorted(set(args.files or []) | set(expected)) if args.files is not None else sorted(expected)
-    files = [f if f.endswith(".py") else f + ".py" for f in files]
+    given = {f if f.endswith(".py") else f + ".py" for f in args.files or []}
+    files = sorted(given | set(expected))
     if not files:
         raise SystemExit("mxnet suite: no files to run (the expected list is empty; use --files)")
     out_dir = args.out or tempfile.mkdtemp(prefix="mxsuite-ci-")
