@@ -96,7 +96,24 @@ class DataIter:
         """How many samples of the current batch are padding."""
 
 
-class ResizeIter(DataIter):
+class _FromCurrentBatch:
+    """``getdata``/``getlabel``/``getindex``/``getpad`` of iterators that keep the batch
+    they produced in ``current_batch``."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_FromCurrentBatch, DataIter):
     """Give exactly ``size`` batches per epoch from ``data_iter``, restarting it as needed."""
 
     def __init__(self, data_iter, size, reset_internal=True):
@@ -126,20 +143,8 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
 
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
-
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_FromCurrentBatch, DataIter):
     """Read the next batch of each of ``iters`` in a background thread.
 
     ``rename_data``/``rename_label``: one ``{old: new}`` dict per iterator.
@@ -244,17 +249,6 @@ class PrefetchingIter(DataIter):
             return self.current_batch
         raise StopIteration
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 def _is_h5(v):
