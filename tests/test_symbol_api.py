@@ -125,3 +125,14 @@ def test_name_manager_and_attr_scope_as_mxnet():
         v = sym.var("v")
     assert scope is not None and v.attr("ctx_group") == "dev1"
     assert v.list_attr()["__ctx_group__"] == "dev1"
+
+
+def test_softmin_and_split_v2_fluent_methods_match_nd():
+    x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
+    s = sym.var("x")
+    got = s.softmin(axis=1).eval(x=mx.nd.array(x))[0].asnumpy()
+    e = np.exp(-x - (-x).max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    parts = s.split_v2((2, 5), axis=1).eval(x=mx.nd.array(x))
+    for p, ref in zip(parts, np.split(x, (2, 5), axis=1)):
+        np.testing.assert_array_equal(p.asnumpy(), ref)

@@ -148,6 +148,16 @@ class SymbolOperators:
         from .creation import lookup
         return lookup("log_softmax")(self, *args, **kwargs)
 
+    def softmin(self, *args, **kwargs):
+        """``sym.softmin(self, ...)`` (MXNet's fluent method)."""
+        from .creation import lookup
+        return lookup("softmin")(self, *args, **kwargs)
+
+    def split_v2(self, *args, **kwargs):
+        """``sym.split_v2(self, ...)``: split at indices or into equal sections."""
+        from . import split_v2
+        return split_v2(self, *args, **kwargs)
+
     def get_backend_symbol(self, backend):
         raise NotImplementedForGpunda(f"Symbol.get_backend_symbol (subgraph backend "
                                       f"{backend!r}) is not supported yet")
