@@ -8,6 +8,7 @@ import pytest
 
 import gpunda as mx
 from gpunda import sym
+from gpunda.base import GpundaError
 
 
 def test_backward_after_inference_forward(rng):
@@ -133,3 +134,19 @@ def test_bound_arrays_decide_dtypes_and_extra_head_grads_are_ignored():
     assert ex.outputs[0].dtype == np.float32
     ex.backward([mx.nd.ones((2,)), mx.nd.ones((5,))])      # one output: the second is unused
     np.testing.assert_allclose(gx.asnumpy(), [3.0, 3.0])
+
+
+def test_bind_for_gradients_through_an_op_without_a_gradient_rule_raises():
+    # MXNet's bind builds the gradient graph and fails on an op without FGradient;
+    # stop_gradient in between, or grad_req='null' for its inputs, makes it bindable
+    x, idx = mx.sym.var("x"), mx.sym.var("idx")
+    y = mx.sym.batch_take(x, idx)
+    kw = dict(ctx=mx.cpu(), x=(4, 3), idx=(4,), type_dict={"x": "float32", "idx": "int32"})
+    with pytest.raises(GpundaError, match="batch_take is non-differentiable"):
+        y.simple_bind(**kw)
+    exe = mx.sym.stop_gradient(y).simple_bind(**kw)
+    exe.forward(is_train=True)
+    exe.backward()
+    assert np.all(exe.grad_dict["x"].asnumpy() == 0)
+    y.simple_bind(grad_req={"x": "null", "idx": "null"}, **kw).forward()
+    (y + mx.sym.var("w")).simple_bind(grad_req={"w": "write"}, w=(4,), **kw)

@@ -373,10 +373,11 @@ def _batch_take(xp, p, a, idx):
 
 _PICK_ROW = get_op("pick").parse_params({"axis": 1})
 
+# MXNet registers batch_take without FGradient: autograd through it and binding it with a
+# grad_req other than 'null' fail (test_symbol::test_zero_prop2 checks the bind)
 register(OpDef(
     "batch_take", _batch_take, inputs=("a", "indices"), aliases=("choose_element_0index",),
-    gradient=lambda F, p, i, o, g: [F._pick_backward(g[0], i[1], shape=i[0].shape, axis=1), None],
-    save=("inputs",), family="indexing",
+    family="indexing",
     doc="out[i] = a[i, indices[i]] for 2-D `a` (indices clipped into range)."))
 
 

@@ -79,6 +79,8 @@ class Executor:
             if grads.get(n) is None:
                 reqs[n] = "null"
         self._grad_req = reqs
+        if any(r != "null" for r in reqs.values()):
+            _check_differentiable(sym, reqs)
         # as MXNet's: every argument is a key, None where it gets no gradient
         self.grad_dict = {n: grads.get(n) for n in self._arg_names}
         # the graph that runs: common subexpressions merged unless
@@ -336,6 +338,31 @@ class Executor:
             outs = None
         return Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
                         _cached_op=self._cop, _outputs=outs)
+
+
+def _check_differentiable(sym, reqs):
+    """Refuse to bind for gradients through an op without a gradient rule, as MXNet's
+    bind does: an op whose output a head's gradient reaches (not cut by BlockGrad or a
+    nondiff op) and whose inputs depend on an argument that wants a gradient."""
+    wants = {n for n, r in reqs.items() if r != "null"}
+    order = sym._topo()
+    active = set()
+    for n in order:
+        if n.op is None:
+            if n.name in wants:
+                active.add(id(n))
+        elif not n.op.nondiff and n.op.name != "BlockGrad" and \
+                any(id(c) in active for c, _ in n.inputs):
+            active.add(id(n))
+    reached = {id(n) for n, _ in sym._outputs}
+    for n in reversed(order):
+        if n.op is None or id(n) not in reached or n.op.nondiff or n.op.name == "BlockGrad":
+            continue
+        if n.op.gradient is None and id(n) in active:
+            raise GpundaError(f"Operator {n.op.name} is non-differentiable because it didn't "
+                              f"register FGradient attribute (node {n.name!r}); bind it with "
+                              f"grad_req='null' for the arguments it depends on")
+        reached.update(id(c) for c, _ in n.inputs)
 
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes):
