@@ -245,6 +245,18 @@ def test_gpu_cpu_mixing_is_an_error():
     assert (a.as_in_context(mx.cpu()) + b).asnumpy().tolist() == [2.0, 2.0]
 
 
+@pytest.mark.gpu
+def test_setitem_copies_a_value_from_another_device_as_mxnet():
+    # MXNet's __setitem__ moves an NDArray value to the target's device first
+    a = mx.nd.zeros((2, 3), ctx=mx.cpu(0))
+    g = mx.nd.array([[1.0, 2.0, 3.0]], ctx=mx.gpu(0))
+    a[1:2] = g
+    a[0] = mx.nd.array([4.0, 5.0, 6.0], ctx=mx.gpu(0))
+    assert a.context == mx.cpu(0)
+    assert a.asnumpy().tolist() == [[4.0, 5.0, 6.0], [1.0, 2.0, 3.0]]
+    assert g.context == mx.gpu(0) and g.asnumpy().tolist() == [[1.0, 2.0, 3.0]]
+
+
 def test_default_ctx_class_property_reads_and_sets_as_mxnet():
     import warnings
     with pytest.warns(DeprecationWarning, match="default_ctx has been deprecated"):

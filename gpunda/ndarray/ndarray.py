@@ -334,8 +334,9 @@ class NDArray:
         key = _raw_key(key, self._ctx)
         if isinstance(value, NDArray):
             if value._ctx is not self._ctx and not shares_memory_space(value._ctx, self._ctx):
-                raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
-                                  f"{self._ctx}")
+                # MXNet's __setitem__ copies a value from another device first (an explicit
+                # write into this array's device, recorded as a copy under autograd)
+                value = value.as_in_context(self._ctx)
             if value._ag is not None and _is_rec():
                 return _ag.record_assign(self, key, value)
             value = value._data
