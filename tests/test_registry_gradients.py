@@ -192,6 +192,18 @@ SPECS = {
     "fill_element_0index": dict(inputs=[U(2, 3), U(2), K([2, 0])]),
     "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
     "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),
+    # random_pdf: params match the sample's leftmost dims; discrete samples stay fixed
+    # (their density has no gradient wrt the sample, by MXNet's definition)
+    "_random_pdf_uniform": dict(inputs=[U(2, 3, 2), U(2, 3, lo=0.0, hi=0.4), U(2, 3)]),
+    "_random_pdf_normal": dict(inputs=[U(2, 3, 2, **_PM), U(2, 3, **_PM), U(2, 3)]),
+    "_random_pdf_gamma": dict(inputs=[U(2, 3, 2), U(2, 3, lo=1.5, hi=2.5), U(2, 3)]),
+    "_random_pdf_exponential": dict(inputs=[U(2, 3, 2), U(2, 3)]),
+    "_random_pdf_poisson": dict(inputs=[K([[0, 1, 2], [3, 1, 4]]), U(2, 3)]),
+    "_random_pdf_negative_binomial": dict(inputs=[K([[0, 1, 2], [3, 1, 4]]), U(2, 3),
+                                                  U(2, 3, lo=0.2, hi=0.8)]),
+    "_random_pdf_generalized_negative_binomial": dict(inputs=[K([[0, 1, 2], [3, 1, 4]]),
+                                                              U(2, 3), U(2, 3)]),
+    "_random_pdf_dirichlet": dict(inputs=[U(2, 4, 3, lo=0.1, hi=0.5), U(2, 3)]),
     # contrib_nlp
     "_contrib_interleaved_matmul_selfatt_qk": dict(inputs=[U(3, 2, 12)], params={"heads": 2}),
     "_contrib_interleaved_matmul_selfatt_valatt": dict(inputs=[U(3, 2, 12), U(4, 3, 3)],
