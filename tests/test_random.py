@@ -158,3 +158,23 @@ def test_gamma_defaults_seed_out_and_errors():
             nd.random.gamma(shape=(2,), **bad).asnumpy()
     # NDArray parameters: one distribution per element (_sample_gamma)
     assert nd.random.gamma(nd.ones((2,)), nd.ones((2,)), shape=(3,)).shape == (2, 3)
+
+
+def test_rand_zipfian_follows_the_log_uniform_distribution():
+    from scipy import stats
+    mx.random.seed(11)
+    n, k = 20000, 6
+    s, exp_true, exp_s = mx.nd.contrib.rand_zipfian(mx.nd.array([0, 3]), n, k)
+    assert (s.dtype, exp_true.dtype, exp_s.dtype) == (np.int64, np.float64, np.float64)
+    p = np.log((np.arange(k) + 2) / (np.arange(k) + 1)) / np.log(k + 1)
+    assert np.isclose(p.sum(), 1.0)
+    counts = np.bincount(s.asnumpy(), minlength=k)
+    assert stats.chisquare(counts, n * p).pvalue > 1e-3
+    raw = np.log((np.array([0, 3]) + 2) / (np.array([0, 3]) + 1)) / np.log(k + 1) * n
+    np.testing.assert_allclose(exp_true.asnumpy(), raw)
+    sv = s.asnumpy()
+    np.testing.assert_allclose(exp_s.asnumpy(), np.log((sv + 2) / (sv + 1)) / np.log(k + 1) * n)
+    # the Symbol form builds the same graph
+    outs = mx.sym.Group(list(mx.sym.contrib.rand_zipfian(mx.sym.var("t"), 5, k)))
+    got = outs.eval(t=mx.nd.array([3]))
+    assert got[0].shape == (5,) and got[0].dtype == np.int64 and got[1].shape == (1,)

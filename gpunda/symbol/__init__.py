@@ -103,4 +103,17 @@ from . import namespaces as _namespaces  # noqa: E402
 _mods = _namespaces.build(_symbol.lookup, Symbol)
 contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
 from . import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
+
+
+def _rand_zipfian(true_classes, num_sampled, range_max):
+    """``sym.contrib.rand_zipfian``: nd.contrib.rand_zipfian's graph (samples, expected
+    counts of the true classes, expected counts of the samples)."""
+    from ..ndarray._contrib_extra import zipfian_counts
+    return zipfian_counts(lambda lo, hi, shape, dtype: random.uniform(lo, hi, shape=shape,
+                                                                       dtype=dtype),
+                          true_classes, num_sampled, range_max)
+
+
+_rand_zipfian.__name__ = "rand_zipfian"
+contrib.rand_zipfian = _rand_zipfian
 symbol = _symbol
