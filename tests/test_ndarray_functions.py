@@ -170,3 +170,17 @@ def test_utils_and_generated_module_names():
     assert nd.utils.empty((2, 2), stype="row_sparse").stype == "row_sparse"
     assert nd.utils.zeros((2,)).asnumpy().tolist() == [0, 0]
     assert nd.gen_op.dot is nd.dot and nd.gen_linalg is nd.linalg
+
+
+def test_reset_arrays_zeroes_every_array_in_place():
+    rng = np.random.default_rng(0)
+    arrs = [mx.nd.array(rng.standard_normal(s), dtype=t)
+            for s, t in (((2, 3), "float32"), ((4,), "float64"), ((1, 2, 2), "float16"))]
+    ids = [id(a) for a in arrs]
+    assert mx.nd.reset_arrays(*arrs, num_arrays=3) == []
+    for a, i in zip(arrs, ids):
+        assert id(a) == i and not a.asnumpy().any()
+    with pytest.raises(mx.GpundaError, match="num_arrays=2 but 3"):
+        mx.nd.reset_arrays(*arrs, num_arrays=2)
+    with pytest.raises(mx.base.NotImplementedForGpunda, match="reset_arrays"):
+        mx.sym.reset_arrays(mx.sym.var("a"), num_arrays=1)

@@ -10,7 +10,8 @@ from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall,
 from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
-                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
+                        split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write,
+                        reset_arrays)
 from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
                        get_oshape_of_gather_nd_op)
 

@@ -15,7 +15,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "true_divide", "modulo", "po
            "maximum", "minimum", "equal", "not_equal", "greater", "greater_equal",
            "lesser", "lesser_equal", "logical_and", "logical_or", "logical_xor",
            "linspace", "eye", "moveaxis", "split_v2", "from_numpy", "histogram",
-           "to_dlpack_for_read", "to_dlpack_for_write"]
+           "to_dlpack_for_read", "to_dlpack_for_write", "reset_arrays"]
 
 
 def _ops():
@@ -208,3 +208,24 @@ def histogram(a, bins=10, range=None):   # noqa: A002 (MXNet's parameter name)
                 array(edges, ctx=a.context, dtype=edges.dtype)
         return op._histogram(a, bin_cnt=int(bins), range=tuple(range))
     raise GpundaValueError("histogram: bins argument should be either an integer or an NDArray")
+
+
+def reset_arrays(*data, num_arrays=None, **kwargs):
+    """Set every array of ``data`` to zero in place (MXNet's ``reset_arrays``, which
+    Gluon uses to zero gradients); ``num_arrays`` must equal ``len(data)``. Returns []
+    (the op has no outputs)."""
+    from .ndarray import NDArray
+    if kwargs:
+        raise GpundaError(f"reset_arrays: unknown parameters {sorted(kwargs)}")
+    if num_arrays is None:
+        raise GpundaError("reset_arrays: num_arrays is required")
+    if int(num_arrays) != len(data):
+        raise GpundaError(f"reset_arrays: num_arrays={num_arrays} but {len(data)} arrays "
+                          f"were given")
+    for i, a in enumerate(data):
+        if not isinstance(a, NDArray):
+            raise GpundaTypeError(f"reset_arrays: data[{i}] is a {type(a).__name__}, not an "
+                                  f"NDArray")
+    for a in data:
+        a[:] = 0
+    return []

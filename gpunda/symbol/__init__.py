@@ -63,6 +63,14 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
                                        squeeze_axis=squeeze_axis, sections=sections)
 
 
+def reset_arrays(*data, **kwargs):
+    """MXNet's ``reset_arrays`` zeroes NDArrays in place; as a graph node it would have no
+    outputs (MXNet 1.9.1 crashes building one). Use ``nd.reset_arrays``."""
+    from ..base import NotImplementedForGpunda
+    raise NotImplementedForGpunda("sym.reset_arrays (an op without outputs) is not supported "
+                                  "in a Symbol graph; use nd.reset_arrays on NDArrays")
+
+
 def __getattr__(name):
     # ops registered after import (custom ops) are looked up on demand
     try:
