@@ -205,6 +205,8 @@ SPECS = {
                                                               U(2, 3), U(2, 3)]),
     "_random_pdf_dirichlet": dict(inputs=[U(2, 4, 3, lo=0.1, hi=0.5), U(2, 3)]),
     "_contrib_ifft": dict(inputs=[U(2, 6)]),
+    "_contrib_count_sketch": dict(inputs=[U(3, 4), K([[0, 2, 2, 1]]), K([[1, -1, 1, 1]])],
+                                  params={"out_dim": 3}),
     # contrib_nlp
     "_contrib_interleaved_matmul_selfatt_qk": dict(inputs=[U(3, 2, 12)], params={"heads": 2}),
     "_contrib_interleaved_matmul_selfatt_valatt": dict(inputs=[U(3, 2, 12), U(4, 3, 3)],

@@ -1,5 +1,5 @@
-"""contrib.fft / contrib.ifft (gpunda/ops/fft.py) against numpy.fft; gradients by finite
-differences in tests/test_registry_gradients.py."""
+"""contrib.fft / contrib.ifft (gpunda/ops/fft.py) and contrib.count_sketch against NumPy;
+gradients by finite differences in tests/test_registry_gradients.py."""
 import numpy as np
 import pytest
 
@@ -54,3 +54,19 @@ def test_bad_shapes_are_named():
         nd.contrib.fft(nd.ones((4,)))
     with pytest.raises(GpundaError, match="_contrib_ifft.*even"):
         nd.contrib.ifft(nd.ones((2, 5)))
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 2, 4)])
+def test_count_sketch_adds_signed_inputs_into_hashed_buckets(shape):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape)
+    h = np.array([[0, 2, 2, 1]])
+    s = np.array([[1, -1, 1, 1]])
+    got = nd.contrib.count_sketch(nd.array(x, dtype="float64"), nd.array(h, dtype="float64"),
+                                  nd.array(s, dtype="float64"), out_dim=3)
+    ref = np.zeros(shape[:-1] + (3,))
+    for j in range(4):
+        ref[..., h[0, j]] += s[0, j] * x[..., j]
+    np.testing.assert_allclose(got.asnumpy(), ref, rtol=1e-12)
+    with pytest.raises(GpundaError, match="count_sketch.*\\[0, 2\\)"):
+        nd.contrib.count_sketch(nd.array(x), nd.array(h), nd.array(s), out_dim=2)
