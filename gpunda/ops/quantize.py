@@ -1,0 +1,129 @@
+"""MXNet's quantization ops: ``contrib.quantize``, ``quantize_v2``, ``dequantize`` and
+``requantize``, with MXNet's rounding and ranges (zero gradients, as MXNet's).
+
+int8 is zero-centred: a real range ``r = max(|min|, |max|)`` maps to [-127, 127] as
+``sign(x) * min(|x| * 127 / r + 0.5, 127)`` truncated toward zero; uint8 is affine:
+``(x - min) * 255 / (max - min) + 0.5`` truncated. int32 (the accumulators of quantized
+matrix products) spans ``r`` with 2**31 - 1 steps. The ranges travel as two (1,)
+float32 arrays beside the data. The quantized layers themselves (quantized_conv,
+quantized_fully_connected, ...) are MKL-DNN/cuDNN kernels and are not built.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_INT8_RANGE = 127.0
+_INT32_RANGE = 2147483647.0
+
+
+def _scalar(xp, v):
+    return float(v.reshape(-1)[0]) if hasattr(v, "reshape") else float(v)
+
+
+def _range_out(xp, lo, hi):
+    return xp.asarray([lo], dtype=np.float32), xp.asarray([hi], dtype=np.float32)
+
+
+def _to_int8(xp, x, real_range):
+    scale = _INT8_RANGE / real_range if real_range else 0.0
+    q = xp.sign(x) * xp.minimum(xp.abs(x) * np.float32(scale) + np.float32(0.5), _INT8_RANGE)
+    return xp.trunc(q).astype(np.int8)
+
+
+def _to_uint8(xp, x, lo, hi):
+    scale = np.float32(255.0 / (hi - lo)) if hi != lo else np.float32(0.0)
+    return xp.trunc((x - np.float32(lo)) * scale + np.float32(0.5)).astype(np.uint8)
+
+
+def _check_float(name, x):
+    if x.dtype != np.float32:
+        raise GpundaError(f"Operator {name}: data must be float32, got {x.dtype}")
+
+
+def _quantize(xp, p, x, min_range, max_range):
+    _check_float("_contrib_quantize", x)
+    lo, hi = _scalar(xp, min_range), _scalar(xp, max_range)
+    if p.out_type == "uint8":
+        return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
+    r = max(abs(lo), abs(hi))
+    return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
+
+
+def _quantize_v2(xp, p, x):
+    calibrated = p.min_calib_range is not None and p.max_calib_range is not None
+    if x.dtype in (np.int8, np.uint8):      # already quantized: passes through
+        if calibrated:
+            return (x.copy(),) + _range_out(xp, p.min_calib_range, p.max_calib_range)
+        return (x.copy(),) + _range_out(xp, *((0.0, 255.0) if x.dtype == np.uint8
+                                              else (-127.0, 127.0)))
+    _check_float("_contrib_quantize_v2", x)
+    if calibrated:
+        lo, hi = float(p.min_calib_range), float(p.max_calib_range)
+    elif x.size:
+        lo, hi = float(x.min()), float(x.max())
+    else:
+        lo = hi = 0.0
+    out_type = p.out_type
+    if out_type == "auto":
+        out_type = "uint8" if calibrated and lo >= 0.0 else "int8"
+    if out_type == "uint8":
+        return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
+    r = max(abs(lo), abs(hi))
+    return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
+
+
+def _dequantize(xp, p, q, min_range, max_range):
+    lo, hi = _scalar(xp, min_range), _scalar(xp, max_range)
+    if q.dtype == np.uint8:
+        return q.astype(np.float32) * np.float32((hi - lo) / 255.0) + np.float32(lo)
+    if q.dtype == np.int8:
+        return q.astype(np.float32) * np.float32(max(abs(lo), abs(hi)) / _INT8_RANGE)
+    raise GpundaError(f"Operator _contrib_dequantize: data must be uint8 or int8, got {q.dtype}")
+
+
+def _requantize(xp, p, q, min_range, max_range):
+    if q.dtype != np.int32:
+        raise GpundaError(f"Operator _contrib_requantize: data must be int32, got {q.dtype}")
+    r_in = max(abs(_scalar(xp, min_range)), abs(_scalar(xp, max_range)))
+    x = q.astype(np.float32) * np.float32(r_in / _INT32_RANGE)
+    if p.min_calib_range is not None and p.max_calib_range is not None:
+        r = max(abs(float(p.min_calib_range)), abs(float(p.max_calib_range)))
+    elif x.size:
+        r = max(abs(float(x.min())), abs(float(x.max())))
+    else:
+        r = 0.0
+    if p.out_type == "uint8":
+        raise GpundaError("Operator _contrib_requantize: out_type='uint8' is not supported "
+                          "(MXNet's kernel writes int8)")
+    return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
+
+
+_OUTS = dict(num_outputs=3, output_names=["output", "min_output", "max_output"])
+_CALIB = [Param("min_calib_range", "float", None),
+          Param("max_calib_range", "float", None)]
+
+register(OpDef(
+    "_contrib_quantize", _quantize, inputs=("data", "min_range", "max_range"),
+    params=[Param("out_type", "enum", "uint8", choices=("int8", "uint8"))], nondiff=True,
+    family="quantize", **_OUTS,
+    doc="Quantize float32 data with the given (1,) min/max ranges to int8 (zero-centred) or "
+        "uint8 (affine); returns (data, min, max)."))
+register(OpDef(
+    "_contrib_quantize_v2", _quantize_v2, inputs=("data",),
+    params=[Param("out_type", "enum", "int8", choices=("auto", "int8", "uint8"))] + _CALIB,
+    nondiff=True, family="quantize", **_OUTS,
+    doc="Quantize float32 data with calibrated ranges, or the data's own min/max; 'auto' "
+        "picks uint8 for a non-negative calibrated range."))
+register(OpDef(
+    "_contrib_dequantize", _dequantize, inputs=("data", "min_range", "max_range"),
+    params=[Param("out_type", "enum", "float32", choices=("float32",))], nondiff=True,
+    family="quantize", doc="Dequantize uint8/int8 data to float32 with its ranges."))
+register(OpDef(
+    "_contrib_requantize", _requantize, inputs=("data", "min_range", "max_range"),
+    params=[Param("out_type", "enum", "int8", choices=("auto", "int8", "uint8"))] + _CALIB,
+    nondiff=True, family="quantize", **_OUTS,
+    doc="Requantize int32 data (with its ranges) to int8 over the calibrated range or the "
+        "data's own range."))

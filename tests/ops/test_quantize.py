@@ -1,0 +1,73 @@
+"""contrib.quantize / quantize_v2 / dequantize / requantize (gpunda/ops/quantize.py)
+against MXNet's reference kernels written in NumPy, and the values of MXNet's
+test_operator::test_quantization_op."""
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda import nd
+from gpunda.base import GpundaError
+
+c = nd.contrib
+_X = (np.random.default_rng(0).standard_normal((4, 5)) * 3).astype(np.float32)
+
+
+def _int8(x, r):
+    s = np.float32(127.0 / r)
+    return np.trunc(np.sign(x) * np.minimum(np.abs(x) * s + np.float32(0.5), 127)).astype(np.int8)
+
+
+def test_mxnets_own_quantize_dequantize_values():
+    a = nd.array([[0.1392, 0.5928], [0.6027, 0.8579]])
+    qa, lo, hi = c.quantize(a, nd.array([0.0]), nd.array([1.0]), out_type="int8")
+    assert qa.dtype == np.int8 and qa.asnumpy().tolist() == [[18, 75], [77, 109]]
+    back = c.dequantize(qa, lo, hi, out_type="float32")
+    np.testing.assert_allclose(back.asnumpy(), [[0.14173228, 0.5905512], [0.6062992, 0.8582677]],
+                               rtol=1e-6)
+
+
+def test_int8_is_zero_centred_and_uint8_affine():
+    q, lo, hi = c.quantize(nd.array(_X), nd.array([-2.5]), nd.array([4.0]), out_type="int8")
+    np.testing.assert_array_equal(q.asnumpy(), _int8(_X, 4.0))
+    assert (lo.asnumpy().tolist(), hi.asnumpy().tolist()) == ([-4.0], [4.0])
+    x = np.abs(_X).clip(0.5, 6.0)
+    q, lo, hi = c.quantize(nd.array(x), nd.array([0.5]), nd.array([6.0]))   # uint8 default
+    ref = np.trunc((x - np.float32(0.5)) * np.float32(255 / 5.5) + np.float32(0.5))
+    assert q.dtype == np.uint8
+    np.testing.assert_array_equal(q.asnumpy(), ref.astype(np.uint8))
+    back = c.dequantize(q, lo, hi).asnumpy()
+    np.testing.assert_allclose(back, x, atol=5.5 / 255)
+
+
+def test_quantize_v2_uses_calibration_or_the_datas_range():
+    q, lo, hi = c.quantize_v2(nd.array(_X))
+    r = np.abs(_X).max()
+    np.testing.assert_array_equal(q.asnumpy(), _int8(_X, r))
+    np.testing.assert_allclose([lo.asscalar(), hi.asscalar()], [-r, r])
+    q, lo, hi = c.quantize_v2(nd.array(np.abs(_X)), min_calib_range=0.0, max_calib_range=5.0,
+                              out_type="auto")
+    assert q.dtype == np.uint8      # 'auto' with a non-negative calibrated range
+    q8 = nd.array([[1, -3]], dtype="int8")
+    q, lo, hi = c.quantize_v2(q8)
+    assert q.dtype == np.int8 and (lo.asscalar(), hi.asscalar()) == (-127.0, 127.0)
+
+
+def test_requantize_int32_to_int8():
+    i32 = np.array([[-2 ** 30, 5 * 10 ** 8, 12345678, -7], [2 ** 30, 3, -4 * 10 ** 8, 10 ** 9]],
+                   dtype=np.int32)
+    x = i32.astype(np.float32) * np.float32(20.0 / 2147483647.0)
+    q, lo, hi = c.requantize(nd.array(i32, dtype="int32"), nd.array([-10.0]), nd.array([20.0]))
+    np.testing.assert_array_equal(q.asnumpy(), _int8(x, np.abs(x).max()))
+    q, lo, hi = c.requantize(nd.array(i32, dtype="int32"), nd.array([-10.0]), nd.array([20.0]),
+                             min_calib_range=-4.0, max_calib_range=3.0)
+    np.testing.assert_array_equal(q.asnumpy(), _int8(x, 4.0))
+    assert (lo.asscalar(), hi.asscalar()) == (-4.0, 4.0)
+
+
+def test_bad_dtypes_are_named():
+    with pytest.raises(GpundaError, match="_contrib_quantize.*float32"):
+        c.quantize(nd.ones((2,), dtype="float64"), nd.array([0.0]), nd.array([1.0]))
+    with pytest.raises(GpundaError, match="_contrib_dequantize.*uint8 or int8"):
+        c.dequantize(nd.ones((2,), dtype="int32"), nd.array([0.0]), nd.array([1.0]))
+    with pytest.raises(GpundaError, match="out_type"):
+        c.quantize(nd.ones((2,)), nd.array([0.0]), nd.array([1.0]), out_type="int4")
