@@ -72,7 +72,8 @@ def test_random_crop_follows_the_coverage_rules(img):
         px = BOXES[:, 1:5] * [50, 40, 50, 40]
         iw = np.minimum(px[:, 2], x + w) - np.maximum(px[:, 0], x)
         ih = np.minimum(px[:, 3], y + h) - np.maximum(px[:, 1], y)
-        cov = np.where((iw > 0) & (ih > 0), iw * ih, 0) / ((px[:, 2] - px[:, 0]) * (px[:, 3] - px[:, 1]))
+        areas = (px[:, 2] - px[:, 0]) * (px[:, 3] - px[:, 1])
+        cov = np.where((iw > 0) & (ih > 0), iw * ih, 0) / areas
         assert (cov[cov > 0] > 0.3).all()
 
 

@@ -73,7 +73,8 @@ def test_pad_width_estimate_mirror_and_image_list(det_rec):
     it = mx.io.ImageDetRecordIter(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=5,
                                   path_imglist=str(tmp / "det.lst"))
     label = it.next().label[0].asnumpy()
-    np.testing.assert_array_equal(label[3], np.float32([3, 8, 8, 8, 2, 6, 3, 0.1, 0.1, 0.5, 0.5, 9]))
+    np.testing.assert_array_equal(label[3],
+                                  np.float32([3, 8, 8, 8, 2, 6, 3, 0.1, 0.1, 0.5, 0.5, 9]))
 
 
 def test_bad_arguments(det_rec):
