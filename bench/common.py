@@ -5,6 +5,11 @@ so results can be checked against NumPy before anything is timed.
 """
 from __future__ import annotations
 
+import os
+import struct
+import tempfile
+from pathlib import Path
+
 import numpy as np
 
 # case name -> (workload, description)
@@ -23,10 +28,12 @@ CASES = {
     "w7_cnn_step": ("W7", "demo CNN training step, batch 64, imperative (s per sample)"),
     "w7_cnn_step_hybrid": ("W7", "demo CNN training step, batch 64, hybridized (s per sample)"),
     "w8_lstm_step": ("W8", "2-layer LSTM forward+backward, seq 35, batch 32, input 256, hidden 256"),
+    "w9_imagerec": ("W9", "ImageRecordIter batch 32 of 500x375 JPEGs: decode, resize 256, "
+                          "centre crop 224, mean/std (s per sample)"),
 }
 
 # per-op cases report time per op; others report time per call (W7: per sample)
-PER_UNIT = {"w2_chain100": 100, "w7_cnn_step": 64, "w7_cnn_step_hybrid": 64}
+PER_UNIT = {"w2_chain100": 100, "w7_cnn_step": 64, "w7_cnn_step_hybrid": 64, "w9_imagerec": 32}
 
 
 def time_block(fn, reps, clock):
@@ -91,6 +98,78 @@ def lstm_inputs():
     x = r.uniform(-1, 1, (s["seq"], s["batch"], s["inputs"])).astype(np.float32)
     head = r.uniform(-1, 1, (s["seq"], s["batch"], s["hidden"])).astype(np.float32)
     return x, head
+
+
+# W9: issue 14 asks ImageRecordIter at >= 0.8x MXNet's throughput (<= 1.25x its time)
+IMAGEREC = dict(images=256, height=375, width=500, quality=90, batch=32, data_shape=(3, 224, 224),
+                resize=256, mean=(123.68, 116.28, 103.53), std=(58.395, 57.12, 57.375))
+
+
+def imagerec_threads():
+    """Decoding threads of W9: the suite's --threads (run.py exports it as OMP_NUM_THREADS)."""
+    return max(1, int(os.environ.get("OMP_NUM_THREADS", "1")))
+
+
+def imagerec_file():
+    """W9's .rec file (seeded smooth images with noise, JPEG), made once in the temp folder
+    by the first worker that needs it (the NumPy floor's, which has OpenCV and gpunda)."""
+    p = IMAGEREC
+    path = Path(tempfile.gettempdir()) / (f"gpunda-bench-w9-{p['images']}x{p['height']}x"
+                                          f"{p['width']}-q{p['quality']}.rec")
+    if path.exists():
+        return str(path)
+    import cv2
+
+    from gpunda import recordio
+    r = rng(9)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    w = recordio.MXRecordIO(str(tmp), "w")
+    for k in range(p["images"]):
+        small = r.integers(0, 256, (12, 16, 3), dtype=np.uint8)
+        img = cv2.resize(small, (p["width"], p["height"]), interpolation=cv2.INTER_CUBIC)
+        img = np.clip(img + r.integers(-20, 21, img.shape), 0, 255).astype(np.uint8)
+        w.write(recordio.pack_img(recordio.IRHeader(0, float(k % 10), k, 0), img,
+                                  quality=p["quality"]))
+    w.close()
+    os.replace(tmp, path)     # atomic: a worker never sees half a file
+    return str(path)
+
+
+def imagerec_payloads(path):
+    """The image bytes of each record of a .rec file (RecordIO framing and IRHeader parsed
+    here, so the floor does not lean on any framework's reader)."""
+    data, out, pos = Path(path).read_bytes(), [], 0
+    while pos < len(data):
+        parts = []
+        while True:
+            magic, lrec = struct.unpack_from("<II", data, pos)
+            assert magic == 0xCED7230A, f"{path}: bad RecordIO magic at byte {pos}"
+            cflag, length = lrec >> 29, lrec & ((1 << 29) - 1)
+            parts.append(data[pos + 8:pos + 8 + length])
+            pos += 8 + length + (-length % 4)
+            if cflag in (0, 3):
+                break
+        rec = struct.pack("<I", 0xCED7230A).join(parts)
+        flag = struct.unpack_from("<I", rec)[0]
+        out.append(rec[24 + 4 * flag:])
+    return out
+
+
+def numpy_imagerec_image(buf):
+    """One W9 image by hand with OpenCV: decode, shorter edge to 256, centre crop, RGB CHW,
+    (x - mean) / std."""
+    import cv2
+    p = IMAGEREC
+    img = cv2.imdecode(np.frombuffer(buf, np.uint8), cv2.IMREAD_COLOR)
+    rows, cols = img.shape[:2]
+    s = p["resize"]
+    img = cv2.resize(img, (s, s * rows // cols) if rows > cols else (s * cols // rows, s),
+                     interpolation=cv2.INTER_LINEAR)
+    _, h, w = p["data_shape"]
+    y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+    chw = img[y:y + h, x:x + w, ::-1].transpose(2, 0, 1).astype(np.float32)
+    mean = np.float32(p["mean"])[:, None, None]
+    return (chw - mean) / np.float32(p["std"])[:, None, None]
 
 
 def cnn_inputs(batch=64):

@@ -65,6 +65,23 @@ class NumpyFloor(Framework):
         x = C.graph50_input()
         return (lambda: C.numpy_graph50(x)), C.numpy_graph50(x)
 
+    def w9_imagerec(self):
+        from concurrent.futures import ThreadPoolExecutor
+        payloads = C.imagerec_payloads(C.imagerec_file())
+        batch = C.IMAGEREC["batch"]
+        pool = ThreadPoolExecutor(C.imagerec_threads())
+        pos = [0]
+
+        def step():
+            if pos[0] + batch > len(payloads):
+                pos[0] = 0
+            chunk = payloads[pos[0]:pos[0] + batch]
+            pos[0] += batch
+            return np.stack(list(pool.map(C.numpy_imagerec_image, chunk)))
+        first = step()
+        pos[0] = 0
+        return step, first
+
     def w5_csr_dot(self):
         a, d = C.csr_inputs()
         return (lambda: a @ d), a @ d
@@ -261,6 +278,28 @@ class Gpunda(Framework):
         self.sync()
         return step, None
 
+    def w9_imagerec(self):
+        """One batch of mx.io.ImageRecordIter (the same arguments in gpunda and MXNet),
+        starting the next epoch at the end."""
+        p = C.IMAGEREC
+        it = self.mx.io.ImageRecordIter(
+            path_imgrec=C.imagerec_file(), data_shape=p["data_shape"], batch_size=p["batch"],
+            resize=p["resize"], rand_crop=False, rand_mirror=False, shuffle=False,
+            mean_r=p["mean"][0], mean_g=p["mean"][1], mean_b=p["mean"][2],
+            std_r=p["std"][0], std_g=p["std"][1], std_b=p["std"][2],
+            preprocess_threads=C.imagerec_threads())
+
+        def step():
+            try:
+                batch = it.next()
+            except StopIteration:
+                it.reset()
+                batch = it.next()
+            return batch.data[0].as_in_context(self.ctx)
+        first = step().asnumpy()
+        it.reset()
+        return step, first
+
 
 # ---------------------------------------------------------------------------
 class Torch(Framework):
@@ -437,6 +476,7 @@ class MXNet(Framework):
     w4_graph50 = Gpunda.w4_graph50
     _graph50_block = Gpunda._graph50_block
     w8_lstm_step = Gpunda.w8_lstm_step
+    w9_imagerec = Gpunda.w9_imagerec
 
     @property
     def ctx(self):

@@ -94,10 +94,3 @@ def test_create_augmenter_order_and_output():
     assert '"resizeaug"' in augs[0].dumps()
     with pytest.raises(GpundaError, match="rand_resize"):
         mx.image.CreateAugmenter((3, 8, 8), rand_resize=True)
-
-
-def test_not_built_parts_say_so():
-    with pytest.raises(GpundaError, match="not supported yet"):
-        mx.image.ImageIter(2, (3, 8, 8))
-    with pytest.raises(GpundaError, match="not supported yet"):
-        mx.image.CreateDetAugmenter((3, 8, 8))

@@ -93,5 +93,5 @@ def test_bad_input(tmp_path):
         mx.io.MNISTIter(image=str(tmp_path / "img"), label=_p("lab-idx1-ubyte"))
     with pytest.raises(GpundaError, match="not an MNIST label"):
         mx.io.MNISTIter(image=_p("img-idx3-ubyte"), label=_p("img-idx3-ubyte"))
-    with pytest.raises(GpundaError, match="ImageDetRecordIter is not supported yet"):
-        mx.io.ImageDetRecordIter(path_imgrec="x.rec", data_shape=(3, 8, 8), batch_size=1)
+    with pytest.raises(GpundaError, match="ImageRecordIter_v1 is not supported yet"):
+        mx.io.ImageRecordIter_v1(path_imgrec="x.rec", data_shape=(3, 8, 8), batch_size=1)

@@ -1,8 +1,9 @@
 """MXNet 1.x ``mx.image``: decoding, resizing and cropping images, and the augmenters.
 
 Decoding and resizing go through OpenCV (``pip install 'gpunda[image]'``), as MXNet's did,
-so pixels match MXNet's; they run on the host. ``ImageIter`` and the detection module
-(``mx.image.detection``) are not built yet: they import and raise when used.
+so pixels match MXNet's; they run on the host. ``ImageIter`` reads .rec files or image
+lists; ``mx.image.detection`` (alias ``mx.image.det``) holds ``ImageDetIter`` and the
+detection augmenters.
 """
 from .image import (imread, imdecode, imresize, copyMakeBorder, scale_down,  # noqa: F401
                     resize_short, fixed_crop, random_crop, center_crop, color_normalize,
@@ -16,30 +17,9 @@ from . import image  # noqa: F401
 from .. import ndarray as nd  # noqa: F401
 from ..base import numeric_types  # noqa: F401
 from ..util import is_np_array  # noqa: F401
-from .._not_built import NotBuiltError as _NotBuilt
-
-
-class ImageIter:
-    """MXNet's image iterator over .rec files or image lists: not built yet."""
-
-    def __init__(self, *args, **kwargs):
-        raise _NotBuilt("mx.image.ImageIter is not supported yet: gpunda does not build "
-                        "MXNet's image iterators yet (use gluon.data.vision datasets)")
-
-
-class ImageDetIter(ImageIter):
-    """MXNet's detection image iterator: not built yet."""
-
-
-def _not_built(name):
-    def fn(*args, **kwargs):
-        raise _NotBuilt(f"mx.image.{name} is not supported yet: gpunda does not build "
-                        f"MXNet's detection augmenters yet")
-    fn.__name__ = name
-    return fn
-
-
-for _name in ("CreateDetAugmenter", "CreateMultiRandCropAugmenter", "DetAugmenter",
-              "DetBorrowAug", "DetHorizontalFlipAug", "DetRandomCropAug", "DetRandomPadAug",
-              "DetRandomSelectAug"):
-    globals()[_name] = _not_built(_name)
+from .image_iter import ImageIter  # noqa: F401,E402
+from . import detection  # noqa: E402
+from . import detection as det  # noqa: F401,E402
+from .detection import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401,E402
+                        DetHorizontalFlipAug, DetRandomCropAug, DetRandomPadAug,
+                        CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)

@@ -6,11 +6,11 @@ from .io import (DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter,  # 
                  NDArrayIter)
 
 _LAZY = {name: "native" for name in ("MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
-                                     "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1",
-                                     "ImageDetRecordIter")}
+                                     "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1")}
 _LAZY.update({name: "image_rec" for name in ("ImageRecordIter", "ImageRecordUInt8Iter",
                                              "ImageRecordInt8Iter")})
-_LAZY.update(utils="utils", native="native", image_rec="image_rec")
+_LAZY.update(ImageDetRecordIter="image_det_rec")
+_LAZY.update(utils="utils", native="native", image_rec="image_rec", image_det_rec="image_det_rec")
 
 
 def __getattr__(name):

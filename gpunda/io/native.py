@@ -19,7 +19,7 @@ from .io import DataBatch, DataDesc, DataIter
 
 __all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
            "ImageRecordIter_v1",
-           "ImageRecordUInt8Iter_v1", "ImageDetRecordIter"]
+           "ImageRecordUInt8Iter_v1"]
 
 _DTYPES = {None: np.float32, "float32": np.float32, "float64": np.float64,
            "int32": np.int32, "int64": np.int64}
@@ -359,4 +359,3 @@ def _not_supported(name):
 
 ImageRecordIter_v1 = _not_supported("ImageRecordIter_v1")
 ImageRecordUInt8Iter_v1 = _not_supported("ImageRecordUInt8Iter_v1")
-ImageDetRecordIter = _not_supported("ImageDetRecordIter")
