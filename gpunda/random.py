@@ -136,8 +136,9 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
 
 
 def randn(*shape, **kwargs):
-    """Standard normal samples of the given shape."""
-    return normal(0, 1, shape=shape or (1,), **kwargs)
+    """Normal samples of the given shape (``loc``/``scale`` keywords, default 0 and 1)."""
+    loc, scale = kwargs.pop("loc", 0), kwargs.pop("scale", 1)
+    return normal(loc, scale, shape=shape or (1,), **kwargs)
 
 
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):

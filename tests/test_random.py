@@ -178,3 +178,36 @@ def test_rand_zipfian_follows_the_log_uniform_distribution():
     outs = mx.sym.Group(list(mx.sym.contrib.rand_zipfian(mx.sym.var("t"), 5, k)))
     got = outs.eval(t=mx.nd.array([3]))
     assert got[0].shape == (5,) and got[0].dtype == np.int64 and got[1].shape == (1,)
+
+
+def test_sample_unique_zipfian_draws_distinct_classes_and_counts_trials():
+    from scipy import stats
+    op = mx.nd._internal._sample_unique_zipfian
+    mx.random.seed(5)
+    classes, trials = op(50, shape=(3, 40))
+    for row in classes.asnumpy():
+        assert len(set(row.tolist())) == 40 and row.min() >= 0 and row.max() < 50
+    assert classes.dtype == np.int64 and (trials.asnumpy() >= 40).all()
+    mx.random.seed(5)
+    again, trials2 = op(50, shape=(3, 40))
+    assert (again.asnumpy() == classes.asnumpy()).all()
+    assert (trials2.asnumpy() == trials.asnumpy()).all()
+    # one class per row is one draw: round(exp(u log R)) - 1 puts mass
+    # log((k + 1.5) / (k + 0.5)) / log R on k >= 1 and log(1.5) / log R on 0
+    r = 10
+    first, t = op(r, shape=(4000, 1))
+    assert (t.asnumpy() == 1).all()
+    k = np.arange(r)
+    p = (np.log(np.minimum(k + 1.5, r)) - np.log(np.maximum(k + 0.5, 1.0))) / np.log(r)
+    assert np.isclose(p.sum(), 1.0)
+    counts = np.bincount(first.asnumpy().ravel(), minlength=r)
+    assert stats.chisquare(counts, 4000 * p).pvalue > 1e-3
+    with pytest.raises(mx.GpundaError, match="num_sampled=5 exceeds range_max=4"):
+        op(4, shape=(1, 5))
+
+
+def test_randn_takes_loc_and_scale_keywords():
+    mx.random.seed(2)
+    x = mx.nd.random.randn(20000, loc=10.0, scale=0.5).asnumpy()
+    assert x.shape == (20000,)
+    assert abs(x.mean() - 10.0) < 0.02 and abs(x.std() - 0.5) < 0.02
