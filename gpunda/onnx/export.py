@@ -248,6 +248,10 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
             alias = g.fresh(sym.list_outputs()[k])
             g.add("Identity", [name], [alias])
             name = alias
+        want = sym.list_outputs()[k]
+        if name != want and want not in g._taken and node.op is not None:
+            _rename(g.nodes, name, want)   # the graph output keeps MXNet's name
+            name = want
         seen.add(name)
         shape = shapes[(id(node), i)]
         vary = varying.get((id(node), i), ())
@@ -266,6 +270,14 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
     except onnx.checker.ValidationError as e:
         raise GpundaError(f"export_model: the ONNX model fails onnx.checker: {e}") from None
     return model
+
+
+def _rename(nodes, old, new):
+    for n in nodes:
+        for seq in (n.input, n.output):
+            for k, v in enumerate(seq):
+                if v == old:
+                    seq[k] = new
 
 
 def _write_atomically(data, path):
