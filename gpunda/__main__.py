@@ -41,7 +41,7 @@ def info(argv=()):
     return 0
 
 
-_COMMANDS = ("info", "demo", "inspect", "run")
+_COMMANDS = ("info", "demo", "inspect", "run", "export-onnx")
 
 
 def _info_parser():
@@ -62,7 +62,8 @@ def main(argv=None):
     parser.add_argument("command", choices=list(_COMMANDS),
                         help="info: versions and devices; demo: train a small CNN on digits; "
                              "inspect: show an NDArray file or symbol JSON; "
-                             "run: run a script in which `import mxnet` gives gpunda")
+                             "run: run a script in which `import mxnet` gives gpunda; "
+                             "export-onnx: an MXNet checkpoint to ONNX")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
@@ -83,6 +84,9 @@ def main(argv=None):
         if cmd == "demo":
             from gpunda import demo
             return demo.main(rest)
+        if cmd == "export-onnx":
+            from gpunda.onnx import _cli
+            return _cli.main(rest)
         from gpunda import _inspect
         return _inspect.main(rest)
     except KeyboardInterrupt:
