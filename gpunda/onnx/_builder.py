@@ -103,9 +103,17 @@ class GraphBuilder:
     def weight(self, node, i):
         """The value of input ``i`` when it is a parameter (an initializer), else None."""
         n, k = node.inputs[i]
-        if n.op is None and n.name in self.weights:
-            return self.weights[n.name]
-        return None
+        if n.op is None:
+            return self.weights.get(n.name)
+        # computed from parameters only (gluon's RNN layers concatenate theirs): evaluate
+        from ..symbol.symbol import Symbol
+        from .. import ndarray as nd
+        sub = Symbol([(n, k)])
+        names = sub.list_inputs()
+        if not all(m in self.weights for m in names):
+            return None
+        return sub.eval(**{m: nd.array(self.weights[m], dtype=self.weights[m].dtype)
+                           for m in names})[0].asnumpy()
 
     # -- building ------------------------------------------------------------------------
     def add(self, op_type, inputs, outputs=1, **attrs):
