@@ -128,13 +128,19 @@ def _infer(sym, inputs, weights):
 
 def _varying(sym, inputs, weights, dynamic_shapes, base_shapes):
     """Which dims of each entry change when the dynamic input dims change."""
-    bumped = []
-    for (n, s, t), dyn in zip(inputs, dynamic_shapes):
-        bumped.append((n, tuple(d + 1 if dyn[k] is None else d for k, d in enumerate(s)), t))
-    try:
-        other, _ = _infer(sym, bumped, weights)
-    except GpundaError:
-        other = {}
+    def bump(only_first):
+        return [(n, tuple(d + 1 if dyn[k] is None and (k == 0 or not only_first) else d
+                          for k, d in enumerate(s)), t)
+                for (n, s, t), dyn in zip(inputs, dynamic_shapes)]
+    other = {}
+    # all dynamic dims at once; if the graph cannot take that (a Dense layer fixes the
+    # spatial size), the batch dims alone
+    for only_first in (False, True):
+        try:
+            other, _ = _infer(sym, bump(only_first), weights)
+            break
+        except GpundaError:
+            continue
     res = {}
     for key, s in base_shapes.items():
         o = other.get(key)
