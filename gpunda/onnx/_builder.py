@@ -92,6 +92,11 @@ class GraphBuilder:
     def out_dtype(self, node, i=0):
         return np.dtype(self._dtypes[(id(node), i)])
 
+    def set_output_type(self, node, i, shape, dtype):
+        """Record what a converter learned by evaluating ``node`` (a constant's dtype)."""
+        self._shapes[(id(node), i)] = tuple(shape)
+        self._dtypes[(id(node), i)] = np.dtype(dtype)
+
     def varying_in(self, node, i):
         """Dims of input ``i`` that change with the dynamic input dims (empty if static)."""
         n, k = node.inputs[i]

@@ -14,7 +14,8 @@ __all__ = ["CONVERTERS", "register", "converter_for", "load_all"]
 
 CONVERTERS: dict = {}
 
-_FAMILIES = ("ops_nn", "ops_conv", "ops_norm", "ops_math", "ops_tensor", "ops_rnn")
+_FAMILIES = ("ops_nn", "ops_conv", "ops_norm", "ops_math", "ops_tensor", "ops_rnn",
+             "ops_contrib")
 _loaded = False
 
 

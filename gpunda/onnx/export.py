@@ -265,7 +265,7 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
         graph_outputs.append(helper.make_tensor_value_info(
             name, g.onnx_dtype(dtypes[(id(node), i)]), dims))
     used = {x for n in g.nodes for x in n.input} | {o.name for o in graph_outputs}
-    inits = [numpy_helper.from_array(np.ascontiguousarray(v), k)
+    inits = [numpy_helper.from_array(np.asarray(v, order="C"), k)
              for k, v in list(weights.items()) + list(g.constants.items()) if k in used]
     graph = helper.make_graph(g.nodes, "gpunda_exported_model", graph_inputs, graph_outputs,
                               initializer=inits)

@@ -37,19 +37,19 @@ def deconvolution(g, node):
     pad = _spatial(node, g, nd, "pad", 0)
     in_sp = g.in_shape(node, 0)[2:]
     out_sp = g.out_shape(node)[2:]
+    target = tuple(p.target_shape or ())
+    by_target = any(t > 0 for t in target)
     begin, end, extra = [], [], []
     for i in range(nd):
         full = stride[i] * (in_sp[i] - 1) + dil[i] * (p.kernel[i] - 1) + 1
-        # MXNet picks pad/adj itself for target_shape; any split giving its size is the same
         total = full - out_sp[i]
-        b = min(pad[i], max(total, 0)) if total >= 0 else 0
+        # MXNet crops ``pad`` rows in front (with target_shape: the larger half) and the
+        # rest at the end; a negative rest is ONNX's output_padding
+        b = (total + 1) // 2 if by_target else pad[i]
         e = total - b
-        adj = 0
-        if e < 0:
-            adj, e = -e, 0
         begin.append(b)
-        end.append(e)
-        extra.append(adj)
+        end.append(max(e, 0))
+        extra.append(max(-e, 0))
     ins = [g.inp(node, 0), g.inp(node, 1)] + ([] if p.no_bias else [g.inp(node, 2)])
     g.add("ConvTranspose", ins, [g.out(node)], kernel_shape=list(p.kernel), strides=stride,
           dilations=dil, pads=begin + end, group=int(p.num_group),

@@ -188,7 +188,9 @@ def pick(g, node):
     if p.axis is None:
         raise g.unsupported(node, "axis=None")
     axis = p.axis % len(shape)
-    idx = g.unsqueeze(_indices(g, node, 1, shape[axis], p.mode), [axis])
+    idx = _indices(g, node, 1, shape[axis], p.mode)
+    if len(g.in_shape(node, 1)) < len(shape):
+        idx = g.unsqueeze(idx, [axis])
     y = g.add("GatherElements", [g.inp(node, 0), idx], axis=axis)
     if p.keepdims:
         g.bind(node, 0, y)
@@ -229,9 +231,9 @@ def fill_like(g, node):
 def constant(g, node):
     # a graph constant: evaluate it once with gpunda itself
     from .. import imperative
-    from ..ndarray import NDArray  # noqa: F401
-    out = imperative.invoke(node.op.name, [], **node.p.attrs())
-    g.bind(node, 0, g.const(out.asnumpy(), hint="value"))
+    out = imperative.invoke(node.op.name, [], **node.p.attrs()).asnumpy()
+    g.set_output_type(node, 0, out.shape, out.dtype)
+    g.bind(node, 0, g.const(out, hint="value"))
 
 
 @register("shape_array")

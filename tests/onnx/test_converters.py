@@ -17,10 +17,16 @@ def _f(*shape, lo=-1.0, hi=1.0):
 
 x = S.var("data")
 y = S.var("other")
+idx = S.var("idx")
+lens = S.var("lens")
+cls = S.var("cls")
+cls2 = S.var("cls2")
 w = S.var("w")
 b = S.var("b")
 
-# (id, symbol, data inputs, parameters)
+# (id, symbol, data inputs, parameters); built with their own name counters (conftest.py)
+_NAMES = mx.name.NameManager()
+_NAMES.__enter__()
 CASES = [
     ("conv_group_dilate", S.Convolution(x, w, b, kernel=(3, 3), num_filter=4, num_group=2,
                                          stride=(2, 1), pad=(1, 2), dilate=(1, 2)),
@@ -119,7 +125,7 @@ CASES = [
     ("bilinear_resize", S.contrib.BilinearResize2D(x, height=6, width=5, align_corners=True),
      {"data": _f(1, 2, 3, 4)}, {}),
     ("tile_repeat_take", S.tile(x, reps=(2, 1)).sum(axis=0) + S.repeat(x, repeats=2, axis=0)
-     .sum(axis=0) + S.take(x, S.var("idx"), axis=0).sum(axis=0),
+     .sum(axis=0) + S.take(x, idx, axis=0).sum(axis=0),
      {"data": _f(3, 4), "idx": np.array([2, 0, 1], np.float32)}, {}),
     ("broadcast_to_like_reverse", S.broadcast_to(x, shape=(3, 4)) + S.broadcast_like(x, y)
      + S.reverse(y, axis=1) + S.zeros_like(y) + S.ones_like(y),
@@ -132,19 +138,77 @@ CASES = [
      {"data": _f(3, 4), "other": _f(3, 4)}, {}),
     ("depth_space", S.depth_to_space(S.space_to_depth(x, block_size=2), block_size=2),
      {"data": _f(1, 2, 4, 4)}, {}),
+    ("selfatt", S.Group([S.contrib.interleaved_matmul_selfatt_qk(x, heads=2),
+                         S.contrib.interleaved_matmul_selfatt_valatt(
+                             x, S.softmax(S.contrib.interleaved_matmul_selfatt_qk(x, heads=2)),
+                             heads=2)]), {"data": _f(3, 2, 24)}, {}),
+    ("arange_like", S.Group([S.contrib.arange_like(x, start=1.5, step=0.5, repeat=2),
+                             S.contrib.arange_like(x, axis=1)]), {"data": _f(2, 5)}, {}),
+    ("roi_pooling", S.ROIPooling(x, y, pooled_size=(2, 2), spatial_scale=0.5),
+     {"data": _f(1, 2, 8, 8), "other": np.array([[0, 0, 0, 8, 8], [0, 4, 2, 14, 12]],
+                                                np.float32)}, {}),
+    ("gather_nd_one_hot_pick", S.Group([
+        S.gather_nd(x, idx), S.one_hot(idx, depth=4, on_value=2.0),
+        S.pick(x, cls, axis=1), S.pick(x, cls2, axis=1, keepdims=True)]),
+     {"data": _f(3, 4), "idx": np.array([[0, 2, 1], [1, 3, 0]], np.float32),
+      "cls": np.array([3, 0, 2], np.float32), "cls2": np.array([[1], [2], [0]], np.float32)},
+     {}),
+    ("sequence_mask", S.Group([S.SequenceMask(x, lens, use_sequence_length=True,
+                                              value=-1.0),
+                               S.SequenceMask(S.swapaxes(x, 0, 1), lens,
+                                              use_sequence_length=True, axis=1)]),
+     {"data": _f(4, 3, 2), "lens": np.array([1, 4, 2], np.float32)}, {}),
+    ("slice_like_reshape_like", S.Group([S.slice_like(x, y), S.reshape_like(y, S.var("z"))]),
+     {"data": _f(3, 5), "other": _f(2, 4), "z": _f(4, 2)}, {}),
+    ("constants", x + S.zeros((2, 3)) + S.ones((2, 3)) * 2
+     + S.broadcast_to(S.arange(0, 3).reshape((1, 3)), shape=(2, 3)) + S.full((2, 3), 0.5),
+     {"data": _f(2, 3)}, {}),
+    ("adaptive_pool", S.Group([S.contrib.AdaptiveAvgPooling2D(x, output_size=1),
+                               S.contrib.AdaptiveAvgPooling2D(x, output_size=(2, 3))]),
+     {"data": _f(1, 2, 4, 6)}, {}),
+    ("misc_unary", S.Group([S.hard_sigmoid(x, alpha=0.3, beta=0.4), S.argmax_channel(x),
+                            S.broadcast_axis(S.sum(x, axis=1, keepdims=True), axis=1, size=3),
+                            S.norm(x), S.topk(x, k=2, ret_typ="both"),
+                            S.broadcast_hypot(x, y), S.softmin(x), S.log_softmax(x, axis=0),
+                            S.LeakyReLU(x, act_type="rrelu", lower_bound=0.1,
+                                        upper_bound=0.3)]),
+     {"data": _f(3, 4), "other": _f(1, 4)}, {}),
+    ("l2norm_modes", S.Group([S.L2Normalization(x, mode="instance"),
+                              S.L2Normalization(x, mode="spatial")]),
+     {"data": _f(2, 3, 2, 2)}, {}),
+    ("deconv_target_shape", S.Deconvolution(x, w, kernel=(3, 3), num_filter=2, stride=(2, 2),
+                                            target_shape=(8, 9)),
+     {"data": _f(1, 3, 4, 5)}, {"w": _f(3, 2, 3, 3)}),
+    ("batchnorm_last_axis", S.BatchNorm(x, S.var("g"), b, S.var("m"), S.var("v"), axis=-1,
+                                        fix_gamma=False),
+     {"data": _f(2, 3, 4)},
+     {"g": _f(4, lo=.5, hi=1.5), "b": _f(4), "m": _f(4), "v": _f(4, lo=.5, hi=1.5)}),
+    ("softmax_output_multi", S.SoftmaxOutput(x, multi_output=True, name="softmax"),
+     {"data": _f(2, 3, 4)}, {}),
+    ("softmax_output_preserve", S.SoftmaxOutput(x, preserve_shape=True, name="softmax"),
+     {"data": _f(2, 3, 4)}, {}),
+    ("softmax_output_flat", S.SoftmaxOutput(x, name="softmax"), {"data": _f(2, 3, 4)}, {}),
+    ("take_modes", S.Group([S.take(x, idx, mode="wrap"),
+                            S.take(x, idx, axis=1, mode="clip")]),
+     {"data": _f(3, 4), "idx": np.array([[-1, 5], [2, 0]], np.float32)}, {}),
 ]
+_NAMES.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_converter_roundtrip(case, tmp_path):
     _, sym, data, params = case
-    names = [n for n in sym.list_inputs() if n not in params and n != "softmax_label"]
+    names = [n for n in sym.list_inputs() if n not in params and not n.endswith("_label")]
     feed = {n: data[n] for n in names}
     args = {k: mx.nd.array(v) for k, v in list(data.items()) + list(params.items())}
     args = {k: v for k, v in args.items() if k in sym.list_inputs()}
     aux = {k: args.pop(k) for k in sym.list_auxiliary_states()}
-    if "softmax_label" in sym.list_inputs():
-        args["softmax_label"] = mx.nd.zeros(feed[names[0]].shape[:1])
+    labels = [n for n in sym.list_inputs() if n.endswith("_label")]
+    if labels:
+        shapes = dict(zip(sym.list_arguments(), sym.infer_shape_partial(
+            **{k: v.shape for k, v in feed.items()})[0]))
+        for lab in labels:
+            args[lab] = mx.nd.zeros(shapes[lab])
     ex = sym.bind(mx.cpu(), args, aux_states=aux, grad_req="null")
     want = [o.asnumpy() for o in ex.forward(is_train=False)]
     path = tmp_path / "m.onnx"

@@ -169,3 +169,17 @@ def test_cli_export_onnx(tmp_path):
                        capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=os.getcwd()))
     assert r.returncode == 1 and "bogus" in r.stderr
+
+
+def test_random_samplers_export(tmp_path):
+    # samples cannot match gpunda's draw for draw: shape, dtype and range are checked
+    x = S.var("data")
+    sym = S.Group([S.broadcast_add(x, S.random.uniform(low=2, high=3, shape=(2, 500))),
+                   S.broadcast_add(x, S.random.normal(loc=5, scale=0.1, shape=(2, 500))),
+                   S.sample_multinomial(S.softmax(x), shape=(3,))])
+    path = tmp_path / "r.onnx"
+    mx.onnx.export_model(sym, {}, [(2, 500)], np.float32, str(path))
+    u, n, m = run_ort(path, {"data": np.zeros((2, 500), np.float32)})
+    assert u.shape == n.shape == (2, 500) and m.shape == (2, 3) and m.dtype == np.int32
+    assert 2 <= u.min() and u.max() <= 3 and abs(n.mean() - 5) < 0.05
+    assert 0 <= m.min() and m.max() < 500

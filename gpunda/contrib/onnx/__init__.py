@@ -65,8 +65,10 @@ def import_model(model_file):
     from ... import ndarray as nd
     from ._importer import OnnxImporter
     onnx, model = _load(model_file)
+    from ...name import NameManager
     imp = OnnxImporter(onnx, model)
-    sym = imp.run(_importers())
+    with NameManager():   # the names of an import do not depend on what came before
+        sym = imp.run(_importers())
     args = set(sym.list_arguments())
     auxs = set(sym.list_auxiliary_states())
     arg_params = {k: nd.array(v, dtype=v.dtype) for k, v in imp.params.items() if k in args}

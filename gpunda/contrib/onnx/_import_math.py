@@ -18,6 +18,7 @@ _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
                               "_lesser_equal_scalar"),
            "LessOrEqual": ("broadcast_lesser_equal", "_lesser_equal_scalar",
                            "_greater_equal_scalar"),
+           "Mod": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
            "And": ("broadcast_logical_and", None, None),
            "Or": ("broadcast_logical_or", None, None),
            "Xor": ("broadcast_logical_xor", None, None)}
@@ -35,6 +36,8 @@ def _scalar(v):
 @importer(*_BINARY)
 def binary(imp, node, attrs, ins):
     full, right, left = _BINARY[node.op_type]
+    if node.op_type == "Mod" and attrs.get("fmod", 0):
+        raise imp.unsupported("fmod=1 (MXNet's mod takes the divisor's sign)")
     a, b = imp.const(ins[0]), imp.const(ins[1])
     sa, sb = _scalar(a), _scalar(b)
     if sb is not None and right and ins[0] not in imp.consts:
@@ -158,10 +161,19 @@ def matmul(imp, node, attrs, ins):
 
 @importer("Where")
 def where(imp, node, attrs, ins):
-    c, x, y = (imp.get(i) for i in ins)
+    r = max(imp.rank(i) for i in ins)
+    c, x, y = (_to_rank(imp, i, r) for i in ins)
     # MXNet's where does not broadcast: cond and y take x's shape (x is the full shape
     # in the graphs MXNet models give)
     return _op(imp, "where", imp.sym.broadcast_like(c, x), x, imp.sym.broadcast_like(y, x))
+
+
+def _to_rank(imp, name, rank):
+    """Tensor ``name`` with leading 1-dims up to ``rank`` (ONNX broadcasting from the right)."""
+    s = imp.get(name)
+    for _ in range(rank - imp.rank(name)):
+        s = imp.sym.expand_dims(s, axis=0)
+    return s
 
 
 @importer("TopK")

@@ -112,6 +112,13 @@ def pool(imp, node, attrs, ins):
     return _op(imp, "Pooling", imp.get(ins[0]), **kw)
 
 
+@importer("MaxRoiPool")
+def max_roi_pool(imp, node, attrs, ins):
+    return _op(imp, "ROIPooling", imp.get(ins[0]), imp.get(ins[1]),
+               pooled_size=tuple(attrs["pooled_shape"]),
+               spatial_scale=float(attrs.get("spatial_scale", 1.0)))
+
+
 @importer("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
 def global_pool(imp, node, attrs, ins):
     kind = {"GlobalAveragePool": "avg", "GlobalMaxPool": "max", "GlobalLpPool": "lp"}

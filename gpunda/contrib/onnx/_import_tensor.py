@@ -11,6 +11,9 @@ from ._import_ops import importer, _op, _axes, _INT_BIG
 def reshape(imp, node, attrs, ins):
     if attrs.get("allowzero", 0):
         raise imp.unsupported("allowzero=1")
+    src = imp.shape_source.get(ins[1])
+    if src is not None:
+        return _op(imp, "reshape_like", imp.get(ins[0]), imp.get(src))
     shape = imp.need_const(ins[1], "the shape")
     return _op(imp, "Reshape", imp.get(ins[0]), shape=tuple(int(d) for d in shape))
 
@@ -128,7 +131,23 @@ def tile(imp, node, attrs, ins):
 
 @importer("Gather")
 def gather(imp, node, attrs, ins):
+    src, axis = imp.shape_source.get(ins[0]), imp.const(ins[1])
+    if src is not None and axis is not None and axis.ndim == 0:
+        imp.dim_source[node.output[0]] = (src, int(axis))   # one dim of a tensor's shape
     return _op(imp, "take", imp.get(ins[0]), imp.get(ins[1]), axis=int(attrs.get("axis", 0)),
+               mode="wrap")
+
+
+@importer("GatherElements")
+def gather_elements(imp, node, attrs, ins):
+    r = imp.rank(ins[0])
+    axis = int(attrs.get("axis", 0)) % r
+    ishape = imp.shapes.get(ins[1])
+    if ishape is None or ishape[axis] != 1:
+        raise imp.unsupported("indices with more than one entry along the axis (MXNet's "
+                              "pick takes one)")
+    # with keepdims, MXNet's pick takes the index with the axis kept, as ONNX does
+    return _op(imp, "pick", imp.get(ins[0]), imp.get(ins[1]), axis=axis, keepdims=True,
                mode="wrap")
 
 
@@ -159,8 +178,26 @@ def shape(imp, node, attrs, ins):
     return _op(imp, "shape_array", imp.get(ins[0]))
 
 
+@importer("Range")
+def range_(imp, node, attrs, ins):
+    start = imp.need_const(ins[0], "start")
+    delta = imp.need_const(ins[2], "delta")
+    dim = imp.dim_source.get(ins[1])
+    if dim is None:
+        limit = imp.need_const(ins[1], "limit (or one dim of a tensor's shape)")
+        return imp.new_param(imp.op_name(), np.arange(start, limit, delta, dtype=start.dtype))
+    if start.item() != 0 or delta.item() != 1:
+        raise imp.unsupported("a range over a shape that does not start at 0 by 1")
+    src, axis = dim
+    y = _op(imp, "_contrib_arange_like", imp.get(src), axis=axis)
+    if axis is None:
+        y = imp.sym.Reshape(y, shape=(-1,))
+    return imp.sym.Cast(y, dtype=start.dtype.name)
+
+
 @importer("Size")
 def size(imp, node, attrs, ins):
+    imp.dim_source[node.output[0]] = (ins[0], None)
     return imp.sym.reshape(_op(imp, "size_array", imp.get(ins[0])), shape=())
 
 

@@ -58,6 +58,7 @@ class OnnxImporter:
         self.values = {}         # tensor name -> Symbol
         self.params = {}         # name of a constant used as data -> value
         self.shape_source = {}   # output of a Shape node -> the tensor it measures
+        self.dim_source = {}     # a scalar that is one dim (or the size) of a tensor
         self.ranks = self._ranks(model)
         self.node = None
 
@@ -82,13 +83,16 @@ class OnnxImporter:
         except Exception:  # noqa: BLE001 -- ranks are a help, not a requirement
             inferred = model
         g = inferred.graph
-        ranks = {}
+        ranks, self.shapes = {}, {}
         for vi in list(g.input) + list(g.value_info) + list(g.output):
             t = vi.type.tensor_type
             if t.HasField("shape"):
                 ranks[vi.name] = len(t.shape.dim)
+                self.shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None
+                                             for d in t.shape.dim)
         for k, v in self.consts.items():
             ranks[k] = v.ndim
+            self.shapes[k] = v.shape
         return ranks
 
     # -- helpers for converters --------------------------------------------------------
