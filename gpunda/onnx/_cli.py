@@ -17,12 +17,18 @@ def _parser():
     p.add_argument("prefix", help="checkpoint prefix, e.g. models/resnet")
     p.add_argument("epoch", type=int, help="epoch number of the .params file")
     p.add_argument("--shape", action="append", required=True, metavar="NAME=D0,D1,...",
-                   help="shape of a data input (repeat for several inputs)")
-    p.add_argument("--dtype", default="float32", help="dtype of the data inputs")
-    p.add_argument("-o", "--output", help="ONNX file to write (default PREFIX.onnx)")
-    p.add_argument("--opset", type=int, default=None, help="ONNX opset version")
+                   help="shape of a data input, repeated for several inputs (required; no "
+                        "default)")
+    p.add_argument("--dtype", default="float32",
+                   help="dtype of the data inputs (default: float32)")
+    p.add_argument("-o", "--output",
+                   help="ONNX file to write (default: PREFIX.onnx)")
+    p.add_argument("--opset", type=int, default=None,
+                   help="ONNX opset version (default: onnx's newest, at most "
+                        "21)")
     p.add_argument("--dynamic-batch", action="store_true",
-                   help="make the first dim of every input dynamic")
+                   help="make the first dim of every input dynamic (default: all dims "
+                        "fixed)")
     return p
 
 

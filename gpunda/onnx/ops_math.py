@@ -173,8 +173,18 @@ def _reduce_converter(op):
         if not axes:
             g.add("Identity", [g.inp(node, 0)], [g.out(node)])
             return
-        g.reduce(op, g.inp(node, 0), axes, node.p.keepdims, [g.out(node)])
+        nd = len(g.in_shape(node, 0))
+        y = g.reduce(op, g.inp(node, 0), axes, node.p.keepdims)
+        g.bind(node, 0, _fit_rank(g, node, y, nd if node.p.keepdims else nd - len(axes)))
     return convert
+
+
+def _fit_rank(g, node, y, onnx_rank):
+    """MXNet's reduction of every axis is shape (1,), ONNX's 0-d: reshape when they differ."""
+    shape = g.out_shape(node)
+    if len(shape) != onnx_rank:
+        y = g.add("Reshape", [y, g.ints(shape)])
+    return y
 
 
 for _name, _op in _REDUCE.items():
@@ -186,10 +196,10 @@ def norm(g, node):
     p = node.p
     if p.ord not in (1, 2):
         raise g.unsupported(node, f"ord={p.ord!r}")
-    y = g.reduce("ReduceL2" if p.ord == 2 else "ReduceL1", g.inp(node, 0),
-                 _reduce_axes(g, node), p.keepdims)
-    if not g.out_shape(node) and g.opset:   # MXNet's norm of everything is shape (1,)
-        y = g.add("Reshape", [y, g.ints(list(g.out_shape(node)) or [1])])
+    axes = _reduce_axes(g, node)
+    nd = len(g.in_shape(node, 0))
+    y = g.reduce("ReduceL2" if p.ord == 2 else "ReduceL1", g.inp(node, 0), axes, p.keepdims)
+    y = _fit_rank(g, node, y, nd if p.keepdims else nd - len(axes))
     g.bind(node, 0, _cast_out(g, node, y))
 
 
@@ -204,11 +214,12 @@ def arg_reduce(g, node):
     op = "ArgMax" if node.op.name == "argmax" else "ArgMin"
     x, axis, keep = g.inp(node, 0), node.p.axis, node.p.keepdims
     if axis is None:
-        x = g.add("Reshape", [x, g.ints([-1])])
-        axis, keep = 0, False
-    y = g.add(op, [x], axis=int(axis), keepdims=int(bool(keep)))
-    if axis is None and keep:
+        # over the flattened data; MXNet's result is then shape (1,) (or all-ones dims)
+        flat = g.add("Reshape", [x, g.ints([-1])])
+        y = g.add(op, [flat], axis=0, keepdims=1)
         y = g.add("Reshape", [y, g.ints(g.out_shape(node))])
+    else:
+        y = g.add(op, [x], axis=int(axis), keepdims=int(bool(keep)))
     g.add("Cast", [y], [g.out(node)], to=g.onnx_dtype(g.out_dtype(node)))
 
 

@@ -25,7 +25,10 @@ def run_imported(path, feed):
 
 def check_all(path, feed, expected):
     """ONNX Runtime and the re-imported model both give ``expected`` on ``feed``."""
-    for got, want in zip(run_ort(path, feed), expected):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg="onnxruntime")
-    for got, want in zip(run_imported(path, feed), expected):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg="import_model")
+    for where, outs in (("onnxruntime", run_ort(path, feed)),
+                        ("import_model", run_imported(path, feed))):
+        assert len(outs) == len(expected), where
+        for k, (got, want) in enumerate(zip(outs, expected)):
+            assert got.shape == want.shape, (where, k, got.shape, want.shape)
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"{where}, output {k}")

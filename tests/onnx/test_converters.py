@@ -113,7 +113,8 @@ CASES = [
      {"data": _f(3, 4), "other": _f(3, 4)}, {}),
     ("topk_argmax", S.Group([S.topk(x, k=2, axis=1, ret_typ="value"),
                              S.topk(x, k=2, axis=-1, ret_typ="indices", is_ascend=True),
-                             S.argmax(x, axis=1), S.argmin(x, axis=0, keepdims=True)]),
+                             S.argmax(x, axis=1), S.argmin(x, axis=0, keepdims=True),
+                             S.argmax(x)]),
      {"data": _f(3, 5)}, {}),
     ("pad_modes", S.Pad(x, mode="constant", pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
                         constant_value=0.5).sum(axis=(2, 3))
