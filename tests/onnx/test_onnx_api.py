@@ -128,8 +128,13 @@ def test_metadata_and_gluon_import(tmp_path):
     path = str(tmp_path / "m.onnx")
     mx.onnx.export_model(_mlp_sym(), params, [(2, 4)], np.float32, path)
     meta = mx.contrib.onnx.get_model_metadata(path)
-    assert meta == {"input_tensor_data": [("data", (2, 4))],
+    assert meta == {"input_tensor_data": [("data", (2, 4), onnx.TensorProto.FLOAT)],
                     "output_tensor_data": [("fc1_output", (2, 3))]}
+    mx.onnx.export_model(_mlp_sym(), params, [(2, 4)], np.float32, path, dynamic=True,
+                         dynamic_input_shapes=[(None, 4)])
+    meta = mx.contrib.onnx.get_model_metadata(path)
+    assert meta["input_tensor_data"] == [("data", (0, 4), onnx.TensorProto.FLOAT)]
+    assert meta["output_tensor_data"] == [("fc1_output", (0, 3))]
     net = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
     np.testing.assert_allclose(net(mx.nd.ones((2, 4))).asnumpy(),
                                np.tile([4.0, 5.0, 6.0], (2, 1)))
@@ -183,3 +188,26 @@ def test_random_samplers_export(tmp_path):
     assert u.shape == n.shape == (2, 500) and m.shape == (2, 3) and m.dtype == np.int32
     assert 2 <= u.min() and u.max() <= 3 and abs(n.mean() - 5) < 0.05
     assert 0 <= m.min() and m.max() < 500
+
+
+def test_import_opset11_attribute_forms(tmp_path):
+    # a graph written the opset-11 way (axes/split as attributes), as older exporters do
+    h, T = onnx.helper, onnx.TensorProto
+    nodes = [h.make_node("Unsqueeze", ["x"], ["u"], axes=[0]),
+             h.make_node("Squeeze", ["u"], ["s"], axes=[0]),
+             h.make_node("ReduceMean", ["s"], ["m"], axes=[1], keepdims=1),
+             h.make_node("Split", ["s"], ["a", "b"], axis=1, split=[1, 3]),
+             h.make_node("Sub", ["b", "m"], ["d"]),
+             h.make_node("Softmax", ["d"], ["y"], axis=1),
+             h.make_node("Concat", ["a", "y"], ["z"], axis=1),
+             h.make_node("Clip", ["z", "lo", "hi"], ["c"])]
+    inits = [onnx.numpy_helper.from_array(np.asarray(-0.5, np.float32), "lo"),
+             onnx.numpy_helper.from_array(np.asarray(0.8, np.float32), "hi")]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                         [h.make_tensor_value_info("c", T.FLOAT, [2, 4])], initializer=inits)
+    path = tmp_path / "old.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 11)]), str(path))
+    x = np.random.RandomState(3).uniform(-2, 2, (2, 4)).astype(np.float32)
+    want = run_ort(path, {"x": x})[0]
+    from _onnx_check import run_imported
+    np.testing.assert_allclose(run_imported(path, {"x": x})[0], want, rtol=RTOL, atol=ATOL)

@@ -77,17 +77,21 @@ def import_model(model_file):
 
 
 def get_model_metadata(model_file):
-    """``{'input_tensor_data': [(name, shape)], 'output_tensor_data': [(name, shape)]}``
-    of an ONNX model (inputs without an initializer only)."""
+    """The model's inputs and outputs, as MXNet gives them.
+
+    Returns:
+        ``{'input_tensor_data': [(name, shape, onnx_elem_type)], 'output_tensor_data':
+        [(name, shape)]}``; inputs with an initializer are left out, and a symbolic
+        (dynamic) dim reads 0.
+    """
     _, model = _load(model_file)
     g = model.graph
     inits = {i.name for i in g.initializer}
 
     def shape(vi):
-        return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                     for d in vi.type.tensor_type.shape.dim)
-    return {"input_tensor_data": [(vi.name, shape(vi)) for vi in g.input
-                                  if vi.name not in inits],
+        return tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+    return {"input_tensor_data": [(vi.name, shape(vi), vi.type.tensor_type.elem_type)
+                                  for vi in g.input if vi.name not in inits],
             "output_tensor_data": [(vi.name, shape(vi)) for vi in g.output]}
 
 
@@ -96,7 +100,7 @@ def import_to_gluon(model_file, ctx):
     from ... import symbol
     from ...gluon import SymbolBlock
     sym, arg_params, aux_params = import_model(model_file)
-    names = [n for n, _ in get_model_metadata(model_file)["input_tensor_data"]]
+    names = [t[0] for t in get_model_metadata(model_file)["input_tensor_data"]]
     net = SymbolBlock(sym, [symbol.var(n) for n in names])
     params = dict(arg_params)
     params.update(aux_params)
