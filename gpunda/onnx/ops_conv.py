@@ -4,7 +4,7 @@ from __future__ import annotations
 from ._registry import register
 
 
-def _spatial(node, g, nd, name, default):
+def _spatial(node, nd, name, default):
     v = tuple(getattr(node.p, name) or ())
     return list(v) if v else [default] * nd
 
@@ -20,10 +20,10 @@ def convolution(g, node):
     p = node.p
     nd = len(p.kernel)
     _check_layout(g, node, nd)
-    pad = _spatial(node, g, nd, "pad", 0)
+    pad = _spatial(node, nd, "pad", 0)
     ins = [g.inp(node, 0), g.inp(node, 1)] + ([] if p.no_bias else [g.inp(node, 2)])
     g.add("Conv", ins, [g.out(node)], kernel_shape=list(p.kernel),
-          strides=_spatial(node, g, nd, "stride", 1), dilations=_spatial(node, g, nd, "dilate", 1),
+          strides=_spatial(node, nd, "stride", 1), dilations=_spatial(node, nd, "dilate", 1),
           pads=pad + pad, group=int(p.num_group))
 
 
@@ -32,9 +32,9 @@ def deconvolution(g, node):
     p = node.p
     nd = len(p.kernel)
     _check_layout(g, node, nd)
-    stride = _spatial(node, g, nd, "stride", 1)
-    dil = _spatial(node, g, nd, "dilate", 1)
-    pad = _spatial(node, g, nd, "pad", 0)
+    stride = _spatial(node, nd, "stride", 1)
+    dil = _spatial(node, nd, "dilate", 1)
+    pad = _spatial(node, nd, "pad", 0)
     in_sp = g.in_shape(node, 0)[2:]
     out_sp = g.out_shape(node)[2:]
     target = tuple(p.target_shape or ())
@@ -74,8 +74,8 @@ def pooling(g, node):
     if p.pooling_convention == "same":
         raise g.unsupported(node, "pooling_convention='same'")
     kernel = list(p.kernel)
-    pad = _spatial(node, g, nd, "pad", 0)
-    stride = _spatial(node, g, nd, "stride", 1)
+    pad = _spatial(node, nd, "pad", 0)
+    stride = _spatial(node, nd, "stride", 1)
     ceil = 1 if p.pooling_convention == "full" else None
     if kind == "max":
         g.add("MaxPool", [x], [out], kernel_shape=kernel, strides=stride, pads=pad + pad,

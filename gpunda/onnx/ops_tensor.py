@@ -273,7 +273,6 @@ def sequence_mask(g, node):
         return
     shape = g.in_shape(node, 0)
     axis = p.axis % len(shape)
-    batch_axis = 1 - axis
     steps = g.const(np.arange(shape[axis]), np.int64, "steps")
     lens = g.add("Cast", [g.inp(node, 1)], to=g.onnx_dtype(np.int64))
     # mask[t, b] = t < len[b], laid out as (T, N) or (N, T)
@@ -281,7 +280,6 @@ def sequence_mask(g, node):
         mask = g.add("Less", [g.unsqueeze(steps, [1]), g.unsqueeze(lens, [0])])
     else:
         mask = g.add("Less", [g.unsqueeze(steps, [0]), g.unsqueeze(lens, [1])])
-    del batch_axis
     if len(shape) > 2:
         mask = g.unsqueeze(mask, list(range(2, len(shape))))
     val = g.scalar(p.value, g.in_dtype(node, 0), "value")

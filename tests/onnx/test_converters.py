@@ -33,7 +33,8 @@ CASES = [
      {"data": _f(1, 4, 9, 8)}, {"w": _f(4, 2, 3, 3), "b": _f(4)}),
     ("conv1d", S.Convolution(x, w, kernel=(3,), num_filter=2, no_bias=True),
      {"data": _f(1, 3, 7)}, {"w": _f(2, 3, 3)}),
-    ("deconv", S.Deconvolution(x, w, b, kernel=(3, 3), num_filter=2, stride=(2, 2), pad=(1, 1), no_bias=False,
+    ("deconv", S.Deconvolution(x, w, b, kernel=(3, 3), num_filter=2, stride=(2, 2), pad=(1, 1),
+                               no_bias=False,
                                adj=(1, 1)), {"data": _f(1, 3, 4, 5)},
      {"w": _f(3, 2, 3, 3), "b": _f(2)}),
     ("pool_max_full", S.Pooling(x, kernel=(3, 3), stride=(2, 2), pool_type="max",
@@ -42,6 +43,10 @@ CASES = [
      {"data": _f(1, 2, 7, 7)}, {}),
     ("pool_avg_nopad", S.Pooling(x, kernel=(2, 2), stride=(2, 2), pad=(1, 1), pool_type="avg",
                                  count_include_pad=False), {"data": _f(1, 2, 6, 6)}, {}),
+    ("pool_avg_full", S.Pooling(x, kernel=(3, 3), stride=(2, 2), pool_type="avg",
+                                pooling_convention="full"), {"data": _f(1, 2, 8, 8)}, {}),
+    ("pool_3d", S.Pooling(x, kernel=(2, 2, 2), stride=(2, 2, 2), pool_type="max"),
+     {"data": _f(1, 2, 4, 4, 4)}, {}),
     ("pool_lp", S.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="lp", p_value=2),
      {"data": _f(1, 2, 6, 6)}, {}),
     ("pool_global", S.Pooling(x, kernel=(1, 1), global_pool=True, pool_type="max")
@@ -72,13 +77,16 @@ CASES = [
     ("fc_flatten", S.FullyConnected(x, w, num_hidden=4, no_bias=True),
      {"data": _f(2, 3, 2)}, {"w": _f(4, 6)}),
     ("reshape_codes", S.Reshape(x, shape=(0, -3)) * 2 + S.Reshape(x, shape=(-4, 1, 2, -2))
-     .reshape((-1, 12)) + S.Reshape(x, shape=(-2,), reverse=True).reshape((2, 0, 4)).reshape((0, -1)), {"data": _f(2, 3, 4)}, {}),
+     .reshape((-1, 12))
+     + S.Reshape(x, shape=(-2,), reverse=True).reshape((2, 0, 4)).reshape((0, -1)),
+     {"data": _f(2, 3, 4)}, {}),
     ("slices", S.slice(x, begin=(None, 1), end=(None, 3)).sum()
      + S.slice_axis(x, axis=2, begin=1, end=None).mean()
      + S.slice(x, begin=(None, None, 3), end=(None, None, 0), step=(1, 1, -1)).max(),
      {"data": _f(2, 4, 5)}, {}),
     ("concat_split", S.broadcast_add(S.Concat(*S.split(x, num_outputs=2, axis=1), dim=2),
-                     S.stack(x, x, axis=0).sum(axis=0).reshape((2, 2, 6)).sum(axis=2, keepdims=True)),
+                     S.stack(x, x, axis=0).sum(axis=0).reshape((2, 2, 6))
+                     .sum(axis=2, keepdims=True)),
      {"data": _f(2, 4, 3)}, {}),
     ("split_squeeze", S.Group(list(S.split(x, num_outputs=3, axis=1, squeeze_axis=True))),
      {"data": _f(2, 3, 4)}, {}),

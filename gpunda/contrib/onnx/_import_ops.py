@@ -6,8 +6,6 @@ constant value, ``imp.unsupported(why)`` the error naming the node).
 """
 from __future__ import annotations
 
-import numpy as np
-
 IMPORTERS: dict = {}
 _INT_BIG = 2 ** 62
 
@@ -59,7 +57,8 @@ def conv(imp, node, attrs, ins):
     num_filter = wshape[0] if wshape else None
     if num_filter is None:
         raise imp.unsupported("the weight must be a constant")
-    return _op(imp, "Convolution", *args, kernel=kernel, stride=tuple(attrs.get("strides", [1] * nd)),
+    return _op(imp, "Convolution", *args, kernel=kernel,
+               stride=tuple(attrs.get("strides", [1] * nd)),
                dilate=tuple(attrs.get("dilations", [1] * nd)),
                pad=_sym_pads(imp, attrs.get("pads"), nd), num_filter=num_filter,
                num_group=attrs.get("group", 1), no_bias=len(args) < 3)
