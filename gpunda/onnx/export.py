@@ -191,21 +191,26 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
     opset = (min(onnx.defs.onnx_opset_version(), DEFAULT_OPSET_CAP) if opset_version is None
              else _check_opset(onnx, opset_version))
     model = build_model(onnx, sym, params, in_shapes, in_types, opset, verbose, dynamic,
-                        dynamic_input_shapes)
+                        dynamic_input_shapes, check=False)
     if run_shape_inference:
         try:
             model = onnx.shape_inference.infer_shapes(model)
         except Exception as e:  # noqa: BLE001 -- as MXNet: keep the model without it
             _log.info("export_model: ONNX shape inference failed (%s); model kept as is", e)
-    _write_atomically(model.SerializeToString(), onnx_file_path)
+    # serialising a model with its weights is most of an export's time: do it once, for
+    # the checker and the file both
+    data = model.SerializeToString()
+    _check(onnx, data)
+    _write_atomically(data, onnx_file_path)
     _log.info("export_model: input shapes %s; ONNX model saved to %s", in_shapes,
               onnx_file_path)
     return onnx_file_path
 
 
 def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dynamic=False,
-                dynamic_input_shapes=None):
-    """The checked ``onnx.ModelProto`` of ``sym`` (see ``export_model``)."""
+                dynamic_input_shapes=None, check=True):
+    """The ``onnx.ModelProto`` of ``sym`` (see ``export_model``), checked with
+    ``onnx.checker`` unless ``check`` is False."""
     from onnx import helper, numpy_helper
     sym, weights = _load_inputs(sym, params)
     inputs = _graph_inputs(sym, weights, in_shapes, in_types)
@@ -271,11 +276,16 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
                               initializer=inits)
     model = helper.make_model(graph, producer_name="gpunda",
                               opset_imports=[helper.make_opsetid("", opset)])
+    if check:
+        _check(onnx, model)
+    return model
+
+
+def _check(onnx, model):
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
         raise GpundaError(f"export_model: the ONNX model fails onnx.checker: {e}") from None
-    return model
 
 
 def _rename(nodes, old, new):

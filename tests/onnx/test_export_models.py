@@ -19,17 +19,17 @@ FIX = os.environ.get("GPUNDA_MXNET_FIXTURES", "")
 def _randomize(net, seed=0):
     """Weights with a spread like trained ones (the fixtures' recipe), so outputs are not
     ~0 and BatchNorm's running statistics matter."""
-    rng = np.random.RandomState(seed)
+    rng = np.random.default_rng(seed)
     for name, p in sorted(net.collect_params().items()):
         shape = p.shape
         if name.endswith("running_var") or name.endswith("gamma"):
-            v = rng.uniform(0.5, 1.5, shape)
+            v = rng.uniform(0.5, 1.5, shape).astype(np.float32)
         elif name.endswith("running_mean") or name.endswith("beta") or name.endswith("bias"):
-            v = rng.normal(0, 0.1, shape)
+            v = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.1)
         else:
             fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-            v = rng.normal(0, 1.0 / np.sqrt(max(fan_in, 1)), shape)
-        p.set_data(mx.nd.array(v.astype(np.float32)))
+            v = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan_in))
+        p.set_data(mx.nd.array(v))
 
 
 # the smallest input each architecture allows; the largest are marked slow (> ~5 s)
