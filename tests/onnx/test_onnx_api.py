@@ -211,3 +211,16 @@ def test_import_opset11_attribute_forms(tmp_path):
     want = run_ort(path, {"x": x})[0]
     from _onnx_check import run_imported
     np.testing.assert_allclose(run_imported(path, {"x": x})[0], want, rtol=RTOL, atol=ATOL)
+
+
+def test_import_flatten_other_axes(tmp_path):
+    h, T = onnx.helper, onnx.TensorProto
+    graph = h.make_graph([h.make_node("Flatten", ["x"], ["y"], axis=2),
+                          h.make_node("Flatten", ["x"], ["z"], axis=0)], "g",
+                         [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4, 5])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None),
+                          h.make_tensor_value_info("z", T.FLOAT, None)])
+    path = tmp_path / "f.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    x = np.random.RandomState(4).uniform(size=(2, 3, 4, 5)).astype(np.float32)
+    check_all(path, {"x": x}, [x.reshape(6, 20), x.reshape(1, 120)])
