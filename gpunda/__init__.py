@@ -54,7 +54,7 @@ def __getattr__(name):
 
 _LAZY_MODULES = {name: name for name in (
     "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
-    "log", "library", "image", "rnn")}
+    "log", "library", "image", "rnn", "onnx")}
 _LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
 
 

@@ -41,7 +41,7 @@ def info(argv=()):
     return 0
 
 
-_COMMANDS = ("info", "demo", "inspect", "run", "im2rec")
+_COMMANDS = ("info", "demo", "inspect", "run", "im2rec", "export-onnx")
 
 
 def _info_parser():
@@ -63,7 +63,8 @@ def main(argv=None):
                         help="info: versions and devices; demo: train a small CNN on digits; "
                              "inspect: show an NDArray file or symbol JSON; "
                              "run: run a script in which `import mxnet` gives gpunda; "
-                             "im2rec: make image lists and .rec datasets (MXNet's tool)")
+                             "im2rec: make image lists and .rec datasets (MXNet's tool); "
+                             "export-onnx: an MXNet checkpoint to ONNX")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
@@ -87,6 +88,9 @@ def main(argv=None):
         if cmd == "im2rec":
             from gpunda import _im2rec
             return _im2rec.main(rest)
+        if cmd == "export-onnx":
+            from gpunda.onnx import _cli
+            return _cli.main(rest)
         from gpunda import _inspect
         return _inspect.main(rest)
     except KeyboardInterrupt:
