@@ -146,3 +146,16 @@ def test_legacy_zero_dims_of_creation_shapes_are_inferred():
     assert y.infer_shape(x=(2, 3))[1] == [(2, 3)]
     out = y.bind(mx.cpu(), {"x": mx.nd.ones((2, 3))}).forward()[0]
     assert out.shape == (2, 3) and (out.asnumpy() == 1).all()
+
+
+def test_a_sampler_without_a_shape_takes_its_shape_from_the_graph():
+    # MXNet's symbol samplers default to shape=(), unknown until the graph around says,
+    # and a Symbol keyword given to them (data=...) composes nothing
+    import numpy as np
+    s = mx.sym.random.normal(loc=10.0, scale=0.5, dtype="float64", data=mx.sym.ones((2,)))
+    assert s.list_arguments() == []
+    y = s + mx.sym.var("x")
+    assert y.infer_shape(x=(3, 4))[1] == [(3, 4)]
+    out = y.bind(mx.cpu(), {"x": mx.nd.zeros((3, 4), dtype="float64")}).forward()[0]
+    assert out.shape == (3, 4) and out.dtype == np.float64
+    assert abs(out.asnumpy().mean() - 10.0) < 1.0

@@ -64,6 +64,10 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
             raise GpundaError(f"Operator {op.name}: got {len(inputs)} input symbols but it takes "
                               f"{len(names)} ({', '.join(names) or 'none'})")
         entries[key_i] = _single(op, key_i, s)
+    if not names and not op.variadic:
+        # MXNet composes nothing into an op without inputs (the samplers): a Symbol
+        # keyword given to one is dropped, and its shape comes from the graph around it
+        named_inputs = {}
     for k, s in named_inputs.items():
         if k not in names:
             raise GpundaError(f"Operator {op.name}: unexpected input {k!r}; inputs are {names}")

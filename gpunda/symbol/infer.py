@@ -197,7 +197,10 @@ class _Pass:
         first = next((t for t in in_t if t is not None), None)
         in_t = [t if t is not None else (first or np.dtype(np.float32)) for t in in_t]
         if op.random and not n.inputs and hasattr(p, "shape"):
-            out_s = [tuple(p.shape)]
+            # a sampler's shape=() (MXNet's symbol default) is unknown in legacy shape
+            # mode: the graph around it says (sym.random.normal() + x)
+            from ..util import is_np_shape
+            out_s = [to_internal(p.shape, is_np_shape())]
             out_t = [np.dtype(getattr(p, "dtype", None) or np.float32)]
         else:
             out_s, out_t = _run_dummy(n, in_s, in_t)

@@ -72,7 +72,12 @@ def concretize_shapes(sym, shapes):
     unknown_at = -1 if is_np_shape() else 0   # legacy shapes: a 0 dimension is unknown too
 
     def open_shape(n):
-        return not n.inputs and any(d <= unknown_at for d in getattr(n.p, "shape", ()))
+        shape = getattr(n.p, "shape", None)
+        if shape is None or n.inputs:
+            return False
+        # a sampler's legacy shape=() is unknown as a whole
+        return any(d <= unknown_at for d in shape) or (
+            not shape and unknown_at == 0 and n.op.random)
     if not any(n.op is not None and open_shape(n) for n in order):
         return sym
     from .infer import infer_graph, known

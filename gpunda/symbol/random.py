@@ -29,7 +29,7 @@ def _helper(dist, params, shape, dtype, kwargs):
         raise ValueError(f"Distribution parameters must be either Symbol or numbers, but got "
                          f"{', '.join(type(v).__name__ for v in vals)}")
     kw = dict(params, **kwargs)
-    kw["shape"] = (1,) if shape is None else shape
+    kw["shape"] = () if shape is None else shape
     if dtype is not None:
         kw["dtype"] = dtype
     return _symbol.lookup(f"_random_{dist}")(**kw)
