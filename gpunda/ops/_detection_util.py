@@ -37,7 +37,7 @@ def device(xp, a):
     return backend_of_xp(xp).from_host(np.asarray(a))
 
 
-def greedy_keep(xp, n, suppress_rows, limit=None, block=256):
+def greedy_keep(xp, n, suppress_rows, limit=None, block=128):
     """Positions (host int64, ascending) that greedy NMS keeps among ``n`` boxes in
     priority order (NOTE [Greedy NMS]).
 
@@ -51,28 +51,49 @@ def greedy_keep(xp, n, suppress_rows, limit=None, block=256):
     """
     alive = np.ones(n, dtype=bool)
     kept = []
-    start = 0
-    while start < n and (limit is None or len(kept) < limit):
-        rest = np.flatnonzero(alive[start:]) + start
+    # with a limit the walk usually ends long before n: it runs over windows of boxes,
+    # and a window learns what the boxes kept before it suppress only when it is reached
+    window = n if limit is None else max(4 * block, 2 * limit)
+    lo = 0
+    while lo < n and (limit is None or len(kept) < limit):
+        hi = min(n, lo + window)
+        cols = device(xp, np.arange(lo, hi))
+        for k in range(0, len(kept), block):
+            rows = device(xp, np.asarray(kept[k:k + block]))
+            alive[lo:hi] &= ~host(xp, suppress_rows(rows, cols)).any(axis=0)
+        _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block)
+        lo = hi
+    return np.asarray(kept, dtype=np.int64)
+
+
+def _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block):
+    """The greedy walk over boxes lo..hi-1, appending kept positions to ``kept``."""
+    start = lo
+    while start < hi and (limit is None or len(kept) < limit):
+        rest = np.flatnonzero(alive[start:hi]) + start
         if rest.size == 0:
             break
-        rows = rest[:block]
+        # near the limit, fewer rows: those past it would be computed for nothing
+        rows = rest[:block if limit is None else min(block, limit - len(kept))]
         sup = host(xp, suppress_rows(device(xp, rows), device(xp, rest)))
         for i, r in enumerate(rows):
             if not alive[r]:
                 continue
             kept.append(r)
             if limit is not None and len(kept) >= limit:
-                break
-            hit = sup[i] & (rest > r)
-            alive[rest[hit]] = False
+                return
+            alive[rest[sup[i] & (rest > r)]] = False
         start = int(rows[-1]) + 1
-    return np.asarray(kept, dtype=np.int64)
 
 
 def zero_grads(F, p, ins, outs, ograds):
     """MXNet's gradient of ops that back-propagate zeros to every input."""
     return [F.zeros_like(x) for x in ins]
+
+
+# the rule never reads the output gradients, so autograd accepts head gradients of any
+# size for these ops, as MXNet does for a backward that declares no dependency on them
+zero_grads.reads_ograds = False
 
 
 def float_tuple(value):
@@ -97,12 +118,29 @@ def require_float32(op, arrays, names):
                               f"operator supports only float32 (Unsupported data type)")
 
 
-def intersection(xp, a, b):
-    """Overlap area of corner boxes ``a`` (..., 4) and ``b`` (..., 4), broadcast; zero
-    when they do not overlap (MXNet's Intersect on both axes)."""
-    iw = xp.maximum(xp.minimum(a[..., 2], b[..., 2]) - xp.maximum(a[..., 0], b[..., 0]), 0)
-    ih = xp.maximum(xp.minimum(a[..., 3], b[..., 3]) - xp.maximum(a[..., 1], b[..., 1]), 0)
-    return iw * ih
+def intersection(xp, a, b, plus=0):
+    """(m, n) overlap areas of corner boxes ``a`` (m, 4) and ``b`` (n, 4): per axis
+    ``max(min(hi) - max(lo) + plus, 0)`` (``plus=1`` for pixel boxes), multiplied.
+
+    The NMS walks call this on large blocks, so it works in place on two buffers.
+    """
+    dt = a.dtype
+    lo = [a[:, k:k + 1] for k in range(4)]
+    hi = [b[:, k] for k in range(4)]
+    w = xp.minimum(lo[2], hi[2])
+    t = xp.maximum(lo[0], hi[0])
+    w -= t
+    h = xp.minimum(lo[3], hi[3], out=t)
+    t = xp.maximum(lo[1], hi[1])
+    h -= t
+    if plus:
+        w += dt.type(plus)
+        h += dt.type(plus)
+    zero = dt.type(0)
+    xp.maximum(w, zero, out=w)
+    xp.maximum(h, zero, out=h)
+    w *= h
+    return w
 
 
 def box_area(xp, box, fmt="corner"):

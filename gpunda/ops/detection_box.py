@@ -75,10 +75,11 @@ def _nms_batch(xp, p, x, order, count):
     cls = x[idx, p.id_index].astype(np.int64) if by_class else None
 
     def suppress(rows, cols):
-        inter = intersection(xp, boxes[rows][:, None], boxes[cols][None, :])
+        inter = intersection(xp, boxes[rows], boxes[cols])
+        union = areas[rows][:, None] + areas[cols][None, :]
+        union -= inter
         with np.errstate(divide="ignore", invalid="ignore"):
-            iou = inter / (areas[rows][:, None] + areas[cols][None, :] - inter)
-        hit = iou > thresh
+            hit = xp.divide(inter, union, out=inter) > thresh   # 0/0 is NaN: kept
         if by_class:
             hit &= cls[rows][:, None] == cls[cols][None, :]
         return hit
@@ -217,8 +218,7 @@ def _box_iou(xp, p, lhs, rhs):
     require_real(op, [lhs], ["lhs"])
     a = lhs.reshape(-1, 4)
     b = rhs.reshape(-1, 4)
-    inter = intersection(xp, as_corner(xp, a, p.format)[:, None],
-                         as_corner(xp, b, p.format)[None, :])
+    inter = intersection(xp, as_corner(xp, a, p.format), as_corner(xp, b, p.format))
     union = box_area(xp, a, p.format)[:, None] + box_area(xp, b, p.format)[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = xp.where(inter > 0, inter / union, xp.zeros((), inter.dtype))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..base import GpundaError
 from ._detection_util import (HOST_LOOP, device, float_tuple, greedy_keep, host,
-                              require_float32, zero_grads)
+                              intersection, require_float32, zero_grads)
 from .registry import OpDef, Param, register
 
 _F32 = np.float32
@@ -298,11 +298,9 @@ def _detection_nms(xp, p, rows):
     thresh = _F32(p.nms_threshold)
 
     def suppress(r, c):
-        a, b = box[r][:, None], box[c][None, :]
-        w = xp.maximum(_F32(0), xp.minimum(a[..., 2], b[..., 2]) - xp.maximum(a[..., 0], b[..., 0]))
-        h = xp.maximum(_F32(0), xp.minimum(a[..., 3], b[..., 3]) - xp.maximum(a[..., 1], b[..., 1]))
-        inter = w * h
-        union = area[r][:, None] + area[c][None, :] - inter
+        inter = intersection(xp, box[r], box[c])
+        union = area[r][:, None] + area[c][None, :]
+        union -= inter
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = xp.where(union <= 0, _F32(0), inter / union)
         hit = iou >= thresh

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import GpundaError
 from ._detection_util import (HOST_LOOP, device, float_tuple, greedy_keep, host,
-                              require_float32, zero_grads)
+                              intersection, require_float32, zero_grads)
 from .registry import OpDef, Param, register
 
 _F32, _F64 = np.float32, np.float64
@@ -91,14 +91,11 @@ def _nms_one(xp, boxes, thresh, limit):
     thresh = _F32(thresh)
 
     def suppress(r, c):
-        a, b = boxes[r][:, None], boxes[c][None, :]
-        w = xp.maximum(_F32(0), xp.minimum(a[..., 2], b[..., 2]) -
-                       xp.maximum(a[..., 0], b[..., 0]) + _F32(1))
-        h = xp.maximum(_F32(0), xp.minimum(a[..., 3], b[..., 3]) -
-                       xp.maximum(a[..., 1], b[..., 1]) + _F32(1))
-        inter = w * h
+        inter = intersection(xp, boxes[r], boxes[c], plus=1)
+        union = area[r][:, None] + area[c][None, :]
+        union -= inter
         with np.errstate(divide="ignore", invalid="ignore"):
-            return inter / (area[r][:, None] + area[c][None, :] - inter) > thresh
+            return xp.divide(inter, union, out=inter) > thresh
 
     return greedy_keep(xp, boxes.shape[0], suppress, limit=limit)
 
