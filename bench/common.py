@@ -23,6 +23,8 @@ CASES = {
     "w7_cnn_step": ("W7", "demo CNN training step, batch 64, imperative (s per sample)"),
     "w7_cnn_step_hybrid": ("W7", "demo CNN training step, batch 64, hybridized (s per sample)"),
     "w8_lstm_step": ("W8", "2-layer LSTM forward+backward, seq 35, batch 32, input 256, hidden 256"),
+    "w9_box_nms": ("W9", "contrib.box_nms of 4 x 2000 scored boxes with class ids, topk 1000"),
+    "w9_roi_align": ("W9", "contrib.ROIAlign of 256 ROIs on a (2, 64, 38, 50) map to 7x7"),
 }
 
 # per-op cases report time per op; others report time per call (W7: per sample)
@@ -91,6 +93,26 @@ def lstm_inputs():
     x = r.uniform(-1, 1, (s["seq"], s["batch"], s["inputs"])).astype(np.float32)
     head = r.uniform(-1, 1, (s["seq"], s["batch"], s["hidden"])).astype(np.float32)
     return x, head
+
+
+def nms_inputs():
+    """(4, 2000, 6) boxes [class id, score, xmin, ymin, xmax, ymax] in a unit image."""
+    r = rng(8)
+    xy = r.uniform(0, 1, (4, 2000, 2))
+    wh = r.uniform(0.02, 0.3, (4, 2000, 2))
+    ids = r.integers(0, 20, (4, 2000, 1))
+    score = r.uniform(0, 1, (4, 2000, 1))
+    return np.concatenate([ids, score, xy, xy + wh], axis=2).astype(np.float32)
+
+
+def roi_align_inputs():
+    """A (2, 64, 38, 50) feature map (stride 16) and 256 ROIs (batch, x1, y1, x2, y2)."""
+    r = rng(9)
+    data = r.standard_normal((2, 64, 38, 50)).astype(np.float32)
+    xy = r.uniform(0, 600, (256, 2))
+    wh = r.uniform(16, 200, (256, 2))
+    batch = r.integers(0, 2, (256, 1))
+    return data, np.concatenate([batch, xy, xy + wh], axis=1).astype(np.float32)
 
 
 def cnn_inputs(batch=64):
