@@ -181,7 +181,8 @@ def _infer_nms(p, in_shapes):
 
 register(OpDef(
     "_contrib_box_nms", _box_nms, aliases=("_contrib_box_non_maximum_suppression",),
-    params=_NMS_PARAMS, num_outputs=2, num_visible=1, output_names=["output", "temp"],
+    params=_NMS_PARAMS, num_outputs=2, num_visible=1,
+    output_names=["output0", "output1"],     # MXNet's defaults: box_nms names none
     gradient=lambda F, p, ins, outs, g: [F._backward_contrib_box_nms(g[0], outs[1])],
     save=("outputs",), infer_shape=_infer_nms, capture=HOST_LOOP, family="detection",
     doc="Non-maximum suppression over boxes (..., num_box, width) holding a score, 4 "
