@@ -567,7 +567,7 @@ def _check_heads(heads, head_grads, where):
             # reads its output gradients (reads_ograds = False: MXNet's backward declares
             # no dependency on them) takes any buffer; its seed is never read.
             node, idx = h._ag
-            rule = node.fn or getattr(node.op, "gradient", None)
+            rule = getattr(node, "fn", None) or getattr(node.op, "gradient", None)
             reads = getattr(rule, "reads_ograds", True)
             if not (reads(node.p, idx) if callable(reads) else reads):
                 hg_list[i] = None

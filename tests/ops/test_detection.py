@@ -421,12 +421,21 @@ def test_proposal_gradient_is_zero_and_ignores_the_head_size():
     ex.backward([nd.ones((4, 5))])
     for g in ex.grad_arrays:
         assert not g.asnumpy().any()
+    # imperatively too; a rule that reads its head gradient still refuses a short one
+    a, b = nd.array(np.random.rand(3, 4)), nd.array(np.random.rand(2, 4))
+    a.attach_grad()
+    with ag.record():
+        iou = nd.contrib.box_iou(a, b)
+    iou.backward(nd.ones((1,)))
+    assert not a.grad.asnumpy().any()
     x = nd.ones((2, 3))
     x.attach_grad()
     with ag.record():
         y = x * 2
     with pytest.raises(GpundaError, match="head_grads"):
         y.backward(nd.ones((2,)))
+    with pytest.raises(GpundaError, match="head_grads"):
+        x.backward(nd.ones((2,)))
 
 
 # ----------------------------------------------------------------------------
