@@ -301,6 +301,21 @@ class Gpunda(Framework):
         return step, first
 
 
+    def w9_box_nms(self):
+        nd = self.mx.nd
+        x = self._arr(C.nms_inputs())
+        step = lambda: nd.contrib.box_nms(x, overlap_thresh=0.5, topk=1000,  # noqa: E731
+                                          id_index=0, valid_thresh=0.05)
+        return step, step().asnumpy()
+
+    def w9_roi_align(self):
+        nd = self.mx.nd
+        data, rois = (self._arr(v) for v in C.roi_align_inputs())
+        step = lambda: nd.contrib.ROIAlign(data, rois, pooled_size=(7, 7),  # noqa: E731
+                                           spatial_scale=1 / 16, sample_ratio=2)
+        return step, step().asnumpy()
+
+
 # ---------------------------------------------------------------------------
 class Torch(Framework):
     name = "torch"
@@ -477,6 +492,8 @@ class MXNet(Framework):
     _graph50_block = Gpunda._graph50_block
     w8_lstm_step = Gpunda.w8_lstm_step
     w9_imagerec = Gpunda.w9_imagerec
+    w9_box_nms = Gpunda.w9_box_nms
+    w9_roi_align = Gpunda.w9_roi_align
 
     @property
     def ctx(self):

@@ -563,7 +563,15 @@ def _check_heads(heads, head_grads, where):
         if g.shape != h.shape and g.size < h.size:
             # MXNet does not check and reads the buffer as the head's shape, past its
             # end when it is smaller; an equal or larger element count is well defined
-            # (a larger buffer gives its leading h.size elements)
+            # (a larger buffer gives its leading h.size elements). A rule that never
+            # reads its output gradients (reads_ograds = False: MXNet's backward declares
+            # no dependency on them) takes any buffer; its seed is never read.
+            node, idx = h._ag
+            rule = getattr(node, "fn", None) or getattr(node.op, "gradient", None)
+            reads = getattr(rule, "reads_ograds", True)
+            if not (reads(node.p, idx) if callable(reads) else reads):
+                hg_list[i] = None
+                continue
             raise GpundaError(f"{where}: head_grads[{i}] has shape {g.shape} but heads[{i}] "
                               f"has shape {h.shape}")
         if g._ctx != h._ctx:

@@ -665,6 +665,21 @@ def _cached_backward(F, p, ins, outs, ograds):
     return [g[k] if req[k] else None for k in range(cop._nin)]
 
 
+def _cached_reads_ograd(p, i):
+    """Whether the cached backward reads output ``i``'s head gradient: not when the step
+    producing it has a rule that never reads its output gradients (autograd then
+    accepts a head gradient of any size for it, as MXNet does)."""
+    h = p.cop._heads[i]
+    for st in p.cop._steps:
+        if h in st.outs:
+            reads = getattr(st.op.gradient, "reads_ograds", True)
+            return reads if isinstance(reads, bool) else True
+    return True
+
+
+_cached_backward.reads_ograds = _cached_reads_ograd
+
+
 def _rerecord(cop, vals, ins, ctx):
     """Recorded NDArrays for every slot: the steps put on the tape over the saved values."""
     from .ndarray.ndarray import _new

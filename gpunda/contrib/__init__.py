@@ -3,14 +3,16 @@
 Submodules load on first use (``mx.contrib.autograd`` or ``import
 gpunda.contrib.autograd``), so importing this package costs nothing; add a
 new submodule by putting its file here and its name in ``_SUBMODULES``.
-``contrib.nd``/``contrib.ndarray`` is ``mx.nd.contrib``, as in MXNet.
+``contrib.nd``/``contrib.ndarray`` is ``mx.nd.contrib`` and ``contrib.sym``/``contrib.symbol``
+is ``mx.sym.contrib``, as in MXNet.
 """
 from __future__ import annotations
 
 import importlib
 
 _SUBMODULES = ("autograd", "onnx")
-_NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray"}
+_NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray",
+               "symbol": "gpunda.symbol", "sym": "gpunda.symbol"}
 
 __all__ = list(_SUBMODULES) + list(_NAMESPACES)
 
