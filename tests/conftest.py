@@ -16,6 +16,10 @@ def pytest_addoption(parser):
         help="run the suite with the default device on the test stand-in GPU (CuPy's rules "
              "on NumPy; needs cupy importable): GPUNDA_TEST_STANDIN_GPU=1 "
              "GPUNDA_DEFAULT_DEVICE=gpu")
+    parser.addoption(
+        "--run-slow", action="store_true", default=False,
+        help="also run the tests marked slow (every model-zoo architecture, its ONNX round "
+             "trips); the default run and CI leave them out")
 
 
 def _fixture_candidates():
@@ -56,7 +60,11 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason=f"no usable GPU: {_WHY}")
     skip_fix = pytest.mark.skip(reason=_FIXTURES_MISSING)
+    skip_slow = pytest.mark.skip(reason="slow: run with --run-slow")
+    run_slow = config.getoption("--run-slow", False)
     for item in items:
+        if not run_slow and item.get_closest_marker("slow") is not None:
+            item.add_marker(skip_slow)
         if not _N_GPUS and item.get_closest_marker("gpu") is not None:
             item.add_marker(skip_gpu)
         if FIXTURES is None and item.get_closest_marker("mxnet_fixtures") is not None:
