@@ -305,6 +305,27 @@ SPECS = {
                                params={"target_shape": (3, 3), "transform_type": "affine",
                                        "sampler_type": "bilinear"},
                                second="once-differentiable (BilinearSampler's kernel)"),
+    "Correlation": dict(inputs=[U(1, 2, 5, 5), U(1, 2, 5, 5)],
+                        params={"kernel_size": 3, "max_displacement": 1, "pad_size": 2,
+                                "stride1": 2},
+                        second="once-differentiable: the backward is a hand-written kernel"),
+    "_backward_Correlation": dict(skip="Correlation's backward kernel: once-differentiable, "
+                                       "its gradient raises"),
+    "_contrib_DeformableConvolution": dict(
+        inputs=[U(1, 4, 4, 5), U(1, 2 * 2 * 4, 4, 5, lo=0.1, hi=0.9), U(2, 2, 2, 2), U(2)],
+        params={"kernel": (2, 2), "pad": (1, 1), "num_filter": 2, "num_group": 2,
+                "num_deformable_group": 2, "dilate": (2, 2)},
+        second="once-differentiable: the backward is a hand-written kernel"),
+    "_backward_DeformableConvolution": dict(skip="DeformableConvolution's backward kernel: "
+                                                 "once-differentiable, its gradient raises"),
+    "_contrib_ModulatedDeformableConvolution": dict(
+        inputs=[U(1, 2, 4, 4), U(1, 2 * 4, 3, 3, lo=-1.3, hi=1.7), U(1, 4, 3, 3),
+                U(3, 2, 2, 2), U(3)],
+        params={"kernel": (2, 2), "num_filter": 3},
+        second="once-differentiable: the backward is a hand-written kernel"),
+    "_backward_ModulatedDeformableConvolution": dict(
+        skip="ModulatedDeformableConvolution's backward kernel: once-differentiable, its "
+             "gradient raises"),
     "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
