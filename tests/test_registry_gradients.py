@@ -326,6 +326,14 @@ SPECS = {
     "_backward_ModulatedDeformableConvolution": dict(
         skip="ModulatedDeformableConvolution's backward kernel: once-differentiable, its "
              "gradient raises"),
+    "_contrib_DeformablePSROIPooling": dict(
+        inputs=[U(1, 8, 6, 6), K([[0, 2, 2, 8, 9]]), U(1, 4, 2, 2, lo=-0.7, hi=0.7)],
+        params={"spatial_scale": 0.5, "output_dim": 2, "group_size": 2, "pooled_size": 2,
+                "sample_per_part": 2, "trans_std": 0.1},
+        second="once-differentiable: the backward is a hand-written kernel"),
+    "_backward_DeformablePSROIPooling": dict(
+        skip="DeformablePSROIPooling's backward kernel: once-differentiable, its gradient "
+             "raises"),
     "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],

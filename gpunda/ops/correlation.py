@@ -36,8 +36,6 @@ def _check(p):
     for name in ("max_displacement", "pad_size"):
         if getattr(p, name) < 0:
             raise GpundaError(f"Operator {op}: {name}={getattr(p, name)} must be >= 0")
-    if p.kernel_size % 2 == 0:
-        raise GpundaError(f"Operator {op}: kernel_size={p.kernel_size} must be an odd number")
 
 
 def _geometry(p, shape):
@@ -71,6 +69,10 @@ def _prepare(xp, p, data1, data2):
         raise GpundaError(f"Operator Correlation: data1 and data2 must have the same shape, got "
                           f"{tuple(data1.shape)} and {tuple(data2.shape)}")
     geo = _geometry(p, data1.shape)
+    # MXNet checks this when it runs, after shape inference
+    if p.kernel_size % 2 == 0:
+        raise GpundaError(f"Operator Correlation: kernel_size={p.kernel_size} must be an odd "
+                          f"number")
     # float16 accumulates in float32, as the rounding of one final cast is all MXNet shows
     acc = np.float32 if data1.dtype == np.float16 else data1.dtype
     q = p.pad_size
