@@ -334,6 +334,12 @@ SPECS = {
     "_backward_DeformablePSROIPooling": dict(
         skip="DeformablePSROIPooling's backward kernel: once-differentiable, its gradient "
              "raises"),
+    # control flow: the nodes need subgraphs (built by sym.contrib.foreach & co.); their
+    # gradients are checked against finite differences in tests/ops/test_control_flow.py
+    **{name: dict(skip="a control-flow node needs its body subgraphs; checked against "
+                       "finite differences in tests/ops/test_control_flow.py")
+       for name in ("_foreach", "_while_loop", "_cond", "_backward_foreach",
+                    "_backward_while_loop", "_backward_cond")},
     "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
