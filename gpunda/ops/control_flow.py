@@ -116,6 +116,11 @@ def _place(n, pairs):
 # ----------------------------------------------------------------------------- foreach
 
 
+def _step(d, t):
+    """Step ``t`` of data ``d``; a 1-D array's step keeps one axis (MXNet's NDArray::At)."""
+    return d[t:t + 1] if d.ndim == 1 else d[t]
+
+
 def _foreach(xp, p, *arrays, ctx=None):
     nd_, ns = len(p.in_data_locs), len(p.in_state_locs)
     data, states, rest = arrays[:nd_], list(arrays[nd_:nd_ + ns]), arrays[nd_ + ns:]
@@ -123,7 +128,7 @@ def _foreach(xp, p, *arrays, ctx=None):
     steps = data[0].shape[0]
     outs = [[] for _ in range(p.num_out_data)]
     for t in range(steps):
-        sub = _place(nsub, list(zip(p.in_data_locs, (d[t] for d in data))) +
+        sub = _place(nsub, list(zip(p.in_data_locs, (_step(d, t) for d in data))) +
                      list(zip(p.in_state_locs, states)) + list(zip(p.remain_locs, rest)))
         res = _run(p, 0, xp, ctx, sub)
         for i in range(p.num_out_data):
@@ -141,7 +146,7 @@ def _foreach_grad(xp, p, *arrays, ctx=None):
     steps = data[0].shape[0]
     step_inputs = []
     for t in range(steps):
-        sub = _place(nsub, list(zip(p.in_data_locs, (d[t] for d in data))) +
+        sub = _place(nsub, list(zip(p.in_data_locs, (_step(d, t) for d in data))) +
                      list(zip(p.in_state_locs, states)) + list(zip(p.remain_locs, rest)))
         step_inputs.append(sub)
         if t + 1 < steps:
@@ -155,7 +160,7 @@ def _foreach_grad(xp, p, *arrays, ctx=None):
         heads = [g[t] for g in ograds[:p.num_out_data]] + g_states
         g = _vjp(p, 0, xp, ctx, F, step_inputs[t], heads)
         for i, loc in enumerate(p.in_data_locs):
-            g_data[i][t] = g[loc]
+            g_data[i][t] = g[loc].reshape(g_data[i][t].shape)
         g_states = [g[loc] for loc in p.in_state_locs]
         for i, loc in enumerate(p.remain_locs):
             g_rest[i] += g[loc]
@@ -168,43 +173,77 @@ _FOREACH_PARAMS = [Param("num_args", "int", doc="inputs, the subgraph counted as
                    Param("remain_locs", "shape")]
 
 
-def _infer_sub(p, k, names_shapes):
-    """(input shapes, output shapes) of subgraph ``k`` from the known input shapes."""
+def _infer_sub(p, k, in_shapes, in_types=None):
+    """Shape (and dtype) inference inside subgraph ``k`` from what is known of its inputs
+    (internal shapes: None or -1 where unknown); returns (input shapes, output shapes,
+    input types, output types)."""
+    from ..symbol.infer import infer_graph
+    from ..symbol.symbol import _var_shape
     sub = p._subgraphs[k]
-    names = [n.name for n in sub._topo() if n.op is None]
-    known = {nm: s for nm, s in zip(names, names_shapes) if s is not None}
-    arg, out, aux = sub.infer_shape_partial(**known)
-    by_name = dict(zip(sub.list_arguments(), arg or []))
-    by_name.update(zip(sub.list_auxiliary_states(), aux or []))
+    names = [v for v in sub._topo() if v.op is None]
+    given = {v.name: tuple(s) for v, s in zip(names, in_shapes) if s is not None}
+    types = {v.name: t for v, t in zip(names, in_types or ()) if t is not None}
+    shapes, dtypes = infer_graph(sub, given, types, _var_shape)
+    keys_in = [(id(v), 0) for v in names]
+    keys_out = [(id(n), i) for n, i in sub._outputs]
+    return ([shapes.get(key) for key in keys_in], [shapes.get(key) for key in keys_out],
+            [dtypes.get(key) for key in keys_in], [dtypes.get(key) for key in keys_out])
 
-    ins = [None if by_name.get(nm) is None else tuple(by_name[nm]) for nm in names]
-    return ins, [None if s is None else tuple(s) for s in (out or [None] * len(sub._outputs))]
+
+def _better(outer, inner):
+    """The subgraph's view of an input shape (it started from ``outer``), when it has one."""
+    return outer if inner is None else inner
+
+
+def _slice_first(s):
+    """The shape of one step of data shaped ``s``: a 1-D array's step is (1,), as in MXNet."""
+    if s is None:
+        return None
+    return (1,) if len(s) == 1 else tuple(s[1:])
+
+
+def _foreach_sub_inputs(p, values, step_of):
+    nd_, ns = len(p.in_data_locs), len(p.in_state_locs)
+    return _place(len(values), [(loc, step_of(v)) for loc, v in zip(p.in_data_locs,
+                                                                    values[:nd_])] +
+                  list(zip(p.in_state_locs, values[nd_:nd_ + ns])) +
+                  list(zip(p.remain_locs, values[nd_ + ns:])))
 
 
 def _infer_foreach(p, in_shapes):
     nd_, ns = len(p.in_data_locs), len(p.in_state_locs)
-    shapes = list(in_shapes)
-    nsub = len(shapes)
-    sub_shapes = _place(nsub, [(loc, None if s is None else tuple(s)[1:]) for loc, s in
-                               zip(p.in_data_locs, shapes[:nd_])] +
-                        list(zip(p.in_state_locs, shapes[nd_:nd_ + ns])) +
-                        list(zip(p.remain_locs, shapes[nd_ + ns:])))
-    sub_in, sub_out = _infer_sub(p, 0, sub_shapes)
-    steps = next((s[0] for s in shapes[:nd_] if s is not None), None)
+    shapes = [None if s is None else tuple(s) for s in in_shapes]
+    sub_in, sub_out, _, _ = _infer_sub(p, 0, _foreach_sub_inputs(p, shapes, _slice_first))
+    steps = shapes[0][0] if shapes and shapes[0] is not None else -1
     for i, loc in enumerate(p.in_data_locs):
-        if shapes[i] is None and sub_in[loc] is not None and steps is not None:
-            shapes[i] = (steps,) + sub_in[loc]
+        if sub_in[loc] is not None and (shapes[i] is None or -1 in shapes[i]):
+            one_d = len(sub_in[loc]) == 1 and sub_in[loc][0] == 1
+            shapes[i] = (steps,) if one_d else (steps,) + sub_in[loc]
     for i, loc in enumerate(p.in_state_locs):
-        shapes[nd_ + i] = shapes[nd_ + i] or sub_in[loc]
+        shapes[nd_ + i] = _better(shapes[nd_ + i], sub_in[loc])
     for i, loc in enumerate(p.remain_locs):
-        shapes[nd_ + ns + i] = shapes[nd_ + ns + i] or sub_in[loc]
-    outs = []
-    for i, s in enumerate(sub_out):
-        if i < p.num_out_data:
-            outs.append(None if s is None or steps is None else (steps,) + s)
-        else:
-            outs.append(s if s is not None else shapes[nd_ + i - p.num_out_data])
-    return shapes, (outs if all(o is not None for o in outs) else None)
+        shapes[nd_ + ns + i] = _better(shapes[nd_ + ns + i], sub_in[loc])
+    outs = [None if s is None else (steps,) + s for s in sub_out[:p.num_out_data]]
+    outs += sub_out[p.num_out_data:]
+    return shapes, outs
+
+
+def _infer_type_foreach(p, in_types):
+    values = list(in_types)
+    _, _, sub_t, out_t = _infer_sub(p, 0, [None] * len(values),
+                                    _foreach_sub_inputs(p, values, lambda t: t))
+    return _back_types(values, sub_t, _foreach_sub_inputs(p, list(range(len(values))),
+                                                          lambda i: i)), out_t
+
+
+def _back_types(values, sub_t, sources):
+    """Input dtypes completed from the subgraph's (``sources[j]``: the input feeding
+    subgraph input j)."""
+    values = list(values)
+    for j, src in enumerate(sources):
+        if src is not None and values[src] is None:
+            values[src] = sub_t[j]
+    return values
 
 
 _FOREACH_GRAD = register(OpDef(
@@ -214,7 +253,8 @@ _FOREACH_GRAD = register(OpDef(
 register(OpDef(
     "_foreach", _foreach, params=_FOREACH_PARAMS, wants_ctx=True, inputs=_arg_names(1),
     num_outputs=lambda p: p.num_outputs, gradient=_gradient(_FOREACH_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_foreach, capture=_HOST, hidden=True,
+    save=("inputs", "outputs"), infer_shape=_infer_foreach, infer_type=_infer_type_foreach,
+    capture=_HOST, hidden=True,
     family="control_flow",
     doc="Runs its subgraph over axis 0 of the data inputs, carrying states (contrib.foreach)."))
 
@@ -251,8 +291,7 @@ def _while_steps(xp, p, arrays, ctx, keep_inputs):
 
 
 def _step_out_shapes(p, arrays):
-    sub_in = [tuple(arrays[i].shape) for i in p.func_input_locs]
-    _, outs = _infer_sub(p, 1, sub_in)
+    _, outs, _, _ = _infer_sub(p, 1, [tuple(arrays[i].shape) for i in p.func_input_locs])
     return outs[:p.num_out_data]
 
 
@@ -309,15 +348,21 @@ def _check_while(p):
 
 
 def _infer_while(p, in_shapes):
-    shapes = list(in_shapes)
-    sub_shapes = [shapes[i] for i in p.func_input_locs]
-    sub_in, sub_out = _infer_sub(p, 1, sub_shapes)
+    shapes = [None if s is None else tuple(s) for s in in_shapes]
+    sub_in, sub_out, _, _ = _infer_sub(p, 1, [shapes[i] for i in p.func_input_locs])
     for j, loc in enumerate(p.func_input_locs):
-        shapes[loc] = shapes[loc] or sub_in[j]
+        shapes[loc] = _better(shapes[loc], sub_in[j])
     outs = [None if s is None else (p.max_iterations,) + s for s in sub_out[:p.num_out_data]]
-    outs += [shapes[p.func_input_locs[loc]] or sub_out[p.num_out_data + k]
+    outs += [_better(shapes[p.func_input_locs[loc]], sub_out[p.num_out_data + k])
              for k, loc in enumerate(p.func_var_locs)]
-    return shapes, (outs if all(o is not None for o in outs) else None)
+    return shapes, outs
+
+
+def _infer_type_while(p, in_types):
+    values = list(in_types)
+    _, _, sub_t, out_t = _infer_sub(p, 1, [None] * len(p.func_input_locs),
+                                    [values[i] for i in p.func_input_locs])
+    return _back_types(values, sub_t, p.func_input_locs), out_t
 
 
 _WHILE_GRAD = register(OpDef(
@@ -328,7 +373,8 @@ _WHILE_GRAD = register(OpDef(
 register(OpDef(
     "_while_loop", _while_loop, params=_WHILE_PARAMS, check=_check_while, wants_ctx=True,
     inputs=_arg_names(2), num_outputs=lambda p: p.num_outputs, gradient=_gradient(_WHILE_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_while, capture=_HOST, hidden=True,
+    save=("inputs", "outputs"), infer_shape=_infer_while, infer_type=_infer_type_while,
+    capture=_HOST, hidden=True,
     family="control_flow",
     doc="Runs its func subgraph while its cond subgraph is true, at most max_iterations "
         "times; step outputs are stacked and padded to max_iterations (contrib.while_loop)."))
@@ -365,15 +411,23 @@ _COND_PARAMS = [Param("num_args", "int"), Param("num_outputs", "int"),
 
 
 def _infer_cond(p, in_shapes):
-    shapes = list(in_shapes)
+    shapes = [None if s is None else tuple(s) for s in in_shapes]
     outs = None
     for k, locs in ((1, p.then_input_locs), (2, p.else_input_locs)):
-        sub_in, sub_out = _infer_sub(p, k, [shapes[i] for i in locs])
+        sub_in, sub_out, _, _ = _infer_sub(p, k, [shapes[i] for i in locs])
         for j, loc in enumerate(locs):
-            shapes[loc] = shapes[loc] or sub_in[j]
-        if outs is None or any(o is None for o in outs):
-            outs = [a or b for a, b in zip(outs or sub_out, sub_out)]
-    return shapes, (outs if outs and all(o is not None for o in outs) else None)
+            shapes[loc] = _better(shapes[loc], sub_in[j])
+        outs = sub_out if outs is None else [a or b for a, b in zip(outs, sub_out)]
+    return shapes, outs
+
+
+def _infer_type_cond(p, in_types):
+    values, outs = list(in_types), None
+    for k, locs in ((1, p.then_input_locs), (2, p.else_input_locs)):
+        _, _, sub_t, out_t = _infer_sub(p, k, [None] * len(locs), [values[i] for i in locs])
+        values = _back_types(values, sub_t, locs)
+        outs = out_t if outs is None else [a or b for a, b in zip(outs, out_t)]
+    return values, outs
 
 
 _COND_GRAD = register(OpDef(
@@ -383,7 +437,8 @@ _COND_GRAD = register(OpDef(
 register(OpDef(
     "_cond", _cond, params=_COND_PARAMS, wants_ctx=True, inputs=_arg_names(3),
     num_outputs=lambda p: p.num_outputs, gradient=_gradient(_COND_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_cond, capture=_HOST, hidden=True,
+    save=("inputs", "outputs"), infer_shape=_infer_cond, infer_type=_infer_type_cond,
+    capture=_HOST, hidden=True,
     family="control_flow",
     doc="Runs its then or else subgraph as its cond subgraph is true or false "
         "(contrib.cond)."))

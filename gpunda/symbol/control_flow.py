@@ -13,7 +13,6 @@ among the node's inputs, as MXNet's do.
 """
 from __future__ import annotations
 
-import collections
 import threading
 
 from ..attribute import AttrScope, current as _current_attrs
@@ -21,12 +20,21 @@ from ..base import GpundaError
 from .. import name as _name
 from ..ops.control_flow import with_subgraphs
 from ..ops.registry import get_op
+from .shape_rules import _RULES
 from .symbol import Symbol, _Node, topo_order
 
 __all__ = ["foreach", "while_loop", "cond"]
 
 _SUBGRAPH = "__subgraph_name__"
-_counts = collections.Counter()
+
+
+def _partial_rule(opname):
+    # the ops' inference runs inside their subgraphs, so it also works from partial shapes
+    infer = get_op(opname).infer_shape
+    return lambda p, ins, outs: infer(p, ins)
+
+
+_RULES.update({n: _partial_rule(n) for n in ("_foreach", "_while_loop", "_cond")})
 _lock = threading.Lock()
 
 
@@ -63,9 +71,10 @@ def _unique_name(base):
     if outer:
         base = f"{outer}${base}"
     with _lock:
-        k = _counts[base]
-        _counts[base] += 1
-    return f"{base}{k}"
+        # MXNet counts subgraph names in this class attribute (tests reset it)
+        counts = AttrScope._subgraph_names
+        counts[base] += 1
+        return f"{base}{counts[base] - 1}"
 
 
 def _entry(s, what):
