@@ -86,7 +86,7 @@ class _Bilinear:
     """The four neighbours of every sample point: flat indices into one (H*W) map, the
     weights, and the weights' slopes along y and x (see NOTE [Deformable sampling])."""
 
-    def __init__(self, xp, ys, xs, h, w, modulated):
+    def __init__(self, xp, ys, xs, h, w, modulated, slopes=True):
         if modulated:
             inside = (ys > -1) & (ys < h) & (xs > -1) & (xs < w)
         else:
@@ -111,8 +111,9 @@ class _Bilinear:
             self.index.append(xp.where(ok, yy * w + xx, 0))
             okf = ok.astype(ys.dtype)
             self.weight.append(wy * wx * okf)
-            self.dy.append(sy * wx * okf * live_y * mask)
-            self.dx.append(sx * wy * okf * live_x * mask)
+            if slopes:      # only the backward needs them
+                self.dy.append(sy * wx * okf * live_y * mask)
+                self.dx.append(sx * wy * okf * live_x * mask)
 
 
 def _gather(xp, maps, index):
@@ -138,18 +139,18 @@ def _inputs(modulated, p, arrays):
 
 
 def _sample_cols(xp, data, offset, mask, geo, dg, modulated):
-    """The deformable columns (n, dg, Cg, K, L) and the sampler that made them."""
+    """The deformable columns (n, dg, Cg, K, L) (forward only)."""
     kernel, stride, dilate, pad, out_hw = geo
     n, c, h, w = data.shape
     ys, xs = _positions(xp, offset, kernel, stride, dilate, pad, out_hw, dg)
-    bl = _Bilinear(xp, ys, xs, h, w, modulated)
+    bl = _Bilinear(xp, ys, xs, h, w, modulated, slopes=False)
     maps = data.reshape(n, dg, c // dg, h * w)
     cols = 0
     for idx, wt in zip(bl.index, bl.weight):
         cols = cols + _gather(xp, maps, idx) * wt[:, :, None]
     if mask is not None:
         cols = cols * mask.reshape(n, dg, 1, kernel[0] * kernel[1], -1)
-    return cols, bl, maps
+    return cols
 
 
 def _deformable_conv(modulated):
@@ -169,7 +170,7 @@ def _deformable_conv(modulated):
         wmat = weight.reshape(g, f // g, (c // g) * k)
         out = xp.empty((n, f, ho * wo), dtype=data.dtype)
         for sl in _chunks(n, c * k * ho * wo * 4):
-            cols, _, _ = _sample_cols(xp, data[sl], offset[sl],
+            cols = _sample_cols(xp, data[sl], offset[sl],
                                       None if mask is None else mask[sl], geo,
                                       p.num_deformable_group, modulated)
             cols = cols.reshape(cols.shape[0], g, (c // g) * k, ho * wo)
@@ -192,20 +193,35 @@ def _deformable_conv(modulated):
         d_mask = None if mask is None else xp.empty((n, dg, k, ho * wo), dtype=data.dtype)
         d_weight = xp.zeros(wmat.shape, dtype=data.dtype)
         gy = og.reshape(n, g, f // g, ho * wo)
-        for sl in _chunks(n, c * k * ho * wo * 6):
+        for sl in _chunks(n, c * k * ho * wo * 4):
             m = None if mask is None else mask[sl]
-            cols, bl, maps = _sample_cols(xp, data[sl], offset[sl], m, geo, dg, modulated)
-            b = cols.shape[0]
+            b = data[sl].shape[0]
+            ys, xs = _positions(xp, offset[sl], *geo[:4], geo[4], dg)
+            bl = _Bilinear(xp, ys, xs, h, w, modulated)
+            maps = data[sl].reshape(b, dg, c // dg, h * w)
             gs = gy[sl]
-            d_weight += matmul(xp, gs, xp.swapaxes(cols.reshape(b, g, (c // g) * k, ho * wo),
-                                                   2, 3)).sum(axis=0)
+            # the columns' gradient needs no columns: W^T @ dy
             d_cols = matmul(xp, xp.swapaxes(wmat, 1, 2)[None], gs)
             d_cols = d_cols.reshape(b, dg, c // dg, k, ho * wo)
-            if m is not None:
-                mk = m.reshape(b, dg, 1, k, ho * wo)
-                d_mask[sl] = _mask_grad(xp, d_cols, maps, bl)
-                d_cols = d_cols * mk
-            d_offset[sl] = _offset_grad(xp, d_cols, maps, bl)
+            mk = None if m is None else m.reshape(b, dg, k, ho * wo)
+            # one gather per neighbour serves the columns (for the weight gradient), the
+            # slopes (offsets) and the unmasked samples (mask)
+            cols, gy_off, gx_off, g_mask = 0, 0, 0, 0
+            for idx, wt, sy, sx in zip(bl.index, bl.weight, bl.dy, bl.dx):
+                v = _gather(xp, maps, idx)
+                cols = cols + v * wt[:, :, None]
+                t = (d_cols * v).sum(axis=2)
+                gy_off, gx_off = gy_off + t * sy, gx_off + t * sx
+                if mk is not None:
+                    g_mask = g_mask + t * wt
+            if mk is not None:
+                cols = cols * mk[:, :, None]
+                gy_off, gx_off = gy_off * mk, gx_off * mk
+                d_mask[sl] = g_mask
+                d_cols = d_cols * mk[:, :, None]
+            d_weight += matmul(xp, gs, xp.swapaxes(cols.reshape(b, g, (c // g) * k, ho * wo),
+                                                   2, 3)).sum(axis=0)
+            d_offset[sl] = xp.stack([gy_off, gx_off], axis=3)
             _scatter_data(xp, d_data[sl], d_cols, bl, h * w)
         res = [d_data.reshape(data.shape), d_offset.reshape(offset.shape)]
         if mask is not None:
@@ -216,24 +232,6 @@ def _deformable_conv(modulated):
         return tuple(res)
 
     return opname, compute, backward
-
-
-def _mask_grad(xp, d_cols, maps, bl):
-    """d/d(mask): the unmasked sampled value times the column gradient, summed over channels."""
-    acc = 0
-    for idx, wt in zip(bl.index, bl.weight):
-        acc = acc + (d_cols * _gather(xp, maps, idx)).sum(axis=2) * wt
-    return acc
-
-
-def _offset_grad(xp, d_cols, maps, bl):
-    """(b, dg, K, 2, L): the slopes of the samples along y and x times the column gradient."""
-    gy = gx = 0
-    for idx, sy, sx in zip(bl.index, bl.dy, bl.dx):
-        s = (d_cols * _gather(xp, maps, idx)).sum(axis=2)
-        gy = gy + s * sy
-        gx = gx + s * sx
-    return xp.stack([gy, gx], axis=3)
 
 
 def _scatter_data(xp, target, d_cols, bl, hw):

@@ -35,7 +35,7 @@ def _head_grads(outs):
 def _run(g, vals, names, dtype="float32"):
     args = {n: nd.array(vals[n], dtype=dtype) for n in names}
     grads = {n: nd.zeros(vals[n].shape, dtype=dtype) for n in names}
-    ex = g.bind(mx.cpu(), args, args_grad=grads)
+    ex = g.bind(mx.current_context(), args, args_grad=grads)
     outs = [o.asnumpy() for o in ex.forward(is_train=True)]
     ex.backward([h.astype(dtype) for h in _head_grads(ex.outputs)])
     return outs, {n: grads[n].asnumpy() for n in names}
@@ -162,7 +162,7 @@ def _fd_check(g, vals, wrt):
     heads = [h.asnumpy() for h in _head_grads([nd.zeros(o.shape) for o in outs])]
 
     def objective(v):
-        ex = g.bind(mx.cpu(), {n: nd.array(v[n], dtype="float64") for n in names})
+        ex = g.bind(mx.current_context(), {n: nd.array(v[n], dtype="float64") for n in names})
         return sum(float((o.asnumpy() * h).sum()) for o, h in zip(ex.forward(), heads))
     eps = 1e-6
     for n in wrt:
