@@ -1,6 +1,7 @@
 """Attribute scopes for symbols (MXNet's ``mx.attribute.AttrScope``)."""
 from __future__ import annotations
 
+import collections
 import threading
 
 from .base import _ClassPropertyMeta, classproperty, with_metaclass
@@ -13,6 +14,8 @@ class AttrScope(with_metaclass(_ClassPropertyMeta, object)):
     """Attach string attributes to every symbol created inside ``with AttrScope(k=v):``."""
 
     _state = threading.local()
+    # uses of each control-flow subgraph name, to number them (symbol/control_flow.py)
+    _subgraph_names = collections.defaultdict(int)
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():

@@ -56,3 +56,6 @@ def extend(contrib):
     """Add the functions above to the ``nd.contrib`` module object."""
     for fn in (isinf, isfinite, isnan, rand_zipfian):
         setattr(contrib, fn.__name__, fn)
+    from . import control_flow
+    for name in control_flow.__all__:
+        setattr(contrib, name, getattr(control_flow, name))

@@ -8,7 +8,8 @@ _families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", 
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
              "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
              "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize", "random_unique",
-             "detection_box", "multibox", "proposal", "vision_rroi"]
+             "detection_box", "multibox", "proposal", "vision_rroi", "correlation", "deformable",
+             "deformable_psroi", "control_flow"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")

@@ -110,6 +110,9 @@ from . import namespaces as _namespaces  # noqa: E402
 
 _mods = _namespaces.build(_symbol.lookup, Symbol)
 contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
+from . import control_flow as _control_flow  # noqa: E402
+for _cf in _control_flow.__all__:
+    setattr(contrib, _cf, getattr(_control_flow, _cf))
 from . import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
 
 

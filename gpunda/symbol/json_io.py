@@ -51,6 +51,12 @@ def _entry(e):
 
 def to_json(sym):
     """MXNet JSON text for ``sym``."""
+    return _graph_json(sym, top=True)
+
+
+def _graph_json(sym, top):
+    """A graph's JSON; a subgraph (``top=False``, a control-flow node's body) carries no
+    graph attributes, as in MXNet."""
     order = topo_order(sym._outputs)
     nid = {id(n): i for i, n in enumerate(order)}
     node_texts = []
@@ -64,6 +70,10 @@ def to_json(sym):
         if n.attrs:
             fields.append(f'{pad}"attrs": {_map(n.attrs, 6)}')
         fields.append(f'{pad}"inputs": {_list([_entry(e) for e in entries], 6)}')
+        subs = getattr(n.p, "_subgraphs", None) if n.op is not None else None
+        if subs:
+            texts = [_graph_json(g, top=False).replace("\n", "\n" + " " * 8) for g in subs]
+            fields.append(f'{pad}"subgraphs": {_list(texts, 6, multi=True)}')
         node_texts.append("{\n" + ", \n".join(fields) + "\n    }")
     arg_nodes = [str(i) for i, n in enumerate(order) if n.op is None]
     row = [0]
@@ -75,8 +85,7 @@ def to_json(sym):
         '  "arg_nodes": ' + _list(arg_nodes, 2),
         '  "node_row_ptr": ' + _list([str(r) for r in row], 2),
         '  "heads": ' + _list(heads, 2),
-        _graph_attrs(),
-    ]
+    ] + ([_graph_attrs()] if top else [])
     return "{\n" + ", \n".join(parts) + "\n}"
 
 
@@ -119,9 +128,10 @@ def from_json(text):
         bad = set(jn) - _NODE_KEYS
         if bad:
             raise GpundaError(f"load_json: node {k} ({name!r}) has unknown key(s) {sorted(bad)}")
-        if jn.get("subgraphs"):
-            raise GpundaError(f"load_json: node {k} ({name!r}) has subgraphs, which gpunda does "
-                              f"not support")
+        subs = jn.get("subgraphs") or []
+        if not isinstance(subs, list) or not all(isinstance(sg, dict) for sg in subs):
+            raise GpundaError(f"load_json: node {k} ({name!r}): subgraphs must be a list of "
+                              f"graphs")
         attrs = {}
         for key in ("param", "attr", "attrs"):
             v = jn.get(key)
@@ -155,6 +165,9 @@ def from_json(text):
             raise GpundaError(f"load_json: node {k} ({name!r}) uses operator {opname!r}, which "
                               f"gpunda does not have") from None
         p = params_from_attrs(op, attrs, len(ins), f"load_json: node {k} ({name!r})")
+        if subs:
+            from ..ops.control_flow import with_subgraphs
+            p = with_subgraphs(p, [from_json(json.dumps(sg)) for sg in subs])
         names = op.input_names(p)
         if not op.variadic and len(names) != len(ins):
             raise GpundaError(f"load_json: node {k} ({name!r}) operator {op.name} expects "
