@@ -159,3 +159,12 @@ def test_a_sampler_without_a_shape_takes_its_shape_from_the_graph():
     out = y.bind(mx.cpu(), {"x": mx.nd.zeros((3, 4), dtype="float64")}).forward()[0]
     assert out.shape == (3, 4) and out.dtype == np.float64
     assert abs(out.asnumpy().mean() - 10.0) < 1.0
+
+
+def test_infer_runs_samplers_on_parameters_they_accept():
+    # zero parameters are refused by negative_binomial's sampler (k > 0): shape inference
+    # must not depend on them
+    y = mx.sym.random.negative_binomial(mx.sym.var("k"), mx.sym.var("p"), shape=(3,),
+                                        dtype="float16")
+    assert y.infer_shape(k=(2, 2), p=(2, 2))[1] == [(2, 2, 3)]
+    assert y.infer_type(k="float32", p="float32")[1] == [np.float16]

@@ -82,7 +82,9 @@ def _run_dummy(node, in_shapes, in_types):
     prev = ag.set_training(False)
     try:
         with np.errstate(all="ignore"):
-            for make in (_dummy, lambda s, t: np.zeros(s, t)):
+            # ones last: samplers refuse zero parameters (negative_binomial's k > 0)
+            makers = (_dummy, lambda s, t: np.zeros(s, t), lambda s, t: np.ones(s, t))
+            for make in makers:
                 arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
                 try:
                     if op.wants_ctx:
@@ -93,7 +95,7 @@ def _run_dummy(node, in_shapes, in_types):
                 except GpundaError:
                     raise
                 except (ValueError, TypeError) as e:
-                    if make is not _dummy:
+                    if make is makers[-1]:
                         raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
                                           f"(input shapes {list(in_shapes)})") from None
     finally:
