@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import autograd
+from . import _np_mode
 from .. import initializer
 from ..base import GpundaError
 from ..context import Context, cpu, current_context
@@ -289,6 +290,8 @@ class Parameter:
         nd = _nd()
         with autograd.pause():
             self._data = [nd.array(data, ctx=c, dtype=self.dtype) for c in self._ctx_list]
+        if _np_mode.is_np_array():     # parameters made in NumPy mode hold mx.np.ndarray
+            _np_mode.to_np(self._data)
         self._init_grad()
 
     def _init_grad(self):
@@ -299,6 +302,8 @@ class Parameter:
         stype = None if self._grad_stype == "default" else self._grad_stype
         self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype, stype=stype)
                       for d in self._data]
+        if stype is None and _np_mode.is_np_input(self._data[0]):
+            _np_mode.to_np(self._grad)
         autograd.mark_variables(self._data, self._grad, self.grad_req)
         self._seen = [g._version for g in self._grad]
 
