@@ -6,9 +6,9 @@ in NumPy mode a block must return only ``mx.np.ndarray`` (TypeError otherwise, a
 """
 from __future__ import annotations
 
-from ..util import is_np_array
+from ..util import is_np_array, is_np_shape
 
-__all__ = ["is_np_array", "to_np", "np_var", "is_np_input", "check_same_symbol_type",
+__all__ = ["is_np_array", "is_np_shape", "to_np", "np_var", "is_np_input", "check_same_symbol_type",
            "check_all_np"]
 
 
