@@ -8,3 +8,4 @@ __getattr__ = missing_module_getattr("mxnet.numpy", "MXNet's NumPy interface (mx
 from ._math import *  # noqa: E402,F401,F403
 from ._reduce import *  # noqa: E402,F401,F403
 from ._manip import *  # noqa: E402,F401,F403
+from ._products import *  # noqa: E402,F401,F403
