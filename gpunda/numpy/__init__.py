@@ -22,3 +22,5 @@ from ._math import *  # noqa: E402,F401,F403
 from ._reduce import *  # noqa: E402,F401,F403
 from ._manip import *  # noqa: E402,F401,F403
 from ._products import *  # noqa: E402,F401,F403
+from .fallback import *  # noqa: E402,F401,F403
+from . import fallback, linalg, random  # noqa: E402,F401

@@ -190,3 +190,136 @@ def _g_matmul(F, p, i, o, g):
 register(OpDef("_npi_matmul", _matmul, inputs=("a", "b"), gradient=_g_matmul, save=("inputs",),
                family="np_linalg", hidden=True,
                doc="Matrix product with broadcast batch axes (NumPy's matmul)."))
+
+
+# ---------------------------------------------------------------------------
+# np.linalg
+
+def _swap(x):
+    return x.swapaxes(-1, -2)
+
+
+def _svd(xp, p, a):
+    if a.shape[-2] > a.shape[-1]:
+        raise GpundaError(f"Operator _npi_svd: the input's shape {a.shape} must have rows <= "
+                          f"columns (MXNet's svd)")
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        b = a.shape[:-2]
+        return (xp.zeros(b + (m, m), a.dtype), xp.zeros(b + (m,), a.dtype),
+                xp.zeros(b + (m, n), a.dtype))
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    return u.astype(a.dtype), s.astype(a.dtype), vh.astype(a.dtype)
+
+
+def _svd_backward(xp, p, dut, dl, dv, ut, l, v):
+    """MXNet's SVD gradient (src/operator/numpy/linalg/np_gesvd-inl.h), batched."""
+    if ut.size == 0 or l.size == 0:
+        return xp.zeros(ut.shape[:-1] + v.shape[-1:], dtype=v.dtype)
+    m = v.shape[-2]
+    li = l[..., :, None]
+    lj = l[..., None, :]
+    eye = xp.eye(m, dtype=l.dtype)
+    diff = xp.maximum(li - lj, 1e-20)
+    summ = xp.maximum(li + lj, 1e-20)
+    e = 1.0 / diff / summ
+    e = xp.triu(e, 1)
+    e = e - _swap(e)
+    g1 = xp.matmul((1.0 / li) * dv, _swap(v)) * lj + xp.matmul(_swap(dut), ut)
+    x = g1 * e
+    g2 = dl[..., None, :] * eye + (x + _swap(x)) * lj - (1.0 / li) * xp.matmul(dv, _swap(v)) * eye
+    return xp.matmul(ut, xp.matmul(g2, v) + (1.0 / li) * dv).astype(v.dtype)
+
+
+def _g_svd(F, p, i, o, g):
+    return [F._npi_svd_backward(g[0], g[1], g[2], o[0], o[1], o[2])]
+
+
+register(OpDef("_npi_svd", _svd, inputs=("A",), num_outputs=3, gradient=_g_svd,
+               save=("outputs",), family="np_linalg", hidden=True,
+               doc="Reduced SVD ``A = UT @ diag(L) @ V`` of (..., M, N) with M <= N."))
+register(OpDef("_npi_svd_backward", _svd_backward,
+               inputs=("dUT", "dL", "dV", "UT", "L", "V"), nondiff=True, family="np_linalg",
+               hidden=True, doc="Gradient of _npi_svd (once differentiable)."))
+
+
+def _solve(xp, p, a, b):
+    if a.shape[-1] != a.shape[-2]:
+        raise GpundaError(f"Operator _npi_solve: a must be square, got shape {a.shape}")
+    if b.ndim == a.ndim - 1:
+        return xp.linalg.solve(a, b[..., None])[..., 0].astype(b.dtype)
+    return xp.linalg.solve(a, b).astype(b.dtype)
+
+
+def _g_solve(F, p, i, o, g):
+    a, b = i
+    x = o[0]
+    gb = F._npi_solve(F._npi_transpose_last2(a), g[0])
+    if b.ndim == a.ndim - 1:
+        ga = -F._npi_einsum(gb, x, subscripts="...i,...j->...ij", num_args=2)
+    else:
+        ga = -F._npi_matmul(gb, F._npi_transpose_last2(x))
+    return [ga, gb]
+
+
+register(OpDef("_npi_solve", _solve, inputs=("A", "B"), gradient=_g_solve,
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="The solution X of A @ X = B."))
+register(OpDef("_npi_transpose_last2", lambda xp, p, a: xp.ascontiguousarray(_swap(a)),
+               inputs=("a",), gradient=lambda F, p, i, o, g: [F._npi_transpose_last2(g[0])],
+               save=(), family="np_linalg", hidden=True, doc="Swap the last two axes."))
+
+
+def _pinv(xp, p, a, rcond=None):
+    rc = rcond if rcond is not None else p.rcond
+    if a.size == 0:
+        return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+    if hasattr(rc, "shape") and rc.ndim:
+        rc = rc[..., None]
+    return xp.linalg.pinv(a, rcond=rc, hermitian=p.hermitian).astype(a.dtype)
+
+
+def _g_pinv(F, p, i, o, g):
+    # d pinv (Golub & Pereyra): three terms, each a product with the head gradient
+    a, ap, gt = i[0], o[0], F._npi_transpose_last2(g[0])
+    mm = F._npi_matmul
+    apt = F._npi_transpose_last2(ap)
+    t1 = -mm(mm(apt, g[0]), apt)
+    pa = gt - mm(mm(a, ap), gt)                     # (I - A A+) G^T
+    t2 = mm(pa, mm(ap, apt))
+    qa = gt - mm(gt, mm(ap, a))                     # G^T (I - A+ A)
+    t3 = mm(mm(apt, ap), qa)
+    return [t1 + t2 + t3] + [None] * (len(i) - 1)
+
+
+register(OpDef("_npi_pinv_scalar_rcond", _pinv, inputs=("A",),
+               params=[Param("rcond", "float", 1e-15), Param("hermitian", "bool", False)],
+               gradient=_g_pinv, save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="Moore-Penrose pseudo-inverse."))
+register(OpDef("_npi_pinv", _pinv, inputs=("A", "rcond"),
+               params=[Param("hermitian", "bool", False)], gradient=_g_pinv,
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="Pseudo-inverse with an array of rcond values."))
+
+
+def _host_linalg(fn, real=True):
+    def compute(xp, p, a):
+        from ..backends import backend_of_xp  # noqa: F401 (CuPy has no general eig)
+        host = a.get() if hasattr(a, "get") else a
+        r = getattr(np.linalg, fn)(host)
+        rs = r if isinstance(r, tuple) else (r,)
+        out = []
+        for x in rs:
+            if real and np.iscomplexobj(x):
+                x = x.real
+            out.append(xp.asarray(x.astype(a.dtype)))
+        return tuple(out) if isinstance(r, tuple) else out[0]
+    return compute
+
+
+register(OpDef("_npi_eig", _host_linalg("eig"), inputs=("A",), num_outputs=2, nondiff=True,
+               family="np_linalg", hidden=True, capture="runs NumPy's eig on the host",
+               doc="Eigenvalues and right eigenvectors (real parts, as MXNet)."))
+register(OpDef("_npi_eigvals", _host_linalg("eigvals"), inputs=("A",), nondiff=True,
+               family="np_linalg", hidden=True, capture="runs NumPy's eigvals on the host",
+               doc="Eigenvalues of a general matrix (real parts)."))
