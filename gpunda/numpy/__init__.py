@@ -24,3 +24,5 @@ from ._manip import *  # noqa: E402,F401,F403
 from ._products import *  # noqa: E402,F401,F403
 from .fallback import *  # noqa: E402,F401,F403
 from . import fallback, linalg, random  # noqa: E402,F401
+from ._sort import *  # noqa: E402,F401,F403
+from ._stats import *  # noqa: E402,F401,F403

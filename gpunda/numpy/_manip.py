@@ -15,7 +15,7 @@ __all__ = ["reshape", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_d
            "append", "split", "array_split", "hsplit", "vsplit", "dsplit", "tile", "repeat",
            "flip", "flipud", "fliplr", "roll", "rot90", "pad", "tril", "triu", "diag",
            "diagflat", "diagonal", "trace", "take", "take_along_axis", "where", "insert",
-           "delete", "resize", "copy", "shape", "ndim", "size"]
+           "delete", "resize", "shape", "ndim", "size"]
 
 
 def _shape_tuple(shape):
