@@ -18,3 +18,11 @@ from .creation import *  # noqa: E402,F401,F403
 multiarray._install()
 
 __getattr__ = missing_module_getattr("mxnet.numpy", "this function of mx.np")
+from ._math import *  # noqa: E402,F401,F403
+from ._reduce import *  # noqa: E402,F401,F403
+from ._manip import *  # noqa: E402,F401,F403
+from ._products import *  # noqa: E402,F401,F403
+from .fallback import *  # noqa: E402,F401,F403
+from . import fallback, linalg, random  # noqa: E402,F401
+from ._sort import *  # noqa: E402,F401,F403
+from ._stats import *  # noqa: E402,F401,F403

@@ -250,7 +250,7 @@ _bin("_npi_floor_divide", "floor_divide", None)
 for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
            "logical_and", "logical_or", "logical_xor"):
     _bin(f"_npi_{_n}", _n, None, kind="cmp")
-for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd"):
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift", "right_shift"):
     _bin(f"_npi_{_n}", _n, None, kind="int")
 
 
@@ -352,5 +352,7 @@ def _int_sc(name, fn, reverse=False):
                    family="np_elemwise", hidden=True, doc=f"{fn} with a Python int."))
 
 
-for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd"):
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift", "right_shift"):
     _int_sc(f"_npi_{_n}_scalar", _n)
+for _n in ("left_shift", "right_shift"):
+    _int_sc(f"_npi_r{_n}_scalar", _n, reverse=True)

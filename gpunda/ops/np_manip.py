@@ -8,8 +8,8 @@ its gradient is found without a rule per op: run the same compute on *index arra
 (input k's elements numbered ``offset_k + 1 ...``; the constants it inserts are 0),
 which gives, for each output element, the number of the input element it came from;
 the gradient is then a ``bincount`` of the head gradients by those numbers
-(``_np_index_grad``). Its own gradient is the op applied to the cotangents
-(``_np_index_apply``), so second derivatives come free too. An op whose constants
+(``_npi_index_grad``). Its own gradient is the op applied to the cotangents
+(``_npi_index_apply``), so second derivatives come free too. An op whose constants
 are not zero (pad's ``constant_values``) says which params to use for the index pass.
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _index_apply(xp, q, *arrs):
 def _index_grad_rule(F, q, i, o, g):
     op = get_op(q.op)
     xs = i[q.nout:]
-    r = F._np_index_apply(*g, *xs, op=q.op, p=q.p, nout=len(xs), nres=q.nout)
+    r = F._npi_index_apply(*g, *xs, op=q.op, p=q.p, nout=len(xs), nres=q.nout)
     r = r if isinstance(r, list) else [r]
     return r + [None] * len(xs)
 
@@ -84,19 +84,19 @@ def _index_grad_rule(F, q, i, o, g):
 def _index_apply_rule(F, q, i, o, g):
     n = len(i) // 2
     xs = i[n:]
-    r = F._np_index_grad(*g, *xs, op=q.op, p=q.p, nout=len(g), nres=n)
+    r = F._npi_index_grad(*g, *xs, op=q.op, p=q.p, nout=len(g), nres=n)
     r = r if isinstance(r, list) else [r]
     return r + [None] * n
 
 
 _META = [Param("op", "str"), Param("p", "any"), Param("nout", "int"), Param("nres", "int")]
-register(OpDef("_np_index_grad", _index_grad, params=_META,
+register(OpDef("_npi_index_grad", _index_grad, params=_META,
                inputs=lambda q: tuple(f"g{k}" for k in range(q.nout)) +
                tuple(f"x{k}" for k in range(q.nres)),
                num_outputs=lambda q: q.nres, gradient=_index_grad_rule, save=("inputs",),
                family="np_manip", hidden=True,
                doc="Gradient of an element-moving op (NOTE [Index-map gradients])."))
-register(OpDef("_np_index_apply", _index_apply, params=_META,
+register(OpDef("_npi_index_apply", _index_apply, params=_META,
                inputs=lambda q: tuple(f"c{k}" for k in range(q.nout)) +
                tuple(f"x{k}" for k in range(q.nout)),
                num_outputs=lambda q: q.nres, gradient=_index_apply_rule, save=("inputs",),
@@ -113,7 +113,7 @@ def moving(name, compute, params=(), inputs=("a",), num_outputs=1, diff=None,
     """Register an element-moving op; its gradient is NOTE [Index-map gradients]."""
     def rule(F, p, i, o, g):
         nin = len(i)
-        r = F._np_index_grad(*g, *i, op=name, p=p, nout=len(g), nres=nin)
+        r = F._npi_index_grad(*g, *i, op=name, p=p, nout=len(g), nres=nin)
         r = r if isinstance(r, list) else [r]
         d = set(op.np_diff(p, nin))
         return [r[k] if k in d else None for k in range(nin)]
