@@ -24,6 +24,7 @@ _is_rec = _ag._is_rec
 _NDArray = None     # set by gpunda.ndarray once the class exists
 _new = None         # fast NDArray constructor: _new(data, ctx)
 _sparse_invoke = None   # set by gpunda.ndarray.sparse
+_np_cls = _np_invoke = None   # set by gpunda.numpy (NOTE [Output flavour follows the first input])
 
 
 def invoke(op, inputs, out=None, **params):
@@ -90,6 +91,8 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
             if isinstance(x0, _NDArray) and x0.stype != "default" or any(
                     isinstance(x, _NDArray) and x.stype != "default" for x in inputs):
                 return _sparse_invoke(op, inputs, p, out)
+            if type(x0) is _np_cls:
+                return _np_invoke(op, inputs, p, out, ctx)
             _check_inputs(op, p, inputs)
         ctx = x0._ctx
         if len(inputs) == 1:

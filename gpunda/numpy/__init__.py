@@ -1,7 +1,28 @@
-"""MXNet's NumPy interface (``mx.np``): not built yet. The module imports (MXNet code
-imports it at the top of files); every name raises NotImplementedForGpunda."""
+"""MXNet's NumPy interface (``mx.np``): ``ndarray`` with NumPy semantics and NumPy's
+functions over gpunda's one op registry (see NOTE [One array, two front ends] in
+multiarray.py).
+
+Each functions module adds one ``from .X import *`` line at the end. A name MXNet has
+that no module defines yet raises NotBuiltError naming it (the placeholder
+``__getattr__``), which is also an AttributeError.
+"""
 from .._not_built import missing_module_getattr
 
-NOT_BUILT = True     # util.set_np() checks this: no NumPy-array semantics yet
+NOT_BUILT = False     # util.set_np() checks this
 
-__getattr__ = missing_module_getattr("mxnet.numpy", "MXNet's NumPy interface (mx.np)")
+from . import multiarray  # noqa: E402
+from .multiarray import ndarray  # noqa: E402,F401
+from ._dtypes import *  # noqa: E402,F401,F403
+from .creation import *  # noqa: E402,F401,F403
+
+multiarray._install()
+
+__getattr__ = missing_module_getattr("mxnet.numpy", "this function of mx.np")
+from ._math import *  # noqa: E402,F401,F403
+from ._reduce import *  # noqa: E402,F401,F403
+from ._manip import *  # noqa: E402,F401,F403
+from ._products import *  # noqa: E402,F401,F403
+from .fallback import *  # noqa: E402,F401,F403
+from . import fallback, linalg, random  # noqa: E402,F401
+from ._sort import *  # noqa: E402,F401,F403
+from ._stats import *  # noqa: E402,F401,F403

@@ -4,12 +4,12 @@ from .registry import OpDef, Param, register, get_op, all_ops
 
 from . import elemwise  # noqa: F401
 
-_families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
+_families = ["np_elemwise", "np_reduce", "np_manip", "np_linalg", "np_random", "np_sort", "np_stats", "reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
              "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
              "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize", "random_unique",
              "detection_box", "multibox", "proposal", "vision_rroi", "correlation", "deformable",
-             "deformable_psroi", "control_flow"]
+             "deformable_psroi", "control_flow", "np_creation", "np_extension"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")

@@ -1,0 +1,68 @@
+"""``mxnet._numpy_op_doc``: one stub per built-in ``_np_*`` operator, giving the NumPy
+signature of the ``mx.np`` function that calls it (``numpy_op_signature`` reads them).
+The behaviour is documented on the functions themselves (gpunda/numpy/)."""
+# pylint: disable=unused-argument
+
+
+def _np_all(a, axis=None, out=None, keepdims=False):
+    """mx.np.all"""
+
+
+def _np_any(a, axis=None, out=None, keepdims=False):
+    """mx.np.any"""
+
+
+def _np_cumsum(a, axis=None, dtype=None, out=None):
+    """mx.np.cumsum"""
+
+
+def _np_transpose(a, axes=None):
+    """mx.np.transpose"""
+
+
+def _np_dot(a, b, out=None):
+    """mx.np.dot"""
+
+
+def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """mx.np.sum"""
+
+
+def _np_reshape(a, newshape, order="C"):
+    """mx.np.reshape"""
+
+
+def _np_roll(a, shift, axis=None):
+    """mx.np.roll"""
+
+
+def _np_squeeze(a, axis=None):
+    """mx.np.squeeze"""
+
+
+def _np_max(a, axis=None, out=None, keepdims=False):
+    """mx.np.max"""
+
+
+def _np_min(a, axis=None, out=None, keepdims=False):
+    """mx.np.min"""
+
+
+def _np_prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    """mx.np.prod"""
+
+
+def _np_moveaxis(a, source, destination):
+    """mx.np.moveaxis"""
+
+
+def _np_diag(v, k=0):
+    """mx.np.diag"""
+
+
+def _np_diagonal(a, offset=0, axis1=0, axis2=1):
+    """mx.np.diagonal"""
+
+
+def _np_diagflat(v, k=0):
+    """mx.np.diagflat"""

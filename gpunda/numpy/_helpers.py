@@ -1,0 +1,86 @@
+"""What every ``mx.np`` function module shares: telling arrays from scalars, turning
+official-NumPy arrays and lists into ``mx.np.ndarray``, and the host round trip of the
+functions MXNet itself computes with official NumPy."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as _onp
+
+from ..ndarray.ndarray import NDArray
+from .multiarray import ndarray, invoke_np, as_np
+
+__all__ = []
+
+
+def is_tensor(x):
+    """An ``NDArray``/``ndarray`` or a Symbol (inputs the registered ops take)."""
+    if isinstance(x, NDArray):
+        return True
+    from ..symbol.symbol import Symbol
+    return isinstance(x, Symbol)
+
+
+def is_scalar(x):
+    return isinstance(x, (numbers.Number, _onp.generic)) and not isinstance(x, _onp.ndarray)
+
+
+def context_of(*xs):
+    for x in xs:
+        if isinstance(x, NDArray):
+            return x.context
+    return None
+
+
+def to_tensor(x, like=None, dtype=None):
+    """``x`` as an array input: arrays pass, lists/official-NumPy arrays are copied
+    (keeping their dtype; float64 lists become float32 as MXNet's np.array does)."""
+    if is_tensor(x):
+        return x
+    from ..ndarray.ndarray import array as _nd_array
+    src = _onp.asarray(x)
+    if dtype is None:
+        dtype = src.dtype
+        if not isinstance(x, _onp.ndarray) and dtype == _onp.float64:
+            dtype = _onp.float32
+    return as_np(_nd_array(src, ctx=context_of(like) if like is not None else None, dtype=dtype))
+
+
+def tensors(xs, like=None):
+    ref = next((x for x in xs if is_tensor(x)), like)
+    return [to_tensor(x, ref) for x in xs]
+
+
+def on_host(x):
+    """An official NumPy copy of an array (scalars and lists pass through asarray)."""
+    if isinstance(x, NDArray):
+        return x.asnumpy()
+    if isinstance(x, (list, tuple)):
+        return type(x)(on_host(v) for v in x)
+    return x
+
+
+def back_to(result, ctx):
+    """Official-NumPy results of a host fallback as ``mx.np.ndarray`` on ``ctx``."""
+    from ..ndarray.ndarray import array as _nd_array
+    if isinstance(result, _onp.ndarray):
+        return as_np(_nd_array(result, ctx=ctx, dtype=result.dtype))
+    if isinstance(result, tuple):
+        return tuple(back_to(r, ctx) for r in result)
+    if isinstance(result, list):
+        return [back_to(r, ctx) for r in result]
+    return result
+
+
+def axis_param(axis):
+    """NumPy's axis argument as an op param (lists become tuples)."""
+    if isinstance(axis, list):
+        return tuple(axis)
+    return axis
+
+
+def invoke(opname, inputs, out=None, **params):
+    """``invoke_np`` with ``out=`` passed only when given."""
+    if out is not None:
+        params["out"] = out
+    return invoke_np(opname, inputs, **params)

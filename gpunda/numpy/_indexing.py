@@ -1,0 +1,108 @@
+"""``mx.np.ndarray`` indexing with NumPy's rules: basic keys (ints, slices, ``None``,
+``...``) give views sharing memory, integer/list/boolean-mask keys give copies, and a
+0-d result stays 0-d. While recording, ``x[key]`` is the ``_getitem`` op, whose gradient
+scatters back into ``x``'s shape."""
+from __future__ import annotations
+
+import numpy as _onp
+
+from .. import autograd as _ag
+from ..base import GpundaError
+from ..context import shares_memory_space
+from ..ndarray import ndarray as _nd_mod
+from ..ndarray.ndarray import NDArray
+from .multiarray import _wrap
+
+__all__ = ["getitem", "setitem"]
+
+
+def _raw(key, ctx):
+    """The key with arrays as backend arrays (mx arrays, lists, ranges)."""
+    if isinstance(key, NDArray):
+        if not shares_memory_space(key._ctx, ctx):
+            raise GpundaError(f"index array is on {key._ctx} but the array is on {ctx}")
+        k = key._data
+        # MXNet casts a float index array to integers (D2L's data_iter relies on it:
+        # ``np.array(list_of_ints)`` is float32)
+        return k.astype(_onp.int64) if k.dtype.kind == "f" else k
+    if isinstance(key, tuple):
+        return tuple(_raw(k, ctx) for k in key)
+    if isinstance(key, (list, range)):
+        arr = _onp.asarray(key)
+        if arr.dtype.kind == "f" or arr.dtype == object:
+            raise IndexError(f"index {key!r}: only integer or boolean lists are valid indices")
+        return arr if ctx._xp is _onp else ctx.backend.from_host(arr)
+    return key
+
+
+def _check_key(key):
+    for k in (key if isinstance(key, tuple) else (key,)):
+        if isinstance(k, (float, _onp.floating)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                             "(`None`) and integer or boolean arrays are valid indices")
+
+
+def getitem(x, key):
+    """``x[key]`` for an ``mx.np.ndarray`` ``x``."""
+    _check_key(key)
+    ctx = x._ctx
+    raw = _raw(key, ctx)
+    if x._ag is not None and _ag._is_rec():
+        from ..util import np_shape
+        with np_shape(True):        # a 0-d result stays 0-d
+            from ..ndarray import _op
+            return _op._getitem(x, key=raw)
+    try:
+        r = x._data[raw]
+    except IndexError as e:
+        raise IndexError(f"index {key!r} does not fit an array of shape {x.shape}: {e}") \
+            from None
+    if not hasattr(r, "shape") or isinstance(r, _onp.generic):
+        r = ctx._xp.asarray(r) if ctx._xp is not None else _onp.asarray(r)
+    base = None
+    if getattr(r, "base", None) is not None and _nd_mod._shares(r, x._data):
+        base = x._base if x._base is not None else x
+    return _wrap(r, ctx, base)
+
+
+def setitem(x, key, value):
+    """``x[key] = value`` for an ``mx.np.ndarray`` ``x`` (NumPy's broadcasting)."""
+    _check_key(key)
+    _ag.check_writable(x, "__setitem__")
+    ctx = x._ctx
+    raw = _raw(key, ctx)
+    if isinstance(value, NDArray):
+        if not shares_memory_space(value._ctx, ctx):
+            raise GpundaError(f"__setitem__: value is on {value._ctx} but the array is on "
+                              f"{ctx}")
+        if value._ag is not None and _ag._is_rec():
+            return _ag.record_assign(x, raw, value)
+        v = value._data
+    else:
+        v = _onp.asarray(value)
+        if ctx._xp is not _onp:
+            v = ctx.backend.from_host(v)
+    try:
+        x._data[raw] = _fit(x._data, raw, v)
+    except IndexError as e:
+        raise IndexError(f"index {key!r} does not fit an array of shape {x.shape}: {e}") \
+            from None
+    except ValueError as e:
+        raise ValueError(f"__setitem__: cannot assign a value of shape "
+                         f"{getattr(v, 'shape', ())} to index {key!r} of an array of shape "
+                         f"{x.shape}: {e}") from None
+    _ag.bump_version(x)
+
+
+def _fit(data, raw, v):
+    """``v`` with leading length-1 axes dropped beyond the indexed region's rank (NumPy
+    accepts them in assignments; CuPy does not)."""
+    nd = getattr(v, "ndim", 0)
+    if nd == 0:
+        return v
+    target = data[raw]
+    tnd = getattr(target, "ndim", 0)
+    while nd > tnd and v.shape[0] == 1:
+        v = v.reshape(v.shape[1:])
+        nd -= 1
+    return v

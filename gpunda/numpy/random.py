@@ -1,0 +1,150 @@
+"""``mx.np.random``: NumPy's sampling functions on gpunda's per-context generators
+(``mx.random.seed`` makes them reproducible). Distribution parameters may be numbers or
+arrays (broadcast with ``size``); normal, uniform, lognormal, exponential, rayleigh,
+weibull, pareto, gumbel and logistic are differentiable in their array parameters, as
+in MXNet (ops in ops/np_random.py)."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as _onp
+
+from ..context import current_context
+from ._helpers import is_tensor, to_tensor, invoke, context_of
+
+__all__ = ["uniform", "normal", "lognormal", "exponential", "rayleigh", "weibull", "pareto",
+           "gumbel", "logistic", "power", "gamma", "beta", "chisquare", "randint", "rand",
+           "randn", "choice", "shuffle", "multinomial", "multivariate_normal"]
+
+
+def _size(size):
+    if size is None:
+        return None
+    if isinstance(size, numbers.Integral):
+        return (int(size),)
+    return tuple(int(s) for s in size)
+
+
+def _sample(dist, names, values, size, dtype, ctx, out):
+    tensors, params = [], {}
+    ref = next((v for v in values if is_tensor(v)), None)
+    for n, v in zip(names, values):
+        if is_tensor(v) or isinstance(v, (_onp.ndarray, list, tuple)):
+            tensors.append(to_tensor(v, ref))
+            params[n] = None
+        else:
+            params[n] = float(v)
+    if ctx is None:
+        ctx = context_of(*tensors) or current_context()
+    dt = "float32" if dtype is None else dtype
+    opname = "_npi_powerd" if dist == "power" else f"_npi_{dist}"
+    if tensors:
+        return invoke(opname, tensors, out=out, size=_size(size), dtype=dt, **params)
+    return invoke(opname, [], out=out, size=_size(size), dtype=dt, ctx=ctx, **params)
+
+
+def _sampler(dist, names, defaults, doc):
+    def f(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
+        vals = list(defaults)
+        for k, a in enumerate(args):
+            if k < len(names):
+                vals[k] = a
+            elif k == len(names):
+                size = a
+        for k, n in enumerate(names):
+            if n in kwargs:
+                vals[k] = kwargs.pop(n)
+        if kwargs:
+            raise TypeError(f"{dist}() got unexpected keyword arguments {sorted(kwargs)}")
+        return _sample(dist, names, vals, size, dtype, ctx, out)
+    f.__name__ = f.__qualname__ = dist
+    f.__doc__ = doc
+    return f
+
+
+uniform = _sampler("uniform", ("low", "high"), (0.0, 1.0), "Samples from U[low, high).")
+normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), "Samples from N(loc, scale**2).")
+lognormal = _sampler("lognormal", ("mean", "sigma"), (0.0, 1.0),
+                     "Samples whose logarithm is N(mean, sigma**2).")
+exponential = _sampler("exponential", ("scale",), (1.0,), "Samples from Exp(1/scale).")
+rayleigh = _sampler("rayleigh", ("scale",), (1.0,), "Samples from Rayleigh(scale).")
+weibull = _sampler("weibull", ("a",), (1.0,), "Samples from Weibull(a).")
+pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a).")
+gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), "Samples from Gumbel(loc, scale).")
+logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), "Samples from Logistic(loc, scale).")
+power = _sampler("power", ("a",), (1.0,), "Samples from the power distribution P(x) = a x**(a-1).")
+gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).")
+beta = _sampler("beta", ("a", "b"), (1.0, 1.0), "Samples from Beta(a, b).")
+chisquare = _sampler("chisquare", ("df",), (1.0,), "Samples from the chi-square distribution.")
+
+
+def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
+    """Random integers from [low, high) (from [0, low) when ``high`` is None)."""
+    if high is None:
+        low, high = 0, low
+    ctx = current_context() if ctx is None else ctx
+    return invoke("_random_randint", [], out=out, low=int(low), high=int(high),
+                  shape=_size(size) or (), dtype=dtype or "int64", ctx=ctx)
+
+
+def rand(*size, **kwargs):
+    """Samples from U[0, 1) of shape ``size``."""
+    return uniform(0.0, 1.0, size=size, **kwargs)
+
+
+def randn(*size, **kwargs):
+    """Samples from N(0, 1) of shape ``size``."""
+    return normal(0.0, 1.0, size=size, **kwargs)
+
+
+def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
+    """Random samples from ``range(a)`` or from the 1-D array ``a``."""
+    ctx = ctx or context_of(a, p) or current_context()
+    ins, kw = [], {}
+    if isinstance(a, numbers.Integral):
+        kw["a"] = int(a)
+        pool = None
+    else:
+        pool = to_tensor(a)
+        kw["a"] = int(pool.shape[0])
+    if p is not None:
+        ins.append(to_tensor(p))
+    if not ins:
+        idx = invoke("_npi_choice", [], size=_size(size), replace=replace, weighted=False,
+                     ctx=ctx, **kw)
+    else:
+        idx = invoke("_npi_choice", ins, size=_size(size), replace=replace, weighted=True, **kw)
+    if pool is None:
+        return idx
+    from ._manip import take
+    return take(pool, idx, out=out)
+
+
+def shuffle(x):
+    """Shuffle ``x`` along its first axis, in place."""
+    invoke("_shuffle", [x], out=x)
+
+
+def multinomial(n, pvals, size=None):
+    """Counts of ``n`` draws over categories of probabilities ``pvals``."""
+    if is_tensor(pvals):
+        return invoke("_npi_multinomial", [pvals], n=int(n), size=_size(size))
+    pv = tuple(float(v) for v in pvals)
+    if builtins_sum(pv[:-1]) > 1.0 + 1e-12:
+        raise ValueError("sum(pvals[:-1]) > 1.0")
+    return invoke("_npi_multinomial", [], n=int(n), pvals=pv, size=_size(size),
+                  ctx=current_context())
+
+
+def builtins_sum(xs):
+    total = 0.0
+    for x in xs:
+        total += x
+    return total
+
+
+def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
+    """Samples from N(mean, cov) (cov symmetric positive definite)."""
+    mean = to_tensor(mean)
+    cov = to_tensor(cov, mean)
+    return invoke("_npi_mvn_fallback", [mean, cov], size=_size(size))

@@ -1,0 +1,365 @@
+"""``mx.np`` element-wise ops: unary math, binary broadcasting with MXNet's np dtype
+rules, scalar variants, comparisons, logical and bitwise ops.
+
+NOTE [np dtype rules]
+MXNet's NumPy interface promotes mixed input dtypes, but not as NumPy does
+(observed on MXNet 1.9.1): a float meets an int or bool -> the float's dtype (int32 +
+float32 is float32, not float64); two floats or two same-signedness ints -> the wider;
+a signed and an unsigned int -> at least int32; bool with bool in arithmetic ->
+float32. A Python scalar takes the array's dtype (an int array + 2.5 stays int), except
+that true division of an int array gives float32 and a bool array meets a scalar as
+float32. Unary math keeps the input dtype (sin of int32 is int32) and turns bool into
+float32. ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
+and CachedOp see the same dtypes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .registry import OpDef, Param, register
+from ._util import special, sum_to_shape
+
+_F32 = np.dtype("float32")
+_BOOL = np.dtype("bool")
+
+
+def np_result_type(da, db, bool_bool=_F32):
+    """The dtype MXNet's np binary arithmetic gives inputs of dtypes ``da``, ``db``."""
+    da, db = np.dtype(da), np.dtype(db)
+    if da == db:
+        return bool_bool if da == _BOOL else da
+    ka, kb = da.kind, db.kind
+    if ka == "b":
+        return db
+    if kb == "b":
+        return da
+    if ka == "f" and kb == "f":
+        return da if da.itemsize >= db.itemsize else db
+    if ka == "f":
+        return da
+    if kb == "f":
+        return db
+    if ka == kb:          # both signed or both unsigned
+        return da if da.itemsize >= db.itemsize else db
+    return np.dtype(f"int{max(32, 8 * max(da.itemsize, db.itemsize))}")
+
+
+def _arr(xp, r, dtype=None):
+    """A backend array (NumPy returns scalars for 0-d inputs) of ``dtype``."""
+    r = xp.asarray(r)
+    if dtype is not None and r.dtype != dtype:
+        r = r.astype(dtype)
+    return r
+
+
+def _cast_like(F, g, x):
+    """Gradient ``g`` in input ``x``'s dtype (an int input gets its float gradient cast)."""
+    return g if g.dtype == x.dtype else F.Cast(g, dtype=x.dtype)
+
+
+# ----------------------------------------------------------------------------
+# unary
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _unary_compute(fn):
+    f = getattr(np, fn)
+
+    def compute(xp, p, x):
+        g = getattr(xp, fn) if xp is not np else f
+        dt = _F32 if x.dtype == _BOOL else x.dtype
+        if x.dtype == _BOOL:
+            x = x.astype(_F32)
+        return _arr(xp, g(x), dt)
+    return compute
+
+
+def _unary(fn, grad=None, save=("inputs",), name=None, aliases=()):
+    register(OpDef(name or f"_npi_{fn}", _unary_compute(fn), inputs=("x",), gradient=grad,
+                   nondiff=grad is None, save=save, family="np_elemwise", hidden=True,
+                   aliases=aliases, doc=f"NumPy's {fn}, element-wise (mx.np.{fn})."))
+
+
+def _zero(F, p, i, o, g):
+    return [F.zeros_like(g[0])]
+
+
+_unary("abs", lambda F, p, i, o, g: [g[0] * F.sign(i[0])], aliases=("_npi_absolute",))
+_unary("sign", _zero, save=())
+_unary("negative", lambda F, p, i, o, g: [-g[0]], save=())
+_unary("reciprocal", lambda F, p, i, o, g: [-g[0] * o[0] * o[0]], save=("outputs",))
+_unary("square", lambda F, p, i, o, g: [2 * i[0] * g[0]])
+_unary("sqrt", lambda F, p, i, o, g: [g[0] / (2 * o[0])], save=("outputs",))
+_unary("cbrt", lambda F, p, i, o, g: [g[0] / (3 * o[0] * o[0])], save=("outputs",))
+_unary("exp", lambda F, p, i, o, g: [g[0] * o[0]], save=("outputs",))
+_unary("expm1", lambda F, p, i, o, g: [g[0] * (o[0] + 1)], save=("outputs",))
+_unary("log", lambda F, p, i, o, g: [g[0] / i[0]])
+_unary("log1p", lambda F, p, i, o, g: [g[0] / (i[0] + 1)])
+_unary("log2", lambda F, p, i, o, g: [g[0] / (i[0] * _LN2)])
+_unary("log10", lambda F, p, i, o, g: [g[0] / (i[0] * _LN10)])
+_unary("sin", lambda F, p, i, o, g: [g[0] * F.cos(i[0])])
+_unary("cos", lambda F, p, i, o, g: [-g[0] * F.sin(i[0])])
+_unary("tan", lambda F, p, i, o, g: [g[0] * (1 + o[0] * o[0])], save=("outputs",))
+_unary("arcsin", lambda F, p, i, o, g: [g[0] * F.rsqrt(1 - i[0] * i[0])])
+_unary("arccos", lambda F, p, i, o, g: [-g[0] * F.rsqrt(1 - i[0] * i[0])])
+_unary("arctan", lambda F, p, i, o, g: [g[0] / (1 + i[0] * i[0])])
+_unary("sinh", lambda F, p, i, o, g: [g[0] * F.cosh(i[0])])
+_unary("cosh", lambda F, p, i, o, g: [g[0] * F.sinh(i[0])])
+_unary("tanh", lambda F, p, i, o, g: [g[0] * (1 - o[0] * o[0])], save=("outputs",))
+_unary("arcsinh", lambda F, p, i, o, g: [g[0] * F.rsqrt(i[0] * i[0] + 1)])
+_unary("arccosh", lambda F, p, i, o, g: [g[0] * F.rsqrt(i[0] * i[0] - 1)])
+_unary("arctanh", lambda F, p, i, o, g: [g[0] / (1 - i[0] * i[0])])
+_unary("degrees", lambda F, p, i, o, g: [g[0] * (180.0 / math.pi)], save=())
+_unary("radians", lambda F, p, i, o, g: [g[0] * (math.pi / 180.0)], save=())
+for _n in ("floor", "ceil", "rint", "trunc", "fix"):
+    _unary(_n, _zero, save=())
+for _n in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not"):
+    register(OpDef(f"_npi_{_n}", (lambda f: lambda xp, p, x: _arr(xp, getattr(xp, f)(x)))(_n),
+                   inputs=("x",), nondiff=True, family="np_elemwise", hidden=True,
+                   doc=f"NumPy's {_n}, element-wise (bool output)."))
+register(OpDef("_npi_bitwise_not", lambda xp, p, x: _arr(xp, xp.invert(x)), inputs=("x",),
+               nondiff=True, family="np_elemwise", hidden=True, aliases=("_npi_invert",),
+               doc="Bitwise NOT (logical NOT for bool)."))
+
+
+def _erf_grad(F, p, i, o, g):
+    return [g[0] * (2 / math.sqrt(math.pi)) * F.exp(-i[0] * i[0])]
+
+
+register(OpDef("_npi_erf", lambda xp, p, x: _arr(xp, special(xp).erf(x), x.dtype), inputs=("x",),
+               gradient=_erf_grad, save=("inputs",), family="np_elemwise", hidden=True,
+               doc="Gauss error function."))
+
+
+def _around(xp, p, x):
+    if x.dtype.kind in "iub" and p.decimals >= 0:
+        return x.copy()
+    return _arr(xp, xp.around(x, p.decimals), x.dtype)
+
+
+register(OpDef("_npi_around", _around, inputs=("x",), params=[Param("decimals", "int", 0)],
+               gradient=_zero, save=(), family="np_elemwise", hidden=True,
+               doc="Round half to even to ``decimals`` places (NumPy's around)."))
+
+
+def _nan_to_num(xp, p, x):
+    if x.dtype.kind not in "fc":
+        return x.copy()
+    return _arr(xp, xp.nan_to_num(x, copy=True, nan=p.nan, posinf=p.posinf, neginf=p.neginf),
+                x.dtype)
+
+
+register(OpDef("_npi_nan_to_num", _nan_to_num, inputs=("x",),
+               params=[Param("nan", "float", 0.0), Param("posinf", "float", None),
+                       Param("neginf", "float", None)],
+               gradient=lambda F, p, i, o, g: [g[0] * F._npi_isfinite(i[0])],
+               save=("inputs",), family="np_elemwise", hidden=True,
+               doc="NaN -> nan, +inf -> posinf (largest finite), -inf -> neginf."))
+
+
+# ----------------------------------------------------------------------------
+# binary, broadcasting
+
+
+def _bin_compute(fn, kind):
+    """kind: arith (promote), div (true division: ints -> float32), cmp (bool output),
+    int (integer/bool only: bitwise, lcm)."""
+    def compute(xp, p, a, b):
+        if kind == "div":
+            dt = np_result_type(a.dtype, b.dtype)
+            if dt.kind != "f":
+                dt = _F32
+        elif kind == "int":
+            dt = np.result_type(a.dtype, b.dtype)
+        else:
+            dt = np_result_type(a.dtype, b.dtype)
+        if kind != "int":
+            if a.dtype != dt:
+                a = a.astype(dt)
+            if b.dtype != dt:
+                b = b.astype(dt)
+        r = getattr(xp, fn)(a, b)
+        return _arr(xp, r, None if kind == "cmp" else dt)
+    return compute
+
+
+def _bin(name, fn, grad=None, kind="arith", aliases=()):
+    register(OpDef(name, _bin_compute(fn, kind), inputs=("x1", "x2"), gradient=grad,
+                   nondiff=grad is None, save=("inputs", "outputs"), family="np_elemwise",
+                   hidden=True, aliases=aliases,
+                   doc=f"NumPy's {fn} with broadcasting and MXNet's np dtype rules."))
+
+
+def _both(da, db):
+    """A binary rule from partial derivatives ``da(F, a, b, out)``, ``db(...)``: each
+    multiplied by the head gradient, summed over broadcast axes, cast to the input dtype."""
+    def rule(F, p, i, o, g):
+        a, b = i
+        out = []
+        for x, d in ((a, da), (b, db)):
+            if d is None:
+                out.append(F.zeros_like(x))
+                continue
+            dx = d(F, a, b, o[0])
+            if getattr(dx, "dtype", None) == _BOOL:
+                dx = F.Cast(dx, dtype=g[0].dtype)
+            gx = g[0] * dx
+            if gx.shape != x.shape:
+                gx = sum_to_shape(F, gx, x.shape)
+            out.append(_cast_like(F, gx, x))
+        return out
+    return rule
+
+
+def _one(F, a, b, o):
+    return 1
+
+
+def _neg_one(F, a, b, o):
+    return -1
+
+
+_bin("_npi_add", "add", _both(_one, _one))
+_bin("_npi_subtract", "subtract", _both(_one, _neg_one))
+_bin("_npi_multiply", "multiply", _both(lambda F, a, b, o: b, lambda F, a, b, o: a))
+_bin("_npi_true_divide", "true_divide",
+     _both(lambda F, a, b, o: 1 / b, lambda F, a, b, o: -o / b), kind="div",
+     aliases=("_npi_divide",))
+_bin("_npi_mod", "mod", _both(_one, lambda F, a, b, o: -F.floor(a / b)),
+     aliases=("_npi_remainder",))
+_bin("_npi_power", "power",
+     _both(lambda F, a, b, o: b * F._npi_power(a, b - 1),
+           lambda F, a, b, o: o * F.log(a)))
+_bin("_npi_maximum", "maximum", _both(lambda F, a, b, o: F._npi_greater_equal(a, b),
+                                      lambda F, a, b, o: F._npi_less(a, b)))
+_bin("_npi_minimum", "minimum", _both(lambda F, a, b, o: F._npi_less_equal(a, b),
+                                      lambda F, a, b, o: F._npi_greater(a, b)))
+_bin("_npi_hypot", "hypot", _both(lambda F, a, b, o: a / o, lambda F, a, b, o: b / o))
+_bin("_npi_arctan2", "arctan2", _both(lambda F, a, b, o: b / (a * a + b * b),
+                                      lambda F, a, b, o: -a / (a * a + b * b)))
+_bin("_npi_copysign", "copysign",
+     _both(lambda F, a, b, o: F.sign(a) * F.sign(o), None))
+_bin("_npi_fmax", "fmax", _both(lambda F, a, b, o: F._npi_greater_equal(a, b),
+                                lambda F, a, b, o: F._npi_less(a, b)))
+_bin("_npi_fmin", "fmin", _both(lambda F, a, b, o: F._npi_less_equal(a, b),
+                                lambda F, a, b, o: F._npi_greater(a, b)))
+_bin("_npi_floor_divide", "floor_divide", None)
+def _cmp_zero(F, p, i, o, g):
+    # comparisons are recorded with zero gradients, as MXNet's (a backward from a bool
+    # head runs and leaves zeros)
+    return [F.zeros_like(x) for x in i]
+
+
+for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor"):
+    _bin(f"_npi_{_n}", _n, _cmp_zero, kind="cmp")
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift", "right_shift"):
+    _bin(f"_npi_{_n}", _n, None, kind="int")
+
+
+def _ldexp(xp, p, a, b):
+    dt = a.dtype if a.dtype.kind == "f" else _F32
+    return _arr(xp, a.astype(dt) * xp.power(2.0, b.astype(dt)), dt)
+
+
+register(OpDef("_npi_ldexp", _ldexp, inputs=("x1", "x2"), family="np_elemwise", hidden=True,
+               gradient=_both(lambda F, a, b, o: o / a, lambda F, a, b, o: o * math.log(2.0)),
+               save=("inputs", "outputs"), doc="x1 * 2**x2."))
+
+
+# ----------------------------------------------------------------------------
+# array op Python scalar
+
+_SCALAR = [Param("scalar", "float", 1.0), Param("is_int", "bool", False)]
+
+
+def _scalar_dtype(x, div):
+    if x.dtype == _BOOL:
+        return _F32
+    if div and x.dtype.kind != "f":
+        return _F32
+    return x.dtype
+
+
+def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
+    def compute(xp, p, x):
+        dt = _scalar_dtype(x, div)
+        s = int(p.scalar) if p.is_int else p.scalar
+        if x.dtype.kind != "f":
+            x = x.astype(np.float64 if not p.is_int or div else np.int64)
+        return _arr(xp, f(xp, x, s), dt)
+    register(OpDef(name, compute, inputs=("x",), params=_SCALAR, gradient=grad,
+                   nondiff=grad is None, save=save, family="np_elemwise", hidden=True,
+                   doc=f"{name[5:]}: array and Python scalar, the array's dtype kept."))
+
+
+def _g(expr):
+    return lambda F, p, i, o, g: [_cast_like(F, g[0] * expr(F, p, i[0], o[0]), i[0])]
+
+
+_sc("_npi_add_scalar", lambda xp, x, s: x + s, _g(lambda F, p, x, o: 1))
+_sc("_npi_subtract_scalar", lambda xp, x, s: x - s, _g(lambda F, p, x, o: 1))
+_sc("_npi_rsubtract_scalar", lambda xp, x, s: s - x, _g(lambda F, p, x, o: -1))
+_sc("_npi_multiply_scalar", lambda xp, x, s: x * s, _g(lambda F, p, x, o: p.scalar))
+_sc("_npi_true_divide_scalar", lambda xp, x, s: x / s, _g(lambda F, p, x, o: 1.0 / p.scalar),
+    div=True)
+_sc("_npi_rtrue_divide_scalar", lambda xp, x, s: s / x, _g(lambda F, p, x, o: -o / x), div=True)
+_sc("_npi_mod_scalar", lambda xp, x, s: xp.mod(x, s), _g(lambda F, p, x, o: 1))
+_sc("_npi_rmod_scalar", lambda xp, x, s: xp.mod(s, x),
+    _g(lambda F, p, x, o: -F.floor(p.scalar / x)))
+_sc("_npi_power_scalar", lambda xp, x, s: xp.power(x, s),
+    _g(lambda F, p, x, o: p.scalar * F._npi_power_scalar(x, scalar=p.scalar - 1)))
+_sc("_npi_rpower_scalar", lambda xp, x, s: xp.power(s, x),
+    _g(lambda F, p, x, o: o * math.log(p.scalar)))
+_sc("_npi_maximum_scalar", lambda xp, x, s: xp.maximum(x, s),
+    _g(lambda F, p, x, o: F._npi_greater_equal_scalar(x, scalar=p.scalar)))
+_sc("_npi_minimum_scalar", lambda xp, x, s: xp.minimum(x, s),
+    _g(lambda F, p, x, o: F._npi_less_equal_scalar(x, scalar=p.scalar)))
+_sc("_npi_hypot_scalar", lambda xp, x, s: xp.hypot(x, s), _g(lambda F, p, x, o: x / o))
+_sc("_npi_arctan2_scalar", lambda xp, x, s: xp.arctan2(x, s),
+    _g(lambda F, p, x, o: p.scalar / (x * x + p.scalar * p.scalar)))
+_sc("_npi_rarctan2_scalar", lambda xp, x, s: xp.arctan2(s, x),
+    _g(lambda F, p, x, o: -p.scalar / (x * x + p.scalar * p.scalar)))
+_sc("_npi_copysign_scalar", lambda xp, x, s: xp.copysign(x, s),
+    _g(lambda F, p, x, o: F.sign(x) * F.sign(o)))
+_sc("_npi_rcopysign_scalar", lambda xp, x, s: xp.copysign(s, x), _g(lambda F, p, x, o: 0))
+_sc("_npi_ldexp_scalar", lambda xp, x, s: x * 2.0 ** s, _g(lambda F, p, x, o: 2.0 ** p.scalar))
+_sc("_npi_rldexp_scalar", lambda xp, x, s: s * xp.power(2.0, x),
+    _g(lambda F, p, x, o: o * math.log(2.0)))
+_sc("_npi_floor_divide_scalar", lambda xp, x, s: xp.floor_divide(x, s), None)
+_sc("_npi_rfloor_divide_scalar", lambda xp, x, s: xp.floor_divide(s, x), None)
+
+
+def _cmp_sc(name, fn, reverse=False):
+    def compute(xp, p, x):
+        s = int(p.scalar) if p.is_int else p.scalar
+        f = getattr(xp, fn)
+        return _arr(xp, f(s, x) if reverse else f(x, s))
+    register(OpDef(name, compute, inputs=("x",), params=_SCALAR, gradient=_cmp_zero,
+                   save=("inputs",), family="np_elemwise", hidden=True,
+                   doc=f"{fn} against a Python scalar."))
+
+
+for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor"):
+    _cmp_sc(f"_npi_{_n}_scalar", _n)
+
+
+def _int_sc(name, fn, reverse=False):
+    def compute(xp, p, x):
+        s = int(p.scalar)
+        if x.dtype == _BOOL:
+            s = bool(s)
+        f = getattr(xp, fn)
+        return _arr(xp, f(s, x) if reverse else f(x, s), x.dtype)
+    register(OpDef(name, compute, inputs=("x",), params=_SCALAR, nondiff=True,
+                   family="np_elemwise", hidden=True, doc=f"{fn} with a Python int."))
+
+
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift", "right_shift"):
+    _int_sc(f"_npi_{_n}_scalar", _n)
+for _n in ("left_shift", "right_shift"):
+    _int_sc(f"_npi_r{_n}_scalar", _n, reverse=True)

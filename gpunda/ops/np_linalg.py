@@ -1,0 +1,325 @@
+"""``mx.np`` products and linear algebra ops: einsum, dot, matmul, tensordot, and the
+``np.linalg`` decompositions/solvers MXNet computes natively (svd, solve, pinv, eig,
+norm, tensorinv, tensorsolve).
+
+Products differentiate through ``einsum``: the gradient of ``einsum(s1,s2->out)`` with
+respect to operand 1 is ``einsum(out,s2->s1)`` of the head gradient (a letter only
+operand 1 has is summed in the forward, so the gradient broadcasts it back: a ones
+operand of operand 1's shape carries it). dot/tensordot/matmul build their subscripts
+from the shapes at gradient time, so their Symbol forms need no shapes.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+from .np_elemwise import np_result_type
+from ._util import sum_to_shape
+
+_LETTERS = string.ascii_letters
+
+
+def _promote(a, b):
+    dt = np_result_type(a.dtype, b.dtype, bool_bool=np.dtype("bool"))
+    return (a if a.dtype == dt else a.astype(dt)), (b if b.dtype == dt else b.astype(dt))
+
+
+def _explicit(subscripts, shapes):
+    """Subscripts with '...' replaced by letters and an explicit output."""
+    s = subscripts.replace(" ", "")
+    lhs, _, out = s.partition("->")
+    ins = lhs.split(",")
+    used = set(c for c in s if c.isalpha())
+    free = [c for c in _LETTERS if c not in used]
+    nell = max((len(sh) - (len(t) - 3) for t, sh in zip(ins, shapes) if "..." in t), default=0)
+    ell = "".join(free[:nell])
+    full = []
+    for t, sh in zip(ins, shapes):
+        if "..." in t:
+            k = len(sh) - (len(t) - 3)
+            t = t.replace("...", ell[nell - k:])
+        full.append(t)
+    if "->" not in s:
+        counts = {}
+        for t in full:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    return full, out
+
+
+def _einsum(xp, p, *ops):
+    if len(ops) > 1:
+        dt = ops[0].dtype
+        for o in ops[1:]:
+            dt = np_result_type(dt, o.dtype, bool_bool=np.dtype("bool"))
+        ops = [o.astype(dt) if o.dtype != dt else o for o in ops]
+    return xp.asarray(xp.einsum(p.subscripts, *ops, optimize=bool(p.optimize) and xp is np))
+
+
+def einsum_grads(F, subs_in, sub_out, ins, g):
+    """Gradients of ``einsum(subs_in -> sub_out)`` at ``ins`` for head gradient ``g``."""
+    grads = []
+    for k, x in enumerate(ins):
+        others = [(s, a) for j, (s, a) in enumerate(zip(subs_in, ins)) if j != k]
+        terms = [sub_out] + [s for s, _ in others]
+        arrays = [g] + [a for _, a in others]
+        have = set("".join(terms))
+        if len(set(subs_in[k])) != len(subs_in[k]):
+            raise GpundaError("einsum: the gradient of an operand with a repeated subscript "
+                              f"({subs_in[k]!r}) is not supported yet")
+        if any(c not in have for c in subs_in[k]):
+            terms.append(subs_in[k])
+            arrays.append(F.ones_like(x))
+        gx = F._npi_einsum(*arrays, subscripts=",".join(terms) + "->" + subs_in[k],
+                           num_args=len(arrays))
+        grads.append(gx if gx.dtype == x.dtype else F.Cast(gx, dtype=x.dtype))
+    return grads
+
+
+def _g_einsum(F, p, i, o, g):
+    full, out = _explicit(p.subscripts, [x.shape for x in i])
+    return einsum_grads(F, full, out, list(i), g[0])
+
+
+register(OpDef("_npi_einsum", _einsum, inputs=lambda p: tuple(f"arg{k}" for k in range(p.num_args)),
+               params=[Param("subscripts", "str"), Param("num_args", "int"),
+                       Param("optimize", "int", 0)],
+               key_var_num_args="num_args", gradient=_g_einsum, save=("inputs",),
+               family="np_linalg", hidden=True, doc="Einstein summation (NumPy's einsum)."))
+
+
+def _tensordot_subs(na, nb, a_axes, b_axes):
+    la = list(_LETTERS[:na])
+    lb = list(_LETTERS[na:na + nb])
+    for x, y in zip(a_axes, b_axes):
+        lb[y] = la[x]
+    out = [c for k, c in enumerate(la) if k not in a_axes] + \
+          [c for k, c in enumerate(lb) if k not in b_axes]
+    return ["".join(la), "".join(lb)], "".join(out)
+
+
+def _td_axes(p, na, nb):
+    if p.axes_int is not None:
+        n = p.axes_int
+        return list(range(na - n, na)), list(range(n))
+    return [a % na for a in p.a_axes_summed], [b % nb for b in p.b_axes_summed]
+
+
+def _tensordot(xp, p, a, b):
+    a, b = _promote(a, b)
+    aa, ba = _td_axes(p, a.ndim, b.ndim)
+    for x, y in zip(aa, ba):
+        if a.shape[x] != b.shape[y]:
+            raise GpundaError(f"Operator _npi_tensordot: shape mismatch for sum: a axis {x} "
+                              f"has size {a.shape[x]}, b axis {y} has size {b.shape[y]}")
+    return xp.asarray(xp.tensordot(a, b, axes=(aa, ba)))
+
+
+def _g_tensordot(F, p, i, o, g):
+    a, b = i
+    aa, ba = _td_axes(p, a.ndim, b.ndim)
+    subs, out = _tensordot_subs(a.ndim, b.ndim, aa, ba)
+    return einsum_grads(F, subs, out, [a, b], g[0])
+
+
+register(OpDef("_npi_tensordot", _tensordot, inputs=("a", "b"),
+               params=[Param("a_axes_summed", "shape", ()), Param("b_axes_summed", "shape", ()),
+                       Param("axes_int", "int", None)],
+               gradient=_g_tensordot, save=("inputs",), family="np_linalg", hidden=True,
+               doc="Sum of products over the given axes (NumPy's tensordot)."))
+
+
+def _dot(xp, p, a, b):
+    a, b = _promote(a, b)
+    if a.ndim and b.ndim and a.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
+        raise GpundaError(f"Operator _np_dot: shapes {a.shape} and {b.shape} not aligned")
+    return xp.asarray(xp.dot(a, b))
+
+
+def _dot_subs(na, nb):
+    if na == 0 or nb == 0:
+        return _tensordot_subs(na, nb, [], [])
+    return _tensordot_subs(na, nb, [na - 1], [0 if nb == 1 else nb - 2])
+
+
+def _g_dot(F, p, i, o, g):
+    a, b = i
+    subs, out = _dot_subs(a.ndim, b.ndim)
+    return einsum_grads(F, subs, out, [a, b], g[0])
+
+
+register(OpDef("_np_dot", _dot, inputs=("a", "b"), gradient=_g_dot, save=("inputs",),
+               family="np_linalg", hidden=True, doc="NumPy's dot."))
+
+
+def _matmul(xp, p, a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise GpundaError("Operator _npi_matmul: matmul does not take 0-d (scalar) operands; "
+                          "use multiply")
+    a, b = _promote(a, b)
+    ka = a.shape[-1]
+    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if ka != kb:
+        raise GpundaError(f"Operator _npi_matmul: shapes {a.shape} and {b.shape}: the last "
+                          f"axis of a ({ka}) does not match the second-last of b ({kb})")
+    return xp.asarray(xp.matmul(a, b))
+
+
+def _g_matmul(F, p, i, o, g):
+    a, b = i
+    sa = "...ij" if a.ndim > 1 else "j"
+    sb = "...jk" if b.ndim > 1 else "j"
+    so = ("...i" if a.ndim > 1 else "...") + ("k" if b.ndim > 1 else "")
+    if a.ndim == 1 and b.ndim == 1:
+        so = ""
+    oa = sa if a.ndim > 1 else ("...j" if b.ndim > 1 else "j")
+    ob = sb if b.ndim > 1 else ("...j" if a.ndim > 1 else "j")
+    ga = F._npi_einsum(g[0], b, subscripts=f"{so},{sb}->{oa}", num_args=2)
+    gb = F._npi_einsum(a, g[0], subscripts=f"{sa},{so}->{ob}", num_args=2)
+    ga, gb = sum_to_shape(F, ga, a.shape), sum_to_shape(F, gb, b.shape)
+    return [ga if ga.dtype == a.dtype else F.Cast(ga, dtype=a.dtype),
+            gb if gb.dtype == b.dtype else F.Cast(gb, dtype=b.dtype)]
+
+
+register(OpDef("_npi_matmul", _matmul, inputs=("a", "b"), gradient=_g_matmul, save=("inputs",),
+               family="np_linalg", hidden=True,
+               doc="Matrix product with broadcast batch axes (NumPy's matmul)."))
+
+
+# ---------------------------------------------------------------------------
+# np.linalg
+
+def _swap(x):
+    return x.swapaxes(-1, -2)
+
+
+def _svd(xp, p, a):
+    if a.shape[-2] > a.shape[-1]:
+        raise GpundaError(f"Operator _npi_svd: the input's shape {a.shape} must have rows <= "
+                          f"columns (MXNet's svd)")
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        b = a.shape[:-2]
+        return (xp.zeros(b + (m, m), a.dtype), xp.zeros(b + (m,), a.dtype),
+                xp.zeros(b + (m, n), a.dtype))
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    return u.astype(a.dtype), s.astype(a.dtype), vh.astype(a.dtype)
+
+
+def _svd_backward(xp, p, dut, dl, dv, ut, l, v):
+    """MXNet's SVD gradient (src/operator/numpy/linalg/np_gesvd-inl.h), batched."""
+    if ut.size == 0 or l.size == 0:
+        return xp.zeros(ut.shape[:-1] + v.shape[-1:], dtype=v.dtype)
+    m = v.shape[-2]
+    li = l[..., :, None]
+    lj = l[..., None, :]
+    eye = xp.eye(m, dtype=l.dtype)
+    diff = xp.maximum(li - lj, 1e-20)
+    summ = xp.maximum(li + lj, 1e-20)
+    e = 1.0 / diff / summ
+    e = xp.triu(e, 1)
+    e = e - _swap(e)
+    g1 = xp.matmul((1.0 / li) * dv, _swap(v)) * lj + xp.matmul(_swap(dut), ut)
+    x = g1 * e
+    g2 = dl[..., None, :] * eye + (x + _swap(x)) * lj - (1.0 / li) * xp.matmul(dv, _swap(v)) * eye
+    return xp.matmul(ut, xp.matmul(g2, v) + (1.0 / li) * dv).astype(v.dtype)
+
+
+def _g_svd(F, p, i, o, g):
+    return [F._npi_svd_backward(g[0], g[1], g[2], o[0], o[1], o[2])]
+
+
+register(OpDef("_npi_svd", _svd, inputs=("A",), num_outputs=3, gradient=_g_svd,
+               save=("outputs",), family="np_linalg", hidden=True,
+               doc="Reduced SVD ``A = UT @ diag(L) @ V`` of (..., M, N) with M <= N."))
+register(OpDef("_npi_svd_backward", _svd_backward,
+               inputs=("dUT", "dL", "dV", "UT", "L", "V"), nondiff=True, family="np_linalg",
+               hidden=True, doc="Gradient of _npi_svd (once differentiable)."))
+
+
+def _solve(xp, p, a, b):
+    if a.shape[-1] != a.shape[-2]:
+        raise GpundaError(f"Operator _npi_solve: a must be square, got shape {a.shape}")
+    if b.ndim == a.ndim - 1:
+        return xp.linalg.solve(a, b[..., None])[..., 0].astype(b.dtype)
+    return xp.linalg.solve(a, b).astype(b.dtype)
+
+
+def _g_solve(F, p, i, o, g):
+    a, b = i
+    x = o[0]
+    gb = F._npi_solve(F._npi_transpose_last2(a), g[0])
+    if b.ndim == a.ndim - 1:
+        ga = -F._npi_einsum(gb, x, subscripts="...i,...j->...ij", num_args=2)
+    else:
+        ga = -F._npi_matmul(gb, F._npi_transpose_last2(x))
+    return [ga, gb]
+
+
+register(OpDef("_npi_solve", _solve, inputs=("A", "B"), gradient=_g_solve,
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="The solution X of A @ X = B."))
+register(OpDef("_npi_transpose_last2", lambda xp, p, a: xp.ascontiguousarray(_swap(a)),
+               inputs=("a",), gradient=lambda F, p, i, o, g: [F._npi_transpose_last2(g[0])],
+               save=(), family="np_linalg", hidden=True, doc="Swap the last two axes."))
+
+
+def _pinv(xp, p, a, rcond=None):
+    rc = rcond if rcond is not None else p.rcond
+    if a.size == 0:
+        return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+    if hasattr(rc, "shape") and rc.ndim:
+        rc = rc[..., None]
+    return xp.linalg.pinv(a, rcond=rc, hermitian=p.hermitian).astype(a.dtype)
+
+
+def _g_pinv(F, p, i, o, g):
+    # d pinv (Golub & Pereyra): three terms, each a product with the head gradient
+    a, ap, gt = i[0], o[0], F._npi_transpose_last2(g[0])
+    mm = F._npi_matmul
+    apt = F._npi_transpose_last2(ap)
+    t1 = -mm(mm(apt, g[0]), apt)
+    pa = gt - mm(mm(a, ap), gt)                     # (I - A A+) G^T
+    t2 = mm(pa, mm(ap, apt))
+    qa = gt - mm(gt, mm(ap, a))                     # G^T (I - A+ A)
+    t3 = mm(mm(apt, ap), qa)
+    return [t1 + t2 + t3] + [None] * (len(i) - 1)
+
+
+register(OpDef("_npi_pinv_scalar_rcond", _pinv, inputs=("A",),
+               params=[Param("rcond", "float", 1e-15), Param("hermitian", "bool", False)],
+               gradient=_g_pinv, save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="Moore-Penrose pseudo-inverse."))
+register(OpDef("_npi_pinv", _pinv, inputs=("A", "rcond"),
+               params=[Param("hermitian", "bool", False)], gradient=_g_pinv,
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="Pseudo-inverse with an array of rcond values."))
+
+
+def _host_linalg(fn, real=True):
+    def compute(xp, p, a):
+        from ..backends import backend_of_xp  # noqa: F401 (CuPy has no general eig)
+        host = a.get() if hasattr(a, "get") else a
+        r = getattr(np.linalg, fn)(host)
+        rs = r if isinstance(r, tuple) else (r,)
+        out = []
+        for x in rs:
+            if real and np.iscomplexobj(x):
+                x = x.real
+            out.append(xp.asarray(x.astype(a.dtype)))
+        return tuple(out) if isinstance(r, tuple) else out[0]
+    return compute
+
+
+register(OpDef("_npi_eig", _host_linalg("eig"), inputs=("A",), num_outputs=2, nondiff=True,
+               family="np_linalg", hidden=True, capture="runs NumPy's eig on the host",
+               doc="Eigenvalues and right eigenvectors (real parts, as MXNet)."))
+register(OpDef("_npi_eigvals", _host_linalg("eigvals"), inputs=("A",), nondiff=True,
+               family="np_linalg", hidden=True, capture="runs NumPy's eigvals on the host",
+               doc="Eigenvalues of a general matrix (real parts)."))

@@ -1,0 +1,181 @@
+"""``mx.np.random`` samplers. Each distribution is one op ``_npi_<dist>`` whose
+parameters are numbers (op params) or arrays (op inputs, broadcast against each other
+and ``size``): a parameter given as an array has its op param left None, and
+``inputs`` lists those. Draws come from the per-context generator (``gpunda.random``).
+
+Samplers MXNet differentiates are reparameterised: the sample is a function of its
+parameters and of noise that does not depend on them, so the gradient with respect to a
+parameter array is read off the sample itself (``normal``: d/dscale = (out - loc) /
+scale, ...), summed over the broadcast axes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+from ._util import sum_to_shape
+from .random import _rng
+
+
+def _shape_of(size, arrays):
+    if size is not None:
+        return tuple(size)
+    shape = ()
+    for a in arrays:
+        shape = np.broadcast_shapes(shape, a.shape)
+    return shape
+
+
+def _values(p, names, arrays):
+    it = iter(arrays)
+    return [next(it) if getattr(p, n) is None else getattr(p, n) for n in names]
+
+
+def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=None):
+    """Register ``_npi_<name>``: ``draw(rng, xp, values, shape)`` samples; ``grads[k]``
+    is ``f(F, out, values) -> d out / d param k``."""
+    grads = grads or {}
+
+    def compute(xp, p, *arrays, ctx):
+        vals = _values(p, pnames, arrays)
+        shape = _shape_of(p.size, arrays)
+        if check is not None:
+            check(xp, vals)
+        r = draw(_rng(ctx), xp, vals, shape)
+        return xp.asarray(r).astype(p.dtype, copy=False)
+
+    def rule(F, p, i, o, g):
+        vals = _values(p, pnames, i)
+        out = []
+        k = 0
+        for n in pnames:
+            if getattr(p, n) is not None:
+                continue
+            d = grads.get(n)
+            x = i[k]
+            k += 1
+            if d is None:
+                out.append(None)
+                continue
+            gx = sum_to_shape(F, g[0] * d(F, o[0], vals), x.shape)
+            out.append(gx if gx.dtype == x.dtype else F.Cast(gx, dtype=x.dtype))
+        return out
+
+    params = [Param(n, "float", d, optional=True) for n, d in zip(pnames, defaults)] + [
+        Param("size", "shape", None, optional=True), Param("ctx", "any", None),
+        Param("dtype", "dtype", np.dtype("float32"))]
+    register(OpDef(opname or f"_npi_{name}", compute, params=params, wants_ctx=True, random=True,
+                   inputs=lambda p: tuple(n for n in pnames if getattr(p, n) is None),
+                   gradient=rule if grads else None, nondiff=not grads,
+                   save=("inputs", "outputs"), family="np_random", hidden=True,
+                   capture="random numbers (cuRAND)", doc=doc or f"Samples from {name}."))
+
+
+def _positive(what, k):
+    def check(xp, vals):
+        v = vals[k]
+        bad = (v <= 0) if not hasattr(v, "shape") else bool((v <= 0).any())
+        if bad:
+            raise ValueError(f"{what} <= 0")
+    return check
+
+
+def _eps_normal(out, vals):
+    loc, scale = vals
+    return (out - loc) / scale
+
+
+_dist("uniform", ("low", "high"), (0.0, 1.0),
+      lambda r, xp, v, s: r.uniform(v[0], v[1], size=s),
+      {"low": lambda F, o, v: 1 - (o - v[0]) / (v[1] - v[0]),
+       "high": lambda F, o, v: (o - v[0]) / (v[1] - v[0])}, doc="Samples from U[low, high).")
+_dist("normal", ("loc", "scale"), (0.0, 1.0), lambda r, xp, v, s: r.normal(v[0], v[1], size=s),
+      {"loc": lambda F, o, v: F.ones_like(o), "scale": lambda F, o, v: _eps_normal(o, v)},
+      doc="Samples from N(loc, scale**2).")
+_dist("lognormal", ("mean", "sigma"), (0.0, 1.0),
+      lambda r, xp, v, s: r.lognormal(v[0], v[1], size=s),
+      {"mean": lambda F, o, v: o * 1.0,
+       "sigma": lambda F, o, v: o * ((F.log(o) - v[0]) / v[1])},
+      doc="Samples whose log is N(mean, sigma**2).")
+_dist("exponential", ("scale",), (1.0,), lambda r, xp, v, s: r.exponential(v[0], size=s),
+      {"scale": lambda F, o, v: o / v[0]}, doc="Samples from Exp(1/scale).")
+_dist("rayleigh", ("scale",), (1.0,), lambda r, xp, v, s: r.rayleigh(v[0], size=s),
+      {"scale": lambda F, o, v: o / v[0]}, check=_positive("scale", 0),
+      doc="Samples from the Rayleigh distribution.")
+_dist("weibull", ("a",), (1.0,), lambda r, xp, v, s: r.weibull(v[0], size=s),
+      {"a": lambda F, o, v: -o * F.log(o) / v[0]}, doc="Samples from Weibull(a).")
+_dist("pareto", ("a",), (1.0,), lambda r, xp, v, s: r.pareto(v[0], size=s),
+      {"a": lambda F, o, v: -(o + 1) * F.log(o + 1) / v[0]}, doc="Samples from Pareto II (Lomax).")
+_dist("gumbel", ("loc", "scale"), (0.0, 1.0), lambda r, xp, v, s: r.gumbel(v[0], v[1], size=s),
+      {"loc": lambda F, o, v: F.ones_like(o), "scale": lambda F, o, v: _eps_normal(o, v)},
+      doc="Samples from Gumbel(loc, scale).")
+_dist("logistic", ("loc", "scale"), (0.0, 1.0),
+      lambda r, xp, v, s: r.logistic(v[0], v[1], size=s),
+      {"loc": lambda F, o, v: F.ones_like(o), "scale": lambda F, o, v: _eps_normal(o, v)},
+      doc="Samples from Logistic(loc, scale).")
+_dist("power", ("a",), (1.0,), lambda r, xp, v, s: r.power(v[0], size=s),
+      doc="Samples from the power distribution.", opname="_npi_powerd")
+_dist("gamma", ("shape", "scale"), (1.0, 1.0), lambda r, xp, v, s: r.gamma(v[0], v[1], size=s),
+      check=_positive("shape", 0), doc="Samples from Gamma(shape, scale).")
+_dist("beta", ("a", "b"), (1.0, 1.0), lambda r, xp, v, s: r.beta(v[0], v[1], size=s),
+      doc="Samples from Beta(a, b).")
+_dist("chisquare", ("df",), (1.0,), lambda r, xp, v, s: r.chisquare(v[0], size=s),
+      check=_positive("df", 0), doc="Samples from the chi-square distribution.")
+
+
+def _choice(xp, p, *arrays, ctx):
+    host = [a.get() if hasattr(a, "get") else a for a in arrays]
+    it = iter(host)
+    a = next(it) if p.a is None else p.a
+    prob = next(it) if p.weighted else None
+    size = None if p.size is None else tuple(p.size)
+    seed = int(_rng(ctx).randint(0, 2 ** 31 - 1, size=()))
+    r = np.random.RandomState(seed).choice(a, size=size, replace=p.replace, p=prob)
+    return xp.asarray(np.asarray(r, dtype=np.int64))
+
+
+register(OpDef("_npi_choice", _choice, wants_ctx=True, random=True, nondiff=True,
+               params=[Param("a", "int", None, optional=True), Param("size", "shape", None),
+                       Param("replace", "bool", True), Param("weighted", "bool", False),
+                       Param("ctx", "any", None)],
+               inputs=lambda p: (("a",) if p.a is None else ()) + (("p",) if p.weighted else ()),
+               family="np_random", hidden=True, capture="draws on the host",
+               doc="Random indices from range(a) (uniform or with weights p)."))
+
+
+def _multinomial(xp, p, *arrays, ctx):
+    pv = arrays[0] if arrays else np.asarray(p.pvals)
+    pv = pv.get() if hasattr(pv, "get") else pv
+    seed = int(_rng(ctx).randint(0, 2 ** 31 - 1, size=()))
+    size = None if p.size is None else tuple(p.size)
+    r = np.random.RandomState(seed).multinomial(p.n, np.asarray(pv, dtype=np.float64), size=size)
+    return xp.asarray(r.astype(np.int64))
+
+
+register(OpDef("_npi_multinomial", _multinomial, wants_ctx=True, random=True, nondiff=True,
+               params=[Param("n", "int"), Param("pvals", "float_or_tuple", None),
+                       Param("size", "shape", None), Param("ctx", "any", None)],
+               inputs=lambda p: ("pvals_arr",) if p.pvals is None else (),
+               family="np_random", hidden=True, capture="draws on the host",
+               doc="Counts of n draws over categories with probabilities pvals."))
+
+
+def _mvn(xp, p, mean, cov, ctx):
+    shape = (tuple(p.size) if p.size is not None else ()) + mean.shape[-1:]
+    eps = _rng(ctx).normal(0.0, 1.0, size=shape).astype(mean.dtype)
+    chol = xp.linalg.cholesky(cov.astype(np.float64)).astype(mean.dtype)
+    return mean + xp.einsum("...ij,...j->...i", chol, eps)
+
+
+register(OpDef("_npi_mvn_fallback", _mvn, wants_ctx=True, random=True, nondiff=True,
+               inputs=("mean", "cov"), params=[Param("size", "shape", None), Param("ctx", "any", None)],
+               family="np_random", hidden=True, capture="random numbers (cuRAND)",
+               doc="Samples from N(mean, cov) through the Cholesky factor of cov."))
+
+
+def _check_finite(x, what):
+    if not math.isfinite(x):
+        raise GpundaError(f"np.random: {what}={x} must be finite")

@@ -1,0 +1,214 @@
+"""``mx.np`` reductions: sum, prod, mean, max/min, std/var, argmax/argmin, all/any,
+cumsum, with NumPy's axis (None, int or tuple), keepdims, dtype and ddof.
+
+Output dtypes are MXNet's (NOTE [np dtype rules] in np_elemwise.py): sum, prod and
+cumsum keep an int dtype (int8 stays int8, NumPy would give int64) and make bool
+float32; mean and std/var of ints are float32 / the int dtype as MXNet gives them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import GpundaError
+from .registry import OpDef, Param, register
+
+_F32 = np.dtype("float32")
+_BOOL = np.dtype("bool")
+
+
+def norm_np_axes(axis, ndim, where):
+    """A sorted tuple of axes (NumPy's ``axis``: None = all); AxisError-like errors."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise GpundaError(f"Operator {where}: axis {a} is out of bounds for array of "
+                              f"dimension {ndim}")
+        a = a % ndim if ndim else 0
+        if a in out:
+            raise GpundaError(f"Operator {where}: duplicate value in axis {axis}")
+        out.append(a)
+    return tuple(sorted(out)) if ndim else ()
+
+
+def kept_shape(shape, axes):
+    """``shape`` with the reduced ``axes`` set to 1 (keepdims=True)."""
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def expand_back(F, g, shape, axes):
+    """Gradient ``g`` of a reduction over ``axes`` broadcast back to input ``shape``."""
+    ks = kept_shape(shape, axes)
+    if tuple(g.shape) != ks:
+        g = F._np_reshape(g, newshape=ks)
+    if ks == tuple(shape):
+        return g
+    return F._broadcast_back(g, like_shape=tuple(shape))
+
+
+_AX = Param("axis", "axis", None)
+_KEEP = Param("keepdims", "bool", False)
+_DT = Param("dtype", "dtype", None)
+
+
+def _out(xp, r, dt):
+    r = xp.asarray(r)
+    return r if dt is None or r.dtype == dt else r.astype(dt)
+
+
+def _sum_dtype(x, p):
+    if p.dtype is not None:
+        return p.dtype
+    return _F32 if x.dtype == _BOOL else x.dtype
+
+
+def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), extra=None):
+    def compute(xp, p, x):
+        axes = norm_np_axes(p.axis, x.ndim, name)
+        dt = dtype_rule(x, p)
+        kw = extra(p) if extra else {}
+        src = x if x.dtype != _BOOL or fn in ("all", "any", "max", "min") else x.astype(_F32)
+        if fn in ("sum", "prod", "mean") and dt.kind == "f" and src.dtype != dt:
+            src = src.astype(dt)
+        if x.size == 0 and fn in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+            raise GpundaError(f"Operator {name}: zero-size array to reduction operation "
+                              f"{fn} which has no identity")
+        r = getattr(xp, fn)(src, axis=axes, keepdims=p.keepdims, **kw)
+        return _out(xp, r, dt)
+    register(OpDef(name, compute, inputs=("a",), params=[_AX, _KEEP] + list(params),
+                   gradient=grad, nondiff=grad is None, save=save, family="np_reduce",
+                   hidden=True, doc=f"NumPy's {fn} over ``axis`` (mx.np.{fn})."))
+
+
+def _axes_of(p, x):
+    return norm_np_axes(p.axis, x.ndim, "reduce")
+
+
+def _g_sum(F, p, i, o, g):
+    x = i[0]
+    return [_cast(F, expand_back(F, g[0], x.shape, _axes_of(p, x)), x)]
+
+
+def _count(x, axes):
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+def _g_mean(F, p, i, o, g):
+    x = i[0]
+    axes = _axes_of(p, x)
+    return [_cast(F, expand_back(F, g[0], x.shape, axes) * (1.0 / max(_count(x, axes), 1)), x)]
+
+
+def _g_prod(F, p, i, o, g):
+    x = i[0]
+    axes = _axes_of(p, x)
+    full = expand_back(F, g[0] * o[0], x.shape, axes)
+    return [_cast(F, full / x, x)]
+
+
+def _g_extreme(F, p, i, o, g):
+    x = i[0]
+    axes = _axes_of(p, x)
+    ob = expand_back(F, o[0], x.shape, axes)
+    mask = F.Cast(F._npi_equal(x, ob), dtype=g[0].dtype)
+    return [_cast(F, expand_back(F, g[0], x.shape, axes) * mask, x)]
+
+
+def _cast(F, g, x):
+    return g if g.dtype == x.dtype else F.Cast(g, dtype=x.dtype)
+
+
+def _mean_dtype(x, p):
+    if p.dtype is not None:
+        return p.dtype
+    return x.dtype if x.dtype.kind == "f" else _F32
+
+
+_reducer("_np_sum", "sum", _sum_dtype, _g_sum, [_DT, Param("initial", "float", None)],
+         save=("inputs",), extra=lambda p: {} if p.initial is None else {"initial": p.initial})
+_reducer("_np_prod", "prod", _sum_dtype, _g_prod, [_DT, Param("initial", "float", None)],
+         extra=lambda p: {} if p.initial is None else {"initial": p.initial})
+_reducer("_npi_mean", "mean", _mean_dtype, _g_mean, [_DT], save=("inputs",))
+_reducer("_np_max", "max", lambda x, p: x.dtype, _g_extreme)
+_reducer("_np_min", "min", lambda x, p: x.dtype, _g_extreme)
+_reducer("_np_all", "all", lambda x, p: _BOOL, None, save=())
+_reducer("_np_any", "any", lambda x, p: _BOOL, None, save=())
+
+
+def _moment(name, fn):
+    def compute(xp, p, x):
+        axes = norm_np_axes(p.axis, x.ndim, name)
+        dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
+        src = x if x.dtype.kind == "f" else x.astype(_F32)
+        return _out(xp, getattr(xp, fn)(src, axis=axes, ddof=p.ddof, keepdims=p.keepdims), dt)
+
+    def grad(F, p, i, o, g):
+        x = i[0]
+        axes = _axes_of(p, x)
+        n = _count(x, axes) - p.ddof
+        mean = expand_back(F, F._npi_mean(x, axis=axes, keepdims=True), x.shape, axes)
+        d = (x - mean) * (2.0 / n if fn == "var" else 1.0 / n)
+        if fn == "std":
+            d = d / expand_back(F, o[0], x.shape, axes)
+        return [_cast(F, expand_back(F, g[0], x.shape, axes) * d, x)]
+    register(OpDef(name, compute, inputs=("a",),
+                   params=[_AX, _DT, Param("ddof", "int", 0), _KEEP], gradient=grad,
+                   save=("inputs", "outputs"), family="np_reduce", hidden=True,
+                   doc=f"NumPy's {fn} with ``ddof``."))
+
+
+_moment("_npi_std", "std")
+_moment("_npi_var", "var")
+
+
+def _arg(name, fn):
+    def compute(xp, p, x):
+        if x.size == 0:
+            raise GpundaError(f"Operator {name}: attempt to get {fn} of an empty sequence")
+        if p.axis is None:
+            r = getattr(xp, fn)(x.reshape(-1))
+            if p.keepdims:
+                r = xp.reshape(r, (1,) * x.ndim)
+        else:
+            ax = norm_np_axes(p.axis, x.ndim, name)[0]
+            r = getattr(xp, fn)(x, axis=ax)
+            if p.keepdims:
+                r = xp.expand_dims(r, ax)
+        return _out(xp, r, np.dtype("int64"))
+    register(OpDef(name, compute, inputs=("data",),
+                   params=[Param("axis", "int", None), _KEEP], nondiff=True,
+                   family="np_reduce", hidden=True, doc=f"NumPy's {fn} (int64 indices)."))
+
+
+_arg("_npi_argmax", "argmax")
+_arg("_npi_argmin", "argmin")
+
+
+def _cumsum(xp, p, x):
+    dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
+    if p.axis is None:
+        x = x.reshape(-1)
+        ax = 0
+    else:
+        ax = norm_np_axes(p.axis, x.ndim, "_np_cumsum")[0]
+    return _out(xp, xp.cumsum(x, axis=ax, dtype=dt), dt)
+
+
+def _g_cumsum(F, p, i, o, g):
+    x = i[0]
+    ax = 0 if p.axis is None else norm_np_axes(p.axis, x.ndim, "_np_cumsum")[0]
+    flipped = F._npi_flip(g[0], axis=(ax,))
+    r = F._npi_flip(F._np_cumsum(flipped, axis=ax), axis=(ax,))
+    return [_cast(F, F._np_reshape(r, newshape=x.shape), x)]
+
+
+register(OpDef("_np_cumsum", _cumsum, inputs=("a",),
+               params=[Param("axis", "int", None), _DT], gradient=_g_cumsum, save=("inputs",),
+               family="np_reduce", hidden=True,
+               doc="Cumulative sum along ``axis`` (None: over the flattened array)."))
