@@ -36,7 +36,7 @@ def _sample(dist, names, values, size, dtype, ctx, out):
             params[n] = float(v)
     if ctx is None:
         ctx = context_of(*tensors) or current_context()
-    dt = "float32" if dtype is None else dtype
+    dt = dtype if dtype is not None else None if tensors else "float32"
     opname = "_npi_powerd" if dist == "power" else f"_npi_{dist}"
     if tensors:
         return invoke(opname, tensors, out=out, size=_size(size), dtype=dt, **params)

@@ -155,7 +155,7 @@ def _nan_to_num(xp, p, x):
 register(OpDef("_npi_nan_to_num", _nan_to_num, inputs=("x",),
                params=[Param("nan", "float", 0.0), Param("posinf", "float", None),
                        Param("neginf", "float", None)],
-               gradient=lambda F, p, i, o, g: [g[0] * F._npi_isfinite(i[0])],
+               gradient=lambda F, p, i, o, g: [g[0] * F.Cast(F._npi_isfinite(i[0]), dtype=g[0].dtype)],
                save=("inputs",), family="np_elemwise", hidden=True,
                doc="NaN -> nan, +inf -> posinf (largest finite), -inf -> neginf."))
 
@@ -291,7 +291,12 @@ def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
 
 
 def _g(expr):
-    return lambda F, p, i, o, g: [_cast_like(F, g[0] * expr(F, p, i[0], o[0]), i[0])]
+    def rule(F, p, i, o, g):
+        d = expr(F, p, i[0], o[0])
+        if getattr(d, "dtype", None) == _BOOL:
+            d = F.Cast(d, dtype=g[0].dtype)
+        return [_cast_like(F, g[0] * d, i[0])]
+    return rule
 
 
 _sc("_npi_add_scalar", lambda xp, x, s: x + s, _g(lambda F, p, x, o: 1))

@@ -274,8 +274,6 @@ def _pinv(xp, p, a, rcond=None):
     rc = rcond if rcond is not None else p.rcond
     if a.size == 0:
         return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
-    if hasattr(rc, "shape") and rc.ndim:
-        rc = rc[..., None]
     return xp.linalg.pinv(a, rcond=rc, hermitian=p.hermitian).astype(a.dtype)
 
 

@@ -45,7 +45,10 @@ def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=N
         if check is not None:
             check(xp, vals)
         r = draw(_rng(ctx), xp, vals, shape)
-        return xp.asarray(r).astype(p.dtype, copy=False)
+        dt = p.dtype
+        if dt is None:      # the parameter arrays' float dtype, else float32
+            dt = next((a.dtype for a in arrays if a.dtype.kind == "f"), np.dtype("float32"))
+        return xp.asarray(r).astype(dt, copy=False)
 
     def rule(F, p, i, o, g):
         vals = _values(p, pnames, i)
@@ -66,7 +69,7 @@ def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=N
 
     params = [Param(n, "float", d, optional=True) for n, d in zip(pnames, defaults)] + [
         Param("size", "shape", None, optional=True), Param("ctx", "any", None),
-        Param("dtype", "dtype", np.dtype("float32"))]
+        Param("dtype", "dtype", None)]
     register(OpDef(opname or f"_npi_{name}", compute, params=params, wants_ctx=True, random=True,
                    inputs=lambda p: tuple(n for n in pnames if getattr(p, n) is None),
                    gradient=rule if grads else None, nondiff=not grads,
