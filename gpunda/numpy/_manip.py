@@ -139,6 +139,10 @@ def _split(ary, indices_or_sections, axis, array_split):
     if isinstance(indices_or_sections, (numbers.Integral, _onp.integer)):
         if int(indices_or_sections) <= 0:
             raise ValueError("number sections must be larger than 0.")
+        shape = getattr(ary, "shape", None)
+        if not array_split and shape is not None and len(shape) and \
+                shape[axis] % int(indices_or_sections):
+            raise ValueError("array split does not result in an equal division")
         kw = dict(indices_or_sections=(int(indices_or_sections),), sections=True)
     else:
         kw = dict(indices_or_sections=tuple(int(i) for i in indices_or_sections), sections=False)
