@@ -545,7 +545,7 @@ def _check_heads(heads, head_grads, where):
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
         dt = np.dtype(h.dtype)
-        if dt.kind not in "fciu":      # MXNet differentiates integer heads too (topk, indexing)
+        if dt.kind not in "fciub":     # MXNet differentiates integer and bool heads too
             raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only numeric "
                               f"arrays can be differentiated")
         node = h._ag[0]

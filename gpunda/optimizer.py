@@ -72,6 +72,8 @@ class Optimizer:
             raise GpundaError(f"Optimizer {type(self).__name__}: unknown arguments "
                               f"{sorted(kwargs)}")
         self.rescale_grad = rescale_grad
+        from .util import is_np_array
+        self.allow_np_array = is_np_array()    # MXNet's flag (created in NumPy mode)
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01

@@ -25,6 +25,7 @@ from .. import name as _name
 from ..base import GpundaError
 from ..context import Context
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
+from . import _np_mode
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -422,6 +423,8 @@ class Block:
             raise _tagged(e, self) from None
         for hook in list(self._forward_hooks.values()):
             hook(self, args, out)
+        if _np_mode.is_np_array():
+            _np_mode.check_all_np(out)
         return out
 
     def forward(self, *args):
@@ -494,6 +497,7 @@ class HybridBlock(Block):
         self._in_format = None
         self._active = False
         self._flags = []
+        self._np_out = False
 
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
@@ -556,14 +560,22 @@ class HybridBlock(Block):
                 raise ValueError(f"HybridBlock {self.name}: all inputs are None, which is not "
                                  f"supported; got {args!r}")
             names = iter(["data"] if real == 1 else [f"data{i}" for i in range(real)])
-            inputs = [sym.var(next(names)) if a is not None else None for a in flat]
+            inputs = [None if a is None else _np_mode.np_var(sym.var(next(names)))
+                      if _np_mode.is_np_input(a) else sym.var(next(names)) for a in flat]
             grouped = _regroup(inputs, self._in_format)[0]
-            params = {k: v.var() for k, v in self._reg_params.items()}
+            params = self._param_vars()
             with self.name_scope():
                 out = self.hybrid_forward(sym, *grouped, **params)
             out, self._out_format = _flatten(out, "output")
+            self._np_out = _np_mode.check_same_symbol_type(out)
             self._cached_graph = [i for i in inputs if i is not None], sym.Group(out)
         return self._cached_graph
+
+    def _param_vars(self):
+        """The parameters' variables; np Symbols in NumPy mode."""
+        if _np_mode.is_np_array():
+            return {k: _np_mode.np_var(v.var()) for k, v in self._reg_params.items()}
+        return {k: v.var() for k, v in self._reg_params.items()}
 
     def _build_cache(self, *args):
         from ..cached_op import CachedOp
@@ -602,6 +614,8 @@ class HybridBlock(Block):
         out = self._cached_op(*cargs)
         if _is_nd(out):
             out = [out]
+        if self._np_out:
+            _np_mode.to_np(out)
         return _regroup(list(out), self._out_format)[0]
 
     def _deferred_infer_shape(self, *args):
@@ -666,7 +680,7 @@ class HybridBlock(Block):
                     params = {k: v.data(ctx) for k, v in reg.items()}
                 from .. import ndarray
                 return self.hybrid_forward(ndarray, x, *args, **params)
-        params = {k: v.var() for k, v in self._reg_params.items()}
+        params = self._param_vars()
         with self.name_scope():
             return self.hybrid_forward(_sym(), x, *args, **params)
 
@@ -744,6 +758,9 @@ class SymbolBlock(HybridBlock):
             inputs = [sym.var(i, dtype="float32") for i in input_names]
         else:
             inputs = [sym.var(i) for i in input_names]
+        if _np_mode.is_np_array():     # an np-mode graph: np Symbols in, np arrays out
+            s = _np_mode.np_var(s)
+            inputs = [_np_mode.np_var(i) for i in inputs]
         ret = SymbolBlock(s, inputs)
         if param_file is not None:
             ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra,
@@ -761,6 +778,7 @@ class SymbolBlock(HybridBlock):
             outputs = outputs[0]
         syms, self._in_format = _flatten(inputs, "input")
         out, self._out_format = _flatten(outputs, "output")
+        self._np_out = _np_mode.check_same_symbol_type(out)
         out = sym.Group(out)
         input_names = set()
         for s in syms:

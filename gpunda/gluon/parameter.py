@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import autograd
+from . import _np_mode
 from .. import initializer
 from ..base import GpundaError
 from ..context import Context, cpu, current_context
@@ -71,7 +72,7 @@ class Parameter:
         self._seen = None       # per-context grad version already used by an update
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
-        self._shape = tuple(shape) if shape is not None else None
+        self._shape = tuple(0 if d == -1 else d for d in shape) if shape is not None else None
         self.name = name
         self._dtype = dtype
         self.lr_mult = lr_mult
@@ -122,7 +123,10 @@ class Parameter:
 
     @property
     def shape(self):
-        """The shape; unknown dimensions are 0 until the first forward fills them."""
+        """The shape; unknown dimensions are 0 (-1 with NumPy shape semantics, as MXNet's)
+        until the first forward fills them."""
+        if self._shape is not None and 0 in self._shape and _np_mode.is_np_shape():
+            return tuple(d if d != 0 else -1 for d in self._shape)
         return self._shape
 
     @shape.setter
@@ -130,7 +134,7 @@ class Parameter:
         if new_shape is None:
             self._shape = None
             return
-        new_shape = tuple(int(d) for d in new_shape)
+        new_shape = tuple(0 if int(d) == -1 else int(d) for d in new_shape)  # -1: unknown
         self._var = None
         if self._shape is None:
             self._shape = new_shape
@@ -289,6 +293,8 @@ class Parameter:
         nd = _nd()
         with autograd.pause():
             self._data = [nd.array(data, ctx=c, dtype=self.dtype) for c in self._ctx_list]
+        if _np_mode.is_np_array():     # parameters made in NumPy mode hold mx.np.ndarray
+            _np_mode.to_np(self._data)
         self._init_grad()
 
     def _init_grad(self):
@@ -299,6 +305,8 @@ class Parameter:
         stype = None if self._grad_stype == "default" else self._grad_stype
         self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=d.dtype, stype=stype)
                       for d in self._data]
+        if stype is None and _np_mode.is_np_input(self._data[0]):
+            _np_mode.to_np(self._grad)
         autograd.mark_variables(self._data, self._grad, self.grad_req)
         self._seen = [g._version for g in self._grad]
 
@@ -315,11 +323,11 @@ class Parameter:
         """Take the value ``data`` loaded from a file (fills unknown shape dims)."""
         if self.shape:
             ok = len(self.shape) == len(data.shape) and all(
-                a in (0, b) for a, b in zip(self.shape, data.shape))
+                a in (0, b) for a, b in zip(self._shape, data.shape))
             if not ok:
                 raise GpundaError(f"Parameter {self.name!r}: failed loading, its shape is "
                                   f"{self.shape} but the loaded array has shape {data.shape}")
-            self._shape = tuple(b if a == 0 else a for a, b in zip(self.shape, data.shape))
+            self._shape = tuple(b if a == 0 else a for a, b in zip(self._shape, data.shape))
         else:
             self._shape = tuple(data.shape)
         if self.dtype is not None and np.dtype(self.dtype) != np.dtype(data.dtype):

@@ -70,4 +70,8 @@ def __getattr__(name):
     if name == "CachedOp":
         from ..cached_op import CachedOp
         return CachedOp
+    if name in ("np", "numpy", "npx"):     # F.np / F.npx of an imperative hybrid_forward
+        import importlib
+        return importlib.import_module("gpunda.numpy" if name != "npx" else
+                                       "gpunda.numpy_extension")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -155,18 +155,22 @@ def _binary(aop, sop, rsop=None):
         if isinstance(other, NDArray):
             return invoke_np(aop, (self, other))
         if isinstance(other, _SCALARS):
-            return invoke_np(sop, (self,), scalar=other)
+            return invoke_np(sop, (self,), scalar=other, is_int=_is_int(other))
         if isinstance(other, (_onp.ndarray, list, tuple)):
             return invoke_np(aop, (self, _from_host(other, self)))
         return NotImplemented
 
     def rev(self, other):
         if isinstance(other, _SCALARS):
-            return invoke_np(rsop or sop, (self,), scalar=other)
+            return invoke_np(rsop or sop, (self,), scalar=other, is_int=_is_int(other))
         if isinstance(other, (_onp.ndarray, list, tuple)):
             return invoke_np(aop, (_from_host(other, self), self))
         return NotImplemented
     return fwd, rev
+
+
+def _is_int(s):
+    return isinstance(s, (int, _onp.integer, _onp.bool_))
 
 
 def _from_host(value, like):
@@ -180,7 +184,7 @@ def _inplace(aop, sop):
         if isinstance(other, NDArray):
             return invoke_np(aop, (self, other), out=self)
         if isinstance(other, _SCALARS):
-            return invoke_np(sop, (self,), out=self, scalar=other)
+            return invoke_np(sop, (self,), out=self, scalar=other, is_int=_is_int(other))
         if isinstance(other, (_onp.ndarray, list, tuple)):
             return invoke_np(aop, (self, _from_host(other, self)), out=self)
         return NotImplemented

@@ -1,8 +1,30 @@
-"""MXNet's NumPy extensions (``mx.npx``): not built yet. The module imports; every name
-raises NotImplementedForGpunda."""
+"""MXNet's NumPy extensions (``mx.npx``): the switches of NumPy mode, devices, MXNet's
+neural-network ops on ``mx.np.ndarray``, ``npx.reshape``'s special codes, save/load."""
 from .._not_built import missing_module_getattr
+from ..util import set_np, reset_np, is_np_array, is_np_shape, use_np  # noqa: F401
+from ..util import get_cuda_compute_capability  # noqa: F401
+from ..context import (Context, cpu, gpu, cpu_pinned, num_gpus, current_context,  # noqa: F401
+                       gpu_memory_info)
+from ..base import check_call, classproperty, with_metaclass  # noqa: F401
+from .. import numpy as _np  # noqa: F401  (installs the mx.np array class)
+from ._ops import *  # noqa: F401,F403
+from .utils import save, load  # noqa: F401
+from . import utils  # noqa: F401
 
-NOT_BUILT = True     # util.set_np() checks this: no NumPy-array semantics yet
+NOT_BUILT = False
 
-__getattr__ = missing_module_getattr("mxnet.numpy_extension",
-                                     "MXNet's NumPy interface (mx.npx)")
+
+def waitall():
+    """Wait for all pending work (``mx.nd.waitall``)."""
+    from ..ndarray import waitall as _w
+    _w()
+
+
+def __getattr__(name):
+    if name in ("image", "random"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    return _missing(name)
+
+
+_missing = missing_module_getattr("mxnet.numpy_extension", "this function of mx.npx")

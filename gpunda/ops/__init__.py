@@ -7,7 +7,7 @@ from . import elemwise  # noqa: F401
 _families = ["np_elemwise", "np_reduce", "np_manip", "np_linalg", "np_random", "np_sort", "np_stats", "reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
              "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
-             "crop", "contrib_nlp", "np_creation"]
+             "crop", "contrib_nlp", "np_creation", "np_extension"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")

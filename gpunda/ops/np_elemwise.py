@@ -247,9 +247,15 @@ _bin("_npi_fmax", "fmax", _both(lambda F, a, b, o: F._npi_greater_equal(a, b),
 _bin("_npi_fmin", "fmin", _both(lambda F, a, b, o: F._npi_less_equal(a, b),
                                 lambda F, a, b, o: F._npi_greater(a, b)))
 _bin("_npi_floor_divide", "floor_divide", None)
+def _cmp_zero(F, p, i, o, g):
+    # comparisons are recorded with zero gradients, as MXNet's (a backward from a bool
+    # head runs and leaves zeros)
+    return [F.zeros_like(x) for x in i]
+
+
 for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
            "logical_and", "logical_or", "logical_xor"):
-    _bin(f"_npi_{_n}", _n, None, kind="cmp")
+    _bin(f"_npi_{_n}", _n, _cmp_zero, kind="cmp")
 for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift", "right_shift"):
     _bin(f"_npi_{_n}", _n, None, kind="int")
 
@@ -337,8 +343,9 @@ def _cmp_sc(name, fn, reverse=False):
         s = int(p.scalar) if p.is_int else p.scalar
         f = getattr(xp, fn)
         return _arr(xp, f(s, x) if reverse else f(x, s))
-    register(OpDef(name, compute, inputs=("x",), params=_SCALAR, nondiff=True,
-                   family="np_elemwise", hidden=True, doc=f"{fn} against a Python scalar."))
+    register(OpDef(name, compute, inputs=("x",), params=_SCALAR, gradient=_cmp_zero,
+                   save=("inputs",), family="np_elemwise", hidden=True,
+                   doc=f"{fn} against a Python scalar."))
 
 
 for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",

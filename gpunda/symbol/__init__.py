@@ -64,6 +64,9 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
 
 
 def __getattr__(name):
+    if name in ("np", "numpy", "npx"):     # mx.sym.np / mx.sym.npx (symbol/numpy.py)
+        from . import numpy as _np_sym
+        return _np_sym if name != "npx" else _np_sym.npx
     # ops registered after import (custom ops) are looked up on demand
     try:
         return _symbol.lookup(name)

@@ -84,7 +84,13 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
             ins.append(e)
     node = _Node(op, nm, attrs, ins, p)
     nvis = op.n_visible(p)
-    return Symbol([(node, i) for i in range(nvis)])
+    out = Symbol([(node, i) for i in range(nvis)])
+    if inputs and _np_symbol_cls is not None and type(inputs[0]) is _np_symbol_cls:
+        out.__class__ = _np_symbol_cls     # NOTE [Output flavour follows the first input]
+    return out
+
+
+_np_symbol_cls = None   # symbol.numpy._Symbol, once loaded
 
 
 def _single(op, name, s):

@@ -251,6 +251,22 @@ def dot(p, ins, outs):
     return ins, [a2[:-1] + b2[1:]]
 
 
+def np_dot(p, ins, outs):
+    """NumPy's dot (``_np_dot``): the contracted axes (a's last, b's second-last, or b's
+    only one) agree, so a known one fills the other (MXNet's np dot infers a weight's
+    unknown input size from the data this way)."""
+    a, b = ins
+    if a is None or b is None or len(a) < 1 or len(b) < 1 or len(a) == 1 and len(b) == 1:
+        return ins, outs
+    kb = len(b) - 2 if len(b) >= 2 else 0
+    d = _dim(a[-1], b[kb])
+    if a[-1] >= 0 and b[kb] >= 0 and a[-1] != b[kb]:
+        raise GpundaError(f"_np_dot: shapes {_show(a)} and {_show(b)} do not match")
+    a = tuple(a[:-1]) + (d,)
+    b = tuple(b[:kb]) + (d,) + tuple(b[kb + 1:])
+    return [a, b], [a[:-1] + b[:kb] + b[kb + 1:]]
+
+
 def batch_dot(p, ins, outs):
     a, b = ins
     if a is None or b is None or len(a) != 3 or len(b) != 3:
@@ -338,6 +354,7 @@ _RULES = {
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
     "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
+    "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
 }
 
 

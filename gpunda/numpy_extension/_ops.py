@@ -1,0 +1,91 @@
+"""``mx.npx`` operators: MXNet's neural-network and array-extension ops for
+``mx.np.ndarray``, each a registered op called through the generated ``nd``/``sym``
+function (so positional parameters, input names and Symbols work as in ``nd``/``sym``),
+with ``mx.np.ndarray`` / np-Symbol results."""
+from __future__ import annotations
+
+import functools
+
+from ..ndarray.ndarray import NDArray
+from ..numpy.multiarray import as_np, is_symbolic, invoke_np
+
+__all__ = ["activation", "arange_like", "batch_dot", "batch_flatten", "batch_norm", "cast",
+           "convolution", "deconvolution", "dropout", "embedding", "erf", "erfinv",
+           "fully_connected", "gamma", "gammaln", "gather_nd", "layer_norm", "leaky_relu",
+           "log_softmax", "multibox_detection", "multibox_prior", "multibox_target",
+           "one_hot", "pick", "pooling", "relu", "reshape_like", "rnn", "roi_pooling",
+           "sequence_mask", "shape_array", "sigmoid", "slice", "smooth_l1", "softmax",
+           "topk", "reshape", "nonzero", "constraint_check"]
+
+# npx name -> registered op
+_OPS = {
+    "activation": "Activation", "arange_like": "_contrib_arange_like",
+    "batch_dot": "batch_dot", "batch_flatten": "Flatten", "batch_norm": "BatchNorm",
+    "cast": "Cast", "convolution": "Convolution", "deconvolution": "Deconvolution",
+    "dropout": "Dropout", "embedding": "Embedding", "erf": "erf", "erfinv": "erfinv",
+    "fully_connected": "FullyConnected", "gamma": "gamma", "gammaln": "gammaln",
+    "gather_nd": "gather_nd", "layer_norm": "LayerNorm", "leaky_relu": "LeakyReLU",
+    "log_softmax": "log_softmax", "multibox_detection": "_contrib_MultiBoxDetection",
+    "multibox_prior": "_contrib_MultiBoxPrior", "multibox_target": "_contrib_MultiBoxTarget",
+    "one_hot": "one_hot", "pick": "pick", "pooling": "Pooling", "relu": "relu",
+    "reshape_like": "reshape_like", "rnn": "RNN", "roi_pooling": "ROIPooling",
+    "sequence_mask": "SequenceMask", "shape_array": "shape_array", "sigmoid": "sigmoid",
+    "slice": "slice", "smooth_l1": "smooth_l1", "softmax": "softmax", "topk": "topk",
+}
+
+
+def _arrays(args, kwargs):
+    return [a for a in list(args) + list(kwargs.values())
+            if a is not None and not isinstance(a, (int, float, str, bool, tuple, list))]
+
+
+def _make(npx_name, opname):
+    def fn(*args, **kwargs):
+        kwargs.pop("out", None) if kwargs.get("out", 0) is None else None
+        arrays = _arrays(args, kwargs)
+        if is_symbolic(arrays):
+            from ..symbol import creation
+            from ..symbol.numpy import _as_np_sym, _Symbol
+            out = creation.lookup(opname)(*args, **kwargs)
+            if len(out._outputs) == 1:
+                return _as_np_sym(out)
+            return [_Symbol([e]) for e in out._outputs]
+        from ..ndarray import _op
+        out = getattr(_op, opname)(*args, **kwargs)
+        return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out
+    fn.__name__ = fn.__qualname__ = npx_name
+    fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
+    return fn
+
+
+for _name, _op_name in _OPS.items():
+    globals()[_name] = _make(_name, _op_name)
+del _name, _op_name
+
+
+def reshape(a, newshape, reverse=False, order="C"):
+    """Reshape with MXNet's codes: -1 infer, -2 copy an axis, -3 drop a size-1 axis, -4
+    copy the remaining axes, -5 merge two axes, -6 split one axis into the next two."""
+    if order != "C":
+        raise NotImplementedError(f"npx.reshape: order={order!r} is not supported")
+    if isinstance(newshape, int):
+        newshape = (newshape,)
+    return invoke_np("_npx_reshape", (a,), newshape=tuple(newshape), reverse=reverse)
+
+
+def nonzero(a):
+    """Indices of the non-zero elements of ``a``, shape (N, a.ndim), int64."""
+    return invoke_np("_npx_nonzero", (a,))
+
+
+def constraint_check(input, msg="Constraint violated."):  # noqa: A002 (MXNet's name)
+    """``input`` (a boolean array) unchanged when all true; raises ValueError(msg) when not."""
+    if is_symbolic((input,)):
+        raise NotImplementedError("npx.constraint_check is not supported yet in a Symbol "
+                                  "graph")
+    if not bool(input.asnumpy().all()):
+        raise ValueError(msg)
+    return invoke_np("_copy", (input,)).astype(bool)
+
+
+_ = functools

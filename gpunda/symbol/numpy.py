@@ -1,0 +1,249 @@
+"""NumPy-mode Symbols (MXNet's ``mx.sym.np._Symbol``) and the ``mx.sym.np`` /
+``mx.sym.npx`` namespaces.
+
+A hybridized block in NumPy mode traces ``hybrid_forward`` with ``_Symbol`` inputs:
+their operators build ``_npi_*`` nodes (NumPy's promotion and broadcasting), indexing
+builds ``slice``/``_np_squeeze``/``expand_dims`` nodes, and any op whose first input is a
+``_Symbol`` returns ``_Symbol`` outputs (NOTE [Output flavour follows the first input] in
+numpy/multiarray.py). ``F.np.<f>`` of this namespace is ``mx.np.<f>`` run inside
+``symbolic_scope()``, so functions without array inputs (``zeros``) build nodes too.
+"""
+from __future__ import annotations
+
+import numbers
+import types
+
+import numpy as _onp
+
+from ..base import GpundaError
+from .symbol import Symbol
+from . import creation as _creation
+
+__all__ = ["_Symbol", "make_np_node", "npx"]
+
+_SCALARS = (int, float, bool, _onp.generic)
+
+
+def _as_np_sym(s):
+    if type(s) is Symbol:
+        s.__class__ = _Symbol
+    return s
+
+
+def make_np_node(opname, inputs, params):
+    """The node of registered op ``opname`` over Symbols ``inputs``: one ``_Symbol``, or a
+    list of them for an op with several visible outputs (as ``invoke`` returns a list)."""
+    fn = _creation.lookup(opname)
+    out = fn(*inputs, **{k: v for k, v in params.items() if v is not None or k == "M"})
+    if len(out._outputs) == 1:
+        return _as_np_sym(out)
+    return [_Symbol([e]) for e in out._outputs]
+
+
+def _node(opname, inputs, **params):
+    return make_np_node(opname, inputs, params)
+
+
+def _is_int(s):
+    return isinstance(s, (int, _onp.integer, _onp.bool_))
+
+
+def _binary(aop, sop, rsop=None):
+    def fwd(self, other):
+        if isinstance(other, Symbol):
+            return _node(aop, (self, other))
+        if isinstance(other, _SCALARS):
+            return _node(sop, (self,), scalar=other, is_int=_is_int(other))
+        return NotImplemented
+
+    def rev(self, other):
+        if isinstance(other, _SCALARS):
+            return _node(rsop or sop, (self,), scalar=other, is_int=_is_int(other))
+        return NotImplemented
+    return fwd, rev
+
+
+def _np_function(name):
+    def m(self, *args, **kwargs):
+        from .. import numpy as _np_mod
+        return getattr(_np_mod, name)(self, *args, **kwargs)
+    m.__name__ = name
+    m.__doc__ = f"``mx.np.{name}(self, ...)`` as a graph node."
+    return m
+
+
+class _Symbol(Symbol):
+    """A Symbol with NumPy semantics (``mx.sym.np._Symbol``)."""
+
+    __slots__ = ()
+    __hash__ = Symbol.__hash__
+
+    __add__, __radd__ = _binary("_npi_add", "_npi_add_scalar")
+    __sub__, __rsub__ = _binary("_npi_subtract", "_npi_subtract_scalar", "_npi_rsubtract_scalar")
+    __mul__, __rmul__ = _binary("_npi_multiply", "_npi_multiply_scalar")
+    __truediv__, __rtruediv__ = _binary("_npi_true_divide", "_npi_true_divide_scalar",
+                                        "_npi_rtrue_divide_scalar")
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+    __floordiv__, __rfloordiv__ = _binary("_npi_floor_divide", "_npi_floor_divide_scalar",
+                                          "_npi_rfloor_divide_scalar")
+    __mod__, __rmod__ = _binary("_npi_mod", "_npi_mod_scalar", "_npi_rmod_scalar")
+    __pow__, __rpow__ = _binary("_npi_power", "_npi_power_scalar", "_npi_rpower_scalar")
+    __and__, __rand__ = _binary("_npi_bitwise_and", "_npi_bitwise_and_scalar")
+    __or__, __ror__ = _binary("_npi_bitwise_or", "_npi_bitwise_or_scalar")
+    __xor__, __rxor__ = _binary("_npi_bitwise_xor", "_npi_bitwise_xor_scalar")
+    __eq__ = _binary("_npi_equal", "_npi_equal_scalar")[0]
+    __ne__ = _binary("_npi_not_equal", "_npi_not_equal_scalar")[0]
+    __gt__ = _binary("_npi_greater", "_npi_greater_scalar")[0]
+    __ge__ = _binary("_npi_greater_equal", "_npi_greater_equal_scalar")[0]
+    __lt__ = _binary("_npi_less", "_npi_less_scalar")[0]
+    __le__ = _binary("_npi_less_equal", "_npi_less_equal_scalar")[0]
+
+    def __neg__(self):
+        return _node("_npi_negative", (self,))
+
+    def __abs__(self):
+        return _node("_npi_abs", (self,))
+
+    def __invert__(self):
+        return _node("_npi_bitwise_not", (self,))
+
+    def __matmul__(self, other):
+        from .. import numpy as _np_mod
+        return _np_mod.matmul(self, other)
+
+    def __iter__(self):
+        return (_Symbol([e]) for e in self._outputs)
+
+    def as_nd_ndarray(self):
+        """The same graph as a classic Symbol."""
+        return Symbol(self._outputs)
+
+    def as_np_ndarray(self):
+        return self
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        from ..numpy._dtypes import resolve_dtype
+        dt = resolve_dtype(dtype, "astype")
+        return _node("Cast", (self,), dtype=dt)
+
+    def reshape(self, *args, **kwargs):
+        order = kwargs.pop("order", "C")
+        if order != "C":
+            raise NotImplementedError(f"reshape: order={order!r} is not supported")
+        if "newshape" in kwargs:
+            args = (kwargs.pop("newshape"),)
+        if len(args) == 1 and isinstance(args[0], (tuple, list)):
+            args = tuple(args[0])
+        return _node("_np_reshape", (self,), newshape=tuple(int(a) for a in args))
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return _node("_np_transpose", (self,), axes=axes if axes else None)
+
+    def __getitem__(self, key):
+        n = len(self._outputs)
+        if n > 1:
+            if isinstance(key, numbers.Integral):
+                if not -n <= key < n:
+                    raise IndexError("list index out of range")
+                return _Symbol([self._outputs[key]])
+            if isinstance(key, slice):
+                return _Symbol(self._outputs[key])
+            raise TypeError(f"indices of a symbol group must be integers or slices, not "
+                            f"{type(key).__name__}")
+        return _basic_index(self, key)
+
+
+def _basic_index(s, key):
+    """``s[key]`` for ints, slices and ``None`` (basic indexing, as MXNet's _Symbol)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not key:
+        return s
+    begin, end, step, drop, new = [], [], [], [], []
+    axis = 0
+    for k in key:
+        if k is None:
+            new.append(axis + len(new))
+            continue
+        if isinstance(k, slice):
+            if k.step == 0:
+                raise ValueError("slice step cannot be zero")
+            begin.append(k.start)
+            end.append(k.stop)
+            step.append(k.step)
+        elif isinstance(k, (numbers.Integral, _onp.integer)) and not isinstance(k, bool):
+            k = int(k)
+            begin.append(k)
+            end.append(None if k == -1 else k + 1)
+            step.append(1)
+            drop.append(axis)
+        else:
+            raise IndexError(f"Symbol indexing supports only integers, slices and None, got "
+                             f"{k!r}")
+        axis += 1
+    out = _node("slice", (s,), begin=tuple(begin), end=tuple(end), step=tuple(step))
+    if drop:
+        out = _node("_np_squeeze", (out,), axis=tuple(drop))
+    for a in new:
+        out = _node("expand_dims", (out,), axis=a - sum(1 for d in drop if d < a))
+    return out
+
+
+for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
+              "any", "cumsum", "clip", "dot", "repeat", "take", "sort", "argsort", "round",
+              "swapaxes", "tile", "flip", "squeeze", "split", "exp", "log", "sqrt", "square",
+              "abs", "sign", "sin", "cos", "tanh", "floor", "ceil", "flatten"):
+    if _name not in _Symbol.__dict__:
+        setattr(_Symbol, _name, _np_function(_name))
+del _name
+
+
+def _symbolic_attr(target_name, attr, cache):
+    """``mx.np``/``mx.npx`` attribute ``attr`` made symbolic: a function runs in
+    ``symbolic_scope()``, a submodule becomes a namespace of such functions."""
+    if attr.startswith("__"):
+        raise AttributeError(attr)
+    import importlib
+    obj = getattr(importlib.import_module(target_name), attr)
+    if isinstance(obj, types.ModuleType):
+        r = _SymbolicNamespace(f"{target_name}.{attr} (symbolic)", obj.__name__)
+    elif callable(obj) and not isinstance(obj, type):
+        from ..numpy.multiarray import symbolic_scope
+
+        def r(*args, **kwargs):
+            with symbolic_scope():
+                return obj(*args, **kwargs)
+        r.__name__ = r.__qualname__ = attr
+        r.__doc__ = getattr(obj, "__doc__", None)
+    else:
+        return obj
+    cache[attr] = r
+    return r
+
+
+class _SymbolicNamespace(types.ModuleType):
+    """``mx.sym.npx`` and ``mx.sym.np.<submodule>``: the functions of ``target``, each run
+    in ``symbolic_scope()`` so that calls without array inputs build graph nodes."""
+
+    def __init__(self, name, target):
+        super().__init__(name, f"Symbol versions of {target}'s functions.")
+        self._target = target
+
+    def __getattr__(self, attr):
+        return _symbolic_attr(self._target, attr, self.__dict__)
+
+
+def __getattr__(attr):
+    # this module is ``mx.sym.np``: mx.np's functions as graph builders
+    return _symbolic_attr("gpunda.numpy", attr, globals())
+
+
+npx = _SymbolicNamespace("gpunda.symbol.numpy_extension", "gpunda.numpy_extension")
+_creation._np_symbol_cls = _Symbol
+_ = GpundaError
