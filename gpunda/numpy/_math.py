@@ -7,7 +7,7 @@ import numbers
 
 import numpy as _onp
 
-from ._helpers import is_tensor, is_scalar, to_tensor, invoke
+from ._helpers import is_tensor, is_scalar, to_tensor, invoke, check_ufunc_kwargs
 
 _UNARY = ["abs", "absolute", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp",
           "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
@@ -60,6 +60,8 @@ def _make_unary(name):
     onp_f = getattr(_onp, name)
 
     def f(x, out=None, **kwargs):
+        if kwargs:
+            check_ufunc_kwargs(name, kwargs)
         if not is_tensor(x):
             return onp_f(x, **kwargs) if is_scalar(x) else f(to_tensor(x), out=out)
         return invoke(opname, [x], out=out)
@@ -88,6 +90,8 @@ def _make_binary(name, ops):
     onp_f = getattr(_onp, name)
 
     def f(x1, x2, out=None, **kwargs):
+        if kwargs:
+            check_ufunc_kwargs(name, kwargs)
         t1, t2 = is_tensor(x1), is_tensor(x2)
         if not t1 and not t2:
             if is_scalar(x1) and is_scalar(x2):

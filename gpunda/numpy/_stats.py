@@ -166,6 +166,7 @@ def unravel_index(indices, shape, order="C"):
     """A tuple of coordinate arrays for flat ``indices`` in an array of ``shape``."""
     if order != "C":
         raise NotImplementedError("unravel_index: only order='C' is supported")
+    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
     if not is_tensor(indices) and _onp.ndim(indices) == 0:
         return tuple(int(v) for v in _onp.unravel_index(int(indices), shape))
     idx = to_tensor(indices)

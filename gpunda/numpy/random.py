@@ -43,7 +43,24 @@ def _sample(dist, names, values, size, dtype, ctx, out):
     return invoke(opname, [], out=out, size=_size(size), dtype=dt, ctx=ctx, **params)
 
 
-def _sampler(dist, names, defaults, doc):
+def _check_positive(dist, names, values, positive):
+    """MXNet's samplers refuse non-positive parameters with ValueError (arrays are
+    checked when they are concrete, not while a graph is built)."""
+    from ..ndarray.ndarray import NDArray
+    for n, v in zip(names, values):
+        if n not in positive:
+            continue
+        if isinstance(v, NDArray):
+            bad = bool((v.asnumpy() <= 0).any())
+        elif is_tensor(v):
+            continue
+        else:
+            bad = bool((_onp.asarray(v) <= 0).any())
+        if bad:
+            raise ValueError(f"{dist}: {n} <= 0")
+
+
+def _sampler(dist, names, defaults, doc, positive=()):
     def f(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
         vals = list(defaults)
         for k, a in enumerate(args):
@@ -56,6 +73,8 @@ def _sampler(dist, names, defaults, doc):
                 vals[k] = kwargs.pop(n)
         if kwargs:
             raise TypeError(f"{dist}() got unexpected keyword arguments {sorted(kwargs)}")
+        if positive:
+            _check_positive(dist, names, vals, positive)
         return _sample(dist, names, vals, size, dtype, ctx, out)
     f.__name__ = f.__qualname__ = dist
     f.__doc__ = doc
@@ -73,7 +92,8 @@ pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a)."
 gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), "Samples from Gumbel(loc, scale).")
 logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), "Samples from Logistic(loc, scale).")
 power = _sampler("power", ("a",), (1.0,), "Samples from the power distribution P(x) = a x**(a-1).")
-gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).")
+gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).",
+                 positive=("shape", "scale"))
 beta = _sampler("beta", ("a", "b"), (1.0, 1.0), "Samples from Beta(a, b).")
 chisquare = _sampler("chisquare", ("df",), (1.0,), "Samples from the chi-square distribution.")
 
@@ -99,25 +119,17 @@ def randn(*size, **kwargs):
 
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
     """Random samples from ``range(a)`` or from the 1-D array ``a``."""
-    ctx = ctx or context_of(a, p) or current_context()
     ins, kw = [], {}
     if isinstance(a, numbers.Integral):
         kw["a"] = int(a)
-        pool = None
     else:
-        pool = to_tensor(a)
-        kw["a"] = int(pool.shape[0])
+        ins.append(to_tensor(a))
     if p is not None:
-        ins.append(to_tensor(p))
+        ins.append(to_tensor(p, ins[0] if ins else None))
     if not ins:
-        idx = invoke("_npi_choice", [], size=_size(size), replace=replace, weighted=False,
-                     ctx=ctx, **kw)
-    else:
-        idx = invoke("_npi_choice", ins, size=_size(size), replace=replace, weighted=True, **kw)
-    if pool is None:
-        return idx
-    from ._manip import take
-    return take(pool, idx, out=out)
+        kw["ctx"] = ctx or current_context()
+    return invoke("_npi_choice", ins, out=out, size=_size(size), replace=replace,
+                  weighted=p is not None, **kw)
 
 
 def shuffle(x):

@@ -47,7 +47,7 @@ def _index_grad(xp, q, *arrs):
     args, sizes, total = _index_inputs(xp, op, q.p, xs)
     maps = _listify(op.compute(xp, op.np_index_params(q.p), *args))
     dt = next((a.dtype for a in g), np.dtype("float32"))
-    acc = xp.zeros(total, dtype=np.float64 if dt.kind == "f" else dt)
+    acc = xp.zeros(total, dtype=np.float64)
     for m, gk in zip(maps, g):
         m = xp.asarray(m).reshape(-1)
         acc += xp.bincount(m, weights=gk.reshape(-1).astype(np.float64), minlength=total)[:total] \
@@ -57,7 +57,7 @@ def _index_grad(xp, q, *arrs):
         hit = [s for s in sizes if s[0] == k]
         if hit:
             _, off, n, shape = hit[0]
-            out.append(acc[off:off + n].reshape(shape).astype(x.dtype if x.dtype.kind == "f" else dt))
+            out.append(acc[off:off + n].reshape(shape).astype(dt))
         else:
             out.append(xp.zeros(x.shape, dtype=x.dtype))
     return out
@@ -175,6 +175,8 @@ moving("_npi_expand_dims", lambda xp, p, a: xp.expand_dims(a, p.axis),
 def _squeeze(xp, p, a):
     if p.axis is not None:
         axes = (p.axis,) if isinstance(p.axis, int) else p.axis
+        if a.ndim == 0 and all(ax in (0, -1) for ax in axes):
+            return a.copy()
         for ax in axes:
             if a.shape[_norm(ax, a.ndim, "_np_squeeze")] != 1:
                 raise GpundaError(f"Operator _np_squeeze: cannot select an axis to squeeze "
@@ -221,6 +223,10 @@ def _split_count(p):
 
 
 def _split(xp, p, a):
+    if p.hsplit:        # NumPy's hsplit: axis 1, or 0 for 1-D arrays (known only here)
+        if a.ndim == 0:
+            raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+        p = p.replace(axis=1 if a.ndim > 1 else 0, hsplit=False)
     ios = p.indices_or_sections
     arg = ios[0] if p.sections else list(ios)
     if p.sections and not p.array_split and a.shape[_norm(p.axis, a.ndim, "_npi_split")] % arg:
@@ -230,7 +236,8 @@ def _split(xp, p, a):
 
 moving("_npi_split", _split,
        [Param("indices_or_sections", "shape"), Param("sections", "bool", False),
-        Param("axis", "int", 0), Param("array_split", "bool", False)],
+        Param("axis", "int", 0), Param("array_split", "bool", False),
+        Param("hsplit", "bool", False)],
        num_outputs=_split_count, doc="Split into sections or at indices along ``axis``.")
 
 

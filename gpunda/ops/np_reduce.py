@@ -171,7 +171,10 @@ def _arg(name, fn):
     def compute(xp, p, x):
         if x.size == 0:
             raise GpundaError(f"Operator {name}: attempt to get {fn} of an empty sequence")
-        if p.axis is None:
+        if p.axis is None or x.ndim == 0:
+            if x.ndim == 0 and p.axis not in (None, 0, -1):
+                raise GpundaError(f"Operator {name}: axis {p.axis} is out of bounds for "
+                                  f"array of dimension 0")
             r = getattr(xp, fn)(x.reshape(-1))
             if p.keepdims:
                 r = xp.reshape(r, (1,) * x.ndim)
