@@ -5,11 +5,11 @@ NOTE [np dtype rules]
 MXNet's NumPy interface promotes mixed input dtypes, but not as NumPy does
 (observed on MXNet 1.9.1): a float meets an int or bool -> the float's dtype (int32 +
 float32 is float32, not float64); two floats or two same-signedness ints -> the wider;
-a signed and an unsigned int -> at least int32; bool with bool in arithmetic ->
-float32. A Python scalar takes the array's dtype (an int array + 2.5 stays int), except
-that true division of an int array gives float32 and a bool array meets a scalar as
-float32. Unary math keeps the input dtype (sin of int32 is int32) and turns bool into
-float32. ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
+a signed and an unsigned int -> at least int32; bool with bool stays bool (True + True
+is True), except true division (float32). A Python scalar takes the array's dtype (an int
+array + 2.5 stays int), except that true division of an int array gives float32 and a
+bool array meets a scalar as int64. Unary math keeps the input dtype, even int and bool
+(sin of int32 is int32, computed in floating point and cast back). ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
 and CachedOp see the same dtypes.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")
 
 
-def np_result_type(da, db, bool_bool=_F32):
+def np_result_type(da, db, bool_bool=_BOOL):
     """The dtype MXNet's np binary arithmetic gives inputs of dtypes ``da``, ``db``."""
     da, db = np.dtype(da), np.dtype(db)
     if da == db:
@@ -70,7 +70,7 @@ def _unary_compute(fn):
 
     def compute(xp, p, x):
         g = getattr(xp, fn) if xp is not np else f
-        dt = _F32 if x.dtype == _BOOL else x.dtype
+        dt = x.dtype
         if x.dtype == _BOOL:
             x = x.astype(_F32)
         return _arr(xp, g(x), dt)
@@ -177,10 +177,12 @@ def _bin_compute(fn, kind):
         else:
             dt = np_result_type(a.dtype, b.dtype)
         if kind != "int":
-            if a.dtype != dt:
-                a = a.astype(dt)
-            if b.dtype != dt:
-                b = b.astype(dt)
+            # bool arithmetic is computed on 0/1 ints and cast back (True + True is True)
+            ct = np.dtype("int8") if dt == _BOOL and kind != "cmp" else dt
+            if a.dtype != ct:
+                a = a.astype(ct)
+            if b.dtype != ct:
+                b = b.astype(ct)
         r = getattr(xp, fn)(a, b)
         return _arr(xp, r, None if kind == "cmp" else dt)
     return compute
@@ -277,10 +279,10 @@ _SCALAR = [Param("scalar", "float", 1.0), Param("is_int", "bool", False)]
 
 
 def _scalar_dtype(x, div):
-    if x.dtype == _BOOL:
-        return _F32
     if div and x.dtype.kind != "f":
         return _F32
+    if x.dtype == _BOOL:
+        return np.dtype("int64")
     return x.dtype
 
 

@@ -185,8 +185,20 @@ def _squeeze(xp, p, a):
 
 
 moving("_np_squeeze", _squeeze, [Param("axis", "axis", None)], doc="Remove length-1 axes.")
-moving("_npi_broadcast_to", lambda xp, p, a: xp.broadcast_to(a, p.shape).copy(),
-       [Param("shape", "shape")], doc="Broadcast to ``shape``.")
+def _broadcast_to(xp, p, a):
+    shape = list(p.shape)
+    lead = len(shape) - a.ndim
+    for k, d in enumerate(shape):     # -2 keeps the input's dimension (npx's extension)
+        if d == -2:
+            if k < lead:
+                raise GpundaError(f"Operator _npi_broadcast_to: -2 at position {k} has no "
+                                  f"matching input dimension (input shape {a.shape})")
+            shape[k] = a.shape[k - lead]
+    return xp.broadcast_to(a, tuple(shape)).copy()
+
+
+moving("_npi_broadcast_to", _broadcast_to, [Param("shape", "shape")],
+       doc="Broadcast to ``shape`` (-2: keep the input's dimension).")
 moving("_npi_atleast_nd", lambda xp, p, *xs: [getattr(xp, f"atleast_{p.n}d")(x) for x in xs],
        [Param("num_args", "int"), Param("n", "int")], inputs=_variadic,
        num_outputs=lambda p: p.num_args, key_var_num_args="num_args",
@@ -207,7 +219,8 @@ def _concat(xp, p, *xs):
 
 
 _NARGS = Param("num_args", "int")
-moving("_npi_concatenate", _concat, [Param("axis", "int", 0, optional=True), _NARGS],
+# axis None (flatten) is the default: a Symbol node drops params set to None
+moving("_npi_concatenate", _concat, [Param("axis", "int", None), _NARGS],
        inputs=_variadic, key_var_num_args="num_args", doc="Join along an existing axis.")
 moving("_npi_stack", lambda xp, p, *xs: xp.stack(_promote_all(xs), axis=p.axis),
        [Param("axis", "int", 0), _NARGS], inputs=_variadic, key_var_num_args="num_args",
@@ -359,7 +372,9 @@ moving("_npi_insert", _insert, _SL + [Param("has_obj", "bool", False)],
 
 def _delete(xp, p, arr, obj=None):
     if obj is not None:
-        where = _host(obj).astype(_I64)
+        where = _host(obj).astype(_I64).reshape(-1)
+        n = arr.size if p.axis is None else arr.shape[p.axis]
+        where = where[(where >= -n) & (where < n)]     # MXNet ignores out-of-range indices
     elif p.int_ind is not None:
         where = p.int_ind
     else:

@@ -174,7 +174,8 @@ register(OpDef("_npi_multinomial", _multinomial, wants_ctx=True, random=True, no
 
 
 def _mvn(xp, p, mean, cov, ctx):
-    shape = (tuple(p.size) if p.size is not None else ()) + mean.shape[-1:]
+    batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    shape = (tuple(p.size) if p.size is not None else ()) + batch + mean.shape[-1:]
     eps = _rng(ctx).normal(0.0, 1.0, size=shape).astype(mean.dtype)
     chol = xp.linalg.cholesky(cov.astype(np.float64)).astype(mean.dtype)
     return mean + xp.einsum("...ij,...j->...i", chol, eps)

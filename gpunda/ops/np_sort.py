@@ -14,7 +14,7 @@ def _axis(p, x):
 
 def _sort(xp, p, a):
     if a.ndim == 0:
-        return a.copy()
+        return a.reshape(1) if p.axis is None else a.copy()
     src = a.reshape(-1) if p.axis is None else a
     r = xp.sort(src, axis=-1 if p.axis is None else p.axis)
     if p.descending:
@@ -25,7 +25,7 @@ def _sort(xp, p, a):
 def _g_sort(F, p, i, o, g):
     x = i[0]
     if x.ndim == 0:
-        return [g[0]]
+        return [F._np_reshape(g[0], newshape=())]
     if p.axis is None:
         x = F._np_reshape(x, newshape=(-1,))
     ax = -1 if p.axis is None else p.axis
@@ -35,7 +35,8 @@ def _g_sort(F, p, i, o, g):
     return [F._np_reshape(gx, newshape=i[0].shape)]
 
 
-_SORT = [Param("axis", "int", -1, optional=True), Param("descending", "bool", False)]
+# axis None (flatten) is the default: a Symbol node drops params set to None
+_SORT = [Param("axis", "int", None), Param("descending", "bool", False)]
 register(OpDef("_npi_sort", _sort, inputs=("a",), params=_SORT, gradient=_g_sort,
                save=("inputs",), family="np_sort", hidden=True,
                doc="Sorted copy along ``axis`` (None: flattened), stable."))
@@ -43,7 +44,7 @@ register(OpDef("_npi_sort", _sort, inputs=("a",), params=_SORT, gradient=_g_sort
 
 def _argsort(xp, p, a):
     if a.ndim == 0:
-        return xp.zeros((), dtype=p.dtype)
+        return xp.zeros((1,) if p.axis is None else (), dtype=p.dtype)
     src = a.reshape(-1) if p.axis is None else a
     ax = -1 if p.axis is None else p.axis
     if p.descending:

@@ -28,9 +28,10 @@ def test_unary_gradients(name):
 
 
 def test_unary_dtypes_follow_mxnet():
-    # observed on MXNet 1.9.1: unary math keeps an int dtype and makes bool float32
+    # observed on MXNet 1.9.1: unary math keeps the input dtype, int and bool included
     assert np.sin(mxa([1, 2], "int32")).dtype == onp.int32
-    assert np.exp(mxa([True, False])).dtype == onp.float32
+    assert np.exp(mxa([True, False])).dtype == onp.bool_
+    onp.testing.assert_array_equal(np.sqrt(mxa([4, 9], "int32")).asnumpy(), [2, 3])
     assert np.isnan(mxa([1.0, onp.nan])).asnumpy().tolist() == [False, True]
 
 
@@ -68,7 +69,7 @@ def test_scalar_gradients():
 @pytest.mark.parametrize("da,db,expected", [
     ("int32", "float32", "float32"), ("int32", "float64", "float64"), ("int8", "uint8", "int32"),
     ("int32", "int64", "int64"), ("bool", "int32", "int32"), ("bool", "float32", "float32"),
-    ("float16", "float32", "float32"), ("bool", "bool", "float32")])
+    ("float16", "float32", "float32"), ("bool", "bool", "bool")])
 def test_mixed_dtype_promotion_follows_mxnet(da, db, expected):
     # MXNet 1.9.1's np promotion (NOTE [np dtype rules]), not NumPy's (int32 + float32 is
     # float64 there)
@@ -77,8 +78,7 @@ def test_mixed_dtype_promotion_follows_mxnet(da, db, expected):
     r = np.add(a, b)
     assert r.dtype == onp.dtype(expected)
     onp.testing.assert_array_equal(r.asnumpy(), (onp.array([1, 0, 1]) + onp.array([1, 1, 0])
-                                                 ).astype(expected) if da != "bool" or db != "bool"
-                                   else onp.array([2, 1, 1], dtype=expected))
+                                                 ).astype(expected))
 
 
 def test_scalar_dtype_rules():
@@ -86,7 +86,9 @@ def test_scalar_dtype_rules():
     assert np.add(i, 2.5).dtype == onp.int32          # the array's dtype wins
     assert np.true_divide(i, 2).dtype == onp.float32  # int / int -> float32
     onp.testing.assert_allclose(np.true_divide(i, 2).asnumpy(), [0.5, 1.0, 1.5])
-    assert np.multiply(mxa([True, False]), 2).dtype == onp.float32
+    assert np.multiply(mxa([True, False]), 2).dtype == onp.int64
+    b = mxa([True, False, True])
+    assert np.multiply(b, b).dtype == onp.bool_ and np.true_divide(b, b).dtype == onp.float32
 
 
 def test_comparisons_and_logic():
@@ -126,3 +128,13 @@ def test_clip_around_nan_to_num():
 def test_scalars_only_use_numpy():
     assert np.add(1, 2) == 3
     assert np.sqrt(4.0) == 2.0
+
+
+def test_comparisons_record_zero_gradients():
+    from gpunda import autograd as ag
+    x = mxa(onp.array([1.0, 2.0]))
+    x.attach_grad()
+    with ag.record():
+        y = np.add(np.multiply(x, 2.0), np.greater(x, 1.5))
+    y.backward()
+    onp.testing.assert_allclose(x.grad.asnumpy(), [2.0, 2.0])

@@ -31,7 +31,7 @@ def test_dtypes_follow_mxnet():
     i8 = mxa(onp.arange(6, dtype=onp.int8))
     assert np.sum(i8).dtype == onp.int8        # NumPy would give int64
     assert np.mean(mxa(onp.arange(6, dtype=onp.int32))).dtype == onp.float32
-    assert np.sum(mxa(onp.array([True, True, False]))).dtype == onp.float32
+    assert np.sum(mxa(onp.array([True, True, False]))).dtype == onp.int64
     assert float(np.sum(mxa(onp.array([True, True, False])))) == 2.0
     assert np.sum(i8, dtype="float64").dtype == onp.float64
     assert np.argmax(mxa(X)).dtype == onp.int64
