@@ -420,12 +420,15 @@ SPECS.update({
     "_npi_weibull": dict(inputs=[U(2, 3, lo=1.0, hi=2.0)], params={"a": None}),
     "_npi_pareto": dict(inputs=[U(2, 3, lo=1.0, hi=2.0)], params={"a": None}),
 })
-_NP_CMP = ("a comparison: bool output, recorded with zero gradients as MXNet's "
-           "(tests/numpy/test_math.py)")
+# mx.np core (numpy/multiarray.py, numpy_extension/): comparisons are recorded with zero
+# gradients by definition (as MXNet's); npx.reshape's codes
+_NP_CMP = ("comparison: a bool output recorded with zero gradients, as MXNet's "
+           "(tests/numpy/test_multiarray.py::test_comparison_backward_gives_zeros)")
 for _cmp in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
              "logical_and", "logical_or", "logical_xor"):
-    SPECS[f"_npi_{_cmp}"] = dict(skip=_NP_CMP)
-    SPECS[f"_npi_{_cmp}_scalar"] = dict(skip=_NP_CMP)
+    SPECS[f"_npi_{_cmp}"] = dict(inputs=[U(2, 3), U(1, 3)], skip=_NP_CMP)
+    SPECS[f"_npi_{_cmp}_scalar"] = dict(params={"scalar": 1.0}, skip=_NP_CMP)
+SPECS["_npx_reshape"] = dict(inputs=[U(2, 3, 2)], params={"newshape": (-2, -5)})
 
 
 def _make_inputs(spec, rng):

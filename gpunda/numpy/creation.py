@@ -246,7 +246,7 @@ def meshgrid(*xi, **kwargs):
 
 
 def _broadcast(x, shape):
-    return invoke_np("broadcast_to", (x,), shape=shape)
+    return invoke_np("_npi_broadcast_to", (x,), shape=shape)
 
 
 def copy(a):

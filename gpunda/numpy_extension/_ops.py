@@ -39,9 +39,23 @@ def _arrays(args, kwargs):
             if a is not None and not isinstance(a, (int, float, str, bool, tuple, list))]
 
 
+def _drop_omitted_inputs(args):
+    """Leading array arguments with the omitted ones (None: ``fully_connected(x, w, None,
+    ...)`` without a bias) left out, then the positional parameters."""
+    n = 0
+    while n < len(args) and (args[n] is None or not isinstance(
+            args[n], (int, float, str, bool, tuple, list))):
+        n += 1
+    if None not in args[:n]:
+        return args
+    return tuple(a for a in args[:n] if a is not None) + tuple(args[n:])
+
+
 def _make(npx_name, opname):
     def fn(*args, **kwargs):
-        kwargs.pop("out", None) if kwargs.get("out", 0) is None else None
+        if "out" in kwargs and kwargs["out"] is None:
+            del kwargs["out"]
+        args = _drop_omitted_inputs(args)
         arrays = _arrays(args, kwargs)
         if is_symbolic(arrays):
             from ..symbol import creation

@@ -31,6 +31,17 @@ def default_batchify_fn(data):
     return array(host, dtype=host.dtype)
 
 
+def _np_batch(out):
+    """A default batch in NumPy mode: ``mx.np.ndarray`` (as MXNet's batchify makes there)."""
+    from ...ndarray import NDArray
+    if isinstance(out, NDArray):
+        from .._np_mode import to_np
+        return to_np([out])[0]
+    if isinstance(out, (list, tuple)):
+        return type(out)(_np_batch(o) for o in out)
+    return out
+
+
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches.
 
@@ -64,14 +75,16 @@ class DataLoader:
 
     def __iter__(self):
         fast = getattr(self._dataset, "_batch", None) if self._default else None
+        from ...util import is_np_array
+        as_np = _np_batch if self._default and is_np_array() else (lambda b: b)
         for batch in self._batch_sampler:
             if fast is not None:
                 out = fast(np.asarray(batch, dtype=np.int64))
                 if out is not None:
-                    yield out
+                    yield as_np(out)
                     continue
                 fast = None
-            yield self._batchify_fn([self._dataset[i] for i in batch])
+            yield as_np(self._batchify_fn([self._dataset[i] for i in batch]))
 
     def __len__(self):
         return len(self._batch_sampler)
