@@ -82,3 +82,26 @@ def test_tensorinv_tensorsolve_and_fallbacks():
     assert int(np.linalg.matrix_rank(mxa(M))) == 3
     onp.testing.assert_allclose(np.linalg.matrix_power(mxa(M), 3).asnumpy(),
                                 onp.linalg.matrix_power(M, 3))
+
+
+@pytest.mark.parametrize("ord_,axis", [(None, None), (2, (0, 1)), ("nuc", (0, 1)), (1, (0, 1)),
+                                       (onp.inf, (0, 1)), (1, 1), (3, 0), (onp.inf, 1)])
+def test_norm_gradients(ord_, axis):
+    x = onp.array([[1.0, -2.5, 0.5], [2.0, 1.0, -3.2]])
+    check_grad(lambda a: np.linalg.norm(a, ord_, axis), x, rtol=1e-4)
+
+
+def test_tensorinv_tensorsolve_gradients():
+    a = SPD.copy()
+    a4 = onp.kron(onp.eye(2), a[:2, :2]) + onp.eye(4)
+    check_grad(lambda t: np.linalg.tensorinv(t, 1), a4.reshape(4, 2, 2))
+    check_grad(lambda t, b: np.linalg.tensorsolve(t, b), a4.reshape(4, 2, 2), onp.ones(4))
+
+
+def test_einsum_diagonal_gradient():
+    check_grad(lambda a: np.einsum("ii->i", a), M)
+    check_grad(lambda a, b: np.einsum("iij,j->i", a, b), rng.uniform(size=(2, 2, 3)), V3)
+    onp.testing.assert_allclose(np.einsum("ii", mxa(M)).asnumpy(), onp.trace(M))
+
+
+V3 = rng.uniform(size=3)

@@ -109,3 +109,11 @@ def test_fallbacks_run_numpy_on_the_host():
     with ag.record():
         with pytest.raises(ValueError, match="autograd"):
             np.cov(a)
+
+
+def test_stats_gradients():
+    x = onp.array([[1.0, 2.5, 0.5], [2.0, 1.0, 3.0]])
+    check_grad(lambda a: np.ediff1d(a, to_end=mxa(onp.array([1.0])), to_begin=2.0), x)
+    check_grad(lambda a, b: np.ediff1d(a, to_begin=b), x, onp.array([1.0, 2.0]))
+    check_grad(lambda a, w: np.average(a, axis=0, weights=w, returned=True), x, x + 1)
+    check_grad(lambda a: np.average(a, axis=1), x)
