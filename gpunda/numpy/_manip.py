@@ -38,8 +38,11 @@ def ravel(x, order="C"):
 
 def transpose(a, axes=None):
     """Permute the axes (reverse them when ``axes`` is None)."""
-    return invoke("_np_transpose", [to_tensor(a)],
-                  axes=None if axes is None else _shape_tuple(axes))
+    if axes is not None:
+        axes = _shape_tuple(axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError("repeated axis in transpose")
+    return invoke("_np_transpose", [to_tensor(a)], axes=axes)
 
 
 def swapaxes(a, axis1, axis2):

@@ -35,7 +35,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
         axis = tuple(int(a) for a in axis)
         if len(axis) > 2:
             raise ValueError("Improper number of dimensions to norm.")
-    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+    if isinstance(ord, str) and ord not in ("fro", "nuc", "inf", "-inf"):
         raise ValueError(f"Invalid norm order '{ord}'")
     nd = getattr(x, "ndim", None)
     if axis is None and ord is not None and nd is not None and nd > 2:

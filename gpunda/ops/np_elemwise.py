@@ -202,7 +202,7 @@ def _both(da, db):
         a, b = i
         out = []
         for x, d in ((a, da), (b, db)):
-            if d is None:
+            if d is None or np.dtype(x.dtype).kind != "f":   # MXNet: no gradient for ints
                 out.append(F.zeros_like(x))
                 continue
             dx = d(F, a, b, o[0])
@@ -300,6 +300,8 @@ def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
 
 def _g(expr):
     def rule(F, p, i, o, g):
+        if np.dtype(i[0].dtype).kind != "f":
+            return [F.zeros_like(i[0])]
         d = expr(F, p, i[0], o[0])
         if getattr(d, "dtype", None) == _BOOL:
             d = F.Cast(d, dtype=g[0].dtype)

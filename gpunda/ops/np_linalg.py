@@ -465,21 +465,25 @@ register(OpDef("_npi_tensorinv", _tensorinv, inputs=("a",), params=[Param("ind",
                hidden=True, doc="Inverse of a seen as a matrix over its first ind axes."))
 
 
+def _x_shape(a, b):
+    # NumPy's (and MXNet's) rule, -0 included: equal ndims give x the whole of a's shape
+    return tuple(a.shape[-(a.ndim - b.ndim):])
+
+
 def _tensorsolve(xp, p, a, b):
-    xshape = a.shape[b.ndim:]
+    xshape = _x_shape(a, b)
     n = int(np.prod(xshape))
-    m = int(np.prod(a.shape[:b.ndim]))
-    if n != m:
-        raise GpundaError(f"Operator _npi_tensorsolve: the leading {b.ndim} axes of a ({m} "
-                          f"elements) and the rest ({n}) must match")
-    x = xp.linalg.solve(a.reshape(m, n), b.reshape(m, 1))
+    if n * n != a.size or n != b.size:
+        raise GpundaError(f"Operator _npi_tensorsolve: a of shape {a.shape} is not square over "
+                          f"b of shape {b.shape} (x would have shape {xshape})")
+    x = xp.linalg.solve(a.reshape(n, n), b.reshape(n, 1))
     return x.reshape(xshape).astype(np.result_type(a.dtype, b.dtype))
 
 
 def _g_tensorsolve(F, p, i, o, g):
     a, b = i
     x = o[0]
-    m = int(np.prod(b.shape))
+    m = int(np.prod(_x_shape(a, b)))
     am = F._np_reshape(a, newshape=(m, m))
     gb = F._npi_solve(F._npi_transpose_last2(am), F._np_reshape(g[0], newshape=(m,)))
     ga = -F._npi_einsum(gb, F._np_reshape(x, newshape=(m,)), subscripts="i,j->ij", num_args=2)

@@ -374,7 +374,7 @@ def _delete(xp, p, arr, obj=None):
     if obj is not None:
         where = _host(obj).astype(_I64).reshape(-1)
         n = arr.size if p.axis is None else arr.shape[p.axis]
-        where = where[(where >= -n) & (where < n)]     # MXNet ignores out-of-range indices
+        where = where[(where >= 0) & (where < n)]     # MXNet ignores negative and too large ones
     elif p.int_ind is not None:
         where = p.int_ind
     else:

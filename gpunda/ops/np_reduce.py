@@ -74,8 +74,9 @@ def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), 
         dt = dtype_rule(x, p)
         kw = extra(p) if extra else {}
         src = x if x.dtype != _BOOL or fn in ("all", "any", "max", "min") else x.astype(dt)
-        if fn in ("sum", "prod", "mean") and dt.kind == "f" and src.dtype != dt:
-            src = src.astype(dt)
+        if fn in ("sum", "prod", "mean") and dt.kind == "f" and src.dtype != dt and \
+                (src.dtype.kind != "f" or dt.itemsize > src.dtype.itemsize):
+            src = src.astype(dt)      # accumulate in the wider of the two, then cast
         if fn in ("sum", "prod", "mean") and src.dtype == np.float16:
             src = src.astype(_F32)       # MXNet accumulates float16 in float32
         if x.size == 0 and fn in ("max", "min") and any(x.shape[a] == 0 for a in axes):
@@ -180,7 +181,7 @@ _moment("_npi_var", "var")
 
 def _arg(name, fn):
     def compute(xp, p, x):
-        if x.size == 0:
+        if x.size == 0 and (p.axis is None or x.ndim == 0 or x.shape[p.axis] == 0):
             raise GpundaError(f"Operator {name}: attempt to get {fn} of an empty sequence")
         if p.axis is None or x.ndim == 0:
             if x.ndim == 0 and p.axis not in (None, 0, -1):
