@@ -92,12 +92,12 @@ exponential = _sampler("exponential", ("scale",), (1.0,), "Samples from Exp(1/sc
                        nonneg=("scale",))
 rayleigh = _sampler("rayleigh", ("scale",), (1.0,), "Samples from Rayleigh(scale).",
                     nonneg=("scale",))
-weibull = _sampler("weibull", ("a",), (1.0,), "Samples from Weibull(a).", nonneg=("a",))
-pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a).", nonneg=("a",))
+weibull = _sampler("weibull", ("a",), (1.0,), "Samples from Weibull(a).", positive=("a",))
+pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a).", positive=("a",))
 gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), "Samples from Gumbel(loc, scale).")
 logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), "Samples from Logistic(loc, scale).")
 power = _sampler("power", ("a",), (1.0,), "Samples from the power distribution P(x) = a x**(a-1).",
-                 nonneg=("a",))
+                 positive=("a",))
 gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).",
                  positive=("shape", "scale"))
 beta = _sampler("beta", ("a", "b"), (1.0, 1.0), "Samples from Beta(a, b).", positive=("a", "b"))

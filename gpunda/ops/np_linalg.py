@@ -89,6 +89,8 @@ def einsum_grads(F, subs_in, sub_out, ins, g):
             arrays.append(F._npi_diag_mask(x, subscripts=sub) if ties else F.ones_like(x))
         gx = F._npi_einsum(*arrays, subscripts=",".join(terms) + "->" + target,
                            num_args=len(arrays))
+        if tuple(gx.shape) != tuple(x.shape):    # a size-1 axis NumPy broadcast in the forward
+            gx = sum_to_shape(F, gx, tuple(x.shape))
         grads.append(gx if gx.dtype == x.dtype else F.Cast(gx, dtype=x.dtype))
     return grads
 

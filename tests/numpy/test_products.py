@@ -54,3 +54,8 @@ def test_mixed_dtypes_and_errors():
         np.dot(mxa(A23), mxa(A23))
     with pytest.raises(Exception, match="scalar"):
         np.matmul(mxa(onp.array(1.0)), mxa(A23))
+
+
+def test_einsum_gradient_sums_broadcast_size1_axes():
+    check_grad(lambda a, b: np.einsum("ij,ij->i", a, b), rng.uniform(size=(1, 4)),
+               rng.uniform(size=(2, 4)))

@@ -69,3 +69,14 @@ def test_integers_choice_shuffle_multinomial_mvn():
     cov = onp.array([[2.0, 0.5], [0.5, 1.0]])
     s = np.random.multivariate_normal(mxa(onp.zeros(2)), mxa(cov), size=(20000,)).asnumpy()
     onp.testing.assert_allclose(onp.cov(s.T), cov, atol=0.1)
+
+
+@pytest.mark.parametrize("name", ["weibull", "pareto", "power", "chisquare"])
+def test_out_of_range_parameters_raise_value_error(name):
+    for bad in (-1, 0):
+        with pytest.raises(ValueError):
+            getattr(np.random, name)(bad, size=(2,))
+    with pytest.raises(ValueError):
+        np.random.exponential(-1.0)
+    with pytest.raises(ValueError):
+        np.random.gamma(mxa(onp.array([1.0])), mxa(onp.array([-1.0])))
