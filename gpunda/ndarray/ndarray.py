@@ -467,7 +467,9 @@ class NDArray:
         return _op.split(self, *args, **kwargs)
 
     def as_np_ndarray(self):
-        return self
+        """The same buffer as an ``mx.np.ndarray`` (shares memory and autograd entry)."""
+        from .. import numpy as _np_front   # loads mx.np on first use
+        return _np_front.multiarray._nd_as_np_ndarray(self)
 
     def as_nd_ndarray(self):
         return self

@@ -22,10 +22,9 @@ def _raw(key, ctx):
         if not shares_memory_space(key._ctx, ctx):
             raise GpundaError(f"index array is on {key._ctx} but the array is on {ctx}")
         k = key._data
-        if k.dtype.kind == "f":
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                             "(`None`) and integer or boolean arrays are valid indices")
-        return k
+        # MXNet casts a float index array to integers (D2L's data_iter relies on it:
+        # ``np.array(list_of_ints)`` is float32)
+        return k.astype(_onp.int64) if k.dtype.kind == "f" else k
     if isinstance(key, tuple):
         return tuple(_raw(k, ctx) for k in key)
     if isinstance(key, (list, range)):

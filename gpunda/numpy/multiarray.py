@@ -532,5 +532,4 @@ def _install():
     """Hook ``ndarray`` into the layers below (called once by gpunda.numpy)."""
     _imp._np_cls = ndarray
     _imp._np_invoke = _invoke_np_inputs
-    NDArray.as_np_ndarray = _nd_as_np_ndarray
 
