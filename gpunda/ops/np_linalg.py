@@ -306,7 +306,8 @@ def _pinv(xp, p, a, rcond=None):
     rc = rcond if rcond is not None else p.rcond
     if a.size == 0:
         return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
-    return xp.linalg.pinv(a, rcond=rc, hermitian=p.hermitian).astype(a.dtype)
+    # ``hermitian`` only lets NumPy take a faster path (CuPy has no such keyword)
+    return xp.linalg.pinv(a, rcond=rc).astype(a.dtype)
 
 
 def _g_pinv(F, p, i, o, g):

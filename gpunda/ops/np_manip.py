@@ -317,14 +317,17 @@ moving("_np_diagonal", lambda xp, p, a: xp.diagonal(a, p.offset, p.axis1, p.axis
 
 def _take(xp, p, a, idx):
     idx = idx.astype(_I64) if idx.dtype != _I64 else idx
-    mode = "clip" if p.mode == "clip" else "wrap" if p.mode == "wrap" else "raise"
-    if mode == "raise":
-        n = a.size if p.axis is None else a.shape[_norm(p.axis, a.ndim, "_npi_take")]
-        if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
-            raise IndexError(f"index out of bounds for axis with size {n}")
-    if p.axis is None:
-        return xp.take(a.reshape(-1), idx, mode=mode) if mode != "raise" else a.reshape(-1)[idx]
-    return xp.take(a, idx, axis=p.axis, mode=mode) if mode != "raise" else xp.take(a, idx, axis=p.axis)
+    src = a.reshape(-1) if p.axis is None else a
+    ax = 0 if p.axis is None else _norm(p.axis, a.ndim, "_npi_take")
+    n = src.shape[ax]
+    # the modes are applied to the indices here: CuPy's take has no ``mode``
+    if p.mode == "clip":
+        idx = xp.clip(idx, 0, max(n - 1, 0))
+    elif p.mode == "wrap":
+        idx = idx % n if n else idx
+    elif idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+        raise IndexError(f"index out of bounds for axis with size {n}")
+    return xp.take(src, idx, axis=ax)
 
 
 _FIRST = lambda p, n: (0,)  # noqa: E731 (the data input; indices are integers)
