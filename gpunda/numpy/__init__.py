@@ -26,3 +26,6 @@ from .fallback import *  # noqa: E402,F401,F403
 from . import fallback, linalg, random  # noqa: E402,F401
 from ._sort import *  # noqa: E402,F401,F403
 from ._stats import *  # noqa: E402,F401,F403
+from .arrayprint import *  # noqa: E402,F401,F403
+from .io import *  # noqa: E402,F401,F403
+from . import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401

@@ -72,6 +72,43 @@ def back_to(result, ctx):
     return result
 
 
+_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "dtype": None,
+                   "subok": True}
+_UFUNC_DTYPES = ("int8", "uint8", "int32", "int64", "float16", "float32", "float64")
+
+
+def _legal_ufunc_option(key, value):
+    if key == "where":
+        return True
+    if key == "casting":
+        return value in ("no", "equiv", "safe", "same_kind", "unsafe")
+    if key == "order":
+        return isinstance(value, str)
+    if key == "dtype":
+        try:
+            return _onp.dtype(value).name in _UFUNC_DTYPES
+        except TypeError:
+            return False
+    if key == "subok":
+        return isinstance(value, bool)
+    return False
+
+
+def check_ufunc_kwargs(name, kwargs):
+    """MXNet's handling of NumPy's ufunc keywords: defaults pass; another legal value is
+    NotImplementedError; an unknown keyword or value is TypeError."""
+    for key, value in kwargs.items():
+        if key not in _UFUNC_DEFAULTS:
+            raise TypeError(f"{key} is an invalid keyword to function '{name}'")
+        default = _UFUNC_DEFAULTS[key]
+        same = value is default if default is None or isinstance(default, bool) else value == default
+        if not same:
+            if _legal_ufunc_option(key, value):
+                raise NotImplementedError(f"{key}={value} is not implemented yet for operator "
+                                          f"{name}")
+            raise TypeError(f"{key}={value} not understood for operator {name}")
+
+
 def axis_param(axis):
     """NumPy's axis argument as an op param (lists become tuples)."""
     if isinstance(axis, list):

@@ -38,8 +38,11 @@ def ravel(x, order="C"):
 
 def transpose(a, axes=None):
     """Permute the axes (reverse them when ``axes`` is None)."""
-    return invoke("_np_transpose", [to_tensor(a)],
-                  axes=None if axes is None else _shape_tuple(axes))
+    if axes is not None:
+        axes = _shape_tuple(axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError("repeated axis in transpose")
+    return invoke("_np_transpose", [to_tensor(a)], axes=axes)
 
 
 def swapaxes(a, axis1, axis2):
@@ -135,14 +138,19 @@ def append(arr, values, axis=None):
     return concatenate([arr, values], axis=axis)
 
 
-def _split(ary, indices_or_sections, axis, array_split):
+def _split(ary, indices_or_sections, axis, array_split, hsplit=False):
     if isinstance(indices_or_sections, (numbers.Integral, _onp.integer)):
         if int(indices_or_sections) <= 0:
             raise ValueError("number sections must be larger than 0.")
+        shape = getattr(ary, "shape", None)
+        if not array_split and not hsplit and shape is not None and len(shape) and \
+                shape[axis] % int(indices_or_sections):
+            raise ValueError("array split does not result in an equal division")
         kw = dict(indices_or_sections=(int(indices_or_sections),), sections=True)
     else:
         kw = dict(indices_or_sections=tuple(int(i) for i in indices_or_sections), sections=False)
-    r = invoke("_npi_split", [to_tensor(ary)], axis=axis, array_split=array_split, **kw)
+    r = invoke("_npi_split", [to_tensor(ary)], axis=axis, array_split=array_split,
+               hsplit=hsplit, **kw)
     return r if isinstance(r, list) else [r]
 
 
@@ -158,9 +166,11 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def hsplit(ary, indices_or_sections):
     """Split along axis 1 (axis 0 for 1-D arrays)."""
-    nd = getattr(ary, "ndim", 2)
+    nd = getattr(ary, "ndim", None)
     if nd == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    if nd is None:        # a Symbol: the op picks the axis from the runtime shape
+        return _split(ary, indices_or_sections, 1, False, hsplit=True)
     return split(ary, indices_or_sections, 1 if nd > 1 else 0)
 
 

@@ -7,13 +7,14 @@ import numbers
 
 import numpy as _onp
 
-from ._helpers import is_tensor, is_scalar, to_tensor, invoke
+from ._helpers import is_tensor, is_scalar, to_tensor, invoke, check_ufunc_kwargs
 
 _UNARY = ["abs", "absolute", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp",
           "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
           "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees",
           "radians", "floor", "ceil", "rint", "trunc", "fix", "isnan", "isinf", "isfinite",
           "isposinf", "isneginf", "signbit", "logical_not", "bitwise_not", "invert"]
+_BOOL_OUT = ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not")
 _ALIAS = ["rad2deg", "deg2rad", "fabs", "positive"]
 
 # name -> (op, scalar op, reversed scalar op or None when commutative)
@@ -59,7 +60,13 @@ def _make_unary(name):
     opname = f"_npi_{'bitwise_not' if name == 'invert' else 'abs' if name == 'absolute' else name}"
     onp_f = getattr(_onp, name)
 
+    bool_out = name in _BOOL_OUT
+
     def f(x, out=None, **kwargs):
+        if kwargs:
+            check_ufunc_kwargs(name, kwargs)
+        if bool_out and out is not None and _onp.dtype(out.dtype) != _onp.bool_:
+            raise TypeError(f"{name}: out must be a bool array, got {_onp.dtype(out.dtype).name}")
         if not is_tensor(x):
             return onp_f(x, **kwargs) if is_scalar(x) else f(to_tensor(x), out=out)
         return invoke(opname, [x], out=out)
@@ -88,6 +95,8 @@ def _make_binary(name, ops):
     onp_f = getattr(_onp, name)
 
     def f(x1, x2, out=None, **kwargs):
+        if kwargs:
+            check_ufunc_kwargs(name, kwargs)
         t1, t2 = is_tensor(x1), is_tensor(x2)
         if not t1 and not t2:
             if is_scalar(x1) and is_scalar(x2):

@@ -8,6 +8,7 @@ import numbers
 import numpy as _onp
 
 from ..context import current_context
+from ..ndarray.ndarray import NDArray
 from ._helpers import is_tensor, to_tensor, tensors, invoke
 
 __all__ = ["average", "percentile", "quantile", "median", "histogram", "bincount", "diff",
@@ -23,30 +24,13 @@ def _np():
 def average(a, axis=None, weights=None, returned=False, out=None):
     """Weighted mean over ``axis`` (1-D weights run along ``axis``); with ``returned``
     also the sum of the weights."""
-    np = _np()
     a = to_tensor(a)
-    if weights is None:
-        avg = np.mean(a, axis=axis, out=out)
-        if not returned:
-            return avg
-        n = a.size if axis is None else _count(a.shape, axis)
-        return avg, np.full_like(avg, n) if hasattr(np, "full_like") else avg * 0 + n
-    w = to_tensor(weights, a)
-    if w.shape != a.shape:
-        if axis is None:
-            raise TypeError("Axis must be specified when shapes of a and weights differ.")
-        if w.ndim != 1:
-            raise TypeError("1D weights expected when shapes of a and weights differ.")
-        if w.shape[0] != a.shape[axis]:
-            raise ValueError("Length of weights not compatible with specified axis.")
-        shape = [1] * a.ndim
-        shape[axis] = w.shape[0]
-        w = np.reshape(w, tuple(shape))
-    wsum = np.sum(w * np.ones_like(a) if w.shape != a.shape else w, axis=axis)
-    if bool((wsum == 0).asnumpy().any()):
-        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-    avg = np.true_divide(np.sum(a * w, axis=axis), wsum)
-    return (avg, wsum) if returned else avg
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    ins = [a] if weights is None else [a, to_tensor(weights, a)]
+    r = invoke("_npi_average", ins, out=out, axis=axis, returned=returned,
+               weighted=weights is not None)
+    return tuple(r) if returned else r
 
 
 def _count(shape, axis):
@@ -127,27 +111,29 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-    """Differences of the flattened array, with optional values at the ends."""
-    np = _np()
+    """Differences of the flattened array, with optional values before and after."""
     ary = to_tensor(ary)
-    parts = [diff(np.ravel(ary))]
-    if to_begin is not None:
-        parts.insert(0, np.ravel(to_tensor(to_begin, ary, dtype=ary.dtype)))
-    if to_end is not None:
-        parts.append(np.ravel(to_tensor(to_end, ary, dtype=ary.dtype)))
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    ins, kw = [ary], {}
+    for name, v in (("to_begin", to_begin), ("to_end", to_end)):
+        if v is None:
+            continue
+        if is_tensor(v) or _onp.ndim(v) > 0:
+            kw[f"{name}_arr"] = True
+        else:
+            kw[f"{name}_scalar"] = float(v)
+    if kw.get("to_begin_arr"):
+        ins.append(to_tensor(to_begin, ary))
+    if kw.get("to_end_arr"):
+        ins.append(to_tensor(to_end, ary))
+    return invoke("_npi_ediff1d", ins, **kw)
 
 
 def polyval(p, x):
-    """The polynomial with coefficients ``p`` (highest power first) at ``x`` (Horner)."""
-    np = _np()
+    """The polynomial with coefficients ``p`` (highest power first) at ``x``."""
+    if not is_tensor(p) and not is_tensor(x):
+        return _onp.polyval(p, x)
     p, x = tensors([p, x])
-    n = p.shape[0]
-    coeffs = np.split(p, n, axis=0) if n else []
-    y = np.zeros_like(x) if n == 0 else np.reshape(coeffs[0], ()) + x * 0
-    for c in coeffs[1:]:
-        y = y * x + np.reshape(c, ())
-    return y
+    return invoke("_npi_polyval", [p, x])
 
 
 def _window(name):
@@ -166,16 +152,21 @@ def unravel_index(indices, shape, order="C"):
     """A tuple of coordinate arrays for flat ``indices`` in an array of ``shape``."""
     if order != "C":
         raise NotImplementedError("unravel_index: only order='C' is supported")
+    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
     if not is_tensor(indices) and _onp.ndim(indices) == 0:
         return tuple(int(v) for v in _onp.unravel_index(int(indices), shape))
     idx = to_tensor(indices)
     r = invoke("_npi_unravel_index_fallback", [idx], shape=tuple(shape))
+    if not isinstance(r, NDArray):    # a Symbol: one (ndim, ...) array, split by the caller
+        return r
     return tuple(r[k] for k in range(len(shape)))
 
 
 def diag_indices_from(arr):
     """Indices of the main diagonal of an n-d array with equal dimensions."""
     r = invoke("_npi_diag_indices_from", [to_tensor(arr)])
+    if not isinstance(r, NDArray):    # a Symbol: one (ndim, n) array
+        return r
     return tuple(r[k] for k in range(r.shape[0]))
 
 

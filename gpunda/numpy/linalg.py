@@ -27,68 +27,23 @@ def _np():
 
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
-    """Matrix or vector norm (NumPy's ``ord`` values)."""
-    np = _np()
+    """Matrix or vector norm (NumPy's ``ord`` values), differentiable."""
     x = to_tensor(x)
-    if isinstance(axis, list):
-        axis = tuple(axis)
-    if isinstance(axis, tuple) and len(axis) == 1:
-        axis = axis[0]
-    if axis is None and ord is None:
-        return np.sqrt(np.sum(x * x, keepdims=keepdims))
-    nd = getattr(x, "ndim", None)
-    if axis is None:
-        axis = tuple(range(nd)) if nd is not None and nd == 2 else 0 if nd == 1 else None
-        if axis is None:
-            raise ValueError("Improper number of dimensions to norm.")
     if isinstance(axis, numbers.Integral):
-        return _vector_norm(np, x, ord, axis, keepdims)
-    if len(axis) != 2:
+        axis = (int(axis),)
+    elif axis is not None:
+        axis = tuple(int(a) for a in axis)
+        if len(axis) > 2:
+            raise ValueError("Improper number of dimensions to norm.")
+    if isinstance(ord, str) and ord not in ("fro", "nuc", "inf", "-inf"):
+        raise ValueError(f"Invalid norm order '{ord}'")
+    nd = getattr(x, "ndim", None)
+    if axis is None and ord is not None and nd is not None and nd > 2:
         raise ValueError("Improper number of dimensions to norm.")
-    return _matrix_norm(np, x, ord, tuple(axis), keepdims)
-
-
-def _vector_norm(np, x, ord, axis, keepdims):  # noqa: A002
-    if ord is None or ord == 2:
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
-    if ord == _onp.inf:
-        return np.max(np.abs(x), axis=axis, keepdims=keepdims)
-    if ord == -_onp.inf:
-        return np.min(np.abs(x), axis=axis, keepdims=keepdims)
-    if ord == 0:
-        return np.sum(np.not_equal(x, 0).astype(x.dtype), axis=axis, keepdims=keepdims)
-    if ord == 1:
-        return np.sum(np.abs(x), axis=axis, keepdims=keepdims)
-    if isinstance(ord, str):
+    if axis is not None and len(axis) == 1 and ord in ("fro", "nuc"):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
-    return np.power(np.sum(np.power(np.abs(x), ord), axis=axis, keepdims=keepdims), 1.0 / ord)
-
-
-def _matrix_norm(np, x, ord, axis, keepdims):  # noqa: A002
-    r, c = axis
-    if ord is None or ord == "fro":
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
-    if ord in (1, -1, _onp.inf, -_onp.inf):
-        col = ord in (1, -1)
-        inner_ax, outer_ax = (r, c) if col else (c, r)
-        s = np.sum(np.abs(x), axis=inner_ax, keepdims=True)
-        f = np.max if ord in (1, _onp.inf) else np.min
-        res = f(s, axis=outer_ax, keepdims=True)
-        if not keepdims:
-            res = np.squeeze(res, axis=axis)
-        return res
-    if ord in (2, -2, "nuc"):
-        nd = x.ndim
-        perm = [d for d in range(nd) if d not in (r % nd, c % nd)] + [r % nd, c % nd]
-        xt = np.transpose(x, perm)
-        if xt.shape[-2] > xt.shape[-1]:
-            xt = np.swapaxes(xt, -1, -2)
-        s = svd(xt)[1]
-        res = np.max(s, axis=-1) if ord == 2 else np.min(s, axis=-1) if ord == -2 else np.sum(s, axis=-1)
-        if keepdims:
-            res = np.expand_dims(np.expand_dims(res, min(r % nd, c % nd)), max(r % nd, c % nd))
-        return res
-    raise ValueError("Invalid norm order for matrices.")
+    return invoke("_npi_norm", [x], ord=None if ord is None else str(ord), axis=axis,
+                  keepdims=keepdims)
 
 
 def svd(a):
@@ -159,16 +114,9 @@ def eigvals(a):
 
 def tensorinv(a, ind=2):
     """The inverse of ``a`` seen as a matrix over its first ``ind`` and remaining axes."""
-    np = _np()
-    a = to_tensor(a)
     if ind <= 0:
         raise ValueError("Invalid ind argument.")
-    outer, inner = a.shape[:ind], a.shape[ind:]
-    n = int(_onp.prod(outer))
-    if n != int(_onp.prod(inner)):
-        raise GpundaError(f"tensorinv: prod(a.shape[:ind]) = {n} must equal "
-                          f"prod(a.shape[ind:]) = {int(_onp.prod(inner))}")
-    return np.reshape(inv(np.reshape(a, (n, n))), inner + outer)
+    return invoke("_npi_tensorinv", [to_tensor(a)], ind=int(ind))
 
 
 def tensorsolve(a, b, axes=None):
@@ -176,13 +124,6 @@ def tensorsolve(a, b, axes=None):
     np = _np()
     a, b = tensors([a, b])
     if axes is not None:
-        nd = a.ndim
-        order = [k for k in range(nd) if k not in [ax % nd for ax in axes]] + [ax % nd for ax in axes]
-        a = np.transpose(a, order)
-    xshape = a.shape[b.ndim:]
-    n = int(_onp.prod(xshape))
-    m = int(_onp.prod(a.shape[:b.ndim]))
-    if n != m:
-        raise GpundaError(f"tensorsolve: the leading {b.ndim} axes of a ({m} elements) and "
-                          f"the rest ({n}) must match")
-    return np.reshape(solve(np.reshape(a, (m, n)), np.reshape(b, (m,))), xshape)
+        axes = tuple(axes)
+        a = np.moveaxis(a, axes, tuple(range(-len(axes), 0)))
+    return invoke("_npi_tensorsolve", [a, b])

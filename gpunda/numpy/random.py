@@ -36,14 +36,33 @@ def _sample(dist, names, values, size, dtype, ctx, out):
             params[n] = float(v)
     if ctx is None:
         ctx = context_of(*tensors) or current_context()
-    dt = "float32" if dtype is None else dtype
+    dt = dtype if dtype is not None else None if tensors else "float32"
     opname = "_npi_powerd" if dist == "power" else f"_npi_{dist}"
     if tensors:
         return invoke(opname, tensors, out=out, size=_size(size), dtype=dt, **params)
     return invoke(opname, [], out=out, size=_size(size), dtype=dt, ctx=ctx, **params)
 
 
-def _sampler(dist, names, defaults, doc):
+def _check_positive(dist, names, values, positive, nonneg=()):
+    """MXNet's samplers refuse out-of-range parameters with ValueError: ``positive`` ones
+    must be > 0, ``nonneg`` ones >= 0 (arrays are checked when they are concrete, not
+    while a graph is built)."""
+    from ..ndarray.ndarray import NDArray
+    for n, v in zip(names, values):
+        if n not in positive and n not in nonneg:
+            continue
+        lo = (lambda a: a <= 0) if n in positive else (lambda a: a < 0)
+        if isinstance(v, NDArray):
+            bad = bool(lo(v.asnumpy()).any())
+        elif is_tensor(v):
+            continue
+        else:
+            bad = bool(lo(_onp.asarray(v)).any())
+        if bad:
+            raise ValueError(f"{dist}: {n} {'<=' if n in positive else '<'} 0")
+
+
+def _sampler(dist, names, defaults, doc, positive=(), nonneg=()):
     def f(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
         vals = list(defaults)
         for k, a in enumerate(args):
@@ -56,6 +75,8 @@ def _sampler(dist, names, defaults, doc):
                 vals[k] = kwargs.pop(n)
         if kwargs:
             raise TypeError(f"{dist}() got unexpected keyword arguments {sorted(kwargs)}")
+        if positive or nonneg:
+            _check_positive(dist, names, vals, positive, nonneg)
         return _sample(dist, names, vals, size, dtype, ctx, out)
     f.__name__ = f.__qualname__ = dist
     f.__doc__ = doc
@@ -63,19 +84,25 @@ def _sampler(dist, names, defaults, doc):
 
 
 uniform = _sampler("uniform", ("low", "high"), (0.0, 1.0), "Samples from U[low, high).")
-normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), "Samples from N(loc, scale**2).")
+normal = _sampler("normal", ("loc", "scale"), (0.0, 1.0), "Samples from N(loc, scale**2).",
+                  nonneg=("scale",))
 lognormal = _sampler("lognormal", ("mean", "sigma"), (0.0, 1.0),
-                     "Samples whose logarithm is N(mean, sigma**2).")
-exponential = _sampler("exponential", ("scale",), (1.0,), "Samples from Exp(1/scale).")
-rayleigh = _sampler("rayleigh", ("scale",), (1.0,), "Samples from Rayleigh(scale).")
-weibull = _sampler("weibull", ("a",), (1.0,), "Samples from Weibull(a).")
-pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a).")
+                     "Samples whose logarithm is N(mean, sigma**2).", nonneg=("sigma",))
+exponential = _sampler("exponential", ("scale",), (1.0,), "Samples from Exp(1/scale).",
+                       nonneg=("scale",))
+rayleigh = _sampler("rayleigh", ("scale",), (1.0,), "Samples from Rayleigh(scale).",
+                    nonneg=("scale",))
+weibull = _sampler("weibull", ("a",), (1.0,), "Samples from Weibull(a).", positive=("a",))
+pareto = _sampler("pareto", ("a",), (1.0,), "Samples from Pareto II / Lomax(a).", positive=("a",))
 gumbel = _sampler("gumbel", ("loc", "scale"), (0.0, 1.0), "Samples from Gumbel(loc, scale).")
 logistic = _sampler("logistic", ("loc", "scale"), (0.0, 1.0), "Samples from Logistic(loc, scale).")
-power = _sampler("power", ("a",), (1.0,), "Samples from the power distribution P(x) = a x**(a-1).")
-gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).")
-beta = _sampler("beta", ("a", "b"), (1.0, 1.0), "Samples from Beta(a, b).")
-chisquare = _sampler("chisquare", ("df",), (1.0,), "Samples from the chi-square distribution.")
+power = _sampler("power", ("a",), (1.0,), "Samples from the power distribution P(x) = a x**(a-1).",
+                 positive=("a",))
+gamma = _sampler("gamma", ("shape", "scale"), (1.0, 1.0), "Samples from Gamma(shape, scale).",
+                 positive=("shape", "scale"))
+beta = _sampler("beta", ("a", "b"), (1.0, 1.0), "Samples from Beta(a, b).", positive=("a", "b"))
+chisquare = _sampler("chisquare", ("df",), (1.0,), "Samples from the chi-square distribution.",
+                     positive=("df",))
 
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
@@ -99,25 +126,17 @@ def randn(*size, **kwargs):
 
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
     """Random samples from ``range(a)`` or from the 1-D array ``a``."""
-    ctx = ctx or context_of(a, p) or current_context()
     ins, kw = [], {}
     if isinstance(a, numbers.Integral):
         kw["a"] = int(a)
-        pool = None
     else:
-        pool = to_tensor(a)
-        kw["a"] = int(pool.shape[0])
+        ins.append(to_tensor(a))
     if p is not None:
-        ins.append(to_tensor(p))
+        ins.append(to_tensor(p, ins[0] if ins else None))
     if not ins:
-        idx = invoke("_npi_choice", [], size=_size(size), replace=replace, weighted=False,
-                     ctx=ctx, **kw)
-    else:
-        idx = invoke("_npi_choice", ins, size=_size(size), replace=replace, weighted=True, **kw)
-    if pool is None:
-        return idx
-    from ._manip import take
-    return take(pool, idx, out=out)
+        kw["ctx"] = ctx or current_context()
+    return invoke("_npi_choice", ins, out=out, size=_size(size), replace=replace,
+                  weighted=p is not None, **kw)
 
 
 def shuffle(x):

@@ -547,8 +547,9 @@ def _syevd(xp, p, a):
     w, v = xp.linalg.eigh(a)
     u = _swap(xp, v)        # MXNet returns the eigenvectors as the rows of U
     # MXNet's sign convention: the largest-magnitude entry of each eigenvector is positive
-    big = xp.take_along_axis(u, xp.argmax(xp.abs(u), axis=-1)[..., None], axis=-1)
-    u = u * xp.where(big < 0, -1, 1).astype(u.dtype)
+    if u.size:
+        big = xp.take_along_axis(u, xp.argmax(xp.abs(u), axis=-1)[..., None], axis=-1)
+        u = u * xp.where(big < 0, -1, 1).astype(u.dtype)
     return xp.ascontiguousarray(u), w
 
 

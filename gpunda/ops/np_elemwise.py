@@ -5,11 +5,11 @@ NOTE [np dtype rules]
 MXNet's NumPy interface promotes mixed input dtypes, but not as NumPy does
 (observed on MXNet 1.9.1): a float meets an int or bool -> the float's dtype (int32 +
 float32 is float32, not float64); two floats or two same-signedness ints -> the wider;
-a signed and an unsigned int -> at least int32; bool with bool in arithmetic ->
-float32. A Python scalar takes the array's dtype (an int array + 2.5 stays int), except
-that true division of an int array gives float32 and a bool array meets a scalar as
-float32. Unary math keeps the input dtype (sin of int32 is int32) and turns bool into
-float32. ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
+a signed and an unsigned int -> at least int32; bool with bool stays bool (True + True
+is True), except true division (float32). A Python scalar takes the array's dtype (an int
+array + 2.5 stays int), except that true division of an int array gives float32 and a
+bool array meets a scalar as int64. Unary math keeps the input dtype, even int and bool
+(sin of int32 is int32, computed in floating point and cast back). ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
 and CachedOp see the same dtypes.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")
 
 
-def np_result_type(da, db, bool_bool=_F32):
+def np_result_type(da, db, bool_bool=_BOOL):
     """The dtype MXNet's np binary arithmetic gives inputs of dtypes ``da``, ``db``."""
     da, db = np.dtype(da), np.dtype(db)
     if da == db:
@@ -70,7 +70,7 @@ def _unary_compute(fn):
 
     def compute(xp, p, x):
         g = getattr(xp, fn) if xp is not np else f
-        dt = _F32 if x.dtype == _BOOL else x.dtype
+        dt = x.dtype
         if x.dtype == _BOOL:
             x = x.astype(_F32)
         return _arr(xp, g(x), dt)
@@ -155,7 +155,7 @@ def _nan_to_num(xp, p, x):
 register(OpDef("_npi_nan_to_num", _nan_to_num, inputs=("x",),
                params=[Param("nan", "float", 0.0), Param("posinf", "float", None),
                        Param("neginf", "float", None)],
-               gradient=lambda F, p, i, o, g: [g[0] * F._npi_isfinite(i[0])],
+               gradient=lambda F, p, i, o, g: [g[0] * F.Cast(F._npi_isfinite(i[0]), dtype=g[0].dtype)],
                save=("inputs",), family="np_elemwise", hidden=True,
                doc="NaN -> nan, +inf -> posinf (largest finite), -inf -> neginf."))
 
@@ -177,10 +177,12 @@ def _bin_compute(fn, kind):
         else:
             dt = np_result_type(a.dtype, b.dtype)
         if kind != "int":
-            if a.dtype != dt:
-                a = a.astype(dt)
-            if b.dtype != dt:
-                b = b.astype(dt)
+            # bool arithmetic is computed on 0/1 ints and cast back (True + True is True)
+            ct = np.dtype("int8") if dt == _BOOL and kind != "cmp" else dt
+            if a.dtype != ct:
+                a = a.astype(ct)
+            if b.dtype != ct:
+                b = b.astype(ct)
         r = getattr(xp, fn)(a, b)
         return _arr(xp, r, None if kind == "cmp" else dt)
     return compute
@@ -200,7 +202,7 @@ def _both(da, db):
         a, b = i
         out = []
         for x, d in ((a, da), (b, db)):
-            if d is None:
+            if d is None or np.dtype(x.dtype).kind != "f":   # MXNet: no gradient for ints
                 out.append(F.zeros_like(x))
                 continue
             dx = d(F, a, b, o[0])
@@ -277,10 +279,10 @@ _SCALAR = [Param("scalar", "float", 1.0), Param("is_int", "bool", False)]
 
 
 def _scalar_dtype(x, div):
-    if x.dtype == _BOOL:
-        return _F32
     if div and x.dtype.kind != "f":
         return _F32
+    if x.dtype == _BOOL:
+        return np.dtype("int64")
     return x.dtype
 
 
@@ -297,7 +299,14 @@ def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
 
 
 def _g(expr):
-    return lambda F, p, i, o, g: [_cast_like(F, g[0] * expr(F, p, i[0], o[0]), i[0])]
+    def rule(F, p, i, o, g):
+        if np.dtype(i[0].dtype).kind != "f":
+            return [F.zeros_like(i[0])]
+        d = expr(F, p, i[0], o[0])
+        if getattr(d, "dtype", None) == _BOOL:
+            d = F.Cast(d, dtype=g[0].dtype)
+        return [_cast_like(F, g[0] * d, i[0])]
+    return rule
 
 
 _sc("_npi_add_scalar", lambda xp, x, s: x + s, _g(lambda F, p, x, o: 1))

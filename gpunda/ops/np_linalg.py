@@ -70,16 +70,48 @@ def einsum_grads(F, subs_in, sub_out, ins, g):
         terms = [sub_out] + [s for s, _ in others]
         arrays = [g] + [a for _, a in others]
         have = set("".join(terms))
-        if len(set(subs_in[k])) != len(subs_in[k]):
-            raise GpundaError("einsum: the gradient of an operand with a repeated subscript "
-                              f"({subs_in[k]!r}) is not supported yet")
-        if any(c not in have for c in subs_in[k]):
-            terms.append(subs_in[k])
-            arrays.append(F.ones_like(x))
-        gx = F._npi_einsum(*arrays, subscripts=",".join(terms) + "->" + subs_in[k],
+        sub = subs_in[k]
+        # a repeated letter (a diagonal, 'ii'): each extra occurrence gets a letter of its
+        # own, tied to the first by ones on the diagonal of an identity-like mask
+        target, seen = "", set()
+        free = [c for c in _LETTERS if c not in "".join(subs_in) + sub_out]
+        ties = []
+        for c in sub:
+            if c in seen:
+                nc = free.pop(0)
+                ties.append((c, nc))
+                target += nc
+            else:
+                seen.add(c)
+                target += c
+        if any(c not in have for c in set(sub)) or ties:
+            terms.append(target)
+            arrays.append(F._npi_diag_mask(x, subscripts=sub) if ties else F.ones_like(x))
+        gx = F._npi_einsum(*arrays, subscripts=",".join(terms) + "->" + target,
                            num_args=len(arrays))
+        if tuple(gx.shape) != tuple(x.shape):    # a size-1 axis NumPy broadcast in the forward
+            gx = sum_to_shape(F, gx, tuple(x.shape))
         grads.append(gx if gx.dtype == x.dtype else F.Cast(gx, dtype=x.dtype))
     return grads
+
+
+def _diag_mask(xp, p, x):
+    """Ones where every repeated letter of ``subscripts`` has equal indices, else zeros."""
+    mask = xp.ones(x.shape, dtype=x.dtype)
+    sub = p.subscripts
+    for k, c in enumerate(sub):
+        first = sub.index(c)
+        if first != k:
+            shape = [1] * x.ndim
+            shape[first], shape[k] = x.shape[first], x.shape[k]
+            eye = xp.eye(x.shape[first], x.shape[k], dtype=x.dtype).reshape(shape)
+            mask = mask * eye
+    return mask
+
+
+register(OpDef("_npi_diag_mask", _diag_mask, inputs=("x",), params=[Param("subscripts", "str")],
+               nondiff=True, family="np_linalg", hidden=True,
+               doc="The identity pattern of einsum's repeated subscripts over x's shape."))
 
 
 def _g_einsum(F, p, i, o, g):
@@ -274,9 +306,8 @@ def _pinv(xp, p, a, rcond=None):
     rc = rcond if rcond is not None else p.rcond
     if a.size == 0:
         return xp.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
-    if hasattr(rc, "shape") and rc.ndim:
-        rc = rc[..., None]
-    return xp.linalg.pinv(a, rcond=rc, hermitian=p.hermitian).astype(a.dtype)
+    # ``hermitian`` only lets NumPy take a faster path (CuPy has no such keyword)
+    return xp.linalg.pinv(a, rcond=rc).astype(a.dtype)
 
 
 def _g_pinv(F, p, i, o, g):
@@ -323,3 +354,145 @@ register(OpDef("_npi_eig", _host_linalg("eig"), inputs=("A",), num_outputs=2, no
 register(OpDef("_npi_eigvals", _host_linalg("eigvals"), inputs=("A",), nondiff=True,
                family="np_linalg", hidden=True, capture="runs NumPy's eigvals on the host",
                doc="Eigenvalues of a general matrix (real parts)."))
+
+
+# ---------------------------------------------------------------------------
+# norm, tensorinv, tensorsolve
+
+def _ord(p):
+    o = p.ord
+    if o is None or o in ("fro", "nuc"):
+        return o
+    return float(o)
+
+
+def _norm(xp, p, x):
+    o = _ord(p)
+    if o is not None and o not in ("fro", "nuc") and float(o).is_integer():
+        o = int(o)
+    ax = p.axis
+    src = x if x.dtype.kind == "f" else x.astype(np.float32)
+    if ax is None and o is None:
+        r = xp.sqrt(xp.sum(src * src))
+        if p.keepdims:
+            r = xp.reshape(r, (1,) * x.ndim)
+    else:
+        r = xp.linalg.norm(src, ord=o, axis=ax if ax is None or len(ax) > 1 else ax[0],
+                           keepdims=p.keepdims)
+    return xp.asarray(r).astype(src.dtype)
+
+
+def _norm_backward(xp, p, g, x, n):
+    """d norm / d x for NumPy's vector and matrix norms (once differentiable)."""
+    o = _ord(p)
+    ax = p.axis
+    if ax is None:
+        ax = tuple(range(x.ndim)) if (o is None or x.ndim <= 2) else None
+    axes = tuple(a % x.ndim for a in ax)
+    if not p.keepdims:
+        shape = tuple(1 if k in axes else d for k, d in enumerate(x.shape))
+        g = g.reshape(shape)
+        n = n.reshape(shape)
+    sx = xp.sign(x)
+    ax_ = xp.abs(x)
+    safe = xp.where(n == 0, 1, n)
+    if len(axes) == 1 or o is None or o == "fro" or (p.axis is None and o is None):
+        if o is None or o == 2 or o == "fro":
+            d = x / safe
+        elif o == 1:
+            d = sx
+        elif o in (np.inf, -np.inf):
+            d = sx * (ax_ == n)
+            d = d / xp.maximum(xp.sum(ax_ == n, axis=axes, keepdims=True), 1)
+        elif o == 0:
+            d = xp.zeros_like(x)
+        else:
+            d = sx * ax_ ** (o - 1) / safe ** (o - 1)
+        return (g * d).astype(x.dtype)
+    r, c = axes
+    if o in (1, -1, np.inf, -np.inf):
+        inner = r if o in (1, -1) else c
+        s = xp.sum(ax_, axis=inner, keepdims=True)
+        sel = (s == n).astype(x.dtype)
+        sel = sel / xp.maximum(xp.sum(sel, axis=(r, c), keepdims=True), 1)
+        return (g * sx * sel).astype(x.dtype)
+    # 2, -2, nuc: through the SVD of the (r, c) matrices
+    perm = [k for k in range(x.ndim) if k not in (r, c)] + [r, c]
+    xt = xp.transpose(x, perm)
+    u, s, vh = xp.linalg.svd(xt, full_matrices=False)
+    if o == "nuc":
+        d = u @ vh
+    else:
+        k = 0 if o == 2 else -1
+        d = u[..., :, k:k + 1 if k == 0 else None] @ vh[..., k:k + 1 if k == 0 else None, :]
+    inv = np.argsort(perm)
+    return (g * xp.transpose(d, inv)).astype(x.dtype)
+
+
+register(OpDef("_npi_norm", _norm, inputs=("x",),
+               params=[Param("ord", "str", None), Param("axis", "shape", None),
+                       Param("keepdims", "bool", False)],
+               gradient=lambda F, p, i, o, g: [F._npi_norm_backward(g[0], i[0], o[0], ord=p.ord,
+                                                                    axis=p.axis,
+                                                                    keepdims=p.keepdims)],
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="Matrix or vector norm (NumPy's ord values; ord as a string)."))
+register(OpDef("_npi_norm_backward", _norm_backward, inputs=("g", "x", "norm"),
+               params=[Param("ord", "str", None), Param("axis", "shape", None),
+                       Param("keepdims", "bool", False)],
+               nondiff=True, family="np_linalg", hidden=True,
+               doc="Gradient of _npi_norm (once differentiable)."))
+
+
+def _tensorinv(xp, p, a):
+    outer, inner = a.shape[:p.ind], a.shape[p.ind:]
+    n = int(np.prod(outer))
+    if n != int(np.prod(inner)):
+        raise GpundaError(f"Operator _npi_tensorinv: prod(a.shape[:ind]) = {n} must equal "
+                          f"prod(a.shape[ind:]) = {int(np.prod(inner))}")
+    return xp.linalg.inv(a.reshape(n, n)).reshape(inner + outer).astype(a.dtype)
+
+
+def _g_tensorinv(F, p, i, o, g):
+    a, ainv = i[0], o[0]
+    n = int(np.prod(a.shape[:p.ind]))
+    m = F._np_reshape(ainv, newshape=(n, n))
+    gm = F._np_reshape(g[0], newshape=(n, n))
+    mt = F._npi_transpose_last2(m)
+    ga = -F._npi_matmul(F._npi_matmul(mt, gm), mt)
+    return [F._np_reshape(ga, newshape=a.shape)]
+
+
+register(OpDef("_npi_tensorinv", _tensorinv, inputs=("a",), params=[Param("ind", "int", 2)],
+               gradient=_g_tensorinv, save=("inputs", "outputs"), family="np_linalg",
+               hidden=True, doc="Inverse of a seen as a matrix over its first ind axes."))
+
+
+def _x_shape(a, b):
+    # NumPy's (and MXNet's) rule, -0 included: equal ndims give x the whole of a's shape
+    return tuple(a.shape[-(a.ndim - b.ndim):])
+
+
+def _tensorsolve(xp, p, a, b):
+    xshape = _x_shape(a, b)
+    n = int(np.prod(xshape))
+    if n * n != a.size or n != b.size:
+        raise GpundaError(f"Operator _npi_tensorsolve: a of shape {a.shape} is not square over "
+                          f"b of shape {b.shape} (x would have shape {xshape})")
+    x = xp.linalg.solve(a.reshape(n, n), b.reshape(n, 1))
+    return x.reshape(xshape).astype(np.result_type(a.dtype, b.dtype))
+
+
+def _g_tensorsolve(F, p, i, o, g):
+    a, b = i
+    x = o[0]
+    m = int(np.prod(_x_shape(a, b)))
+    am = F._np_reshape(a, newshape=(m, m))
+    gb = F._npi_solve(F._npi_transpose_last2(am), F._np_reshape(g[0], newshape=(m,)))
+    ga = -F._npi_einsum(gb, F._np_reshape(x, newshape=(m,)), subscripts="i,j->ij", num_args=2)
+    return [F._np_reshape(ga, newshape=a.shape), F._np_reshape(gb, newshape=b.shape)]
+
+
+register(OpDef("_npi_tensorsolve", _tensorsolve, inputs=("a", "b"), gradient=_g_tensorsolve,
+               save=("inputs", "outputs"), family="np_linalg", hidden=True,
+               doc="The x with tensordot(a, x, x.ndim) = b."))

@@ -47,7 +47,7 @@ def _index_grad(xp, q, *arrs):
     args, sizes, total = _index_inputs(xp, op, q.p, xs)
     maps = _listify(op.compute(xp, op.np_index_params(q.p), *args))
     dt = next((a.dtype for a in g), np.dtype("float32"))
-    acc = xp.zeros(total, dtype=np.float64 if dt.kind == "f" else dt)
+    acc = xp.zeros(total, dtype=np.float64)
     for m, gk in zip(maps, g):
         m = xp.asarray(m).reshape(-1)
         acc += xp.bincount(m, weights=gk.reshape(-1).astype(np.float64), minlength=total)[:total] \
@@ -57,7 +57,7 @@ def _index_grad(xp, q, *arrs):
         hit = [s for s in sizes if s[0] == k]
         if hit:
             _, off, n, shape = hit[0]
-            out.append(acc[off:off + n].reshape(shape).astype(x.dtype if x.dtype.kind == "f" else dt))
+            out.append(acc[off:off + n].reshape(shape).astype(dt))
         else:
             out.append(xp.zeros(x.shape, dtype=x.dtype))
     return out
@@ -175,6 +175,8 @@ moving("_npi_expand_dims", lambda xp, p, a: xp.expand_dims(a, p.axis),
 def _squeeze(xp, p, a):
     if p.axis is not None:
         axes = (p.axis,) if isinstance(p.axis, int) else p.axis
+        if a.ndim == 0 and all(ax in (0, -1) for ax in axes):
+            return a.copy()
         for ax in axes:
             if a.shape[_norm(ax, a.ndim, "_np_squeeze")] != 1:
                 raise GpundaError(f"Operator _np_squeeze: cannot select an axis to squeeze "
@@ -183,8 +185,20 @@ def _squeeze(xp, p, a):
 
 
 moving("_np_squeeze", _squeeze, [Param("axis", "axis", None)], doc="Remove length-1 axes.")
-moving("_npi_broadcast_to", lambda xp, p, a: xp.broadcast_to(a, p.shape).copy(),
-       [Param("shape", "shape")], doc="Broadcast to ``shape``.")
+def _broadcast_to(xp, p, a):
+    shape = list(p.shape)
+    lead = len(shape) - a.ndim
+    for k, d in enumerate(shape):     # -2 keeps the input's dimension (npx's extension)
+        if d == -2:
+            if k < lead:
+                raise GpundaError(f"Operator _npi_broadcast_to: -2 at position {k} has no "
+                                  f"matching input dimension (input shape {a.shape})")
+            shape[k] = a.shape[k - lead]
+    return xp.broadcast_to(a, tuple(shape)).copy()
+
+
+moving("_npi_broadcast_to", _broadcast_to, [Param("shape", "shape")],
+       doc="Broadcast to ``shape`` (-2: keep the input's dimension).")
 moving("_npi_atleast_nd", lambda xp, p, *xs: [getattr(xp, f"atleast_{p.n}d")(x) for x in xs],
        [Param("num_args", "int"), Param("n", "int")], inputs=_variadic,
        num_outputs=lambda p: p.num_args, key_var_num_args="num_args",
@@ -205,7 +219,8 @@ def _concat(xp, p, *xs):
 
 
 _NARGS = Param("num_args", "int")
-moving("_npi_concatenate", _concat, [Param("axis", "int", 0, optional=True), _NARGS],
+# axis None (flatten) is the default: a Symbol node drops params set to None
+moving("_npi_concatenate", _concat, [Param("axis", "int", None), _NARGS],
        inputs=_variadic, key_var_num_args="num_args", doc="Join along an existing axis.")
 moving("_npi_stack", lambda xp, p, *xs: xp.stack(_promote_all(xs), axis=p.axis),
        [Param("axis", "int", 0), _NARGS], inputs=_variadic, key_var_num_args="num_args",
@@ -221,6 +236,10 @@ def _split_count(p):
 
 
 def _split(xp, p, a):
+    if p.hsplit:        # NumPy's hsplit: axis 1, or 0 for 1-D arrays (known only here)
+        if a.ndim == 0:
+            raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+        p = p.replace(axis=1 if a.ndim > 1 else 0, hsplit=False)
     ios = p.indices_or_sections
     arg = ios[0] if p.sections else list(ios)
     if p.sections and not p.array_split and a.shape[_norm(p.axis, a.ndim, "_npi_split")] % arg:
@@ -230,7 +249,8 @@ def _split(xp, p, a):
 
 moving("_npi_split", _split,
        [Param("indices_or_sections", "shape"), Param("sections", "bool", False),
-        Param("axis", "int", 0), Param("array_split", "bool", False)],
+        Param("axis", "int", 0), Param("array_split", "bool", False),
+        Param("hsplit", "bool", False)],
        num_outputs=_split_count, doc="Split into sections or at indices along ``axis``.")
 
 
@@ -297,14 +317,17 @@ moving("_np_diagonal", lambda xp, p, a: xp.diagonal(a, p.offset, p.axis1, p.axis
 
 def _take(xp, p, a, idx):
     idx = idx.astype(_I64) if idx.dtype != _I64 else idx
-    mode = "clip" if p.mode == "clip" else "wrap" if p.mode == "wrap" else "raise"
-    if mode == "raise":
-        n = a.size if p.axis is None else a.shape[_norm(p.axis, a.ndim, "_npi_take")]
-        if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
-            raise IndexError(f"index out of bounds for axis with size {n}")
-    if p.axis is None:
-        return xp.take(a.reshape(-1), idx, mode=mode) if mode != "raise" else a.reshape(-1)[idx]
-    return xp.take(a, idx, axis=p.axis, mode=mode) if mode != "raise" else xp.take(a, idx, axis=p.axis)
+    src = a.reshape(-1) if p.axis is None else a
+    ax = 0 if p.axis is None else _norm(p.axis, a.ndim, "_npi_take")
+    n = src.shape[ax]
+    # the modes are applied to the indices here: CuPy's take has no ``mode``
+    if p.mode == "clip":
+        idx = xp.clip(idx, 0, max(n - 1, 0))
+    elif p.mode == "wrap":
+        idx = idx % n if n else idx
+    elif idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+        raise IndexError(f"index out of bounds for axis with size {n}")
+    return xp.take(src, idx, axis=ax)
 
 
 _FIRST = lambda p, n: (0,)  # noqa: E731 (the data input; indices are integers)
@@ -352,7 +375,9 @@ moving("_npi_insert", _insert, _SL + [Param("has_obj", "bool", False)],
 
 def _delete(xp, p, arr, obj=None):
     if obj is not None:
-        where = _host(obj).astype(_I64)
+        where = _host(obj).astype(_I64).reshape(-1)
+        n = arr.size if p.axis is None else arr.shape[p.axis]
+        where = where[(where >= 0) & (where < n)]     # MXNet ignores negative and too large ones
     elif p.int_ind is not None:
         where = p.int_ind
     else:

@@ -45,7 +45,10 @@ def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=N
         if check is not None:
             check(xp, vals)
         r = draw(_rng(ctx), xp, vals, shape)
-        return xp.asarray(r).astype(p.dtype, copy=False)
+        dt = p.dtype
+        if dt is None:      # the parameter arrays' float dtype, else float32
+            dt = next((a.dtype for a in arrays if a.dtype.kind == "f"), np.dtype("float32"))
+        return xp.asarray(r).astype(dt, copy=False)
 
     def rule(F, p, i, o, g):
         vals = _values(p, pnames, i)
@@ -64,9 +67,10 @@ def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=N
             out.append(gx if gx.dtype == x.dtype else F.Cast(gx, dtype=x.dtype))
         return out
 
-    params = [Param(n, "float", d, optional=True) for n, d in zip(pnames, defaults)] + [
+    # None = given as an input array (the Python layer always passes numbers explicitly)
+    params = [Param(n, "float", None, optional=True) for n in pnames] + [
         Param("size", "shape", None, optional=True), Param("ctx", "any", None),
-        Param("dtype", "dtype", np.dtype("float32"))]
+        Param("dtype", "dtype", None)]
     register(OpDef(opname or f"_npi_{name}", compute, params=params, wants_ctx=True, random=True,
                    inputs=lambda p: tuple(n for n in pnames if getattr(p, n) is None),
                    gradient=rule if grads else None, nondiff=not grads,
@@ -129,11 +133,17 @@ _dist("chisquare", ("df",), (1.0,), lambda r, xp, v, s: r.chisquare(v[0], size=s
 def _choice(xp, p, *arrays, ctx):
     host = [a.get() if hasattr(a, "get") else a for a in arrays]
     it = iter(host)
-    a = next(it) if p.a is None else p.a
+    pool = next(it) if p.a is None else None
     prob = next(it) if p.weighted else None
+    if prob is not None:
+        prob = np.asarray(prob, dtype=np.float64)
+        prob = prob / prob.sum()
     size = None if p.size is None else tuple(p.size)
     seed = int(_rng(ctx).randint(0, 2 ** 31 - 1, size=()))
-    r = np.random.RandomState(seed).choice(a, size=size, replace=p.replace, p=prob)
+    n = p.a if pool is None else pool.shape[0]
+    r = np.random.RandomState(seed).choice(n, size=size, replace=p.replace, p=prob)
+    if pool is not None:
+        return xp.asarray(np.asarray(pool)[r])
     return xp.asarray(np.asarray(r, dtype=np.int64))
 
 
@@ -143,7 +153,7 @@ register(OpDef("_npi_choice", _choice, wants_ctx=True, random=True, nondiff=True
                        Param("ctx", "any", None)],
                inputs=lambda p: (("a",) if p.a is None else ()) + (("p",) if p.weighted else ()),
                family="np_random", hidden=True, capture="draws on the host",
-               doc="Random indices from range(a) (uniform or with weights p)."))
+               doc="Random samples of range(a) or of the 1-D array a (uniform or weights p)."))
 
 
 def _multinomial(xp, p, *arrays, ctx):
@@ -164,7 +174,8 @@ register(OpDef("_npi_multinomial", _multinomial, wants_ctx=True, random=True, no
 
 
 def _mvn(xp, p, mean, cov, ctx):
-    shape = (tuple(p.size) if p.size is not None else ()) + mean.shape[-1:]
+    batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    shape = (tuple(p.size) if p.size is not None else ()) + batch + mean.shape[-1:]
     eps = _rng(ctx).normal(0.0, 1.0, size=shape).astype(mean.dtype)
     chol = xp.linalg.cholesky(cov.astype(np.float64)).astype(mean.dtype)
     return mean + xp.einsum("...ij,...j->...i", chol, eps)

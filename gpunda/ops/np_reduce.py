@@ -39,8 +39,11 @@ def kept_shape(shape, axes):
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
-def expand_back(F, g, shape, axes):
-    """Gradient ``g`` of a reduction over ``axes`` broadcast back to input ``shape``."""
+def expand_back(F, g, shape, axes, dtype=None):
+    """Gradient ``g`` of a reduction over ``axes`` broadcast back to input ``shape`` (cast
+    to ``dtype`` first, so the scaling that follows rounds as the input's dtype does)."""
+    if dtype is not None and g.dtype != dtype:
+        g = F.Cast(g, dtype=dtype)
     ks = kept_shape(shape, axes)
     if tuple(g.shape) != ks:
         g = F._np_reshape(g, newshape=ks)
@@ -62,7 +65,7 @@ def _out(xp, r, dt):
 def _sum_dtype(x, p):
     if p.dtype is not None:
         return p.dtype
-    return _F32 if x.dtype == _BOOL else x.dtype
+    return np.dtype("int64") if x.dtype == _BOOL else x.dtype
 
 
 def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), extra=None):
@@ -70,9 +73,12 @@ def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), 
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = dtype_rule(x, p)
         kw = extra(p) if extra else {}
-        src = x if x.dtype != _BOOL or fn in ("all", "any", "max", "min") else x.astype(_F32)
-        if fn in ("sum", "prod", "mean") and dt.kind == "f" and src.dtype != dt:
-            src = src.astype(dt)
+        src = x if x.dtype != _BOOL or fn in ("all", "any", "max", "min") else x.astype(dt)
+        if fn in ("sum", "prod", "mean") and dt.kind == "f" and src.dtype != dt and \
+                (src.dtype.kind != "f" or dt.itemsize > src.dtype.itemsize):
+            src = src.astype(dt)      # accumulate in the wider of the two, then cast
+        if fn in ("sum", "prod", "mean") and src.dtype == np.float16:
+            src = src.astype(_F32)       # MXNet accumulates float16 in float32
         if x.size == 0 and fn in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise GpundaError(f"Operator {name}: zero-size array to reduction operation "
                               f"{fn} which has no identity")
@@ -89,7 +95,7 @@ def _axes_of(p, x):
 
 def _g_sum(F, p, i, o, g):
     x = i[0]
-    return [_cast(F, expand_back(F, g[0], x.shape, _axes_of(p, x)), x)]
+    return [_cast(F, expand_back(F, g[0], x.shape, _axes_of(p, x), _gdt(x)), x)]
 
 
 def _count(x, axes):
@@ -102,7 +108,8 @@ def _count(x, axes):
 def _g_mean(F, p, i, o, g):
     x = i[0]
     axes = _axes_of(p, x)
-    return [_cast(F, expand_back(F, g[0], x.shape, axes) * (1.0 / max(_count(x, axes), 1)), x)]
+    return [_cast(F, expand_back(F, g[0], x.shape, axes, _gdt(x)) * (1.0 / max(_count(x, axes), 1)),
+                  x)]
 
 
 def _g_prod(F, p, i, o, g):
@@ -118,6 +125,11 @@ def _g_extreme(F, p, i, o, g):
     ob = expand_back(F, o[0], x.shape, axes)
     mask = F.Cast(F._npi_equal(x, ob), dtype=g[0].dtype)
     return [_cast(F, expand_back(F, g[0], x.shape, axes) * mask, x)]
+
+
+def _gdt(x):
+    dt = np.dtype(x.dtype)
+    return dt if dt.kind == "f" else None
 
 
 def _cast(F, g, x):
@@ -169,9 +181,12 @@ _moment("_npi_var", "var")
 
 def _arg(name, fn):
     def compute(xp, p, x):
-        if x.size == 0:
+        if x.size == 0 and (p.axis is None or x.ndim == 0 or x.shape[p.axis] == 0):
             raise GpundaError(f"Operator {name}: attempt to get {fn} of an empty sequence")
-        if p.axis is None:
+        if p.axis is None or x.ndim == 0:
+            if x.ndim == 0 and p.axis not in (None, 0, -1):
+                raise GpundaError(f"Operator {name}: axis {p.axis} is out of bounds for "
+                                  f"array of dimension 0")
             r = getattr(xp, fn)(x.reshape(-1))
             if p.keepdims:
                 r = xp.reshape(r, (1,) * x.ndim)
@@ -191,7 +206,7 @@ _arg("_npi_argmin", "argmin")
 
 
 def _cumsum(xp, p, x):
-    dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
+    dt = p.dtype if p.dtype is not None else (np.dtype("int64") if x.dtype == _BOOL else x.dtype)
     if p.axis is None:
         x = x.reshape(-1)
         ax = 0

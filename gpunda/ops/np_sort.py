@@ -13,6 +13,8 @@ def _axis(p, x):
 
 
 def _sort(xp, p, a):
+    if a.ndim == 0:
+        return a.reshape(1) if p.axis is None else a.copy()
     src = a.reshape(-1) if p.axis is None else a
     r = xp.sort(src, axis=-1 if p.axis is None else p.axis)
     if p.descending:
@@ -22,6 +24,8 @@ def _sort(xp, p, a):
 
 def _g_sort(F, p, i, o, g):
     x = i[0]
+    if x.ndim == 0:
+        return [F._np_reshape(g[0], newshape=())]
     if p.axis is None:
         x = F._np_reshape(x, newshape=(-1,))
     ax = -1 if p.axis is None else p.axis
@@ -31,13 +35,16 @@ def _g_sort(F, p, i, o, g):
     return [F._np_reshape(gx, newshape=i[0].shape)]
 
 
-_SORT = [Param("axis", "int", -1, optional=True), Param("descending", "bool", False)]
+# axis None (flatten) is the default: a Symbol node drops params set to None
+_SORT = [Param("axis", "int", None), Param("descending", "bool", False)]
 register(OpDef("_npi_sort", _sort, inputs=("a",), params=_SORT, gradient=_g_sort,
                save=("inputs",), family="np_sort", hidden=True,
                doc="Sorted copy along ``axis`` (None: flattened), stable."))
 
 
 def _argsort(xp, p, a):
+    if a.ndim == 0:
+        return xp.zeros((1,) if p.axis is None else (), dtype=p.dtype)
     src = a.reshape(-1) if p.axis is None else a
     ax = -1 if p.axis is None else p.axis
     if p.descending:
@@ -64,7 +71,7 @@ def _unique(xp, p, a):
     r = r if isinstance(r, tuple) else (r,)
     out = [xp.asarray(r[0])]
     for extra in r[1:]:
-        out.append(xp.asarray(np.asarray(extra, dtype=_I64).reshape(-1)))
+        out.append(xp.asarray(np.asarray(extra, dtype=_I64)))
     return out if len(out) > 1 else out[0]
 
 
