@@ -265,6 +265,9 @@ class Executor:
                          for g, o in zip(out_grads, heads)]
         self._recorded = None
         autograd.backward(heads, out_grads, train_mode=is_train)
+        if self._monitor is not None:
+            from ._monitor_grads import report_gradients
+            report_gradients(self, self._monitor[0], out_grads, is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values from dicts of NDArrays into the bound arguments and aux states."""
