@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("autograd",)
+_SUBMODULES = ("autograd", "amp")
 _NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray"}
 
 __all__ = list(_SUBMODULES) + list(_NAMESPACES)

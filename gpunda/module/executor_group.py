@@ -18,7 +18,7 @@ import numpy as np
 
 from ..base import GpundaError
 
-__all__ = ["DataParallelExecutorGroup", "split_input_slice"]
+__all__ = ["DataParallelExecutorGroup", "split_input_slice", "merge_devices"]
 
 _REQS = ("write", "add", "null")
 
@@ -78,7 +78,7 @@ def _batch_field(batch, field, n):
     return getattr(batch, field)
 
 
-def merge_multi_context(outputs, axes):
+def merge_devices(outputs, axes):
     """One array per output: the per-device parts joined along the batch axis."""
     from .. import ndarray as nd
     merged = []
@@ -419,7 +419,7 @@ class DataParallelExecutorGroup:
         end = self.num_outputs if end is None else end
         outs = [[e.outputs[i] for e in self.execs] for i in range(begin, end)]
         if merge_multi_context:
-            return merge_multi_context(outs, self.output_layouts[begin:end])
+            return merge_devices(outs, self.output_layouts[begin:end])
         return outs
 
     def get_states(self, merge_multi_context=True):
@@ -447,7 +447,7 @@ class DataParallelExecutorGroup:
         if merge_multi_context:
             if any(g is None for block in self.input_grad_arrays for g in block):
                 return [block[0] for block in self.input_grad_arrays]
-            return merge_multi_context(self.input_grad_arrays, self.data_layouts)
+            return merge_devices(self.input_grad_arrays, self.data_layouts)
         return self.input_grad_arrays
 
     def update_metric(self, eval_metric, labels, pre_sliced):

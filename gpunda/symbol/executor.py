@@ -263,6 +263,9 @@ class Executor:
             # MXNet copies out_grads into head-gradient buffers of the outputs' dtype
             out_grads = [g.astype(o.dtype) if g.dtype != o.dtype else g
                          for g, o in zip(out_grads, heads)]
+            # ... and on the outputs' context (ctx_group placement may put them elsewhere)
+            out_grads = [g.as_in_context(o.context) if g.context != o.context else g
+                         for g, o in zip(out_grads, heads)]
         self._recorded = None
         autograd.backward(heads, out_grads, train_mode=is_train)
         if self._monitor is not None:

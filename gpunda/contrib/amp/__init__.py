@@ -1,0 +1,6 @@
+"""``mx.contrib.amp``: MXNet's automatic mixed precision. Not built in gpunda yet: the
+modules import (MXNet code imports them at the top of files), and every name raises
+"is not supported yet"."""
+from ..._not_built import missing_module_getattr
+
+__getattr__ = missing_module_getattr("mxnet.contrib.amp", "automatic mixed precision (AMP)")
