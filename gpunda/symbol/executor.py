@@ -208,7 +208,11 @@ class Executor:
                 continue
             if record and self._grad_req[n] != "null":
                 # a private handle on the same memory carries the gradient buffer
-                w = _new(a._data, a._ctx)
+                if type(a) is NDArray:
+                    w = _new(a._data, a._ctx)
+                else:       # csr / row_sparse keep their class (the dispatcher routes by it)
+                    from ..ndarray.sparse import _wrap
+                    w = _wrap(a._data, a._ctx)
                 autograd.mark_variables([w], [self.grad_dict[n]], self._grad_req[n])
                 a = w
             inputs.append(a)
