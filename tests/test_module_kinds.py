@@ -142,3 +142,76 @@ def test_python_loss_module_checks():
     loss = mx.mod.PythonLossModule()
     with pytest.raises(GpundaError, match="data_names"):
         loss.bind([("other", (2, 2))], [("softmax_label", (2,))])
+
+
+def test_mxnet_alias_maps_mod_module_and_submodules(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import mxnet as mx\n"
+        "import mxnet.module.base_module as bm\n"
+        "from mxnet.module.executor_group import DataParallelExecutorGroup\n"
+        "import gpunda\n"
+        "assert mx.mod is mx.module is gpunda.module\n"
+        "assert bm.BaseModule is mx.mod.BaseModule\n"
+        "assert DataParallelExecutorGroup.__module__ == 'gpunda.module.executor_group'\n"
+        "assert mx.mon.Monitor is mx.monitor.Monitor and mx.callback.Speedometer\n"
+        "print('ok')\n")
+    repo = Path(__file__).resolve().parent.parent
+    env = {"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    r = subprocess.run([sys.executable, "-m", "gpunda", "run", str(script)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_import_gpunda_does_not_load_the_module_stack():
+    import subprocess
+    import sys
+    code = ("import sys, gpunda; print(any(m in sys.modules for m in "
+            "('gpunda.module', 'gpunda.callback', 'gpunda.monitor')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def test_sparse_module_trains_row_sparse_weights():
+    # csr data x row_sparse weight: the weight gradient and the update are row_sparse
+    x = mx.sym.Variable("data", stype="csr")
+    w = mx.sym.Variable("w", shape=(6, 1), stype="row_sparse", init=mx.init.One())
+    out = mx.sym.LinearRegressionOutput(mx.sym.sparse.dot(x, w), name="out")
+    dense = np.zeros((4, 6), np.float32)
+    dense[0, 1], dense[1, 1], dense[2, 4], dense[3, 4] = 1, 2, 1, 3
+    label = np.zeros((4, 1), np.float32)
+    it = mx.io.NDArrayIter(mx.nd.array(dense).tostype("csr"), {"out_label": label},
+                           batch_size=4, last_batch_handle="discard")
+    mod = mx.mod.Module(out, data_names=["data"], label_names=["out_label"])
+    mod.bind(it.provide_data, it.provide_label)
+    mod.init_params()
+    assert mod._arg_params["w"].stype == "row_sparse"
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
+                                                          "rescale_grad": 1.0})
+    batch = next(iter(it))
+    mod.forward_backward(batch)
+    g = mod._exec_group.grad_arrays[0][0]
+    assert g.stype == "row_sparse"
+    pred = dense.sum(axis=1, keepdims=True)            # x @ ones
+    expected = dense.T @ (pred - label)                  # d/dw of 0.5 |xw - y|^2
+    np.testing.assert_allclose(g.asnumpy(), expected, rtol=1e-6)
+    mod.update()
+    np.testing.assert_allclose(mod.get_params()[0]["w"].asnumpy(), 1 - 0.1 * expected,
+                               rtol=1e-6)
+
+
+def test_contrib_sparse_embedding_gives_row_sparse_gradient():
+    w = mx.nd.array(np.arange(12, dtype=np.float32).reshape(4, 3))
+    w.attach_grad(stype="row_sparse")
+    idx = mx.nd.array([[0, 2], [2, 3]])
+    with mx.autograd.record():
+        y = mx.nd.contrib.SparseEmbedding(idx, w, input_dim=4, output_dim=3)
+    np.testing.assert_array_equal(y.asnumpy(), w.asnumpy()[[[0, 2], [2, 3]]])
+    y.backward()
+    assert w.grad.stype == "row_sparse"
+    np.testing.assert_array_equal(w.grad.asnumpy(), np.array([[1] * 3, [0] * 3, [2] * 3,
+                                                              [1] * 3], np.float32))

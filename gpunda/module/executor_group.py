@@ -149,6 +149,33 @@ def _resolve_grad_req(grad_req, arg_names, param_names, fixed, data_names, input
     return reqs
 
 
+def _infer_inputs(sym, shapes, types):
+    """Shapes and dtypes of the arguments and aux states, in one inference pass (a long
+    unrolled graph makes each pass cost)."""
+    from ..symbol.infer import infer_graph, known, to_internal, to_public
+    from ..symbol.symbol import _var_shape
+    from ..util import is_np_shape
+    np_mode = is_np_shape()
+    s_map, t_map = infer_graph(sym, {k: to_internal(v, np_mode) for k, v in shapes.items()},
+                               types, _var_shape)
+    order = sym._topo()
+    aux_ids = sym._aux_ids(order)
+    arg_s, arg_t, aux_s, aux_t, unknown = [], [], [], [], []
+    for n in order:
+        if n.op is not None:
+            continue
+        shape = s_map.get((id(n), 0))
+        if not known(shape):
+            unknown.append(n.name)
+        is_aux = id(n) in aux_ids
+        (aux_s if is_aux else arg_s).append(to_public(shape, np_mode) if known(shape) else None)
+        (aux_t if is_aux else arg_t).append(t_map.get((id(n), 0)))
+    if unknown:
+        raise GpundaError(f"bind: cannot infer the shapes of {unknown} from the input shapes "
+                          f"{shapes}")
+    return arg_s, arg_t, aux_s, aux_t
+
+
 class DataParallelExecutorGroup:
     """Executors of ``symbol`` on ``contexts``, each over its part of the batch."""
 
@@ -269,11 +296,7 @@ class DataParallelExecutorGroup:
             code = attrs.get(d.name, {}).get("__dtype__", "-1")
             if code != "-1":    # a variable's own dtype wins over the iterator's (MXNet's)
                 types[d.name] = np.dtype(CODE_TO_DTYPE[int(code)])
-        arg_s, _, aux_s = sym.infer_shape(**shapes)
-        if arg_s is None:
-            raise GpundaError(f"bind: cannot infer the shapes of every argument of the symbol "
-                              f"from {shapes}")
-        arg_t, _, aux_t = sym.infer_type_partial(**types)
+        arg_s, arg_t, aux_s, aux_t = _infer_inputs(sym, shapes, types)
         groups = self.group2ctxs[i] or {}
 
         def place(name):
