@@ -201,7 +201,10 @@ class Executor:
         from .. import autograd
         from ..ndarray.ndarray import NDArray, _new
         inputs = []
-        for n in self._optimized.list_inputs():
+        names = self.__dict__.get("_input_names")
+        if names is None:       # a graph walk per step shows in a Module's training loop
+            names = self._input_names = self._optimized.list_inputs()
+        for n in names:
             a = self.arg_dict.get(n)
             if a is None:
                 inputs.append(self.aux_dict[n])
