@@ -146,3 +146,15 @@ def test_legacy_zero_dims_of_creation_shapes_are_inferred():
     assert y.infer_shape(x=(2, 3))[1] == [(2, 3)]
     out = y.bind(mx.cpu(), {"x": mx.nd.ones((2, 3))}).forward()[0]
     assert out.shape == (2, 3) and (out.asnumpy() == 1).all()
+
+
+def test_pick_index_shape_follows_its_rank_as_mxnet():
+    # MXNet 1.9.1: with keepdims=True the output keeps the axis, and the index may still
+    # have the reduced rank (gluon's SoftmaxCrossEntropyLoss on a (N,) label)
+    d, i = mx.sym.Variable("d"), mx.sym.Variable("i")
+    s = mx.sym.pick(d, i, axis=-1, keepdims=True)
+    assert s.infer_shape(d=(10, 5), i=(10,)) == ([(10, 5), (10,)], [(10, 1)], [])
+    assert s.infer_shape(d=(10, 5), i=(10, 1)) == ([(10, 5), (10, 1)], [(10, 1)], [])
+    assert mx.sym.pick(d, i, axis=1).infer_shape(d=(10, 5)) == ([(10, 5), (10,)], [(10,)], [])
+    with pytest.raises(mx.GpundaError, match="pick index"):
+        s.infer_shape(d=(10, 5), i=(9,))
