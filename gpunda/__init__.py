@@ -56,6 +56,9 @@ _LAZY_MODULES = {name: name for name in (
     "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
     "log", "library", "image", "rnn", "onnx")}
 _LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
+# MXNet's symbolic training stack: mx.mod and mx.module are one package
+_LAZY_MODULES.update(mod="module", module="module", callback="callback", monitor="monitor",
+                     mon="monitor")
 
 
 def install_mxnet_alias():

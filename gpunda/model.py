@@ -110,3 +110,10 @@ def _save_symbol(symbol, fname, remove_amp_cast):
         saver(fname, remove_amp_cast=remove_amp_cast)
     else:
         saver(fname)
+
+
+# what batch-end callbacks receive from Module.fit/score (MXNet's namedtuple, its type name too)
+from collections import namedtuple as _namedtuple  # noqa: E402
+
+BatchEndParam = _namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
+__all__.append("BatchEndParam")

@@ -27,9 +27,17 @@ def test_bad_input():
     with pytest.raises(mx.GpundaError, match="batch_size=0"):
         mx.io.NDArrayIter(np.zeros((3, 1)), batch_size=0)
     with pytest.raises(mx.GpundaError, match="different lengths"):
-        mx.io.NDArrayIter(np.zeros((3, 1)), np.zeros(4))
+        mx.io.NDArrayIter(np.zeros((3, 1)), np.zeros(2))
     with pytest.raises(mx.GpundaError, match="last_batch_handle='keep'"):
         mx.io.NDArrayIter(np.zeros((3, 1)), last_batch_handle="keep")
+
+
+def test_label_longer_than_data_is_read_up_to_the_data_length():
+    # MXNet's NDArrayIter takes its length from the first data array (test_loss's
+    # test_sample_weight_loss scores 10 samples against 20 labels)
+    it = mx.io.NDArrayIter(np.zeros((6, 2)), {"l": np.arange(12.0)}, batch_size=4)
+    labels = [b.label[0].asnumpy().tolist() for b in it]
+    assert labels == [[0, 1, 2, 3], [4, 5, 0, 1]]
 
 
 def test_roll_over_opens_next_epoch_with_leftovers():

@@ -20,3 +20,14 @@ def test_numpy_interface_names_not_built_raise_naming_them(name, attr, missing):
     # probes written for both MXNet front ends see a missing name as absent
     assert getattr(mod, missing, None) is None and not hasattr(mod, missing)
     assert getattr(mod, "ndarray" if attr == "np" else "set_np") is not None
+
+
+def test_contrib_amp_imports_and_refuses_use():
+    # MXNet's train/test_bucketing.py does `from mxnet.contrib.amp import amp` at the top
+    amp = mx.contrib.amp.amp
+    from gpunda.contrib.amp import amp as imported
+    assert imported is amp
+    with pytest.raises(GpundaError, match=r"mxnet\.contrib\.amp\.amp\.init is not supported yet"):
+        amp.init()
+    with pytest.raises(GpundaError, match=r"mxnet\.contrib\.amp\.convert_model is not supported"):
+        mx.contrib.amp.convert_model

@@ -280,6 +280,8 @@ SPECS = {
     "amp_cast": dict(params={"dtype": "float64"}),
     "amp_multicast": dict(inputs=[U(2, 3), U(2, 3)], params={"num_outputs": 2}),
     "Embedding": dict(inputs=[I(2, 3, hi=4), U(4, 5)], params={"input_dim": 4, "output_dim": 5}),
+    "_contrib_SparseEmbedding": dict(inputs=[I(2, 3, hi=4), U(4, 5)],
+                                     params={"input_dim": 4, "output_dim": 5}),
     "Dropout": dict(params={"p": 0.5}),
     "SoftmaxOutput": dict(inputs=[U(2, 3), K([2, 0])], skip=_LOSS_OUT),
     "LinearRegressionOutput": dict(inputs=[U(2, 3), U(2, 3)], skip=_LOSS_OUT),

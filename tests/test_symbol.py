@@ -405,3 +405,16 @@ def test_ordering_comparisons_build_0_1_symbols():
 
 def test_eye_symbol():
     np.testing.assert_array_equal(sym.eye(2, 3, k=1).eval()[0].asnumpy(), np.eye(2, 3, 1))
+
+
+def test_ops_give_their_input_variables_initializers_as_mxnet():
+    # attr_dict() of MXNet 1.9.1 for the same symbols
+    d = mx.sym.Variable("data")
+    s = mx.sym.LeakyReLU(data=d, act_type="prelu", name="p")
+    assert s.attr_dict()["p_gamma"]["__init__"] == '["Constant", {"value": 0.25}]'
+    bn = mx.sym.BatchNorm(data=d, name="bn").attr_dict()
+    assert bn["bn_moving_mean"] == {"__init__": '["zero", {}]'}
+    assert bn["bn_moving_var"] == {"__init__": '["one", {}]'}
+    own = mx.sym.Variable("g", init=mx.init.One())
+    s = mx.sym.LeakyReLU(data=d, gamma=own, act_type="prelu")
+    assert s.attr_dict()["g"]["__init__"] == mx.init.One().dumps()

@@ -168,3 +168,15 @@ def test_infer_runs_samplers_on_parameters_they_accept():
                                         dtype="float16")
     assert y.infer_shape(k=(2, 2), p=(2, 2))[1] == [(2, 2, 3)]
     assert y.infer_type(k="float32", p="float32")[1] == [np.float16]
+
+
+def test_pick_index_shape_follows_its_rank_as_mxnet():
+    # MXNet 1.9.1: with keepdims=True the output keeps the axis, and the index may still
+    # have the reduced rank (gluon's SoftmaxCrossEntropyLoss on a (N,) label)
+    d, i = mx.sym.Variable("d"), mx.sym.Variable("i")
+    s = mx.sym.pick(d, i, axis=-1, keepdims=True)
+    assert s.infer_shape(d=(10, 5), i=(10,)) == ([(10, 5), (10,)], [(10, 1)], [])
+    assert s.infer_shape(d=(10, 5), i=(10, 1)) == ([(10, 5), (10, 1)], [(10, 1)], [])
+    assert mx.sym.pick(d, i, axis=1).infer_shape(d=(10, 5)) == ([(10, 5), (10,)], [(10,)], [])
+    with pytest.raises(mx.GpundaError, match="pick index"):
+        s.infer_shape(d=(10, 5), i=(9,))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("autograd", "onnx")
+_SUBMODULES = ("autograd", "onnx", "amp")
 _NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray",
                "symbol": "gpunda.symbol", "sym": "gpunda.symbol"}
 

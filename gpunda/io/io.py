@@ -320,10 +320,14 @@ class NDArrayIter(DataIter):
                                       "`last_batch_handle` set to `discard`.")
         self.layout = layout
         axis = self._axis()
-        sizes = {v.shape[axis] for _, v in self.data + self.label}
-        if len(sizes) != 1:
+        # as MXNet: the first data array sets the length; longer arrays are read up to it
+        # (a label array covering more samples than the data), shorter ones cannot serve
+        n = self.data[0][1].shape[axis]
+        short = sorted({v.shape[axis] for _, v in self.data + self.label if v.shape[axis] < n})
+        if short:
             raise GpundaError(f"NDArrayIter: data and label have different lengths "
-                              f"{sorted(sizes)} along the batch axis")
+                              f"{short + [n]} along the batch axis; every array needs at least "
+                              f"the {n} samples of the first data array")
         self.idx = np.arange(self.data[0][1].shape[axis])
         self.num_data = self.idx.shape[0]
         self.shuffle, self.last_batch_handle = shuffle, last_batch_handle
@@ -402,7 +406,7 @@ class NDArrayIter(DataIter):
     def _getdata(self, source, start=None, end=None):
         start = 0 if start is None else start
         if end is None:
-            end = source[0][1].shape[self._axis()] if source else 0
+            end = self.num_data if source else 0
         return [self._slice(v, start, end) for _, v in source]
 
     def _concat(self, first, second):

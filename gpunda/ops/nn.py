@@ -789,6 +789,16 @@ register(OpDef(
     save=("inputs",), infer_shape=_infer_embedding, family="nn",
     doc="Rows of weight picked by (float) indices in data (clipped to [0, input_dim-1])."))
 register(OpDef(
+    "_contrib_SparseEmbedding", _embedding, inputs=("data", "weight"),
+    params=[Param("input_dim", "int"), Param("output_dim", "int"),
+            Param("dtype", "dtype", np.dtype("float32")),
+            Param("sparse_grad", "bool", False, "accepted; the gradient is row_sparse anyway")],
+    gradient=lambda F, p, i, o, g: [
+        None, F._embedding_rsp_grad(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
+    save=("inputs",), infer_shape=_infer_embedding, family="nn",
+    doc="Embedding whose weight gradient is row_sparse (only the rows looked up), for\n"
+        "row_sparse weights updated lazily (MXNet's contrib.SparseEmbedding)."))
+register(OpDef(
     "_embedding_weight_grad", _embedding_wgrad, inputs=("data", "ograd"),
     params=[Param("input_dim", "int"), Param("output_dim", "int")],
     gradient=lambda F, p, i, o, g: [

@@ -86,6 +86,7 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
                 vattrs = dict(attrs)
                 e = (_Node(None, f"{nm}_{n}", vattrs, [], None), 0)
             ins.append(e)
+    _set_input_var_inits(op, names, ins)
     node = _Node(op, nm, attrs, ins, p)
     nvis = op.n_visible(p)
     out = Symbol([(node, i) for i in range(nvis)])
@@ -95,6 +96,24 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
 
 
 _np_symbol_cls = None   # symbol.numpy._Symbol, once loaded
+
+
+# NOTE [Input initializers]: MXNet ops give some input variables their initializer when
+# composed (FSetInputVarAttrOnCompose): PReLU's gamma starts at 0.25, BatchNorm's moving
+# mean/var at 0/1, whatever the global initializer. A variable's own __init__ wins.
+_INPUT_VAR_INIT = {
+    "LeakyReLU": {"gamma": '["Constant", {"value": 0.25}]'},
+    "BatchNorm": {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
+}
+
+
+def _set_input_var_inits(op, names, ins):
+    table = _INPUT_VAR_INIT.get(op.name)
+    if not table:
+        return
+    for name, (node, _) in zip(names, ins):
+        if name in table and node.op is None and "__init__" not in node.attrs:
+            node.attrs["__init__"] = table[name]
 
 
 def _single(op, name, s):

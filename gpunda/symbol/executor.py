@@ -203,14 +203,21 @@ class Executor:
         from .. import autograd
         from ..ndarray.ndarray import NDArray, _new
         inputs = []
-        for n in self._optimized.list_inputs():
+        names = self.__dict__.get("_input_names")
+        if names is None:       # a graph walk per step shows in a Module's training loop
+            names = self._input_names = self._optimized.list_inputs()
+        for n in names:
             a = self.arg_dict.get(n)
             if a is None:
                 inputs.append(self.aux_dict[n])
                 continue
             if record and self._grad_req[n] != "null":
                 # a private handle on the same memory carries the gradient buffer
-                w = _new(a._data, a._ctx)
+                if type(a) is NDArray:
+                    w = _new(a._data, a._ctx)
+                else:       # csr / row_sparse keep their class (the dispatcher routes by it)
+                    from ..ndarray.sparse import _wrap
+                    w = _wrap(a._data, a._ctx)
                 autograd.mark_variables([w], [self.grad_dict[n]], self._grad_req[n])
                 a = w
             inputs.append(a)
@@ -265,8 +272,14 @@ class Executor:
             # MXNet copies out_grads into head-gradient buffers of the outputs' dtype
             out_grads = [g.astype(o.dtype) if g.dtype != o.dtype else g
                          for g, o in zip(out_grads, heads)]
+            # ... and on the outputs' context (ctx_group placement may put them elsewhere)
+            out_grads = [g.as_in_context(o.context) if g.context != o.context else g
+                         for g, o in zip(out_grads, heads)]
         self._recorded = None
         autograd.backward(heads, out_grads, train_mode=is_train)
+        if self._monitor is not None:
+            from ._monitor_grads import report_gradients
+            report_gradients(self, self._monitor[0], out_grads, is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values from dicts of NDArrays into the bound arguments and aux states."""

@@ -233,7 +233,12 @@ def pick(p, ins, outs):
         return ins, outs
     ax = p.axis + nd if p.axis < 0 else p.axis
     out = data[:ax] + ((1,) if p.keepdims else ()) + data[ax + 1:]
-    return [data, merge(ins[1], out, "pick index")], [out]
+    # MXNet's rule: the index has the data's rank with the axis kept as 1, or the rank
+    # without the axis, whichever rank it has, whatever keepdims says about the output
+    index = ins[1]
+    kept = index is not None and len(index) == nd
+    need = data[:ax] + ((1,) if kept else ()) + data[ax + 1:]
+    return [data, merge(index, need, "pick index")], [out]
 
 
 def dot(p, ins, outs):

@@ -1,0 +1,18 @@
+"""``mx.mod`` / ``mx.module``: MXNet's symbolic training stack (one package, two names).
+
+``Module`` binds a Symbol to data shapes on one or more contexts and trains it;
+``BucketingModule`` keeps one Module per bucket key sharing parameters;
+``SequentialModule`` chains modules; ``PythonModule``/``PythonLossModule`` are
+modules written in Python. The loops (``fit``, ``score``, ``predict``) are in
+``BaseModule``.
+"""
+from __future__ import annotations
+
+from .base_module import BaseModule
+from .module import Module
+from .bucketing_module import BucketingModule
+from .sequential_module import SequentialModule
+from .python_module import PythonModule, PythonLossModule
+
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
+           "PythonLossModule"]
