@@ -355,8 +355,8 @@ SPECS = {
                                    params={"scales": (2,), "ratios": (1,), "rpn_pre_nms_top_n": 6,
                                            "rpn_post_nms_top_n": 3, "rpn_min_size": 1},
                                    zero=True),
-    "_contrib_RROIAlign": dict(skip="MXNet registers no gradient for RROIAlign: backward "
-                                    "raises, as in MXNet (tests/ops/test_detection.py)"),
+    "_contrib_RROIAlign": dict(skip="MXNet's gradient for RROIAlign raises when run; so does "
+                                    "gpunda's (tests/ops/test_detection.py)"),
     "_contrib_BilinearResize2D": dict(inputs=[U(1, 2, 3, 4)], params={"height": 5, "width": 3}),
     "_contrib_AdaptiveAvgPooling2D": dict(inputs=[U(1, 2, 5, 7)], params={"output_size": (2, 3)}),
     "GridGenerator": dict(inputs=[U(2, 6)], params={"transform_type": "affine",

@@ -132,12 +132,18 @@ def _infer(p, in_shapes):
     return list(in_shapes), [(rois[0], data[1]) + tuple(p.pooled_size)]
 
 
+def _no_backward(F, p, i, o, g):
+    # MXNet registers a gradient whose kernel fails ("RROIAlign: Backward is not
+    # supported"): binding for gradients works, running the backward raises
+    raise GpundaError(f"Operator {_OP}: backward is not supported (as in MXNet)")
+
+
 register(OpDef(
     _OP, _rroi_align, inputs=("data", "rois"), output_names=["output"],
     params=[Param("pooled_size", "shape", doc="output (height, width) of each ROI"),
             Param("spatial_scale", "float", doc="feature map size over image size, in [0, 1]"),
             Param("sampling_ratio", "int", -1, "samples per bin and axis; adaptive when <= 0")],
-    check=_check, save=(), infer_shape=_infer, family="vision",
+    check=_check, save=(), infer_shape=_infer, family="vision", gradient=_no_backward,
     capture="sizes its sample grid from the ROIs on the host",
     doc="Rotated ROI Align: each bin of each rotated region (batch_index, center_x, "
         "center_y, width, height, theta in degrees) is the average of bilinear samples "
