@@ -277,7 +277,7 @@ class CachedOp:
         self._frees = frees
         mutated = set()
         for st in steps:
-            for k in st.op.mutates:
+            for k in (st.op.mutated(st.p) if st.op.mutates else ()):
                 if k < len(st.ins) and st.ins[k] < self._nin:
                     mutated.add(st.ins[k])
         self._mutated_inputs = sorted(mutated)

@@ -7,7 +7,8 @@ from . import elemwise  # noqa: F401
 _families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
              "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
-             "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize"]
+             "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize",
+             "optim_multi", "optim_lamb_adamw"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")
