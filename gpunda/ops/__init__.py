@@ -8,7 +8,7 @@ _families = ["reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", 
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
              "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
              "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize",
-             "optim_multi", "optim_lamb_adamw", "contrib_misc", "hawkes"]
+             "optim_multi", "optim_lamb_adamw", "contrib_misc", "hawkes", "dgl_graph"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")
