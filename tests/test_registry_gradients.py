@@ -341,6 +341,8 @@ SPECS = {
                                      params={"input_dim": 4, "output_dim": 5},
                                      second="its row_sparse weight gradient is not "
                                             "differentiable again (as Embedding's)"),
+    "_contrib_SyncBatchNorm": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)],
+                                   params={"fix_gamma": False, "key": "k"}),
     "IdentityAttachKLSparseReg": dict(skip="by MXNet's definition the backward adds a KL "
                                            "sparseness penalty to an identity's gradient "
                                            "(tested in tests/ops/test_contrib_misc.py)"),

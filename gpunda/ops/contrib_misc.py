@@ -85,3 +85,53 @@ def _register_sparse_embedding():
 
 
 _register_sparse_embedding()
+
+
+# ---------------------------------------------------------------------------
+# _contrib_SyncBatchNorm: BatchNorm over axis 1 whose statistics MXNet reduces across
+# ``ndev`` devices by ``key``. One process holds one device's batch here, so the
+# statistics are the batch's; the third output is the variance itself (MXNet's
+# BatchNorm gives 1/sqrt(var + eps) there).
+
+def _bn_params(p):
+    return get_op("BatchNorm").parse_params(dict(
+        eps=p.eps, momentum=p.momentum, fix_gamma=p.fix_gamma,
+        use_global_stats=p.use_global_stats, output_mean_var=p.output_mean_var, axis=1))
+
+
+def _sync_bn(xp, p, x, gamma, beta, mm, mv):
+    if p.ndev != 1:
+        raise GpundaError(f"Operator _contrib_SyncBatchNorm: ndev={p.ndev} is not supported "
+                          f"yet (gpunda synchronises no devices; use ndev=1)")
+    bp = _bn_params(p)
+    training = _nn._bn_training(bp)
+    out, mean, _ = _nn._batch_norm(xp, bp, x, gamma, beta, mm, mv)
+    if training:
+        red = tuple(i for i in range(x.ndim) if i != 1)
+        xa = _nn._acc(x)
+        var = ((xa - xa.mean(axis=red, keepdims=True)) ** 2).mean(axis=red)
+    else:
+        var = mv
+    return out, mean, var.astype(x.dtype)
+
+
+def _sync_bn_gradient(F, p, ins, outs, og):
+    r = F.rsqrt(outs[2] + p.eps)
+    og_r = None if og[2] is None else og[2] * (r * r * r) ** -1 * -2.0
+    return _nn._grad_batch_norm(F, _bn_params(p), ins, [outs[0], outs[1], r],
+                                [og[0], og[1], og_r])
+
+
+register(OpDef(
+    "_contrib_SyncBatchNorm", _sync_bn,
+    inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
+            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
+            Param("output_mean_var", "bool", False), Param("ndev", "int", 1),
+            Param("key", "str", doc="the name shared by the synchronised copies")],
+    num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
+    output_names=("output", "mean", "var"), gradient=_sync_bn_gradient,
+    save=("inputs", "outputs"), infer_shape=get_op("BatchNorm").infer_shape, family="nn",
+    doc="BatchNorm over axis 1 (statistics of this device's batch, ndev=1); the third "
+        "output is the batch variance."))

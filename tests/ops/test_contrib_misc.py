@@ -146,3 +146,28 @@ def test_hawkesll_second_order_raises_and_bad_marks():
     args[5] = (args[5] * 0 + 7).astype(np.int32)
     with pytest.raises(GpundaError, match="mark outside"):
         nd.contrib.hawkesll(*args)
+
+
+def test_sync_batch_norm_is_batch_norm_with_variance_output():
+    rs = np.random.RandomState(5)
+    x = rs.randn(4, 3, 5).astype(np.float32)
+    gamma, beta = nd.array(rs.rand(3) + 0.5), nd.array(rs.rand(3))
+    mm, mv = nd.zeros(3), nd.ones(3)
+    mm2, mv2 = nd.zeros(3), nd.ones(3)
+    xs, xb = nd.array(x), nd.array(x)
+    xs.attach_grad()
+    xb.attach_grad()
+    og = nd.array(rs.rand(4, 3, 5))
+    with ag.record():
+        out, mean, var = nd.contrib.SyncBatchNorm(xs, gamma, beta, mm, mv, fix_gamma=False,
+                                                  output_mean_var=True, key="bn0")
+        ref = nd.BatchNorm(xb, gamma, beta, mm2, mv2, fix_gamma=False, eps=1e-3)
+    np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(var.asnumpy(), x.var(axis=(0, 2)), rtol=1e-5)
+    np.testing.assert_allclose(mean.asnumpy(), x.mean(axis=(0, 2)), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(mv.asnumpy(), mv2.asnumpy(), rtol=1e-6)
+    out.backward(og)
+    ref.backward(og)
+    np.testing.assert_allclose(xs.grad.asnumpy(), xb.grad.asnumpy(), rtol=1e-4, atol=1e-6)
+    with pytest.raises(GpundaError, match="ndev=2"):
+        nd.contrib.SyncBatchNorm(xs, gamma, beta, mm, mv, key="k", ndev=2)
