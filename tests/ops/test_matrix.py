@@ -477,6 +477,11 @@ def _heads(f, xs, seed=1):
 _SHAPE_ONLY_RHS = {"reshape_like", "reshape_like-range", "slice_like", "slice_like-all",
                    "broadcast_like", "broadcast_like-axes"}
 
+def _tile_np_shape(x, reps):
+    with mx.np_shape():     # zero reps are zero-size only under NumPy shape semantics
+        return nd.tile(x, reps=reps)
+
+
 GRAD_CASES = [c for c in CASES] + MULTI + [
     ("hidden-slice_scatter", lambda g: _op._slice_scatter(g, shape=(3, 4), begin=(None, 1),
                                                            end=(None, 4), step=(-1, 2)),
@@ -488,7 +493,7 @@ GRAD_CASES = [c for c in CASES] + MULTI + [
      [(1, 1, 6, 6)], None),
     ("hidden-reshape_exact", lambda g: _op._reshape_exact(g, shape=(3, 2)), [(2, 3)], None),
     ("repeat-zero", lambda x: nd.repeat(x, repeats=0, axis=0), [(2, 3)], None),
-    ("tile-zero", lambda x: nd.tile(x, reps=(0, 2)), [(2, 3)], None),
+    ("tile-zero", lambda x: _tile_np_shape(x, (0, 2)), [(2, 3)], None),
 ]
 
 
@@ -706,3 +711,11 @@ def test_sym_split_v2_rejects_uneven_sections():
         s = mx.sym.split_v2(mx.sym.var("d"), 3, axis=1)
         e = s.bind(mx.cpu(), {"d": nd.zeros((2, 4))})
         e.forward()
+
+
+def test_tile_zero_reps_need_np_shape():
+    x = mx.nd.ones((4, 4))
+    with pytest.raises(GpundaError, match="holds 0"):      # MXNet 1.9.1 refuses it too
+        mx.nd.tile(x, (1, 0, 3))
+    with mx.np_shape():
+        assert mx.nd.tile(x, (1, 0, 3)).shape == (1, 0, 12)
