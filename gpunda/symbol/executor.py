@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
+from .._deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -225,7 +226,11 @@ class Executor:
             if len(self.outputs) != len(res):
                 self.outputs = [r.copy() for r in res]
             for k, (dst, r) in enumerate(zip(self.outputs, res)):
-                if dst.shape == r.shape and dst.dtype == r.dtype:
+                if type(r._data) is _Poisoned or type(dst._data) is _Poisoned:
+                    # a deferred op error travels into the output, raised at its first
+                    # read as MXNet's engine does (NOTE [Deferred op errors])
+                    dst._data = r._data if type(r._data) is _Poisoned else r._data.copy()
+                elif dst.shape == r.shape and dst.dtype == r.dtype:
                     r.copyto(dst)
                 else:       # inferred ahead wrongly (a data-dependent shape): take the result
                     self.outputs[k] = r.copy()

@@ -71,8 +71,10 @@ def test_take_raise_and_errors():
     x = nd.array(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(nd.take(x, nd.array([1, 0]), mode="raise").asnumpy(),
                                   [[3, 4, 5], [0, 1, 2]])
+    # as MXNet's engine, the bad index is reported at the first read of the result
+    y = nd.take(x, nd.array([0, 2]), mode="raise")
     with pytest.raises(GpundaError, match=r"take.*index 2.*size 2"):
-        nd.take(x, nd.array([0, 2]), mode="raise")
+        y.asnumpy()
     with pytest.raises(GpundaError, match=r"take.*axis=2"):
         nd.take(x, nd.array([0]), axis=2)
     with pytest.raises(GpundaError, match=r"take.*mode"):
