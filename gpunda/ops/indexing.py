@@ -438,8 +438,11 @@ def _unravel(xp, p, data):
     shape = tuple(p.shape)
     i = _ints(xp, data)
     parts = []
-    for s, d in zip(_strides(shape), shape):
-        parts.append((i // s) % d if d else i * 0)
+    for k, (s, d) in enumerate(zip(_strides(shape), shape)):
+        if k == 0 and d == -1:      # MXNet: a leading -1 is an unbounded first dimension
+            parts.append(i // s)
+        else:
+            parts.append((i // s) % d if d else i * 0)
     return xp.stack(parts).astype(data.dtype)
 
 

@@ -831,6 +831,9 @@ def _diag(xp, p, x):
     if x.ndim == 1:
         return xp.diag(x, p.k)
     a1, a2 = _diag_axes(x, p)
+    if p.k > x.shape[a2] or -p.k > x.shape[a1]:
+        raise _err("diag", f"k={p.k} is outside a ({x.shape[a1]}, {x.shape[a2]}) matrix "
+                           f"(the diagonal would have negative length)")
     return xp.diagonal(x, p.k, a1, a2).copy()
 
 

@@ -719,3 +719,12 @@ def test_tile_zero_reps_need_np_shape():
         mx.nd.tile(x, (1, 0, 3))
     with mx.np_shape():
         assert mx.nd.tile(x, (1, 0, 3)).shape == (1, 0, 12)
+
+
+def test_diag_offset_outside_the_matrix_raises():
+    # MXNet 1.9.1 on a (3, 4) matrix: k=4 and k=-3 give empty diagonals, k=5, -4 raise
+    x = mx.nd.ones((3, 4))
+    assert mx.nd.diag(x, k=4).shape == (0,) and mx.nd.diag(x, k=-3).shape == (0,)
+    for k in (5, -4):
+        with pytest.raises(GpundaError, match=f"k={k}"):
+            mx.nd.diag(x, k=k)
