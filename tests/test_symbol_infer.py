@@ -146,3 +146,12 @@ def test_legacy_zero_dims_of_creation_shapes_are_inferred():
     assert y.infer_shape(x=(2, 3))[1] == [(2, 3)]
     out = y.bind(mx.cpu(), {"x": mx.nd.ones((2, 3))}).forward()[0]
     assert out.shape == (2, 3) and (out.asnumpy() == 1).all()
+
+
+def test_shape_inference_of_value_checking_ops_uses_valid_stand_ins():
+    # potrf refuses the zero matrices inference starts with; identity matrices pass
+    s = mx.sym.linalg.potrf(mx.sym.Variable("a"))
+    _, out, _ = s.infer_shape(a=(4, 4, 1, 1))
+    assert out == [(4, 4, 1, 1)]
+    ex = s.bind(mx.cpu(), {"a": mx.nd.array(np.full((4, 4, 1, 1), 4.0))})
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), 2.0)

@@ -75,6 +75,13 @@ def _dummy(shape, dtype):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
+def _dummy_eye(shape, dtype):
+    """Identity matrices over the last two axes (ones when they are not square)."""
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=dtype), shape).copy()
+    return np.ones(shape, dtype)
+
+
 def _run_dummy(node, in_shapes, in_types):
     from .. import autograd as ag
     from ..context import cpu
@@ -82,7 +89,8 @@ def _run_dummy(node, in_shapes, in_types):
     prev = ag.set_training(False)
     try:
         with np.errstate(all="ignore"):
-            for make in (_dummy, lambda s, t: np.zeros(s, t)):
+            first = None
+            for make in (_dummy, lambda s, t: np.zeros(s, t), _dummy_eye):
                 arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
                 try:
                     if op.wants_ctx:
@@ -90,12 +98,19 @@ def _run_dummy(node, in_shapes, in_types):
                     else:
                         r = op.compute(np, p, *arrays)
                     break
-                except GpundaError:
-                    raise
+                except GpundaError as e:
+                    # a check on the values (potrf wants a positive definite matrix) fails
+                    # on zeros; identity matrices pass it. Shape errors fail every try.
+                    first = first or e
+                    if make is _dummy_eye:
+                        raise first from None
                 except (ValueError, TypeError) as e:
-                    if make is not _dummy:
-                        raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
-                                          f"(input shapes {list(in_shapes)})") from None
+                    if make is not _dummy:     # (zero strides are read-only: not a reason)
+                        first = first or GpundaError(
+                            f"Operator {op.name} (node {node.name!r}): {e} "
+                            f"(input shapes {list(in_shapes)})")
+                    if make is _dummy_eye:
+                        raise first from None
     finally:
         ag.set_training(prev)
     # ops whose output count depends on params return a sequence even for one output
