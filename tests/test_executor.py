@@ -164,3 +164,19 @@ def test_deferred_op_error_reaches_executor_output_at_first_read():
     ex.arg_dict["i"][:] = mx.nd.array([1, 0])
     ex.forward(is_train=False)
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [[3, 4, 5], [0, 1, 2]])
+
+
+def test_monitor_all_names_inputs_as_mxnet_does():
+    # MXNet 1.9.1 names a single input "input0" unless the op lists its input names
+    data = mx.sym.Variable("data", shape=(2, 3, 4, 4))
+    for s, want in [(mx.sym.Activation(data, act_type="relu", name="act"),
+                     ["data", "act_input0", "act_output"]),
+                    (mx.sym.Pooling(data, kernel=(2, 2), name="pool"),
+                     ["data", "pool_data", "pool_output"]),
+                    (mx.sym.concat(data, data, dim=0, name="cc"),
+                     ["data", "cc_arg0", "data", "cc_arg1", "cc_output"])]:
+        names = []
+        ex = s.simple_bind(mx.cpu(), grad_req="null")
+        ex.set_monitor_callback(lambda n, a: names.append(n), monitor_all=True)
+        ex.forward()
+        assert names == want
