@@ -725,8 +725,8 @@ def _dropout(xp, p, x, ctx=None):
     for a in (p.axes or ()):
         mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
     from .. import random as _r
-    if p.p >= 1:
-        mask = xp.zeros(mshape, dtype=x.dtype)
+    if p.p >= 1:    # MXNet's mask is 0 * 1/(1 - p) = NaN: the output is NaN, as in MXNet
+        mask = xp.full(mshape, np.nan, dtype=x.dtype)
     else:
         u = xp.asarray(_r._generator(ctx).uniform(0.0, 1.0, size=tuple(mshape)))
         mask = (u >= p.p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p.p))

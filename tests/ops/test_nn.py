@@ -617,3 +617,13 @@ def test_prelu_multi_dim_gamma_covers_the_first_two_axes(rng, xshape, gshape):
     dg = np.where(x > 0, 0.0, x)
     axes = tuple(i for i in range(len(xshape)) if i >= 2 or gb.shape[i] == 1)
     np.testing.assert_allclose(ga.grad.asnumpy(), dg.sum(axis=axes).reshape(gshape), rtol=1e-12)
+
+
+def test_dropout_with_p_one_gives_nan_as_mxnet():
+    # MXNet 1.9.1: the mask is 0 * 1/(1 - p), so output and gradient are NaN
+    a = mx.nd.ones((2, 3))
+    a.attach_grad()
+    with mx.autograd.record():
+        b = mx.nd.Dropout(a, p=1.0)
+    b.backward()
+    assert np.isnan(b.asnumpy()).all() and np.isnan(a.grad.asnumpy()).all()
