@@ -23,8 +23,9 @@ gpunda runs ops at once, so it keeps that contract like this:
 - A failed sampler also poisons its device's random generator, as the failure
   lands on MXNet's random resource: later samplers on that device fail with the
   same error until it is reported (``DeferredOpError(resource=ctx)``,
-  ``resource_failure``). An error raised where nothing defers it (a CachedOp
-  plan step) reaches the caller at once and poisons nothing.
+  ``resource_failure``). A CachedOp plan step defers the same way
+  (``CachedOp._call_step``), and an Executor's outputs take the poisoned result,
+  so ``forward`` returns and the first read of an output raises.
 - Once reported, a Poisoned array reads as its stand-in values.
 """
 from __future__ import annotations

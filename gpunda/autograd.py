@@ -412,9 +412,10 @@ def _check_versions(node):
     written in place after the node was recorded (NOTE [In-place writes])."""
     op = node.op
     if node.saved_in is not None:
+        muts = op.mutated(node.p) if op.mutates else ()
         for i, x in enumerate(node.saved_in):
             # an op's own mutated inputs (BatchNorm's moving stats) are not read by its rule
-            if i in op.mutates:
+            if i in muts:
                 continue
             if (x._base if x._base is not None else x)._version > node.seq:
                 raise GpundaError(

@@ -28,6 +28,7 @@ from . import _oom
 from . import autograd as _ag
 from .base import GpundaError
 from .imperative import write_outputs
+from ._deferred import DeferredOpError, failed_input, poison_outputs
 from .context import shares_memory_space
 from .ops._util import capture_gemm as _capture_gemm
 from .ops.registry import OpDef
@@ -277,7 +278,7 @@ class CachedOp:
         self._frees = frees
         mutated = set()
         for st in steps:
-            for k in st.op.mutates:
+            for k in (st.op.mutated(st.p) if st.op.mutates else ()):
                 if k < len(st.ins) and st.ins[k] < self._nin:
                     mutated.add(st.ins[k])
         self._mutated_inputs = sorted(mutated)
@@ -455,12 +456,29 @@ class CachedOp:
             # ops whose output count depends on params may return a sequence even for
             # one output (SliceChannel with num_outputs=1); imperative.invoke takes both
             return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
+        except DeferredOpError as e:    # as imperative calls: NOTE [Deferred op errors]
+            r = poison_outputs(e, ins, lambda a: self._rerun_step(st, xp, ctx, a))
+            return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
         except GpundaError as e:
             raise GpundaError(f"CachedOp node {st.name!r}: {e}") from None
         except Exception as e:
+            failed = failed_input(ins)
+            if failed is not None:      # a library refused a Poisoned input: same as reading it
+                r = poison_outputs(failed, ins, lambda a: self._rerun_step(st, xp, ctx, a))
+                return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
             from .imperative import _op_error
             err = _op_error(st.op, [_Shape(x) for x in ins], st.p, e)
             raise GpundaError(f"CachedOp node {st.name!r}: {err}") from e
+
+    @staticmethod
+    def _rerun_step(st, xp, ctx, arrays):
+        """Run step ``st`` on stand-in values, never writing the plan's arrays."""
+        if st.op.mutates:
+            muts = st.op.mutated(st.p)
+            arrays = [a.copy() if i in muts else a for i, a in enumerate(arrays)]
+        if st.wants_ctx:
+            return st.compute(xp, st.p, *arrays, ctx=ctx)
+        return st.compute(xp, st.p, *arrays)
 
     def _run_plain(self, xp, ctx, arrays, keep):
         vals = list(arrays) + [None] * (self._nslots - self._nin)

@@ -49,7 +49,8 @@ def _op_error(op, inputs, p, e):
 def _rerun(op, p, xp, ctx, arrays):
     """Run ``op`` on stand-in values (a failed input's), never writing the caller's arrays."""
     if op.mutates:
-        arrays = [a.copy() if i in op.mutates else a for i, a in enumerate(arrays)]
+        muts = op.mutated(p)
+        arrays = [a.copy() if i in muts else a for i, a in enumerate(arrays)]
     if xp is np:
         return op.compute(xp, p, *arrays, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *arrays)
     with ctx._backend.device_scope():
@@ -140,7 +141,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     else:
         outs = [_new(r, ctx) for r in res]
     if op.mutates:
-        for i in op.mutates:
+        for i in op.mutated(p):
             x = inputs[i]
             _ag.bump_version(x)
     if _is_rec() and not op.nondiff:

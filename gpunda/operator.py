@@ -161,10 +161,21 @@ def get_all_registered_operators():
 def get_operator_arguments(op_name):
     """``OperatorArguments(narg, names, types)`` of a built-in operator's parameters."""
     from .ops.registry import get_op
+    from .ops.registry import REQUIRED
     op = get_op(op_name)
-    names = [s.name for s in op.params]
-    types = [s.kind + ("" if s.default is not None else ", optional") for s in op.params]
+    inputs = [] if op.variadic else list(op.inputs)
+    names = inputs + [s.name for s in op.params]
+    types = ["NDArray-or-Symbol"] * len(inputs)
+    for s in op.params:     # dmlc's parameter type strings, as MXSymbolGetAtomicSymbolInfo
+        kind = ("{" + ", ".join(repr(c) for c in sorted(s.choices)) + "}" if s.choices else
+                _DMLC_KINDS.get(s.kind, s.kind))
+        types.append(f"{kind}, required" if s.default is REQUIRED else
+                     f"{kind}, optional, default={s.default!r}")
     return OperatorArguments(len(names), names, types)
+
+
+_DMLC_KINDS = {"bool": "boolean", "shape": "Shape(tuple)", "shape_none": "Shape(tuple)",
+               "floats": "tuple of <float>", "ints": "tuple of <int>"}
 
 
 class PythonOp:

@@ -1048,9 +1048,9 @@ def test_head_grad_larger_than_head_gives_its_leading_elements():
 
 
 def test_zero_size_head_grad_of_another_shape():
-    x = nd.zeros((0, 0, 0, 0), dtype="float64")
+    x = nd.array(np.zeros((0, 0, 0, 0)), dtype="float64")
     x.attach_grad()
     with ag.record():
         y = x * 2
-    y.backward(nd.ones((0, 0, 2), dtype="float64"))
+    y.backward(nd.array(np.ones((0, 0, 2)), dtype="float64"))
     assert x.grad.shape == (0, 0, 0, 0)

@@ -82,10 +82,12 @@ def test_sync_errors_stay_sync():
         nd.dot(nd.ones((2, 3)), nd.ones((2, 3)))
 
 
-def test_executor_step_error_raises_at_once_and_poisons_nothing():
+def test_executor_step_error_is_deferred_to_the_output_read():
+    # MXNet 1.9.1: forward returns, reading the output raises, then samplers work again
     s = mx.sym.random.normal(0, -1, shape=(2,))
+    outs = s.bind(mx.cpu(), {}).forward()
     with pytest.raises(mx.MXNetError, match="scale"):
-        s.bind(mx.cpu(), {}).forward()
+        outs[0].asnumpy()
     nd.waitall()
     assert nd.random.normal(0, 1, shape=(2,)).asnumpy().shape == (2,)
 

@@ -150,3 +150,33 @@ def test_bind_for_gradients_through_an_op_without_a_gradient_rule_raises():
     assert np.all(exe.grad_dict["x"].asnumpy() == 0)
     y.simple_bind(grad_req={"x": "null", "idx": "null"}, **kw).forward()
     (y + mx.sym.var("w")).simple_bind(grad_req={"w": "write"}, w=(4,), **kw)
+
+
+def test_deferred_op_error_reaches_executor_output_at_first_read():
+    # MXNet: forward returns; the kernel's error is raised when the output is read
+    s = mx.sym.take(mx.sym.Variable("a"), mx.sym.Variable("i"), mode="raise")
+    ex = s.simple_bind(mx.cpu(), a=(2, 3), i=(2,))
+    ex.arg_dict["a"][:] = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    ex.arg_dict["i"][:] = mx.nd.array([0, 5])
+    ex.forward(is_train=True)
+    with pytest.raises(mx.base.MXNetError, match="index 5 is out of range"):
+        ex.outputs[0].asnumpy()
+    ex.arg_dict["i"][:] = mx.nd.array([1, 0])
+    ex.forward(is_train=False)
+    np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [[3, 4, 5], [0, 1, 2]])
+
+
+def test_monitor_all_names_inputs_as_mxnet_does():
+    # MXNet 1.9.1 names a single input "input0" unless the op lists its input names
+    data = mx.sym.Variable("data", shape=(2, 3, 4, 4))
+    for s, want in [(mx.sym.Activation(data, act_type="relu", name="act"),
+                     ["data", "act_input0", "act_output"]),
+                    (mx.sym.Pooling(data, kernel=(2, 2), name="pool"),
+                     ["data", "pool_data", "pool_output"]),
+                    (mx.sym.concat(data, data, dim=0, name="cc"),
+                     ["data", "cc_arg0", "data", "cc_arg1", "cc_output"])]:
+        names = []
+        ex = s.simple_bind(mx.cpu(), grad_req="null")
+        ex.set_monitor_callback(lambda n, a: names.append(n), monitor_all=True)
+        ex.forward()
+        assert names == want

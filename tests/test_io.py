@@ -176,7 +176,7 @@ def test_roundtrip_every_dtype(dtype, rng, tmp_path):
     if dtype.startswith("float"):
         host.reshape(-1)[:3] = [np.nan, -0.0, np.inf]
     path = str(tmp_path / "a.nd")
-    mx.nd.save(path, [mx.nd.array(host, dtype=dtype), mx.nd.zeros((0, 2), dtype=dtype)])
+    mx.nd.save(path, [mx.nd.array(host, dtype=dtype), mx.nd.array(np.zeros((0, 2)), dtype=dtype)])
     out = mx.nd.load(path)
     _same_bits(out[0].asnumpy(), host)
     _same_bits(out[1].asnumpy(), np.zeros((0, 2), dtype))

@@ -362,3 +362,15 @@ def test_mxnet_ndarray_ndarray_all_names_exist():
         assert name in m.__all__ and hasattr(m, name), name
     with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
         m._new_empty_handle()
+
+
+@pytest.mark.parametrize("make", [lambda s: nd.zeros(s), lambda s: nd.ones(s),
+                                  lambda s: nd.full(s, 2.0)])
+def test_unknown_legacy_shapes_need_np_shape(make):
+    # MXNet 1.9.1: () and 0 dimensions are unknown sizes to _zeros/_ones/_full outside np_shape
+    for shape in [(), (0, 1, 3, 0)]:
+        with pytest.raises(mx.MXNetError, match="unknown outside mx.np_shape"):
+            make(shape)
+    with mx.np_shape():
+        assert make(()).shape == () and make((0, 4)).shape == (0, 4)
+    assert nd.empty((0,)).shape == (0,)

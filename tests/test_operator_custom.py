@@ -235,3 +235,11 @@ def test_make_loss_gradients(rng):
         y = nd.make_loss(x * 2)
     y.backward(nd.array(rng.uniform(-5, 5, (4, 3))))
     np.testing.assert_allclose(x.grad.asnumpy(), np.full((4, 3), 2.0))
+
+
+def test_operator_arguments_list_inputs_then_params_with_dmlc_types():
+    # as MXNet 1.9.1's get_operator_arguments('Activation')
+    args = mx.operator.get_operator_arguments("Activation")
+    assert args.names == ["data", "act_type"] and args.narg == 2
+    assert args.types == ["NDArray-or-Symbol",
+                          "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"]

@@ -418,3 +418,14 @@ def test_ops_give_their_input_variables_initializers_as_mxnet():
     own = mx.sym.Variable("g", init=mx.init.One())
     s = mx.sym.LeakyReLU(data=d, gamma=own, act_type="prelu")
     assert s.attr_dict()["g"]["__init__"] == mx.init.One().dumps()
+
+
+def test_sym_histogram_with_edges_or_count_and_range():
+    data, bins = mx.sym.Variable("data"), mx.sym.Variable("bins")
+    x = mx.nd.array([0.1, 0.5, 0.7, 2.0, 3.5])
+    h1 = mx.sym.histogram(a=data, bins=3, range=(0, 3)).eval(data=x)
+    np.testing.assert_array_equal(h1[0].asnumpy(), np.histogram(x.asnumpy(), 3, (0, 3))[0])
+    h2 = mx.sym.histogram(a=data, bins=bins).eval(data=x, bins=mx.nd.array([0, 1, 4]))
+    np.testing.assert_array_equal(h2[0].asnumpy(), [3, 2])
+    with pytest.raises(ValueError, match="null range"):
+        mx.sym.histogram(a=data, bins=3)

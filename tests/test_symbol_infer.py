@@ -180,3 +180,12 @@ def test_pick_index_shape_follows_its_rank_as_mxnet():
     assert mx.sym.pick(d, i, axis=1).infer_shape(d=(10, 5)) == ([(10, 5), (10,)], [(10,)], [])
     with pytest.raises(mx.GpundaError, match="pick index"):
         s.infer_shape(d=(10, 5), i=(9,))
+
+
+def test_shape_inference_of_value_checking_ops_uses_valid_stand_ins():
+    # potrf refuses the zero matrices inference starts with; identity matrices pass
+    s = mx.sym.linalg.potrf(mx.sym.Variable("a"))
+    _, out, _ = s.infer_shape(a=(4, 4, 1, 1))
+    assert out == [(4, 4, 1, 1)]
+    ex = s.bind(mx.cpu(), {"a": mx.nd.array(np.full((4, 4, 1, 1), 4.0))})
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), 2.0)

@@ -824,6 +824,8 @@ def _cuda_to_host(obj):
 
 def _make(where, shape, ctx, dtype, fill):
     shape = _check_shape(shape, where)
+    if where != "empty" and (not shape or 0 in shape):
+        _legacy_unknown_shape(where, shape)
     ctx = _ctx_of(ctx)
     dt = _dtype_of(dtype)
     xp = ctx.backend.xp
@@ -861,6 +863,15 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones (written into ``out=`` when given)."""
     return _into(kwargs.get("out"), _make("ones", shape, ctx, dtype,
                                           lambda xp, s, d: xp.ones(s, d)))
+
+
+def _legacy_unknown_shape(where, shape):
+    """MXNet's _zeros/_ones/_full fail shape inference for () or a 0 dimension unless
+    mx.np_shape() is on (legacy shapes read them as unknown); empty() allocates anyway."""
+    from ..util import is_np_shape
+    if not is_np_shape():
+        raise GpundaError(f"Operator _{where}: shape={shape} is unknown outside mx.np_shape() "
+                          f"(legacy shapes read () and 0 as unknown sizes)")
 
 
 def _into(out, r):

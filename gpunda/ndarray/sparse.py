@@ -413,7 +413,7 @@ def _compute(op, p, stypes, raws, ctx):
     _log_fallback(op, stypes, p, ctx)
     dense = [to_dense(r) for r in raws]
     res = op.compute(xp, p, *dense, ctx=ctx) if op.wants_ctx else op.compute(xp, p, *dense)
-    for i in op.mutates:
+    for i in op.mutated(p) if op.mutates else ():
         if stypes[i] != "default":      # the op wrote into a densified copy: store it back
             raws[i][...] = dense[i]
     return res
@@ -445,7 +445,7 @@ def _sparse_invoke(op, inputs, p, out=None):
         outs = [_wrap(res, ctx)]
     else:
         outs = [_wrap(r, ctx) for r in res]
-    for i in op.mutates:
+    for i in op.mutated(p) if op.mutates else ():
         x = inputs[i]
         _ag.bump_version(x)
     if _is_rec() and not op.nondiff:

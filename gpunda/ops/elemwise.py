@@ -281,6 +281,9 @@ def _g_div(F, p, i, o, g, need=_BOTH):
 
 def _g_mod(F, p, i, o, g, need=_BOTH):
     need = need or _BOTH
+    if np.dtype(i[0].dtype).kind != "f":    # MXNet's mod_grad/mod_rgrad are 0 for integer types
+        return [F.zeros_like(i[0]) if need[0] else None,
+                F.zeros_like(i[1]) if need[1] else None]
     return [sum_to_shape(F, g[0], i[0].shape) if need[0] else None,
             sum_to_shape(F, -g[0] * F.floor(i[0] / i[1]), i[1].shape) if need[1] else None]
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..base import GpundaError, GpundaIndexError
 from .registry import OpDef, Param, get_op, register
+from .._deferred import DeferredOpError, undefined_like
 from ._util import legacy_scalar, require_same_dtype
 from .reduce import put_along
 
@@ -71,7 +72,16 @@ def _take(xp, p, a, idx):
     if n == 0 and idx.size:
         raise GpundaError(f"Operator take: cannot take from axis {p.axis} of size 0 "
                           f"(input shape {a.shape})")
-    return xp.take(a, _fix_indices(xp, idx, n, p.mode, "take"), axis=ax)
+    try:
+        i = _fix_indices(xp, idx, n, p.mode, "take")
+    except GpundaError as e:
+        if p.mode != "raise":
+            raise
+        # MXNet's kernel finds the bad index on the engine: the error is deferred to the
+        # next read of the result (NOTE [Deferred op errors] in _deferred.py)
+        shape = a.shape[:ax] + tuple(idx.shape) + a.shape[ax + 1:]
+        raise DeferredOpError(str(e), undefined_like(xp, shape, a.dtype)) from None
+    return xp.take(a, i, axis=ax)
 
 
 def _take_backward(xp, p, g, idx):
@@ -428,8 +438,11 @@ def _unravel(xp, p, data):
     shape = tuple(p.shape)
     i = _ints(xp, data)
     parts = []
-    for s, d in zip(_strides(shape), shape):
-        parts.append((i // s) % d if d else i * 0)
+    for k, (s, d) in enumerate(zip(_strides(shape), shape)):
+        if k == 0 and d == -1:      # MXNet: a leading -1 is an unbounded first dimension
+            parts.append(i // s)
+        else:
+            parts.append((i // s) % d if d else i * 0)
     return xp.stack(parts).astype(data.dtype)
 
 

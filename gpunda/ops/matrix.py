@@ -658,6 +658,11 @@ _reg("_split_v2", _split_v2,
 def _tile(xp, p, x):
     if any(r < 0 for r in p.reps):
         raise _err("tile", f"reps={p.reps} must not hold negative values")
+    if 0 in p.reps:
+        from ..util import is_np_shape
+        if not is_np_shape():    # MXNet's legacy shapes read a 0 as an unknown size
+            raise _err("tile", f"reps={p.reps} holds 0, an unknown size outside "
+                               f"mx.np_shape(); zero-size tiling needs np_shape")
     if not p.reps:
         return x.copy()
     return xp.tile(x, p.reps)
@@ -826,6 +831,9 @@ def _diag(xp, p, x):
     if x.ndim == 1:
         return xp.diag(x, p.k)
     a1, a2 = _diag_axes(x, p)
+    if p.k > x.shape[a2] or -p.k > x.shape[a1]:
+        raise _err("diag", f"k={p.k} is outside a ({x.shape[a1]}, {x.shape[a2]}) matrix "
+                           f"(the diagonal would have negative length)")
     return xp.diagonal(x, p.k, a1, a2).copy()
 
 

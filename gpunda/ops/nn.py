@@ -556,15 +556,17 @@ def _softmax_output(xp, p, x, label):
     return _softmax_core(xp, x.reshape(view), 1, False).reshape(x.shape)
 
 
-def _so_norm(xp, p, label2, dshape):
+def _so_norm(xp, p, label2, dshape, spatial=1):
+    """The divisor of the gradient; ``spatial``: the positions per sample of index labels,
+    which MXNet's multi_output backward also divides by unless normalization='valid'."""
     if p.normalization == "batch":
-        return float(dshape[0])
+        return float(dshape[0]) * spatial
     if p.normalization == "valid":
         if p.use_ignore:
             # stays on the device (no host sync, so CUDA-graph capture keeps working)
             return xp.maximum((label2 != p.ignore_label).sum(), 1).astype(np.float64)
         return float(max(label2.size, 1))
-    return 1.0
+    return float(spatial)
 
 
 def _so_keep(xp, p, label2, dtype):
@@ -590,7 +592,7 @@ def _so_grad(xp, p, out, label):
     keep = _so_keep(xp, p, lab, out.dtype)
     if keep is not None:
         g = g * keep
-    g = g * (p.grad_scale / _so_norm(xp, p, lab, out.shape))
+    g = g * (p.grad_scale / _so_norm(xp, p, lab, out.shape, B if p.multi_output else 1))
     return g.reshape(out.shape).astype(out.dtype, copy=False)
 
 
@@ -604,8 +606,9 @@ def _so_scale(xp, p, h, label):
     keep = _so_keep(xp, p, lab, h.dtype)
     if keep is not None:
         g = g * keep
-    return (g * (p.grad_scale / _so_norm(xp, p, lab, h.shape))).reshape(h.shape).astype(
-        h.dtype, copy=False)
+    spatial = view[2] if p.multi_output else 1
+    return (g * (p.grad_scale / _so_norm(xp, p, lab, h.shape, spatial))).reshape(
+        h.shape).astype(h.dtype, copy=False)
 
 
 _SO_PARAMS = [Param("grad_scale", "float", 1.0), Param("ignore_label", "float", -1.0),
@@ -725,8 +728,8 @@ def _dropout(xp, p, x, ctx=None):
     for a in (p.axes or ()):
         mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
     from .. import random as _r
-    if p.p >= 1:
-        mask = xp.zeros(mshape, dtype=x.dtype)
+    if p.p >= 1:    # MXNet's mask is 0 * 1/(1 - p) = NaN: the output is NaN, as in MXNet
+        mask = xp.full(mshape, np.nan, dtype=x.dtype)
     else:
         u = xp.asarray(_r._generator(ctx).uniform(0.0, 1.0, size=tuple(mshape)))
         mask = (u >= p.p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p.p))

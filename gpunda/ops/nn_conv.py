@@ -427,11 +427,19 @@ def _pool_geo(p, shape):
             raise GpundaError(f"Operator Pooling: kernel={kernel} does not match the "
                               f"{nd} spatial dimension(s) of data {tuple(shape)}")
         stride = _tuple(p.stride, nd, 1, "Pooling", "stride")
-        pad = _tuple(p.pad, nd, 0, "Pooling", "pad")
+        if p.pooling_convention == "same":
+            # MXNet: 1-D only, and no padding (it reads pad as three zeros)
+            if nd != 1:
+                raise GpundaError(f"Operator Pooling: pooling_convention='same' supports 1-D "
+                                  f"pooling of (batch, channel, x) data only, got data "
+                                  f"{tuple(shape)}")
+            if any(tuple(p.pad or ())):
+                raise GpundaError(f"Operator Pooling: pad={tuple(p.pad)}: the same pooling "
+                                  f"convention disables the use of pad")
+            pad = (0,)
+        else:
+            pad = _tuple(p.pad, nd, 0, "Pooling", "pad")
     _check_layout(p, nd, "Pooling", allow_last=True)
-    if p.pooling_convention == "same":
-        raise GpundaError("Operator Pooling: pooling_convention='same' is not supported; use "
-                          "'valid' or 'full'")
     if any(k <= 0 for k in kernel) or any(s <= 0 for s in stride) or any(q < 0 for q in pad):
         raise GpundaError(f"Operator Pooling: kernel={kernel}, stride={stride}, pad={pad} "
                           f"must be positive (pad non-negative)")
@@ -443,6 +451,8 @@ def _pool_geo(p, shape):
                               f"input {sp} with pad={pad}")
         if p.pooling_convention == "full":
             o = -(-span // stride[i]) + 1
+        elif p.pooling_convention == "same":     # ceil(in / stride) windows, the last clipped
+            o = -(-sp[i] // stride[i])
         else:
             o = span // stride[i] + 1
         out.append(o)

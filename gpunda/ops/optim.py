@@ -62,6 +62,15 @@ def _nag_mom(xp, p, w, g, mom):
     return out.astype(w.dtype, copy=False)
 
 
+def _mp_nag_mom(xp, p, w, g, mom, w32):
+    # MP_NAGMomKernel: in float32 on the master copy, weight decay inside the step
+    gs = _rescaled(xp, p, g, w32.dtype)
+    m1 = w32.dtype.type(p.momentum) * mom
+    w32[...] = w32 - m1 + (p.momentum + 1) * (m1 - p.lr * (gs + p.wd * w32))
+    mom[...] = m1 - p.lr * (gs + p.wd * w32)    # the kernel reads the updated weight here
+    return w32.astype(w.dtype)
+
+
 def _adam(xp, p, w, g, mean, var):
     gr = _clip(xp, g.astype(w.dtype, copy=False) * w.dtype.type(p.rescale_grad) + p.wd * w,
                p.clip_gradient)
@@ -125,6 +134,10 @@ _op("sgd_mom_update", _sgd_mom, ("weight", "grad", "mom"), _COMMON + _MOM + _LAZ
     state=("mom",))
 _op("nag_mom_update", _nag_mom, ("weight", "grad", "mom"), _COMMON + _MOM,
     "Nesterov momentum (MXNet's formula).", state=("mom",))
+_op("mp_nag_mom_update", lambda xp, p, w, g, mom, w32: _mp_nag_mom(xp, p, w, g, mom, w32),
+    ("weight", "grad", "mom", "weight32"), _COMMON + _MOM,
+    "Multi-precision Nesterov momentum: mom and the float32 weight32 in place.",
+    state=("mom", "weight32"))
 _op("adam_update", _adam, ("weight", "grad", "mean", "var"),
     _COMMON + [Param("beta1", "float", 0.9), Param("beta2", "float", 0.999),
                Param("epsilon", "float", 1e-8)] + _LAZY,

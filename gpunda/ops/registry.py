@@ -150,7 +150,8 @@ class Param:
     """One op parameter: name, kind, default, choices, description.
 
     kinds: int, float, bool, str, enum, shape, shape_none (items may be None),
-    dtype, axis (None, int or tuple), any. ``optional=True`` accepts None/"None".
+    dtype, axis (None, int or tuple), floats/ints (tuples), any. ``optional=True``
+    accepts None/"None".
     """
 
     __slots__ = ("name", "kind", "default", "choices", "doc", "optional")
@@ -202,6 +203,14 @@ class Param:
                 if isinstance(value, (tuple, list)):
                     return tuple(_as_float(x, where) for x in value)
                 return _as_float(value, where)
+            if k in ("floats", "ints"):     # mxnet::Tuple<float|int>; a scalar is a 1-tuple
+                if isinstance(value, str):
+                    value = _literal(value)
+                conv = _as_float if k == "floats" else _as_int
+                if isinstance(value, (tuple, list)) or hasattr(value, "tolist"):
+                    return tuple(conv(x, where) for x in (value.tolist() if hasattr(
+                        value, "tolist") else value))
+                return (conv(value, where),)
             return value
         except ValueError as e:
             raise GpundaError(f"Operator {opname}: parameter {self.name}={value!r} "
@@ -300,7 +309,10 @@ class OpDef:
         self.aliases = tuple(aliases)
         self.infer_shape = infer_shape
         self.infer_type = infer_type
-        self.mutates = tuple(mutates)
+        # input indices the op writes in place: a tuple, or for variadic ops
+        # callable(p) -> indices; either way falsy only when it mutates nothing, so
+        # the dispatcher's ``if op.mutates`` stays the one test ops without state pay
+        self.mutates = mutates if callable(mutates) else tuple(mutates)
         self.wants_ctx = wants_ctx
         self.random = random
         self.doc = doc
@@ -392,6 +404,11 @@ class OpDef:
         if self.variadic:
             return tuple(self.inputs(p))
         return self.inputs
+
+    def mutated(self, p):
+        """Indices of the inputs the call with params ``p`` writes in place."""
+        m = self.mutates
+        return tuple(m(p)) if callable(m) else m
 
     def aux_names(self, p):
         """Names of the inputs that are auxiliary states for params ``p``."""

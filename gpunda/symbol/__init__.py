@@ -63,6 +63,20 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
                                        squeeze_axis=squeeze_axis, sections=sections)
 
 
+def histogram(a, bins=10, range=None, **kwargs):   # noqa: A002 (MXNet's parameter name)
+    """Counts and bin edges of ``a`` (MXNet's ``sym.histogram``): ``bins`` a Symbol of
+    edges, or an int with a ``range`` (a symbol cannot take NumPy's data-dependent range)."""
+    import numbers
+    from .symbol import Symbol
+    if isinstance(bins, Symbol):
+        return _symbol.lookup("_histogram")(a, bins, **kwargs)
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+        if range is None:
+            raise ValueError("null range is not supported in symbol mode")
+        return _symbol.lookup("_histogram")(a, bin_cnt=int(bins), range=tuple(range), **kwargs)
+    raise ValueError("bins argument should be either an integer or an NDArray")
+
+
 def reset_arrays(*data, **kwargs):
     """MXNet's ``reset_arrays`` zeroes NDArrays in place; as a graph node it would have no
     outputs (MXNet 1.9.1 crashes building one). Use ``nd.reset_arrays``."""

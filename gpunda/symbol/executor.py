@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
+from .._deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -145,7 +146,7 @@ class Executor:
             if n.op is None:
                 continue
             if monitor_all:
-                for name, (c, i) in zip(n.input_names(), n.inputs):
+                for name, (c, i) in zip(_monitor_input_names(n), n.inputs):
                     if c.op is None:
                         callback(c.name, entry[(id(c), i)])
                     callback(f"{n.name}_{name}", entry[(id(c), i)])
@@ -232,7 +233,11 @@ class Executor:
             if len(self.outputs) != len(res):
                 self.outputs = [r.copy() for r in res]
             for k, (dst, r) in enumerate(zip(self.outputs, res)):
-                if dst.shape == r.shape and dst.dtype == r.dtype:
+                if type(r._data) is _Poisoned or type(dst._data) is _Poisoned:
+                    # a deferred op error travels into the output, raised at its first
+                    # read as MXNet's engine does (NOTE [Deferred op errors])
+                    dst._data = r._data if type(r._data) is _Poisoned else r._data.copy()
+                elif dst.shape == r.shape and dst.dtype == r.dtype:
                     r.copyto(dst)
                 else:       # inferred ahead wrongly (a data-dependent shape): take the result
                     self.outputs[k] = r.copy()
@@ -409,3 +414,29 @@ def simple_bind(sym, ctx, grad_req, type_dict, shapes):
     grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=a.dtype) for n, a in args.items()
              if reqs.get(n, "null") != "null"}
     return Executor(sym, ctx, args, grads, reqs, aux)
+
+
+# Single-input ops that MXNet 1.9.1 registers with FListInputNames (or as legacy
+# OperatorProperty ops): the monitor names their input by its name. Every other
+# single-input op (Activation, relu, sum, Reshape, ...) is named "input0" there
+# (GraphExecutor::ExecuteMonInputCallback); ops with several inputs keep their names.
+_MONITOR_NAMED_SINGLE = frozenset((
+    "Dropout", "GridGenerator", "L2Normalization", "LRN", "MakeLoss", "Pad", "Pooling",
+    "SliceChannel", "SwapAxis", "_contrib_dgl_adjacency", "_contrib_fft", "_contrib_ifft",
+    "_contrib_index_array", "_contrib_interleaved_matmul_selfatt_qk", "_contrib_quadratic",
+    "_contrib_quantize_v2", "_image_normalize", "_image_to_tensor", "_linalg_det",
+    "_linalg_extractdiag", "_linalg_extracttrian", "_linalg_gelqf", "_linalg_inverse",
+    "_linalg_makediag", "_linalg_maketrian", "_linalg_potrf", "_linalg_potri",
+    "_linalg_slogdet", "_linalg_sumlogdiag", "_linalg_syevd", "_linalg_syrk",
+    "_ravel_multi_index", "_split_v2", "_unravel_index", "all_finite", "col2im",
+    "depth_to_space", "diag", "im2col", "moments", "one_hot", "repeat", "reverse",
+    "space_to_depth", "squeeze", "tile", "BatchNorm_v1", "IdentityAttachKLSparseReg",
+    "SequenceLast", "SequenceMask", "SequenceReverse", "ROIPooling", "Crop",
+    "InstanceNorm", "SVMOutput", "SpatialTransformer", "BilinearSampler"))
+
+
+def _monitor_input_names(node):
+    names = node.input_names()
+    if len(names) == 1 and not node.op.variadic and node.op.name not in _MONITOR_NAMED_SINGLE:
+        return ["input0"]
+    return names

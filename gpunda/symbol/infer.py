@@ -75,6 +75,13 @@ def _dummy(shape, dtype):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
+def _dummy_eye(shape, dtype):
+    """Identity matrices over the last two axes (ones when they are not square)."""
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=dtype), shape).copy()
+    return np.ones(shape, dtype)
+
+
 def _run_dummy(node, in_shapes, in_types):
     from .. import autograd as ag
     from ..context import cpu
@@ -82,8 +89,10 @@ def _run_dummy(node, in_shapes, in_types):
     prev = ag.set_training(False)
     try:
         with np.errstate(all="ignore"):
-            # ones last: samplers refuse zero parameters (negative_binomial's k > 0)
-            makers = (_dummy, lambda s, t: np.zeros(s, t), lambda s, t: np.ones(s, t))
+            first = None
+            # identity matrices pass value checks zeros fail (potrf); ones last, for the
+            # samplers that refuse zero parameters (negative_binomial's k > 0)
+            makers = (_dummy, lambda s, t: np.zeros(s, t), _dummy_eye, lambda s, t: np.ones(s, t))
             for make in makers:
                 arrays = [make(s, t) for s, t in zip(in_shapes, in_types)]
                 try:
@@ -92,12 +101,19 @@ def _run_dummy(node, in_shapes, in_types):
                     else:
                         r = op.compute(np, p, *arrays)
                     break
-                except GpundaError:
-                    raise
-                except (ValueError, TypeError) as e:
+                except GpundaError as e:
+                    # a check on the values (potrf wants a positive definite matrix) fails
+                    # on zeros; identity matrices pass it. Shape errors fail every try.
+                    first = first or e
                     if make is makers[-1]:
-                        raise GpundaError(f"Operator {op.name} (node {node.name!r}): {e} "
-                                          f"(input shapes {list(in_shapes)})") from None
+                        raise first from None
+                except (ValueError, TypeError) as e:
+                    if make is not _dummy:     # (zero strides are read-only: not a reason)
+                        first = first or GpundaError(
+                            f"Operator {op.name} (node {node.name!r}): {e} "
+                            f"(input shapes {list(in_shapes)})")
+                    if make is makers[-1]:
+                        raise first from None
     finally:
         ag.set_training(prev)
     # ops whose output count depends on params return a sequence even for one output

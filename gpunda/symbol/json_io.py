@@ -61,7 +61,7 @@ def _graph_json(sym, top):
     nid = {id(n): i for i, n in enumerate(order)}
     node_texts = []
     for n in order:
-        mut = set(n.op.mutates) if n.op is not None else set()
+        mut = set(n.op.mutated(n.p)) if n.op is not None and n.op.mutates else set()
         entries = [[nid[id(c)], i, 1 if (k in mut and c.op is None) else 0]
                    for k, (c, i) in enumerate(n.inputs)]
         pad = " " * 6

@@ -498,3 +498,18 @@ def test_pooling_channels_last_gradient(rng, kind):
 def test_pooling_layout_must_match_rank():
     with pytest.raises(GpundaError, match="layout"):
         nd.Pooling(nd.ones((1, 4, 4, 2)), kernel=(2, 2), layout="NWC")
+
+
+def test_pooling_same_convention_1d():
+    # MXNet 1.9.1: ceil(width / stride) windows, pad refused; [1, 3, 5, 7, 9] for this input
+    x = mx.nd.array(np.arange(10.0).reshape(1, 1, 10))
+    out = mx.nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0), pool_type="max",
+                        pooling_convention="same")
+    np.testing.assert_array_equal(out.asnumpy(), [[[1, 3, 5, 7, 9]]])
+    odd = mx.nd.Pooling(mx.nd.array(np.arange(9.0).reshape(1, 1, 9)), kernel=2, stride=2,
+                        pool_type="max", pooling_convention="same")
+    np.testing.assert_array_equal(odd.asnumpy(), [[[1, 3, 5, 7, 8]]])    # last window clipped
+    with pytest.raises(GpundaError, match="disables the use of pad"):
+        mx.nd.Pooling(x, kernel=2, stride=2, pad=2, pool_type="max", pooling_convention="same")
+    with pytest.raises(GpundaError, match="1-D"):
+        mx.nd.Pooling(mx.nd.ones((1, 1, 4, 4)), kernel=(2, 2), pooling_convention="same")

@@ -171,3 +171,16 @@ def test_smooth_l1_forward_and_gradient(sigma):
     np.testing.assert_allclose(a.grad.asnumpy(), np.where(np.abs(x) < 1 / s2, x * s2, np.sign(x)))
     np.testing.assert_allclose(mx.nd.smooth_l1(a).asnumpy(),
                                np.where(np.abs(x) < 1, 0.5 * x * x, np.abs(x) - 0.5))
+
+
+def test_integer_mod_gradient_is_zero_as_in_mxnet():
+    # MXNet 1.9.1: mod_grad / mod_rgrad return 0 for integer dtypes, even where b == 0
+    a = mx.nd.array([5, 7, 3], dtype="int32")
+    b = mx.nd.array([2, 0, 0], dtype="int32")
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        c = a % b
+    c.backward(mx.nd.array([3, 2, 1], dtype="int32"))
+    assert a.grad.asnumpy().tolist() == [0, 0, 0]
+    assert b.grad.asnumpy().tolist() == [0, 0, 0]

@@ -323,7 +323,7 @@ def test_outputs_do_not_alias_inputs():
 def test_squeeze_keeps_one_dim_and_shape_arrays():
     assert nd.squeeze(nd.zeros((1, 1, 1))).shape == (1,)
     assert nd.squeeze(nd.zeros((1, 1)), axis=(0, 1)).shape == (1,)
-    s = nd.shape_array(nd.zeros((2, 0, 5)))
+    s = nd.shape_array(nd.array(np.zeros((2, 0, 5))))    # nd.zeros needs np_shape here
     assert s.dtype == np.int64
     np.testing.assert_array_equal(s.asnumpy(), [2, 0, 5])
     z = nd.size_array(nd.zeros((2, 3, 4)))
@@ -477,6 +477,11 @@ def _heads(f, xs, seed=1):
 _SHAPE_ONLY_RHS = {"reshape_like", "reshape_like-range", "slice_like", "slice_like-all",
                    "broadcast_like", "broadcast_like-axes"}
 
+def _tile_np_shape(x, reps):
+    with mx.np_shape():     # zero reps are zero-size only under NumPy shape semantics
+        return nd.tile(x, reps=reps)
+
+
 GRAD_CASES = [c for c in CASES] + MULTI + [
     ("hidden-slice_scatter", lambda g: _op._slice_scatter(g, shape=(3, 4), begin=(None, 1),
                                                            end=(None, 4), step=(-1, 2)),
@@ -488,7 +493,7 @@ GRAD_CASES = [c for c in CASES] + MULTI + [
      [(1, 1, 6, 6)], None),
     ("hidden-reshape_exact", lambda g: _op._reshape_exact(g, shape=(3, 2)), [(2, 3)], None),
     ("repeat-zero", lambda x: nd.repeat(x, repeats=0, axis=0), [(2, 3)], None),
-    ("tile-zero", lambda x: nd.tile(x, reps=(0, 2)), [(2, 3)], None),
+    ("tile-zero", lambda x: _tile_np_shape(x, (0, 2)), [(2, 3)], None),
 ]
 
 
@@ -683,7 +688,7 @@ def test_broadcast_like_refuses_empty_axes():
 @pytest.mark.parametrize("shape", [(0, 4, 2, 2), (1, 4, 0, 2), (1, 0, 2, 2)])
 def test_depth_space_reject_zero_dims(fn, shape):
     with pytest.raises(GpundaError, match="zero dimension"):
-        fn(nd.zeros(shape), 2)
+        fn(nd.array(np.zeros(shape)), 2)
 
 
 @pytest.mark.parametrize("spec,axis,squeeze", [((1, 3), 1, False), (2, 0, False), (4, 0, True),
@@ -706,3 +711,20 @@ def test_sym_split_v2_rejects_uneven_sections():
         s = mx.sym.split_v2(mx.sym.var("d"), 3, axis=1)
         e = s.bind(mx.cpu(), {"d": nd.zeros((2, 4))})
         e.forward()
+
+
+def test_tile_zero_reps_need_np_shape():
+    x = mx.nd.ones((4, 4))
+    with pytest.raises(GpundaError, match="holds 0"):      # MXNet 1.9.1 refuses it too
+        mx.nd.tile(x, (1, 0, 3))
+    with mx.np_shape():
+        assert mx.nd.tile(x, (1, 0, 3)).shape == (1, 0, 12)
+
+
+def test_diag_offset_outside_the_matrix_raises():
+    # MXNet 1.9.1 on a (3, 4) matrix: k=4 and k=-3 give empty diagonals, k=5, -4 raise
+    x = mx.nd.ones((3, 4))
+    assert mx.nd.diag(x, k=4).shape == (0,) and mx.nd.diag(x, k=-3).shape == (0,)
+    for k in (5, -4):
+        with pytest.raises(GpundaError, match=f"k={k}"):
+            mx.nd.diag(x, k=k)

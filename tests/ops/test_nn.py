@@ -323,7 +323,15 @@ def test_softmax_output_multi_output(rng):
     p = _np_softmax(x, 1)
     np.testing.assert_allclose(y, p, rtol=1e-12)
     oh = np.moveaxis(np.eye(3)[lab.astype(int)], -1, 1)
-    np.testing.assert_allclose(g, p - oh, rtol=1e-12)
+    # MXNet's multi_output backward divides by the spatial size (2 * 2) unless
+    # normalization='valid' (softmax_output-inl.h)
+    np.testing.assert_allclose(g, (p - oh) / 4, rtol=1e-12)
+    _, gb = _grad_of(lambda a: nd.SoftmaxOutput(a, _nd(lab), multi_output=True,
+                                                normalization="batch"), x)
+    np.testing.assert_allclose(gb, (p - oh) / (4 * 2), rtol=1e-12)
+    _, gv = _grad_of(lambda a: nd.SoftmaxOutput(a, _nd(lab), multi_output=True,
+                                                normalization="valid"), x)
+    np.testing.assert_allclose(gv, (p - oh) / 8, rtol=1e-12)
     op = mx.ops.get_op("SoftmaxOutput")
     assert op.infer_shape(op.parse_params({"multi_output": "True"}),
                           [(2, 3, 2, 2), None])[0][1] == (2, 2, 2)
@@ -617,3 +625,13 @@ def test_prelu_multi_dim_gamma_covers_the_first_two_axes(rng, xshape, gshape):
     dg = np.where(x > 0, 0.0, x)
     axes = tuple(i for i in range(len(xshape)) if i >= 2 or gb.shape[i] == 1)
     np.testing.assert_allclose(ga.grad.asnumpy(), dg.sum(axis=axes).reshape(gshape), rtol=1e-12)
+
+
+def test_dropout_with_p_one_gives_nan_as_mxnet():
+    # MXNet 1.9.1: the mask is 0 * 1/(1 - p), so output and gradient are NaN
+    a = mx.nd.ones((2, 3))
+    a.attach_grad()
+    with mx.autograd.record():
+        b = mx.nd.Dropout(a, p=1.0)
+    b.backward()
+    assert np.isnan(b.asnumpy()).all() and np.isnan(a.grad.asnumpy()).all()
