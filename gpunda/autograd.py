@@ -28,6 +28,7 @@ from operator import attrgetter
 import numpy as np
 
 from .base import GpundaError
+from . import _deferred
 
 from .base import (MXCallbackList, c_array, c_array_buf, c_handle_array, check_call,
                    string_types)
@@ -495,7 +496,20 @@ class _RawF:
 
         def f(*arrays, **kw):
             p = op.parse_params(kw)
-            r = compute(xp, p, *arrays, **kw_ctx)
+            try:
+                r = compute(xp, p, *arrays, **kw_ctx)
+            except GpundaError as e:
+                if not isinstance(e, _deferred.DeferredOpError):
+                    raise
+                r = _deferred.poison_outputs(e, arrays, lambda a: compute(xp, p, *a, **kw_ctx))
+            except Exception:
+                # a gradient read a failed op's result: the failure travels on to the
+                # gradients, as in a forward call (NOTE [Deferred op errors])
+                failed = _deferred.failed_input(arrays)
+                if failed is None:
+                    raise
+                r = _deferred.poison_outputs(failed, arrays,
+                                             lambda a: compute(xp, p, *a, **kw_ctx))
             if op.fixed_nout == 1:
                 return r
             n = nvis if nvis is not None else op.n_visible(p)
@@ -938,6 +952,14 @@ def _write_grads(leaves, where):
         todo.append((leaf, buf, g))
     for leaf, buf, g in todo:
         leaf.fresh = True
+        if type(g) is _deferred.Poisoned:
+            # the gradient depends on a failed op: the buffer carries the failure, which
+            # its next read (or waitall) reports (NOTE [Deferred op errors])
+            old = buf._data
+            buf._data = _deferred.Poisoned(old.fill if type(old) is _deferred.Poisoned else old,
+                                           g.failure)
+            bump_version(buf)
+            continue
         if buf.stype != "default":
             _write_sparse(leaf, buf, g)
             continue

@@ -120,3 +120,19 @@ def test_library_refusing_a_poisoned_input_still_propagates(monkeypatch):
     finally:
         monkeypatch.undo()
         imperative.refresh_fast_paths()
+
+
+def test_a_failure_reaching_the_gradients_is_reported_once():
+    # MXNet's test_exc_symbolic: the backward of a graph whose sampler failed leaves the
+    # failure on the gradient arrays; the next wait reports it, and it is gone after
+    x, z = mx.sym.Variable("x"), mx.sym.Variable("z")
+    out = mx.sym.make_loss(mx.sym.dot(mx.sym.dot(z, x), mx.sym.random.normal(0, -1, (2, 2))))
+    args = {"x": mx.nd.ones((2, 2)), "z": mx.nd.ones((3, 2))}
+    grads = {"x": mx.nd.zeros((2, 2)), "z": mx.nd.zeros((3, 2))}
+    for read in ("waitall", "grad"):
+        exe = out.bind(mx.cpu(), args=args, args_grad=grads)
+        exe.forward(is_train=True)
+        exe.backward()
+        with pytest.raises(mx.MXNetError, match="scale=-1.0"):
+            mx.nd.waitall() if read == "waitall" else exe.grad_arrays[0].asnumpy()
+        mx.nd.waitall()      # reported: nothing is pending any more
