@@ -87,7 +87,9 @@ def reset_arrays(*data, **kwargs):
 
 def __getattr__(name):
     if name in ("np", "numpy", "npx"):     # mx.sym.np / mx.sym.npx (symbol/numpy.py)
-        from . import numpy as _np_sym
+        # import_module, not `from . import numpy`: that probes this __getattr__ again
+        import importlib
+        _np_sym = importlib.import_module(f"{__name__}.numpy")
         return _np_sym if name != "npx" else _np_sym.npx
     # ops registered after import (custom ops) are looked up on demand
     try:
