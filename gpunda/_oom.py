@@ -11,14 +11,13 @@ names the op, its inputs' shapes and dtypes and the bytes asked for.
 """
 from __future__ import annotations
 
-import logging
 import weakref
 
 from .base import GpundaError
 
 __all__ = ["is_oom", "free_caches", "oom_error", "track_cached_op", "stats"]
 
-_log = logging.getLogger("gpunda")
+from .base import gpunda_log as _log
 _cached_ops = weakref.WeakSet()
 _stats = {"ooms": 0, "recovered": 0, "freed_cached_ops": 0}
 

@@ -270,3 +270,15 @@ from ._capi import (  # noqa: E402  (ctypes names, after the error classes they 
 from ._capi import MXCallbackList  # noqa: E402
 from . import libinfo  # noqa: E402
 __version__ = libinfo.__version__
+
+
+class _GpundaLogger:
+    """``logging.getLogger("gpunda")``, imported on first use: the logging package costs
+    a few milliseconds of ``import gpunda`` and most programs never log through it."""
+
+    def __getattr__(self, name):
+        import logging
+        return getattr(logging.getLogger("gpunda"), name)
+
+
+gpunda_log = _GpundaLogger()

@@ -7,7 +7,6 @@ it raises a ``GpundaError``.
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import warnings
@@ -17,7 +16,7 @@ from .base import GpundaError
 __all__ = ["Context", "Device", "cpu", "gpu", "cpu_pinned", "current_context",
            "num_gpus", "gpu_memory_info", "default_device_choice"]
 
-_log = logging.getLogger("gpunda")
+from .base import gpunda_log as _log
 
 _DEVTYPE2ID = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 _DEVID2TYPE = {v: k for k, v in _DEVTYPE2ID.items()}

@@ -11,7 +11,6 @@ for symbolic models.
 from __future__ import annotations
 
 import json
-import logging
 import math
 
 import numpy as np
@@ -110,6 +109,7 @@ class Initializer:
 
     def _verbose_print(self, desc, init, arr):
         if self._verbose and self._print_func:
+            import logging
             logging.info("Initialized %s as %s: %s", desc, init, self._print_func(arr))
 
     def __eq__(self, other):

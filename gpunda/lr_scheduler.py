@@ -7,7 +7,6 @@ learning rate. All support a warm-up phase of ``warmup_steps`` that goes from
 """
 from __future__ import annotations
 
-import logging
 import math
 
 from .base import GpundaError
@@ -71,6 +70,7 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
+                import logging
                 logging.info("Update[%d]: now learning rate arrived at %0.5e, will not change "
                              "in the future", num_update, self.base_lr)
         return self.base_lr

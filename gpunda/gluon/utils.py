@@ -1,7 +1,6 @@
 """Gluon helpers (MXNet 1.x ``gluon.utils``): split batches over devices, clip gradients."""
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 
@@ -90,6 +89,7 @@ def _stored_values(a):
 
 def check_sha1(filename, sha1_hash):
     """Whether the SHA-1 of ``filename`` equals ``sha1_hash``."""
+    import hashlib
     sha1 = hashlib.sha1()
     with open(filename, "rb") as f:
         while True:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io as _pyio
 import os
-import secrets
 import struct
 from collections import namedtuple
 
@@ -600,7 +599,7 @@ def save(fname, data):
     path = os.path.realpath(_path(fname, "save"))   # keep a symlink, replace its target
     folder, base = os.path.split(path)
     chunks = _chunks(*_container(data, "save"), "save")
-    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
+    tmp = os.path.join(folder, f".{base}.{os.urandom(6).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as e:

@@ -28,7 +28,6 @@ computation (``_sparse_invoke``, ``to_dense``, ``to_stype``).
 """
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import types
@@ -50,7 +49,7 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix",
            "row_sparse_array", "zeros", "empty", "array", "add", "subtract", "multiply",
            "divide", "cast_storage", "retain"]
 
-_log = logging.getLogger("gpunda")
+from ..base import gpunda_log as _log
 _is_rec = _ag._is_rec
 
 

@@ -23,14 +23,13 @@ interpolation kernels) has no rule and is declared non-differentiable.
 """
 from __future__ import annotations
 
-import logging
 
 import numpy as np
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
 
-_log = logging.getLogger("gpunda")
+from ..base import gpunda_log as _log
 
 
 def _err(op, msg):

@@ -423,8 +423,16 @@ class OpDef:
         n = self.fixed_nvis
         return n if n is not None else self.num_visible(p)
 
+    _described = None
+
     def describe(self):
-        """A docstring listing inputs and params."""
+        """A docstring listing inputs and params (made once: nd and sym, and every alias,
+        share it)."""
+        if self._described is None:
+            self._described = self._describe()
+        return self._described
+
+    def _describe(self):
         lines = [self.doc.strip() or f"The {self.name} operator.", ""]
         if not self.variadic:
             lines.append("Inputs: " + (", ".join(self.inputs) or "none"))
