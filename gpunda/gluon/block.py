@@ -25,6 +25,7 @@ from .. import name as _name
 from ..base import GpundaError
 from ..context import Context
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
+from .utils import HookHandle
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -180,28 +181,6 @@ def _indent(s, n):
     return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
 
 
-class _HookHandle:
-    """Returned by ``register_forward_hook``; ``detach()`` removes the hook."""
-
-    _next = 0
-
-    def __init__(self, hooks):
-        self._hooks = hooks
-        self._id = _HookHandle._next
-        _HookHandle._next += 1
-
-    def detach(self):
-        """Remove the hook."""
-        self._hooks.pop(self._id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.detach()
-        return False
-
-
 class Block:
     """Base class of every layer and model (MXNet 1.x ``gluon.Block``).
 
@@ -314,14 +293,14 @@ class Block:
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(block, inputs)`` before each forward; returns a handle."""
-        h = _HookHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[h._id] = hook
+        h = HookHandle()
+        h.attach(self._forward_pre_hooks, hook)
         return h
 
     def register_forward_hook(self, hook):
         """Call ``hook(block, inputs, outputs)`` after each forward; returns a handle."""
-        h = _HookHandle(self._forward_hooks)
-        self._forward_hooks[h._id] = hook
+        h = HookHandle()
+        h.attach(self._forward_hooks, hook)
         return h
 
     def apply(self, fn):
@@ -403,6 +382,19 @@ class Block:
         for name, value in loaded.items():
             if name in params:
                 params[name]._load_init(value, ctx, cast_dtype, dtype_source)
+
+    def save(self, prefix):
+        """Save the structure, cached graphs and parameters as ``prefix-model.json``/``.params``.
+
+        ``load`` reads them back into a model created the same way (see ``block_save``).
+        """
+        from .block_save import save_model
+        save_model(self, prefix)
+
+    def load(self, prefix):
+        """Load a model saved by ``save`` into this identically built model."""
+        from .block_save import load_model
+        load_model(self, prefix)
 
     def save_params(self, filename):
         """Deprecated MXNet API: save with full names minus this block's prefix."""

@@ -35,14 +35,14 @@ def _nd():
     return ndarray
 
 
-def tensor_types():
-    """The array types a Block accepts as data."""
-    from ..ndarray import NDArray
-    try:
+def __getattr__(name):
+    # ``tensor_types`` is MXNet's tuple (Symbol, NDArray); built on first use so that
+    # importing gluon does not import the symbol package
+    if name == "tensor_types":
+        from ..ndarray import NDArray
         from ..symbol import Symbol
-        return (NDArray, Symbol)
-    except ImportError:
-        return (NDArray,)
+        return (Symbol, NDArray)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Parameter:

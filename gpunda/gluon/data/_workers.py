@@ -1,0 +1,156 @@
+"""DataLoader workers (``num_workers > 0``): a pool of processes or threads that build
+batches while the training loop runs.
+
+NOTE [DataLoader workers]
+A pool is made once per DataLoader, as MXNet's: ``thread_pool=True`` gives a
+``ThreadPool`` that shares the dataset; otherwise a process pool (fork where the
+platform has it) whose workers receive the dataset once, at start, and keep it
+in a module global, so every batch task carries only its sample indices. A
+process worker returns its batch pickled (NDArrays pickle as MXNet's binary
+records); the parent unpickles it. The iterator keeps up to ``prefetch`` tasks
+in flight and hands batches back strictly in sampler order, so the batches are
+exactly those of ``num_workers=0``. A failing sample is caught in the worker and
+comes back as an error naming the sample index and carrying the worker's
+traceback, raised in the parent when that batch is due.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.pool
+import pickle
+import signal
+import traceback
+
+from ...base import GpundaError
+
+_worker_dataset = None
+
+
+class _SampleError:
+    """What a worker sends back instead of a batch when reading sample ``index`` failed."""
+
+    def __init__(self, index, exc):
+        self.index = index
+        self.kind = type(exc).__name__
+        self.message = str(exc)
+        self.trace = traceback.format_exc()
+
+    def raise_(self):
+        where = "batchify_fn" if self.index is None else f"sample {self.index}"
+        raise GpundaError(f"DataLoader: a worker failed on {where}: {self.kind}: "
+                          f"{self.message}\nworker traceback:\n{self.trace}")
+
+
+def _collect(dataset, samples, batchify_fn):
+    """The batch of ``samples`` (a _SampleError when a sample or batchify_fn fails)."""
+    items = []
+    for i in samples:
+        try:
+            items.append(dataset[i])
+        except Exception as e:      # noqa: BLE001 (sent to the parent, raised there)
+            return _SampleError(i, e)
+    try:
+        return batchify_fn(items)
+    except Exception as e:          # noqa: BLE001
+        return _SampleError(None, e)
+
+
+def _process_init(dataset, np_shape, np_array):
+    global _worker_dataset
+    _worker_dataset = dataset
+    from ...util import set_np
+    set_np(shape=np_shape, array=np_array)
+    # the parent handles Ctrl-C and shuts the pool down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _thread_init(np_shape, np_array):
+    from ...util import set_np
+    set_np(shape=np_shape, array=np_array)
+
+
+def _process_task(samples, batchify_fn):
+    out = _collect(_worker_dataset, samples, batchify_fn)
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _thread_task(samples, batchify_fn, dataset):
+    return _collect(dataset, samples, batchify_fn)
+
+
+def make_pool(num_workers, dataset, thread_pool):
+    """A ThreadPool, or a process pool holding ``dataset`` in each worker."""
+    from ...util import is_np_array, is_np_shape
+    flags = (is_np_shape(), is_np_array())
+    if thread_pool:
+        return multiprocessing.pool.ThreadPool(num_workers, initializer=_thread_init,
+                                               initargs=flags)
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ctx.Pool(num_workers, initializer=_process_init, initargs=(dataset,) + flags)
+
+
+class MultiWorkerIter:
+    """Batches of ``batch_sampler`` built by ``pool``, returned in order.
+
+    Holds a reference to its DataLoader so the pool lives as long as the iterator.
+    """
+
+    def __init__(self, loader, pool, thread_pool, batchify_fn, batch_sampler, prefetch,
+                 timeout, post):
+        self._loader = loader
+        self._pool = pool
+        self._thread_pool = thread_pool
+        self._batchify_fn = batchify_fn
+        self._iter = iter(batch_sampler)
+        self._len = len(batch_sampler)
+        self._timeout = timeout
+        self._post = post
+        self._pending = {}
+        self._sent = 0
+        self._rcvd = 0
+        for _ in range(max(prefetch, 1)):
+            self._push_next()
+
+    def __len__(self):
+        return self._len
+
+    def __iter__(self):
+        return self
+
+    def _push_next(self):
+        samples = next(self._iter, None)
+        if samples is None:
+            return
+        if self._thread_pool:
+            task = self._pool.apply_async(_thread_task, (samples, self._batchify_fn,
+                                                         self._loader._dataset))
+        else:
+            task = self._pool.apply_async(_process_task, (samples, self._batchify_fn))
+        self._pending[self._sent] = task
+        self._sent += 1
+
+    def __next__(self):
+        self._push_next()
+        if self._rcvd == self._sent:
+            if self._pending:
+                raise GpundaError("DataLoader: internal error, batches left after the last one")
+            raise StopIteration
+        task = self._pending.pop(self._rcvd)
+        try:
+            out = task.get(self._timeout)
+        except multiprocessing.TimeoutError:
+            kind = "thread" if self._thread_pool else "process"
+            raise multiprocessing.TimeoutError(
+                f"DataLoader: a worker {kind} timed out after {self._timeout} s on batch "
+                f"{self._rcvd}; a slow transform needs a larger `timeout`"
+                + ("" if self._thread_pool else
+                   ", and a large batch may lack shared memory (use fewer workers)")) from None
+        self._rcvd += 1
+        if not self._thread_pool:
+            out = pickle.loads(out)
+        if isinstance(out, _SampleError):
+            out.raise_()
+        return self._post(out)
+
+    next = __next__
