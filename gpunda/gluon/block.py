@@ -303,6 +303,12 @@ class Block:
         h.attach(self._forward_hooks, hook)
         return h
 
+    def register_op_hook(self, callback, monitor_all=False):
+        """Install ``callback(name, op_name, array)`` on the hybridized descendants (see
+        ``HybridBlock.register_op_hook``)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
     def apply(self, fn):
         """Call ``fn(block)`` on every descendant and then on this block."""
         for child in self._children.values():
@@ -486,6 +492,8 @@ class HybridBlock(Block):
         self._in_format = None
         self._active = False
         self._flags = []
+        self._callback = None
+        self._monitor_all = False
 
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
@@ -506,16 +514,34 @@ class HybridBlock(Block):
         self._cached_op = None
         self._cached_op_args = None
 
-    def hybridize(self, active=True, static_alloc=False, static_shape=False, inline_limit=2,
-                  forward_bulk_size=None, backward_bulk_size=None, clear=True, **kwargs):
+    def register_op_hook(self, callback, monitor_all=False):
+        """Call ``callback(name, op_name, array)`` for each op output (and input with
+        ``monitor_all``) when this block runs hybridized, as MXNet's op hook.
+
+        It is set on this block and its direct children (as MXNet); it takes effect in
+        the block's CachedOp, so a hybridized child of a hybridized parent reports
+        through the parent's graph. Non-hybridized calls report nothing.
+        """
+        self._callback = callback
+        self._monitor_all = monitor_all
+        for child in self._children.values():
+            child._callback = callback
+            child._monitor_all = monitor_all
+        if self._cached_op is not None:
+            self._cached_op._register_op_hook(callback, monitor_all)
+
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
+                  static_shape=False, inline_limit=2, forward_bulk_size=None,
+                  backward_bulk_size=None, **kwargs):
         """Run through a CachedOp from the next call on (``active=False`` undoes it).
 
         ``static_alloc``/``static_shape`` go to the CachedOp (buffers kept
-        between calls; on a GPU with both, replay through CUDA graphs).
+        between calls; on a GPU with both, replay through CUDA graphs); a graph of
+        at most ``inline_limit`` ops is recorded op by op under autograd.
+        ``backend`` (MXNet's subgraph partitioning) must be None: gpunda has no
+        subgraph backends.
         """
-        if kwargs.get("backend") is not None:
-            raise GpundaError(f"HybridBlock {self.name}: hybridize(backend=...) (subgraph "
-                              f"backends) is not supported by gpunda")
+        _check_backend(self, "hybridize", backend)
         self._active = bool(active)
         flags = [("static_alloc", bool(static_alloc)), ("static_shape", bool(static_shape)),
                  ("inline_limit", inline_limit)]
@@ -533,6 +559,19 @@ class HybridBlock(Block):
             child.hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
                             inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
                             backward_bulk_size=backward_bulk_size, clear=clear, **kwargs)
+
+    def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False,
+                     static_shape=False, inline_limit=2, forward_bulk_size=None,
+                     backward_bulk_size=None, **kwargs):
+        """MXNet's partition-for-a-backend API: hybridize and build the CachedOp for the
+        inputs ``x, *args`` without running it.
+
+        ``backend`` is required (ValueError without one, as MXNet); gpunda has no
+        subgraph backends, so any name raises GpundaError naming it.
+        """
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        _check_backend(self, "optimize_for", backend)
 
     def cast(self, dtype):
         self._clear_cached_op()
@@ -575,6 +614,8 @@ class HybridBlock(Block):
         param_indices = [i for i, n in enumerate(input_names) if n not in data_names]
         flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
         self._cached_op = CachedOp(out, flags)
+        if self._callback is not None:
+            self._cached_op._register_op_hook(self._callback, self._monitor_all)
 
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
@@ -688,6 +729,13 @@ class HybridBlock(Block):
         params_file = f"{path}-{epoch:04d}.params"
         _nd().save(params_file, arg_dict)
         return sym_file, params_file
+
+
+def _check_backend(block, where, backend):
+    if backend is not None:
+        raise GpundaError(f"HybridBlock {block.name}: {where}(backend={backend!r}): subgraph "
+                          f"backend {backend!r} is not supported by gpunda, which has no "
+                          f"subgraph partitioning backends; use backend=None")
 
 
 def _have_cached_op():
