@@ -56,6 +56,7 @@ _LAZY_MODULES = {name: name for name in (
     "test_utils", "contrib", "operator", "numpy", "numpy_extension", "profiler", "registry",
     "log", "library", "image", "rnn")}
 _LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
+_LAZY_MODULES.update(visualization="visualization", viz="visualization")
 
 
 def install_mxnet_alias():
