@@ -114,3 +114,21 @@ def test_record_file_dataset(tmp_path):
     assert len(ds) == 5 and ds[3] == b"record 3"
     with pytest.raises(GpundaError, match="missing.rec"):
         gdata.RecordFileDataset(str(tmp_path / "missing.rec"))
+
+
+def test_dropping_a_loader_mid_epoch_with_large_batches_does_not_hang():
+    import glob
+    from gpunda.gluon.data import _workers
+    # batches of ~128 KB: pickled through the result pipe they would fill it and
+    # deadlock Pool.terminate; through shared-memory files they cannot
+    for _ in range(3):
+        loader = gdata.DataLoader(np.random.rand(400, 2000), batch_size=8, num_workers=4)
+        prefix = loader._worker_pool._gpunda_shm_prefix if hasattr(
+            loader._worker_pool, "_gpunda_shm_prefix") else None
+        it = iter(loader)
+        assert next(it).shape == (8, 2000)
+        del it, loader
+    import gc
+    gc.collect()
+    assert not glob.glob(_workers._SHM_DIR + "/gpunda-dl-%d-*" % __import__("os").getpid())
+    assert prefix is None

@@ -6,8 +6,13 @@ A pool is made once per DataLoader, as MXNet's: ``thread_pool=True`` gives a
 ``ThreadPool`` that shares the dataset; otherwise a process pool (fork where the
 platform has it) whose workers receive the dataset once, at start, and keep it
 in a module global, so every batch task carries only its sample indices. A
-process worker returns its batch pickled (NDArrays pickle as MXNet's binary
-records); the parent unpickles it. The iterator keeps up to ``prefetch`` tasks
+process worker writes each array of its batch to a file in shared memory
+(/dev/shm where it exists) and returns only the file names, shapes and dtypes,
+as MXNet passes batches through shared memory: the result pipe then never
+fills up, which would deadlock ``Pool.terminate`` (CPython's pool blocks
+putting its sentinel on a full pipe). The parent reads each file into a new
+NDArray and deletes it; files of batches never collected are deleted with the
+pool (they share a per-pool name prefix). The iterator keeps up to ``prefetch`` tasks
 in flight and hands batches back strictly in sampler order, so the batches are
 exactly those of ``num_workers=0``. A failing sample is caught in the worker and
 comes back as an error naming the sample index and carrying the worker's
@@ -15,15 +20,60 @@ traceback, raised in the parent when that batch is due.
 """
 from __future__ import annotations
 
+import glob
 import multiprocessing
 import multiprocessing.pool
+import os
 import pickle
 import signal
+import tempfile
 import traceback
+import uuid
+import weakref
+
+import numpy as np
 
 from ...base import GpundaError
 
 _worker_dataset = None
+_worker_prefix = None
+_SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+
+class _SharedArray:
+    """An array a worker left in a shared-memory file (read back by ``load``)."""
+
+    def __init__(self, arr, ctx):
+        host = np.ascontiguousarray(arr)
+        fd, self.path = tempfile.mkstemp(prefix=_worker_prefix, dir=_SHM_DIR)
+        with os.fdopen(fd, "wb") as f:
+            f.write(host.tobytes())
+        self.shape, self.dtype, self.ctx = host.shape, host.dtype.str, ctx
+
+    def load(self):
+        from ...ndarray import array
+        try:
+            host = np.fromfile(self.path, dtype=np.dtype(self.dtype)).reshape(self.shape)
+        finally:
+            os.unlink(self.path)
+        return array(host, ctx=self.ctx, dtype=host.dtype)
+
+
+def _to_shared(batch):
+    from ...ndarray import NDArray
+    if isinstance(batch, NDArray) and batch.stype == "default":
+        return _SharedArray(batch.asnumpy(), batch.context)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_shared(b) for b in batch)
+    return batch
+
+
+def _from_shared(batch):
+    if isinstance(batch, _SharedArray):
+        return batch.load()
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_from_shared(b) for b in batch)
+    return batch
 
 
 class _SampleError:
@@ -55,9 +105,10 @@ def _collect(dataset, samples, batchify_fn):
         return _SampleError(None, e)
 
 
-def _process_init(dataset, np_shape, np_array):
-    global _worker_dataset
+def _process_init(dataset, prefix, np_shape, np_array):
+    global _worker_dataset, _worker_prefix
     _worker_dataset = dataset
+    _worker_prefix = prefix
     from ...util import set_np
     set_np(shape=np_shape, array=np_array)
     # the parent handles Ctrl-C and shuts the pool down
@@ -71,6 +122,8 @@ def _thread_init(np_shape, np_array):
 
 def _process_task(samples, batchify_fn):
     out = _collect(_worker_dataset, samples, batchify_fn)
+    if not isinstance(out, _SampleError):
+        out = _to_shared(out)
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -87,7 +140,24 @@ def make_pool(num_workers, dataset, thread_pool):
                                                initargs=flags)
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ctx.Pool(num_workers, initializer=_process_init, initargs=(dataset,) + flags)
+    prefix = f"gpunda-dl-{os.getpid()}-{uuid.uuid4().hex[:8]}-"
+    pool = ctx.Pool(num_workers, initializer=_process_init, initargs=(dataset, prefix) + flags)
+    # files of batches never collected go with the pool, or at interpreter exit
+    weakref.finalize(pool, _delete_files, prefix)
+    return pool
+
+
+def _delete_files(prefix):
+    for path in glob.glob(os.path.join(_SHM_DIR, prefix + "*")):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def close_pool(pool):
+    """Terminate ``pool`` (its shared-memory files are deleted when it is collected)."""
+    pool.terminate()
 
 
 class MultiWorkerIter:
@@ -151,6 +221,8 @@ class MultiWorkerIter:
             out = pickle.loads(out)
         if isinstance(out, _SampleError):
             out.raise_()
+        if not self._thread_pool:
+            out = _from_shared(out)
         return self._post(out)
 
     next = __next__

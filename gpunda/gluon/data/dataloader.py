@@ -108,7 +108,8 @@ class DataLoader:
                 else default_batchify_fn
         self._batchify_fn = batchify_fn
         if self._num_workers:
-            from ._workers import make_pool
+            from ._workers import make_pool, close_pool
+            self._close_pool = close_pool      # kept: __del__ may run at interpreter exit
             self._worker_pool = make_pool(self._num_workers, dataset, self._thread_pool)
         self.auto_reload = auto_reload
         self._iter = None
@@ -163,5 +164,5 @@ class DataLoader:
         if pool is not None:
             # terminate explicitly: a Pool is not reliably shut down by garbage collection
             # (bpo-34172), and its workers would linger
-            pool.terminate()
+            self._close_pool(pool)
             self._worker_pool = None
