@@ -129,3 +129,50 @@ def test_dropping_a_loader_mid_epoch_with_large_batches_does_not_hang():
     import gc
     gc.collect()
     assert not glob.glob(_workers._SHM_DIR + "/gpunda-dl-%d-*" % __import__("os").getpid())
+
+
+@pytest.mark.timeout(60)
+def test_loaders_left_open_then_many_dropped_do_not_hang():
+    # MXNet's test_multi_worker then test_multi_worker_dataloader_release_pool:
+    # loaders of every kind are left open (an auto_reload loader holds its
+    # prefetching iterator), then loaders with ~128 KB batches are dropped after
+    # one batch while the others' pools still run
+    pools = []
+    for thread_pool in (True, False):
+        for auto_reload in (True, False):
+            loader = gdata.DataLoader(_Squares(), batch_size=1, num_workers=3,
+                                      thread_pool=thread_pool, auto_reload=auto_reload)
+            assert [int(b[1].asscalar()) for b in loader] == list(range(23))
+            pools.append(loader._worker_pool)
+    del loader
+    # dropped loaders stop their pools at once, without waiting for the garbage collector
+    assert all(p._state != multiprocessing.pool.RUN for p in pools)
+    # a deadlocked close happens in a finalizer, whose exceptions (the timeout's too)
+    # are swallowed: the elapsed time is what shows it
+    start = time.time()
+    for _ in range(6):
+        loader = gdata.DataLoader(np.random.rand(300, 2000), batch_size=8, num_workers=4)
+        pool = loader._worker_pool
+        it = iter(loader)
+        assert next(it).shape == (8, 2000)
+        del it, loader
+        assert pool._state != multiprocessing.pool.RUN
+    assert time.time() - start < 30
+
+
+def test_closing_a_stuck_pool_returns(monkeypatch):
+    from gpunda.gluon.data import _workers
+    # a terminate that never returns (CPython's pool blocked on a full result pipe)
+    release = multiprocessing.Event()
+
+    class _StuckPool:
+        _pool = []
+
+        def terminate(self):
+            release.wait()
+
+    monkeypatch.setattr(_workers, "_CLOSE_TIMEOUT", 0.2)
+    start = time.time()
+    _workers.close_pool(_StuckPool())
+    assert time.time() - start < 5
+    release.set()

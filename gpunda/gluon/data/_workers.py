@@ -17,6 +17,11 @@ in flight and hands batches back strictly in sampler order, so the batches are
 exactly those of ``num_workers=0``. A failing sample is caught in the worker and
 comes back as an error naming the sample index and carrying the worker's
 traceback, raised in the parent when that batch is due.
+
+A pool is terminated as soon as its DataLoader is dropped (a ``weakref.finalize``
+on the loader, which nothing in the iterator points back to, so no reference
+cycle waits for the garbage collector), and ``close_pool`` never blocks the
+caller for long even if CPython's terminate gets stuck.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import os
 import pickle
 import signal
 import tempfile
+import threading
 import traceback
 import uuid
 import weakref
@@ -37,6 +43,8 @@ from ...base import GpundaError
 
 _worker_dataset = None
 _worker_prefix = None
+_MAX_TRACE = 8000
+_CLOSE_TIMEOUT = 10.0
 _SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 
 
@@ -83,7 +91,8 @@ class _SampleError:
         self.index = index
         self.kind = type(exc).__name__
         self.message = str(exc)
-        self.trace = traceback.format_exc()
+        # bounded, so an error result stays a small message on the result pipe
+        self.trace = traceback.format_exc()[-_MAX_TRACE:]
 
     def raise_(self):
         where = "batchify_fn" if self.index is None else f"sample {self.index}"
@@ -156,19 +165,40 @@ def _delete_files(prefix):
 
 
 def close_pool(pool):
-    """Terminate ``pool`` (its shared-memory files are deleted when it is collected)."""
-    pool.terminate()
+    """Terminate ``pool`` without ever blocking the caller for long.
+
+    ``Pool.terminate`` can block for good when a worker holds the result pipe's
+    lock while writing to a full pipe (CPython's pool puts a sentinel on it under
+    that lock). Results are kept small so this should not happen; if it does
+    anyway, the terminate is left to a daemon thread and the workers are killed
+    after ``_CLOSE_TIMEOUT`` seconds. Shared-memory files go when the pool is
+    collected.
+    """
+    closer = threading.Thread(target=pool.terminate, name="gpunda-dataloader-close",
+                              daemon=True)
+    closer.start()
+    closer.join(_CLOSE_TIMEOUT)
+    if closer.is_alive():
+        for proc in getattr(pool, "_pool", ()):
+            kill = getattr(proc, "kill", None)
+            if kill is not None:
+                try:
+                    kill()
+                except (OSError, ValueError, AttributeError):
+                    pass
 
 
 class MultiWorkerIter:
     """Batches of ``batch_sampler`` built by ``pool``, returned in order.
 
-    Holds a reference to its DataLoader so the pool lives as long as the iterator.
+    Holds the dataset, not the DataLoader: a loader keeps its prefetched iterator
+    (``auto_reload``), and a reference back would make a cycle that leaves the
+    pool running until the garbage collector finds it.
     """
 
-    def __init__(self, loader, pool, thread_pool, batchify_fn, batch_sampler, prefetch,
+    def __init__(self, dataset, pool, thread_pool, batchify_fn, batch_sampler, prefetch,
                  timeout, post):
-        self._loader = loader
+        self._dataset = dataset
         self._pool = pool
         self._thread_pool = thread_pool
         self._batchify_fn = batchify_fn
@@ -194,7 +224,7 @@ class MultiWorkerIter:
             return
         if self._thread_pool:
             task = self._pool.apply_async(_thread_task, (samples, self._batchify_fn,
-                                                         self._loader._dataset))
+                                                         self._dataset))
         else:
             task = self._pool.apply_async(_process_task, (samples, self._batchify_fn))
         self._pending[self._sent] = task

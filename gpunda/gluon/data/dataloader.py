@@ -59,6 +59,21 @@ def _as_in_context(data, ctx):
     return data
 
 
+def _unchanged(batch):
+    return batch
+
+
+class _Pin:
+    """Moves a batch to ``cpu_pinned(device_id)``."""
+
+    def __init__(self, device_id):
+        self.device_id = device_id
+
+    def __call__(self, batch):
+        from ...context import cpu_pinned
+        return _as_in_context(batch, cpu_pinned(self.device_id))
+
+
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches.
 
@@ -108,9 +123,12 @@ class DataLoader:
                 else default_batchify_fn
         self._batchify_fn = batchify_fn
         if self._num_workers:
+            import weakref
             from ._workers import make_pool, close_pool
-            self._close_pool = close_pool      # kept: __del__ may run at interpreter exit
             self._worker_pool = make_pool(self._num_workers, dataset, self._thread_pool)
+            # terminated as soon as the loader is dropped, or at interpreter exit: a Pool
+            # is not reliably shut down by garbage collection (bpo-34172)
+            self._close = weakref.finalize(self, close_pool, self._worker_pool)
         self.auto_reload = auto_reload
         self._iter = None
         if auto_reload:
@@ -118,8 +136,7 @@ class DataLoader:
 
     def _post(self, batch):
         if self._pin_memory:
-            from ...context import cpu_pinned
-            return _as_in_context(batch, cpu_pinned(self._pin_device_id))
+            return _Pin(self._pin_device_id)(batch)
         return batch
 
     def _same_process_iter(self):
@@ -137,8 +154,11 @@ class DataLoader:
         if not self._num_workers:
             return self._same_process_iter()
         from ._workers import MultiWorkerIter
-        return MultiWorkerIter(self, self._worker_pool, self._thread_pool, self._batchify_fn,
-                               self._batch_sampler, self._prefetch, self._timeout, self._post)
+        # a function that does not hold the loader: an auto_reload loader keeps its iterator
+        post = _Pin(self._pin_device_id) if self._pin_memory else _unchanged
+        return MultiWorkerIter(self._dataset, self._worker_pool, self._thread_pool,
+                               self._batchify_fn, self._batch_sampler, self._prefetch,
+                               self._timeout, post)
 
     def refresh(self):
         """Start (prefetching) a new pass over the data for the next ``iter()``."""
@@ -158,11 +178,3 @@ class DataLoader:
 
     def __len__(self):
         return len(self._batch_sampler)
-
-    def __del__(self):
-        pool = getattr(self, "_worker_pool", None)
-        if pool is not None:
-            # terminate explicitly: a Pool is not reliably shut down by garbage collection
-            # (bpo-34172), and its workers would linger
-            self._close_pool(pool)
-            self._worker_pool = None
