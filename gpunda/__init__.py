@@ -59,6 +59,7 @@ _LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
 # MXNet's symbolic training stack: mx.mod and mx.module are one package
 _LAZY_MODULES.update(mod="module", module="module", callback="callback", monitor="monitor",
                      mon="monitor")
+_LAZY_MODULES.update(visualization="visualization", viz="visualization")
 
 
 def install_mxnet_alias():

@@ -197,6 +197,38 @@ _CACHED_OPDEF = OpDef("_CachedOp", None, inputs=lambda p: (), gradient=_no_rule,
                       doc="A CachedOp call on the autograd tape.")
 
 
+class CachedOpCall:
+    """The params of a ``_CachedOp`` Symbol node (``autograd.get_symbol`` of a call that
+    was not inlined): the CachedOp it runs."""
+
+    __slots__ = ("cop",)
+
+    def __init__(self, cop):
+        self.cop = cop
+
+    def attrs(self):
+        return {}
+
+
+def _run_symbol_node(xp, p, *arrays, ctx=None):
+    cop = p.cop
+    vals = cop._run_plain(xp, ctx, list(arrays), keep=False)
+    out = [cop._head_value(vals, h, xp) for h in cop._heads]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _no_symbol_grad(F, p, ins, outs, ograds):
+    raise GpundaError("_CachedOp: a get_symbol() node of a CachedOp call is not "
+                      "differentiable; differentiate the block's own graph instead")
+
+
+# the op of a _CachedOp node in a Symbol: runs the CachedOp's plan (forward only)
+CACHED_SYMBOL_OPDEF = OpDef(
+    "_CachedOp", _run_symbol_node, inputs=lambda p: tuple(p.cop._input_names),
+    num_outputs=lambda p: p.cop.num_outputs, gradient=_no_symbol_grad, save=(),
+    wants_ctx=True, hidden=True, doc="A CachedOp as one Symbol node (from get_symbol).")
+
+
 _live = weakref.WeakSet()     # every CachedOp, for refresh_step_computes
 
 
@@ -291,6 +323,11 @@ class CachedOp:
                 keep.update(st.outs)
         # slots a recorded call must keep for its backward (what the rules read)
         self._keep_for_grad = keep
+        # as MXNet: a small graph (at most inline_limit ops) without static_alloc is
+        # recorded op by op, so the tape (and get_symbol) shows its ops, not one call
+        self._inlining = (not self._flags["static_alloc"]
+                          and len(steps) <= self._flags["inline_limit"]
+                          and all(h >= self._nin for h in self._heads))
         self._plans = OrderedDict()       # signature -> _StaticPlan
         self._first_sig = None
         self._graphs = OrderedDict()      # graph key -> _GraphEntry
@@ -382,22 +419,47 @@ class CachedOp:
                         raise
                     vals, raw = _oom.retry(lambda: self._compute(xp, ctx, arrays, recording),
                                            ctx, lambda e2: e2, e)
-            res = [_new(r, ctx) for r in raw]
             for k in self._mutated_inputs:
                 a = args[k]
                 _ag.bump_version(a)
-            if recording:
-                self._record(args, res, vals, ctx)
+            if recording and self._inlining:
+                recorded = _rerecord(self, vals, args, ctx)
+                res = [recorded[h] for h in self._heads]
+            else:
+                res = [_new(r, ctx) for r in raw]
+                if recording:
+                    self._record(args, res, vals, ctx)
         if out is not None:
             write_outputs(outs_list, res, "CachedOp")
             return out
         return res[0] if self.num_outputs == 1 else res
 
     def _compute(self, xp, ctx, arrays, recording):
-        if recording:
+        if recording or self._monitor is not None:
             vals = self._run_plain(xp, ctx, arrays, keep=True)
-            return vals, [self._head_value(vals, h, xp) for h in self._heads]
+            if self._monitor is not None:
+                from ._op_monitor import report
+                report(self._steps, self._monitor, vals, ctx)
+            return (vals if recording else None), [self._head_value(vals, h, xp)
+                                                    for h in self._heads]
         return None, self._run_fast(xp, ctx, arrays)
+
+    # -- monitoring ----------------------------------------------------------------------
+    _monitor = None
+
+    def _register_op_hook(self, callback, monitor_all=False):
+        """Call ``callback(name, op_name, array)`` for every op output of each call (and
+        every op input with ``monitor_all``), as MXNet's MXCachedOpRegisterOpHook.
+
+        Names as MXNet's (see ``_op_monitor.py``). Monitored calls run the plain
+        plan (no static buffers or CUDA graphs). ``callback=None`` removes the hook.
+        """
+        if callback is not None and not callable(callback):
+            raise GpundaError(f"CachedOp: register_op_hook callback={callback!r} must be "
+                              f"callable or None")
+        from ._op_monitor import step_names
+        self._monitor = None if callback is None else (callback, bool(monitor_all),
+                                                       step_names(self._steps))
 
     def _release_device_caches(self):
         """Drop static buffers and graphs (rebuilt on the next call); True if any were held."""

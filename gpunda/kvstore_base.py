@@ -6,7 +6,7 @@ import warnings
 
 from .base import NotImplementedForGpunda
 
-__all__ = ["KVStoreBase", "KVStoreServer"]
+__all__ = ["KVStoreBase", "KVStoreServer", "TestStore"]
 
 
 class KVStoreBase:
@@ -84,3 +84,62 @@ class KVStoreServer:
     def run(self):
         """Not supported (see the class)."""
         raise NotImplementedForGpunda("KVStoreServer.run is not supported yet")
+
+
+@KVStoreBase.register
+class TestStore(KVStoreBase):
+    """MXNet's ``teststore``: a single-process store that sums values over devices and
+    cannot run optimizers (Trainer then updates on the workers)."""
+
+    def broadcast(self, key, value, out, priority=0):
+        """Write ``value`` into every array of ``out``."""
+        for o in (out if isinstance(out, list) else [out]):
+            o[:] = value
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Sum the list ``value`` and write the sum into ``out`` (``value`` when None)."""
+        if not isinstance(value, (list, tuple)):
+            if out is not None:
+                for o in (out if isinstance(out, list) else [out]):
+                    o[:] = value
+            return
+        ctx = value[0].context
+        total = value[0].as_in_context(ctx).copy()
+        for v in value[1:]:
+            total += v.as_in_context(ctx)
+        for o in (list(value) if out is None else (out if isinstance(out, list) else [out])):
+            o[:] = total.as_in_context(o.context)
+
+    @staticmethod
+    def is_capable(capability):
+        """Only the 'optimizer' capability is known, and a TestStore lacks it."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return False
+        raise ValueError(f"Unknown capability: {capability}")
+
+    @property
+    def type(self):
+        """'teststore'."""
+        return "teststore"
+
+    @property
+    def rank(self):
+        """Always 0."""
+        return 0
+
+    @property
+    def num_workers(self):
+        """Always 1."""
+        return 1
+
+    def set_optimizer(self, optimizer):
+        """Not available: a TestStore runs no optimizer."""
+        raise NotImplementedError()
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Not available: a TestStore runs no optimizer."""
+        raise NotImplementedError()
+
+    def load_optimizer_states(self, fname):
+        """Not available: a TestStore runs no optimizer."""
+        raise NotImplementedError()

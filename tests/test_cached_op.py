@@ -314,19 +314,33 @@ def test_static_mlp_peak_not_above_imperative(rng):
     assert p_static <= p_imp, (p_static, p_imp)
 
 
-def test_trace_reproduces_and_inlines_cachedop(rng):
+@pytest.mark.parametrize("inline_limit", [2, 100])
+def test_trace_reproduces_cachedop_one_node_or_inlined(rng, inline_limit):
+    # as MXNet: a CachedOp of more than inline_limit ops is one _CachedOp node on the
+    # tape (and in get_symbol); a smaller one records its ops one by one
     a, b = _inputs(rng)
     a.attach_grad()
+    b.attach_grad()              # every op is then recorded, so the trace has a and b only
     y, _ = _chain_sym()
-    inner = mx.CachedOp(y)
+    inner = mx.CachedOp(y, [("inline_limit", inline_limit)])
+    assert len(inner._steps) > 2
     with autograd.record():
         z = nd.sqrt(nd.abs(inner(a, b)) + 1.0) * a
     s = autograd.get_symbol(z)
-    assert "broadcast_add" in s.tojson()          # the CachedOp call was inlined
+    ops = [n["op"] for n in __import__("json").loads(s.tojson())["nodes"]]
+    assert ("_CachedOp" in ops) == (inline_limit == 2)
+    assert ("broadcast_add" in ops) == (inline_limit == 100)
     cop = mx.CachedOp(s)
-    vals = {"var0": a, "var1": b}
-    got = cop(*[vals[n] for n in s.list_inputs()])
+    assert s.list_inputs() == ["var0", "var1"]
+    got = cop(a, b)
     np.testing.assert_allclose(got.asnumpy(), z.asnumpy(), rtol=1e-6)
+    z.backward()                     # both recordings give the imperative gradient
+    a2 = a.copy()
+    a2.attach_grad()
+    with autograd.record():
+        z2 = nd.sqrt(nd.abs(_chain_nd(a2, b)[0]) + 1.0) * a2
+    z2.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), a2.grad.asnumpy(), rtol=1e-5)
 
 
 def test_sparse_input_falls_back(rng):

@@ -265,6 +265,8 @@ SPECS = {
     "UpSampling": dict(inputs=[U(1, 1, 2, 2)], params={"scale": 2, "sample_type": "nearest",
                                                        "num_args": 1}),
     "BatchNorm": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)], params={"fix_gamma": False}),
+    "_contrib_BatchNormWithReLU": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)],
+                                       params={"fix_gamma": False}),
     "LayerNorm": dict(inputs=[U(2, 3), U(3), U(3)]),
     "InstanceNorm": dict(inputs=[U(2, 3, 4), U(3), U(3)]),
     "Crop": dict(inputs=[U(1, 2, 4, 5)], params={"num_args": 1, "h_w": (2, 3),

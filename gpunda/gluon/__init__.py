@@ -12,6 +12,9 @@ _LAZY = ("rnn", "contrib", "model_zoo")
 
 
 def __getattr__(name):
+    if name == "tensor_types":
+        from . import parameter
+        return parameter.tensor_types
     # rarely used subpackages load on first use, keeping `import gpunda` fast
     if name in _LAZY:
         import importlib

@@ -26,6 +26,7 @@ from ..base import GpundaError
 from ..context import Context
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
 from . import _np_mode
+from .utils import HookHandle
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -181,28 +182,6 @@ def _indent(s, n):
     return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
 
 
-class _HookHandle:
-    """Returned by ``register_forward_hook``; ``detach()`` removes the hook."""
-
-    _next = 0
-
-    def __init__(self, hooks):
-        self._hooks = hooks
-        self._id = _HookHandle._next
-        _HookHandle._next += 1
-
-    def detach(self):
-        """Remove the hook."""
-        self._hooks.pop(self._id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.detach()
-        return False
-
-
 class Block:
     """Base class of every layer and model (MXNet 1.x ``gluon.Block``).
 
@@ -315,15 +294,21 @@ class Block:
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(block, inputs)`` before each forward; returns a handle."""
-        h = _HookHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[h._id] = hook
+        h = HookHandle()
+        h.attach(self._forward_pre_hooks, hook)
         return h
 
     def register_forward_hook(self, hook):
         """Call ``hook(block, inputs, outputs)`` after each forward; returns a handle."""
-        h = _HookHandle(self._forward_hooks)
-        self._forward_hooks[h._id] = hook
+        h = HookHandle()
+        h.attach(self._forward_hooks, hook)
         return h
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Install ``callback(name, op_name, array)`` on the hybridized descendants (see
+        ``HybridBlock.register_op_hook``)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
 
     def apply(self, fn):
         """Call ``fn(block)`` on every descendant and then on this block."""
@@ -404,6 +389,19 @@ class Block:
         for name, value in loaded.items():
             if name in params:
                 params[name]._load_init(value, ctx, cast_dtype, dtype_source)
+
+    def save(self, prefix):
+        """Save the structure, cached graphs and parameters as ``prefix-model.json``/``.params``.
+
+        ``load`` reads them back into a model created the same way (see ``block_save``).
+        """
+        from .block_save import save_model
+        save_model(self, prefix)
+
+    def load(self, prefix):
+        """Load a model saved by ``save`` into this identically built model."""
+        from .block_save import load_model
+        load_model(self, prefix)
 
     def save_params(self, filename):
         """Deprecated MXNet API: save with full names minus this block's prefix."""
@@ -498,6 +496,8 @@ class HybridBlock(Block):
         self._active = False
         self._flags = []
         self._np_out = False
+        self._callback = None
+        self._monitor_all = False
 
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
@@ -518,16 +518,34 @@ class HybridBlock(Block):
         self._cached_op = None
         self._cached_op_args = None
 
-    def hybridize(self, active=True, static_alloc=False, static_shape=False, inline_limit=2,
-                  forward_bulk_size=None, backward_bulk_size=None, clear=True, **kwargs):
+    def register_op_hook(self, callback, monitor_all=False):
+        """Call ``callback(name, op_name, array)`` for each op output (and input with
+        ``monitor_all``) when this block runs hybridized, as MXNet's op hook.
+
+        It is set on this block and its direct children (as MXNet); it takes effect in
+        the block's CachedOp, so a hybridized child of a hybridized parent reports
+        through the parent's graph. Non-hybridized calls report nothing.
+        """
+        self._callback = callback
+        self._monitor_all = monitor_all
+        for child in self._children.values():
+            child._callback = callback
+            child._monitor_all = monitor_all
+        if self._cached_op is not None:
+            self._cached_op._register_op_hook(callback, monitor_all)
+
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False,
+                  static_shape=False, inline_limit=2, forward_bulk_size=None,
+                  backward_bulk_size=None, **kwargs):
         """Run through a CachedOp from the next call on (``active=False`` undoes it).
 
         ``static_alloc``/``static_shape`` go to the CachedOp (buffers kept
-        between calls; on a GPU with both, replay through CUDA graphs).
+        between calls; on a GPU with both, replay through CUDA graphs); a graph of
+        at most ``inline_limit`` ops is recorded op by op under autograd.
+        ``backend`` (MXNet's subgraph partitioning) must be None: gpunda has no
+        subgraph backends.
         """
-        if kwargs.get("backend") is not None:
-            raise GpundaError(f"HybridBlock {self.name}: hybridize(backend=...) (subgraph "
-                              f"backends) is not supported by gpunda")
+        _check_backend(self, "hybridize", backend)
         self._active = bool(active)
         flags = [("static_alloc", bool(static_alloc)), ("static_shape", bool(static_shape)),
                  ("inline_limit", inline_limit)]
@@ -545,6 +563,19 @@ class HybridBlock(Block):
             child.hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
                             inline_limit=inline_limit, forward_bulk_size=forward_bulk_size,
                             backward_bulk_size=backward_bulk_size, clear=clear, **kwargs)
+
+    def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False,
+                     static_shape=False, inline_limit=2, forward_bulk_size=None,
+                     backward_bulk_size=None, **kwargs):
+        """MXNet's partition-for-a-backend API: hybridize and build the CachedOp for the
+        inputs ``x, *args`` without running it.
+
+        ``backend`` is required (ValueError without one, as MXNet); gpunda has no
+        subgraph backends, so any name raises GpundaError naming it.
+        """
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        _check_backend(self, "optimize_for", backend)
 
     def cast(self, dtype):
         self._clear_cached_op()
@@ -595,6 +626,8 @@ class HybridBlock(Block):
         param_indices = [i for i, n in enumerate(input_names) if n not in data_names]
         flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
         self._cached_op = CachedOp(out, flags)
+        if self._callback is not None:
+            self._cached_op._register_op_hook(self._callback, self._monitor_all)
 
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
@@ -710,6 +743,13 @@ class HybridBlock(Block):
         params_file = f"{path}-{epoch:04d}.params"
         _nd().save(params_file, arg_dict)
         return sym_file, params_file
+
+
+def _check_backend(block, where, backend):
+    if backend is not None:
+        raise GpundaError(f"HybridBlock {block.name}: {where}(backend={backend!r}): subgraph "
+                          f"backend {backend!r} is not supported by gpunda, which has no "
+                          f"subgraph partitioning backends; use backend=None")
 
 
 def _have_cached_op():

@@ -36,14 +36,14 @@ def _nd():
     return ndarray
 
 
-def tensor_types():
-    """The array types a Block accepts as data."""
-    from ..ndarray import NDArray
-    try:
+def __getattr__(name):
+    # ``tensor_types`` is MXNet's tuple (Symbol, NDArray); built on first use so that
+    # importing gluon does not import the symbol package
+    if name == "tensor_types":
+        from ..ndarray import NDArray
         from ..symbol import Symbol
-        return (NDArray, Symbol)
-    except ImportError:
-        return (NDArray,)
+        return (Symbol, NDArray)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Parameter:
@@ -194,11 +194,22 @@ class Parameter:
             f"of nested child Blocks, instead of Block.params)")
 
     def data(self, ctx=None):
-        """The value on ``ctx`` (the only copy when ``ctx`` is None and there is one)."""
+        """The value on ``ctx`` (the only copy when ``ctx`` is None and there is one).
+
+        A row_sparse Parameter has no whole value here: use ``row_sparse_data``.
+        """
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name!r} on ctx {ctx} "
+                               f"via data() because its storage type is {self._stype}. "
+                               f"Please use row_sparse_data() instead.")
         return self._check_and_get(self._data, ctx)
 
     def list_data(self):
         """The values on every context, in the order of ``list_ctx()``."""
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return copies of Parameter {self.name!r} on all "
+                               f"contexts via list_data() because its storage type is "
+                               f"{self._stype}. Please use row_sparse_data() instead.")
         return self._check_and_get(self._data, list)
 
     def grad(self, ctx=None):
@@ -224,12 +235,32 @@ class Parameter:
         return list(self._ctx_list)
 
     def row_sparse_data(self, row_id):
-        """The value (MXNet returns rows of a row_sparse weight; gpunda keeps weights dense)."""
-        return self.data(row_id.context)
+        """The rows ``row_id`` of a row_sparse Parameter, on ``row_id``'s context (pulled
+        from its Trainer's kvstore, which holds the up-to-date weight)."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name!r} via "
+                               f"row_sparse_data() because its storage type is {self._stype}. "
+                               f"Please use data() instead.")
+        return self._get_row_sparse(self._data, getattr(row_id, "context", None), row_id)
 
     def list_row_sparse_data(self, row_id):
-        """The values on every context (weights are kept dense)."""
-        return self.list_data()
+        """The rows ``row_id`` of a row_sparse Parameter on every context."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return copies of Parameter {self.name!r} on all "
+                               f"contexts via list_row_sparse_data() because its storage type "
+                               f"is {self._stype}. Please use data() instead.")
+        return self._get_row_sparse(self._data, list, row_id)
+
+    def _get_row_sparse(self, arr_list, ctx, row_id):
+        from ..ndarray import NDArray
+        if not isinstance(row_id, NDArray):
+            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
+        if not self._trainer:
+            raise RuntimeError(f"Cannot get row_sparse data for Parameter {self.name!r} when "
+                               f"no Trainer is created with it.")
+        results = self._check_and_get(arr_list, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
 
     # -- initialisation ----------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
@@ -292,7 +323,11 @@ class Parameter:
         self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
         nd = _nd()
         with autograd.pause():
+            if getattr(data, "stype", "default") != "default":
+                data = data.tostype("default")
             self._data = [nd.array(data, ctx=c, dtype=self.dtype) for c in self._ctx_list]
+            if self._stype != "default":
+                self._data = [d.tostype(self._stype) for d in self._data]
         if _np_mode.is_np_array():     # parameters made in NumPy mode hold mx.np.ndarray
             _np_mode.to_np(self._data)
         self._init_grad()
@@ -367,8 +402,16 @@ class Parameter:
         self._deferred_init = ()
 
     def _reduce(self):
-        """One copy of the value on the CPU (the mean over contexts)."""
+        """One copy of the value on the CPU (the mean over contexts; a row_sparse one: every
+        row, from the Trainer's kvstore)."""
         nd = _nd()
+        if self._stype != "default":
+            rows = nd.arange(0, self.shape[0], dtype="int64", ctx=cpu())
+            data = nd.zeros(self.shape, stype="row_sparse", ctx=cpu(), dtype=self.dtype)
+            if self._trainer is None:
+                return self._data[0].copyto(cpu())
+            self._trainer._row_sparse_pull(self, data, rows, full_idx=True)
+            return data
         block = self.list_data()
         if len(block) == 1:
             return block[0].copyto(cpu())
@@ -383,9 +426,20 @@ class Parameter:
                 raise GpundaError(f"Parameter {self.name!r} has not been initialized")
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
+        trainer = self._trainer
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            # the kvstore holds the weights it updates: it must take the new value again
+            trainer._reset_kvstore()
         nd = _nd()
         for arr in self._data:
             src = data.as_in_context(arr.context) if isinstance(data, nd.NDArray) else np.asarray(data)
+            if arr.stype != "default":
+                src = nd.array(src).tostype(arr.stype) if not isinstance(src, nd.NDArray) \
+                    else src.tostype(arr.stype)
+                with autograd.pause():
+                    src.copyto(arr)
+                continue
             with autograd.pause():
                 arr[:] = src
 

@@ -1,19 +1,43 @@
 """Gluon Trainer (MXNet 1.x): applies an optimizer to a set of Parameters.
 
-``step(batch_size)`` = sum the gradients over contexts (``allreduce_grads``),
-then update every parameter with gradients rescaled by ``1/batch_size``
-(``update``). A gradient backward has not written since the last step is
-stale: ``step`` refuses it, naming the parameter, unless
+``step(batch_size)`` = reduce the gradients over contexts through the kvstore
+(``allreduce_grads``), then update every parameter with gradients rescaled by
+``1/batch_size`` (``update``). The kvstore is made on first use, as MXNet's
+(NOTE [Trainer kvstore]). A gradient backward has not written since the last
+step is stale: ``step`` refuses it, naming the parameter, unless
 ``ignore_stale_grad=True``, which skips those parameters.
 """
 from __future__ import annotations
 
-from .. import autograd as _ag
+import os
+
+import numpy as np
+
 from .. import optimizer as opt
 from ..base import GpundaError
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer"]
+
+_DIST_TYPES = ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod")
+
+# NOTE [Trainer kvstore]
+# As MXNet 1.9.1 (gluon/trainer.py, model._create_kvstore): a single context with a
+# kvstore name gets no kvstore; several contexts (or row_sparse weights) get
+# ``kv.create(name)``; a KVStore object is used as it is. ``update_on_kvstore``
+# defaults to MXNET_UPDATE_ON_KVSTORE (1) for dense parameters, to False with
+# row_sparse gradients and to True (required) with row_sparse weights; a store that
+# cannot run optimizers (``is_capable('optimizer')`` false) updates on the workers.
+# With ``update_on_kvstore`` the store holds the weights and applies the optimizer
+# on push (``pushpull`` into the weights); otherwise it only sums the gradients and
+# each context's updater applies the optimizer. Distributed stores (dist_sync, nccl
+# under mpiexec) always update on the workers: the parameters are broadcast from
+# rank 0 at the first step and the gradients all-reduced in fused buckets, rescaled
+# by the global batch.
+
+
+def _is_dist(kv):
+    return kv is not None and (kv.type in _DIST_TYPES or kv.type.startswith("dist"))
 
 
 class Trainer:
@@ -34,47 +58,51 @@ class Trainer:
         if isinstance(params, (dict, ParameterDict)):
             params = list(params.values())
         if not isinstance(params, (list, tuple)):
-            raise GpundaError(f"Trainer: the first argument must be a list or dict of "
-                              f"Parameters, got {type(params).__name__}")
+            raise ValueError(f"Trainer: the first argument must be a list or dict of "
+                             f"Parameters, got {type(params).__name__}")
         self._params = []
         self._param2idx = {}
+        self._contains_sparse_weight = False
+        self._contains_sparse_grad = False
         seen = set()
         for i, p in enumerate(params):
             if not isinstance(p, Parameter):
-                raise GpundaError(f"Trainer: the first argument must be a list or dict of "
-                                  f"Parameters, got a list with {type(p).__name__} at index {i}")
+                raise ValueError(f"Trainer: the first argument must be a list or dict of "
+                                 f"Parameters, got a list with {type(p).__name__} at index {i}")
             if id(p) in seen:
                 continue     # a parameter shared by several blocks is updated once
             seen.add(id(p))
             self._param2idx[p.name] = len(self._params)
             self._params.append(p)
             p._set_trainer(self)
-        self._check_kvstore(kvstore, update_on_kvstore)
-        self._kvstore_name = kvstore
+            self._contains_sparse_weight |= p._stype != "default"
+            self._contains_sparse_grad |= p._grad_stype != "default"
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._check_kvstore_name(kvstore, update_on_kvstore)
         self._compression_params = compression_params
         optimizer_params = optimizer_params if optimizer_params else {}
         self._scale = float(optimizer_params.get("rescale_grad", 1.0))
         self._contexts = None
         self._init_optimizer(optimizer, optimizer_params)
-        self._kv_initialized = False
-        if self._kv is not None and all(p._data is not None for p in self._params):
+        self._reset_kvstore()
+        if _is_dist(self._dist_kv) and all(p._data is not None for p in self._params):
             # broadcast now, so even the first forward pass uses rank 0's weights everywhere
             self._ready()
 
-    def _check_kvstore(self, kvstore, update_on_kvstore):
+    def _check_kvstore_name(self, kvstore, update_on_kvstore):
         from .. import kvstore as kvs
+        self._dist_kv = None
         name = getattr(kvstore, "type", kvstore)
-        self._kv = None
-        if name in ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod"):
-            self._kv = kvstore if isinstance(kvstore, kvs.KVStore) else kvs.create(name)
-        elif name not in (None, "local", "device") and not (isinstance(name, str)
-                                                            and name.startswith("local")):
-            kvs.create(name)      # raises naming the type and the valid ones
-            raise GpundaError(f"Trainer: kvstore={name!r} is not supported by gpunda; use None, "
-                              f"'local', 'device', 'dist_sync' or 'nccl'")
-        if update_on_kvstore:
-            raise GpundaError("Trainer: update_on_kvstore=True is not supported; gpunda updates "
-                              "on the workers")
+        if isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
+            self._dist_kv = kvstore if isinstance(kvstore, kvs.KVStoreBase) else kvs.create(name)
+            if update_on_kvstore:
+                raise GpundaError(f"Trainer: update_on_kvstore=True with the distributed "
+                                  f"kvstore {name!r} is not supported; gpunda updates on the "
+                                  f"workers")
+        elif isinstance(kvstore, str):
+            kvs.create(kvstore)       # an unknown name raises now, naming the valid ones
+        elif kvstore is not None and not isinstance(kvstore, kvs.KVStoreBase):
+            raise GpundaError(f"Trainer: kvstore={kvstore!r} must be None, a name or a KVStore")
 
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = {i: p for i, p in enumerate(self._params)}
@@ -102,27 +130,136 @@ class Trainer:
         self._contexts = ctxs or []
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
 
+    # -- the kvstore (NOTE [Trainer kvstore]) ----------------------------------------------
+    def _reset_kvstore(self):
+        """Forget the kvstore; it is made again (and the parameters pushed) on next use."""
+        if _is_dist(self._kvstore if hasattr(self, "_kvstore") else None) and \
+                getattr(self, "_kv_initialized", False):
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self):
+        """Create the kvstore and decide ``update_on_kvstore`` (MXNet's rules)."""
+        from .. import kvstore as kvs
+        self._ready_contexts()
+        config = self._kvstore_params
+        kvstore, want = config["kvstore"], config["update_on_kvstore"]
+        if self._dist_kv is not None:
+            kv, update = self._dist_kv, False
+        elif self._contains_sparse_weight:
+            if isinstance(kvstore, kvs.KVStoreBase):
+                kv = kvstore
+            elif isinstance(kvstore, str):
+                kv = kvs.create(kvstore)
+            else:
+                raise TypeError(f"Cannot create {kvstore!r} KVStore with row_sparse "
+                                f"parameters. The type must be KVStore or str.")
+            if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+                raise GpundaError(f"Trainer: row_sparse weights need a kvstore that runs "
+                                  f"the optimizer, and {kv.type!r} does not")
+            update = True
+            if want is False:
+                raise ValueError("Cannot set update_on_kvstore=False when sparse weights "
+                                 "are present.")
+        else:
+            kv, update = self._create_kvstore(kvstore)
+            if self._contains_sparse_grad:
+                update = False if want is None else want
+                if kv is not None and not isinstance(kv, kvs.KVStore):
+                    raise ValueError(f"Cannot use {type(kv).__name__} for multi-device "
+                                     f"training with sparse gradients")
+            elif want is not None:
+                update = want
+            if kv is not None and update and not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+                if want:
+                    raise ValueError(f"Please set update_on_kvstore=False when training with "
+                                     f"{type(kv).__name__}")
+                update = False
+        if kv is not None:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            if update:
+                kv.set_optimizer(self._optimizer)
+            self._kvstore = kv
+            self._update_on_kvstore = bool(update)
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+        self._distributed = _is_dist(kv)
+        self._kv_initialized = True
+
+    def _create_kvstore(self, kvstore):
+        from .. import kvstore as kvs
+        update = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if kvstore is None:
+            kv = None
+        elif isinstance(kvstore, kvs.KVStoreBase):
+            kv = kvstore
+        elif len(self._contexts) == 1:
+            kv = None
+        else:
+            kv = kvs.create(kvstore)
+            if kvstore == "local":
+                # as MXNet: very large weights are updated on the workers
+                biggest = max((int(np.prod(p.shape)) for p in self._params), default=0)
+                if biggest > 1024 * 1024 * 16:
+                    update = False
+        if kv is None:
+            return None, False
+        return kv, update and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+
+    def _init_params(self):
+        """Put the parameters not yet in the kvstore there (deferred ones wait)."""
+        waiting = []
+        for p in self._params_to_init:
+            if p._data is None:
+                waiting.append(p)
+                continue
+            if self._kvstore is not None and not self._distributed:
+                idx = self._param2idx[p.name]
+                arrays = p._data
+                kv = self._kvstore
+                if p._stype != "default":
+                    kv.init(idx, arrays[0])
+                elif len(arrays) > 1:
+                    # the other copies take the first one's value; the first is not
+                    # rewritten, as a forward may already have used it
+                    kv.broadcast(idx, arrays[0], list(arrays[1:]), priority=-idx)
+                elif hasattr(kv, "init"):
+                    kv.init(idx, arrays[0])
+                else:
+                    kv.broadcast(idx, arrays[0], list(arrays), priority=-idx)
+        self._params_to_init = waiting
+
+    def _prepare(self):
+        """Make the kvstore and push new parameters, as each public entry point does."""
+        from .. import autograd
+        self._ready()
+        with autograd.pause():      # may run inside record() (row_sparse_data in forward)
+            if not self._kv_initialized:
+                self._init_kvstore()
+            if self._params_to_init:
+                self._init_params()
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Rows ``row_id`` of a row_sparse ``parameter`` from the kvstore into ``out``."""
+        from .. import autograd
+        self._prepare()
+        idx = self._param2idx[parameter.name]
+        with autograd.pause():      # a pull is not part of the recorded computation
+            if full_idx and not self._distributed:
+                self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+            else:
+                self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
+
     @property
     def learning_rate(self):
         """The optimizer's current learning rate."""
         return self._optimizer.learning_rate
-
-    @property
-    def _kvstore(self):
-        """MXNet's attribute: the distributed KVStore, or None (gpunda reduces the
-        gradients of one process itself, as MXNet does for a single device)."""
-        return self._kv
-
-    @property
-    def _update_on_kvstore(self):
-        """MXNet's attribute: None without a kvstore, else False (gpunda always updates
-        on the workers)."""
-        return None if self._kv is None else False
-
-    @property
-    def _params_to_init(self):
-        """The Parameters whose (deferred) initialization has not happened yet."""
-        return [p for p in self._params if p._data is None]
 
     @property
     def optimizer(self):
@@ -133,26 +270,33 @@ class Trainer:
         """Set the optimizer's learning rate."""
         self._optimizer.set_learning_rate(lr)
 
+    def _ready_contexts(self):
+        if self._contexts is not None:
+            return
+        for p in self._params:
+            if p._data is None and not p._deferred_init:
+                raise GpundaError(f"Trainer: Parameter {p.name!r} has not been "
+                                  f"initialized; call initialize() first")
+        self._init_contexts()
+
+    def _check_initialized(self):
+        for p in self._params:
+            if p._data is None:
+                raise GpundaError(
+                    f"Trainer: Parameter {p.name!r} has not been initialized yet because "
+                    f"initialization was deferred; run one forward pass before step()")
+
     def _ready(self):
         if self._contexts is None:
-            for p in self._params:
-                if p._data is None:
-                    if p._deferred_init:
-                        raise GpundaError(
-                            f"Trainer: Parameter {p.name!r} has not been initialized yet "
-                            f"because initialization was deferred; run one forward pass "
-                            f"before step()")
-                    raise GpundaError(f"Trainer: Parameter {p.name!r} has not been "
-                                      f"initialized; call initialize() first")
-            self._init_contexts()
-            if self._kv is not None and self._kv.num_workers > 1:
+            self._ready_contexts()
+            if self._dist_kv is not None:
+                self._check_initialized()
+            if self._dist_kv is not None and self._dist_kv.num_workers > 1:
                 self._broadcast_params()
-            self._kv_initialized = True
 
     def _broadcast_params(self):
         """Give every rank rank 0's parameter values (once, before the first step)."""
-        import numpy as np
-        comm = self._kv._comm
+        comm = self._dist_kv._comm
         for p in self._params:
             host = np.ascontiguousarray(p.data(p._ctx_list[0]).asnumpy())
             comm.bcast(host)
@@ -161,7 +305,13 @@ class Trainer:
 
     @property
     def _num_workers(self):
-        return self._kv.num_workers if self._kv is not None else 1
+        return self._dist_kv.num_workers if self._dist_kv is not None else 1
+
+    def _check_update_on_kvstore(self, what):
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise AssertionError(f"Trainer.{what}() when parameters are updated on kvstore is "
+                                 f"not supported. Try setting `update_on_kvstore` to False "
+                                 f"when creating trainer.")
 
     def step(self, batch_size, ignore_stale_grad=False):
         """One update: reduce gradients over contexts (and ranks), then update.
@@ -169,40 +319,67 @@ class Trainer:
         Gradients are rescaled by 1/(batch_size * num_workers): ``batch_size`` is
         this worker's batch.
         """
-        self._ready()
+        self._prepare()
+        self._check_initialized()
         self._optimizer.rescale_grad = self._scale / (batch_size * self._num_workers)
         if not ignore_stale_grad:
-            self._check_stale()     # before the all-reduce, which would refresh every gradient
+            self._check_stale()     # before the reduction, which would refresh every gradient
         self._allreduce_grads()
         self._update(ignore_stale_grad=True)    # checked above; stale ones are skipped
 
     def allreduce_grads(self):
         """Sum each parameter's gradients over its contexts (copies stay equal)."""
-        self._ready()
+        self._prepare()
+        self._check_initialized()
+        self._check_update_on_kvstore("allreduce_grads")
         self._allreduce_grads()
 
     def _allreduce_grads(self):
+        # a stale gradient must not be refreshed by the reduction: remember which were
+        fresh = {id(p): [p._fresh_grad(i) for i in range(len(p._grad))] for p in self._params
+                 if p.grad_req != "null"}
+        if self._distributed:
+            self._allreduce_dist()
+        elif self._kvstore is not None:
+            self._allreduce_kvstore()
+        for p in self._params:
+            if p.grad_req != "null":
+                for i, was in enumerate(fresh[id(p)]):
+                    if not was:
+                        p._mark_grad_used(i)
+
+    def _allreduce_kvstore(self):
+        kv, on_kv = self._kvstore, self._update_on_kvstore
+        for i, p in enumerate(self._params):
+            if p.grad_req == "null":
+                continue
+            grads = p.list_grad()
+            if grads[0].stype != "default":
+                kv.push(i, grads, priority=-i)
+                if p._stype == "default":
+                    kv.pull(i, p.list_data() if on_kv else grads, priority=-i,
+                            ignore_sparse=False)
+            elif on_kv:
+                kv.pushpull(i, grads, out=p.list_data(), priority=-i)
+            else:
+                kv.pushpull(i, grads, priority=-i)
+
+    def _allreduce_dist(self):
         if len(self._contexts) > 1:
             self._reduce_over_contexts()
-        if self._kv is not None and self._kv.num_workers > 1:
-            # a stale gradient must not be refreshed by the all-reduce: remember which were
-            fresh = {id(p): [p._fresh_grad(i) for i in range(len(p._grad))] for p in self._params
-                     if p.grad_req != "null"}
-            grads = [p.list_grad()[0] for p in self._params if p.grad_req != "null"]
-            reduced = self._kv.allreduce_arrays(grads)
-            k = 0
-            for p in self._params:
-                if p.grad_req == "null":
-                    continue
-                first = reduced[k]
-                k += 1
-                for i, g in enumerate(p.list_grad()):
-                    if first is not g:
-                        g[:] = first.as_in_context(g.context)
-                    elif i:
-                        g[:] = first.as_in_context(g.context)
-                    if not fresh[id(p)][i]:
-                        p._mark_grad_used(i)
+        if self._dist_kv.num_workers <= 1:
+            return
+        grads = [p.list_grad()[0] for p in self._params if p.grad_req != "null"]
+        reduced = self._dist_kv.allreduce_arrays(grads)
+        k = 0
+        for p in self._params:
+            if p.grad_req == "null":
+                continue
+            first = reduced[k]
+            k += 1
+            for i, g in enumerate(p.list_grad()):
+                if first is not g or i:
+                    g[:] = first.as_in_context(g.context)
 
     def _reduce_over_contexts(self):
         for p in self._params:
@@ -213,13 +390,13 @@ class Trainer:
             for g in grads[1:]:
                 total += g.as_in_context(total.context)
             for g in grads:
-                # keeps the version bump that marks the gradient as fresh
-                g._data[...] = total.as_in_context(g.context)._data
-                _ag.bump_version(g)
+                g[:] = total.as_in_context(g.context)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update with the current gradients (after ``allreduce_grads``), rescaled by 1/batch_size."""
-        self._ready()
+        self._prepare()
+        self._check_initialized()
+        self._check_update_on_kvstore("update")
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(ignore_stale_grad)
 
@@ -241,14 +418,15 @@ class Trainer:
         params = self._params
         if not ignore_stale_grad:
             self._check_stale()
-        for dev, upd in enumerate(self._updaters):
-            self._optimizer._set_current_context(dev)
-            for i, p in enumerate(params):
-                if p.grad_req == "null":
-                    continue
-                if not p._fresh_grad(dev):
-                    continue          # only reachable with ignore_stale_grad
-                upd(i, p._grad[dev], p._data[dev])
+        if not (self._kvstore is not None and self._update_on_kvstore):
+            for dev, upd in enumerate(self._updaters):
+                self._optimizer._set_current_context(dev)
+                for i, p in enumerate(params):
+                    if p.grad_req == "null":
+                        continue
+                    if not p._fresh_grad(dev):
+                        continue          # only reachable with ignore_stale_grad
+                    upd(i, p._grad[dev], p._data[dev])
         for p in params:
             if p.grad_req != "null":
                 for dev in range(len(p._grad)):
@@ -256,17 +434,27 @@ class Trainer:
 
     def save_states(self, fname):
         """Write the optimizer states (momenta, moments, counts) to ``fname``."""
-        self._ready()
+        self._prepare()
+        if self._update_on_kvstore:
+            if self._params_to_init:
+                raise AssertionError("Cannot save trainer states when some parameters are "
+                                     "not yet initialized in kvstore.")
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            return
         with open(fname, "wb") as f:
             f.write(self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
         """Read optimizer states written by ``save_states``."""
-        self._ready()
-        with open(fname, "rb") as f:
-            states = f.read()
-        for upd in self._updaters:
-            upd.set_states(states)
-            upd.optimizer = self._updaters[0].optimizer
-        self._optimizer = self._updaters[0].optimizer
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            with open(fname, "rb") as f:
+                states = f.read()
+            for upd in self._updaters:
+                upd.set_states(states)
+                upd.optimizer = self._updaters[0].optimizer
+            self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = {i: p for i, p in enumerate(self._params)}

@@ -1,15 +1,20 @@
 """Gluon helpers (MXNet 1.x ``gluon.utils``): split batches over devices, clip gradients."""
 from __future__ import annotations
 
+import collections
 import math
+import os
 import warnings
+import weakref
 
 import numpy as np
 
 from .. import autograd as _ag
 from ..base import GpundaError
+from ..util import is_np_array, is_np_shape  # noqa: F401 (MXNet re-exports them here)
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
+           "replace_file", "HookHandle", "shape_is_known"]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -104,3 +109,78 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     """Not available: gpunda does not download files."""
     raise GpundaError(f"gluon.utils.download({url!r}): gpunda does not download files; fetch it "
                       f"yourself and pass the local path")
+
+
+def replace_file(src, dst):
+    """Move ``src`` over ``dst`` atomically; on failure remove ``src`` and raise OSError."""
+    try:
+        os.replace(src, dst)
+    except OSError as e:
+        try:
+            os.remove(src)
+        except OSError:
+            pass
+        raise OSError(f"replace_file: moving {src!r} to {dst!r} failed ({e}); "
+                      f"retry the download") from None
+
+
+class HookHandle:
+    """A handle on one hook in a block's hook dict: ``detach()`` (or leaving a ``with``) removes it.
+
+    The handle refers to the dict weakly, so it never keeps a block's hooks alive.
+    """
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict, hook):
+        """Put ``hook`` into ``hooks_dict`` under this handle's key."""
+        if self._hooks_dict_ref is not None:
+            raise AssertionError("The same handle cannot be attached twice.")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict)
+
+    def detach(self):
+        """Remove the hook (a no-op when it is already gone)."""
+        hooks = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        if hooks is not None:
+            hooks.pop(self._id, None)
+
+    def __getstate__(self):
+        hooks = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        return hooks, self._id
+
+    def __setstate__(self, state):
+        hooks, self._id = state
+        # a pickled handle whose dict is gone points at an empty dict of its own
+        self._keep = hooks if hooks is not None else collections.OrderedDict()
+        self._hooks_dict_ref = weakref.ref(self._keep)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        self.detach()
+        return False
+
+
+def shape_is_known(shape):
+    """Whether every dimension of ``shape`` is known.
+
+    Unknown is 0 under MXNet's legacy shapes and -1 under NumPy shapes
+    (``is_np_shape()``), where ``()`` is a known scalar shape.
+    """
+    if shape is None:
+        return False
+    unknown = -1 if is_np_shape() else 0
+    if len(shape) == 0:
+        return unknown == -1
+    for d in shape:
+        if d == unknown:
+            return False
+        if d < unknown:
+            raise AssertionError(f"shape_is_known: dimension size {d} in shape {tuple(shape)} "
+                                 f"cannot be less than {unknown}")
+    return True

@@ -1,4 +1,5 @@
-"""More normalisation ops: GroupNorm, L2Normalization, LRN; hard_sigmoid and SVMOutput.
+"""More normalisation ops: GroupNorm, BatchNormWithReLU, L2Normalization, LRN; hard_sigmoid
+and SVMOutput.
 
 Gradients follow NOTE [Gradient rules] in registry.py (F ops only, so they are
 differentiable again). LRN's channel-window sum is a hidden op that is its own
@@ -10,7 +11,7 @@ import numpy as np
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from .nn import _acc, _norm_grad, _kshape
+from .nn import _acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm, _infer_bn
 
 # ---------------------------------------------------------------------------
 # GroupNorm: channels split into num_groups groups, each normalised with its
@@ -74,6 +75,46 @@ register(OpDef(
     output_names=("output", "mean", "std"),
     gradient=_grad_group_norm, save=("inputs",), infer_shape=_infer_gn, family="nn",
     doc="Group normalisation: outputs (out, mean, std), mean/std of shape (N, num_groups)."))
+
+# ---------------------------------------------------------------------------
+# _contrib_BatchNormWithReLU: BatchNorm followed by ReLU in one op (MXNet's MKL-DNN fusion).
+# Its fourth output, "workspace", is a hidden buffer of the data's shape in MXNet; here it
+# holds the ReLU mask (1 where the output is positive).
+
+
+def _batch_norm_relu(xp, p, x, gamma, beta, mm, mv):
+    out, mean, r = _batch_norm(xp, p, x, gamma, beta, mm, mv)
+    out = xp.maximum(out, 0).astype(x.dtype, copy=False)
+    return out, mean, r, (out > 0).astype(x.dtype)
+
+
+def _grad_batch_norm_relu(F, p, ins, outs, og):
+    # the ReLU passes the gradient where its output is positive (sign(out), as relu's rule)
+    g = [og[0] * F.sign(outs[0])] + list(og[1:3])
+    return _grad_batch_norm(F, p, ins, outs[:3], g)
+
+
+def _infer_bn_relu(p, in_shapes):
+    shapes, outs = _infer_bn(p, in_shapes)
+    return shapes, (None if outs is None else outs + [outs[0]])
+
+
+register(OpDef(
+    "_contrib_BatchNormWithReLU", _batch_norm_relu,
+    inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
+            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
+            Param("output_mean_var", "bool", False), Param("axis", "int", 1),
+            Param("cudnn_off", "bool", False, "accepted, ignored"),
+            Param("min_calib_range", "float", None, "accepted, ignored"),
+            Param("max_calib_range", "float", None, "accepted, ignored")],
+    num_outputs=4, num_visible=lambda p: 3 if p.output_mean_var else 1,
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
+    output_names=("output", "mean", "var", "workspace"),
+    gradient=_grad_batch_norm_relu, save=("inputs", "outputs"), infer_shape=_infer_bn_relu,
+    family="nn",
+    doc="relu(BatchNorm(...)): batch normalisation fused with ReLU; moving_mean/moving_var "
+        "are updated in training as BatchNorm's."))
 
 # ---------------------------------------------------------------------------
 # L2Normalization

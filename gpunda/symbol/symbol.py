@@ -340,6 +340,11 @@ class Symbol(SymbolOperators):
             replace[id(known[k])] = s._outputs[0]
         return self._rebuild(replace)
 
+    def _compose(self, *args, **kwargs):
+        """Compose in place (MXNet's ``Symbol._compose``): this symbol becomes ``self(*args,
+        **kwargs)``."""
+        self._outputs = self(*args, **kwargs)._outputs
+
     # -- inference ---------------------------------------------------------------------
     def infer_shape(self, *args, **kwargs):
         """(arg_shapes, out_shapes, aux_shapes) from known input shapes; all None when

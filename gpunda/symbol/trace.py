@@ -4,12 +4,13 @@ Walks ``Node.inputs`` from ``x._ag``: a variable (``attach_grad``) or an
 unrecorded input becomes a Symbol variable, named by the array's ``name``
 attribute when it has a string one, else ``var0``, ``var1``, ...; each
 recorded op call becomes a node with its params (``p.attrs()``). A recorded
-CachedOp call is inlined as its own symbol.
+CachedOp call is one ``_CachedOp`` node, as in MXNet (a CachedOp of at most
+``inline_limit`` ops records its ops one by one instead, so they appear here).
 """
 from __future__ import annotations
 
 from ..base import GpundaError
-from .symbol import Symbol, _Node, topo_order
+from .symbol import Symbol, _Node
 
 __all__ = ["symbol_from_tape"]
 
@@ -17,7 +18,7 @@ __all__ = ["symbol_from_tape"]
 def symbol_from_tape(x):
     """A Symbol computing ``x`` (an NDArray or list of them) from its recorded inputs."""
     from ..ndarray.ndarray import NDArray
-    from ..cached_op import _CACHED_OPDEF
+    from ..cached_op import CACHED_SYMBOL_OPDEF, CachedOpCall
     heads = [x] if isinstance(x, NDArray) else list(x)
     for i, h in enumerate(heads):
         if not isinstance(h, NDArray):
@@ -74,11 +75,12 @@ def symbol_from_tape(x):
             else:
                 ins.append(memo[id(e[0])][e[1]])
         op = node.op
-        if op is _CACHED_OPDEF:
-            sub = node.p.cop.symbol
-            vars_ = [n for n in topo_order(sub._outputs) if n.op is None]
-            inlined = sub._rebuild({id(v): ins[k] for k, v in enumerate(vars_)})
-            memo[id(node)] = list(inlined._outputs)
+        if op.name == "_CachedOp" and op.compute is None:
+            from .. import name as _name
+            call = CachedOpCall(node.p.cop)
+            sn = _Node(CACHED_SYMBOL_OPDEF, _name.current().get(None, "_cachedop"), {}, ins,
+                       call)
+            memo[id(node)] = [(sn, i) for i in range(sn.nout)]
             continue
         if getattr(op, "compute", None) is None or not hasattr(node.p, "attrs"):
             raise GpundaError(f"get_symbol: the recorded call of {op.name} cannot be expressed "

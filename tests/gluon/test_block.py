@@ -529,3 +529,80 @@ def test_reload_with_saved_dtype_recasts(tmp_path):
     p1.load(f, cast_dtype=True, dtype_source="saved")     # already initialized: recast
     assert p1["w0"].data().dtype == np.float32
     np.testing.assert_array_equal(p1["w0"].data().asnumpy(), np.ones((2, 2)))
+
+
+def _three_dense():
+    net = mx.gluon.nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        for _ in range(3):
+            net.add(mx.gluon.nn.Dense(4))
+    net.initialize()
+    return net
+
+
+def test_inline_limit_decides_whether_the_tape_shows_ops_or_one_call():
+    import json
+    net = _three_dense()
+    x = mx.nd.ones((2, 4))
+    counts = {}
+    for limit in (3, 0):
+        net.hybridize(inline_limit=limit)
+        with mx.autograd.record():
+            y = net(x)
+        ops = [n["op"] for n in json.loads(mx.autograd.get_symbol(y).tojson())["nodes"]]
+        counts[limit] = len(ops)
+        y.backward()
+        assert ("_CachedOp" in ops) == (limit == 0)
+        g = net[0].weight.grad().asnumpy().copy()
+        if limit == 0:
+            np.testing.assert_allclose(g, g_inlined, rtol=1e-6)
+        g_inlined = g
+    # MXNet 1.9.1's test_inline: 3 x (weight, bias, FullyConnected) + data inlined,
+    # 6 parameters + data + one _CachedOp node otherwise
+    assert counts == {3: 10, 0: 8}
+
+
+def test_register_op_hook_reports_each_op_with_mxnet_names():
+    net = mx.gluon.nn.HybridSequential(prefix="m_")
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(2))
+        net.add(mx.gluon.nn.Activation("relu"))
+    net.initialize()
+    net.hybridize()
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.shape)),
+                         monitor_all=True)
+    x = mx.nd.ones((3, 5))
+    y = net(x)
+    assert seen == [(b"m_dense0_fwd_data", b"FullyConnected", (3, 5)),
+                    (b"m_dense0_fwd_weight", b"FullyConnected", (2, 5)),
+                    (b"m_dense0_fwd_bias", b"FullyConnected", (2,)),
+                    (b"m_dense0_fwd_output", b"FullyConnected", (3, 2)),
+                    (b"m_relu0_fwd_input0", b"Activation", (3, 2)),   # no input names
+                    (b"m_relu0_fwd_output", b"Activation", (3, 2))]
+    outputs = []
+    net.register_op_hook(lambda name, op, arr: outputs.append(arr.asnumpy()))
+    y2 = net(x)
+    assert len(outputs) == 2
+    np.testing.assert_allclose(outputs[1], y2.asnumpy())
+    np.testing.assert_allclose(y2.asnumpy(), y.asnumpy())
+    with pytest.raises(GpundaError, match="callable"):
+        net._cached_op._register_op_hook(3)
+
+
+def test_optimize_for_and_backends():
+    net = _three_dense()
+    with pytest.raises(ValueError, match="backend"):
+        net.optimize_for(mx.nd.ones((1, 4)))
+    with pytest.raises(GpundaError, match="'MKLDNN'"):
+        net.optimize_for(mx.nd.ones((1, 4)), backend="MKLDNN")
+    with pytest.raises(GpundaError, match="'myPart'"):
+        net.hybridize(True, "myPart")
+
+
+def test_symbol_compose_in_place():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    s = a * 2
+    s._compose(a=b + 1)
+    assert s.list_arguments() == ["b"]
+    np.testing.assert_allclose(s.eval(b=mx.nd.ones(2))[0].asnumpy(), [4, 4])

@@ -53,6 +53,9 @@ def test_sparse_embedding_has_row_sparse_gradient():
     emb = cn.SparseEmbedding(10, 3)
     emb.initialize()
     idx = nd.array([1, 7, 1])
+    with pytest.raises(RuntimeError, match="no Trainer"):   # as MXNet: rows come from it
+        emb(idx)
+    gluon.Trainer(emb.collect_params(), "sgd")
     with autograd.record():
         y = emb(idx)
     y.backward()

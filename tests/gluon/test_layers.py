@@ -201,3 +201,52 @@ def test_deferred_shapes_show_in_repr_after_forward_as_in_mxnet():
         "use_global_stats=False, in_channels=4)\n"
         "  (2): Dense(36 -> 2, linear)\n"
         ")")
+
+
+def test_group_norm_layer_matches_numpy_and_mxnet_docstring():
+    # block names share the automatic-name counter with symbols (as MXNet): a fresh
+    # NameManager keeps these blocks from shifting the names other tests expect
+    with mx.name.NameManager():
+        _group_norm_checks()
+
+
+def _group_norm_checks():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    layer = nn.GroupNorm()
+    layer.initialize()
+    out = layer(nd.array(x)).asnumpy()
+    # MXNet 1.9.1's GroupNorm docstring gives these values for this input
+    np.testing.assert_allclose(out[0, 0], [-1.5932543, -1.3035717, -1.0138891, -0.7242065],
+                               rtol=1e-5)
+    layer2 = nn.GroupNorm(num_groups=3, epsilon=1e-3)
+    layer2.initialize()
+    layer2.hybridize()
+    xr = x.reshape(2, 3, -1)
+    ref = (xr - xr.mean(2, keepdims=True)) / np.sqrt(xr.var(2, keepdims=True) + 1e-3)
+    out2 = layer2(nd.array(x)).asnumpy()
+    np.testing.assert_allclose(out2, ref.reshape(x.shape), rtol=1e-5)
+    assert layer2.gamma.shape == (3,)
+    assert repr(layer2) == "GroupNorm(eps=0.001, num_groups=3, center=True, scale=True)"
+
+
+def test_batch_norm_relu_layer_is_relu_of_batch_norm():
+    x = nd.array(np.random.RandomState(1).randn(4, 3, 2))
+    with mx.name.NameManager():      # keep the global batchnorm name count unchanged
+        bn, bnr = nn.BatchNorm(), nn.BatchNormReLU()
+    for layer in (bn, bnr):
+        layer.initialize()
+    bnr.hybridize()
+    with autograd.record():
+        ref, got = bn(x), bnr(x)
+    np.testing.assert_allclose(got.asnumpy(), np.maximum(ref.asnumpy(), 0), rtol=1e-6)
+    np.testing.assert_allclose(bnr.running_mean.data().asnumpy(),
+                               bn.running_mean.data().asnumpy(), rtol=1e-6)
+    assert [p[len(bnr.prefix):] for p in bnr.collect_params()] == \
+        ["gamma", "beta", "running_mean", "running_var"]
+
+
+def test_activations_module():
+    from gpunda.gluon.nn import activations
+    assert nn.Swish is activations.Swish and nn.Activation is activations.Activation
+    assert set(activations.__all__) == {"Activation", "LeakyReLU", "PReLU", "ELU", "SELU",
+                                        "Swish", "GELU"}

@@ -161,7 +161,7 @@ def test_unknown_optimizer_and_bad_params():
         gluon.Trainer(d.collect_params(), "sgdd")
     with pytest.raises(GpundaError, match="momentun"):
         gluon.Trainer(d.collect_params(), "sgd", {"momentun": 0.9})
-    with pytest.raises(GpundaError, match="list or dict of Parameters"):
+    with pytest.raises(ValueError, match="list or dict of Parameters"):     # as MXNet
         gluon.Trainer(3, "sgd")
     with pytest.raises(GpundaError, match="'dist_snyc'.*did you mean 'dist_sync'"):
         gluon.Trainer(d.collect_params(), "sgd", kvstore="dist_snyc")
@@ -291,3 +291,95 @@ def test_embedding_sparse_grad_trains_like_dense(name, kw):
     np.testing.assert_allclose(res[0], res[1], rtol=1e-6)
     untouched = [0, 2, 4, 5]
     np.testing.assert_array_equal(res[1][untouched], np.ones((4, 2)))
+
+
+def _backward_plus_one(p, rows=None):
+    ws = p.list_data() if rows is None else p.list_row_sparse_data(rows)
+    with autograd.record():
+        for w in ws:
+            (w + 1).backward()
+
+
+def test_row_sparse_parameter_data_access_needs_a_trainer():
+    p = gluon.Parameter("w", shape=(4, 2), stype="row_sparse", grad_stype="row_sparse")
+    p.initialize(init=mx.init.Constant(3.0), ctx=[mx.cpu(0), mx.cpu(1)])
+    rows = nd.array([0, 2], ctx=mx.cpu(1))
+    with pytest.raises(RuntimeError, match="row_sparse_data"):
+        p.data()
+    with pytest.raises(RuntimeError, match="no Trainer"):
+        p.row_sparse_data(rows)
+    with pytest.raises(TypeError, match="NDArray"):
+        p.row_sparse_data([0, 2])
+    gluon.Trainer([p], "sgd")
+    w = p.row_sparse_data(rows)
+    assert w.stype == "row_sparse" and w.context == mx.cpu(1)
+    # only the requested rows are pulled (MXNet's sparse.retain of the weight)
+    np.testing.assert_array_equal(w.asnumpy(), [[3, 3], [0, 0], [3, 3], [0, 0]])
+    assert len(p.list_row_sparse_data(rows)) == 2
+    assert p.grad(mx.cpu(0)).stype == "row_sparse"
+    dense = gluon.Parameter("d", shape=(4, 2))
+    dense.initialize(ctx=CPU)
+    with pytest.raises(RuntimeError, match="data\\(\\) instead"):
+        dense.row_sparse_data(rows)
+
+
+def test_trainer_kvstore_choice_follows_mxnet(monkeypatch):
+    monkeypatch.delenv("MXNET_UPDATE_ON_KVSTORE", raising=False)
+    two = [mx.cpu(0), mx.cpu(1)]
+
+    def make(kv="device", update=None, stype="default", grad_stype="default", ctx=two):
+        p = gluon.Parameter("x", shape=(5, 1), stype=stype, grad_stype=grad_stype)
+        p.initialize(init="zeros", ctx=ctx)
+        t = gluon.Trainer([p], "sgd", {"learning_rate": 0.1}, kvstore=kv,
+                          update_on_kvstore=update)
+        rows = nd.arange(0, 5) if stype == "row_sparse" else None
+        _backward_plus_one(p, rows)
+        t.step(1)
+        return p, t, rows
+
+    p, t, _ = make(ctx=[CPU])                        # one context: no kvstore at all
+    assert t._kvstore is None and t._update_on_kvstore is None
+    # two contexts: gradients summed (1 + 1), lr 0.1 -> -0.2, on the store or not
+    for update, expected in ((None, True), (True, True), (False, False)):
+        p, t, _ = make(update=update)
+        assert t._kvstore.type == "device" and t._update_on_kvstore is expected
+        np.testing.assert_allclose(p.data(mx.cpu(1)).asnumpy(), -0.2)
+    p, t, _ = make(grad_stype="row_sparse")          # sparse gradients update on workers
+    assert t._update_on_kvstore is False
+    np.testing.assert_allclose(p.data(mx.cpu(0)).asnumpy(), -0.2)
+    p, t, rows = make(stype="row_sparse", grad_stype="row_sparse", kv="local")
+    assert t._update_on_kvstore is True
+    np.testing.assert_allclose(p.row_sparse_data(rows).asnumpy(), -0.2)
+    with pytest.raises(ValueError, match="sparse weights"):
+        make(stype="row_sparse", grad_stype="row_sparse", update=False)
+    # a store that cannot run optimizers (MXNet's teststore) sums and the workers update
+    p, t, _ = make(kv=mx.kv.create("teststore"))
+    assert t._update_on_kvstore is False
+    np.testing.assert_allclose(p.data(mx.cpu(1)).asnumpy(), -0.2)
+    p, t, _ = make()
+    with pytest.raises(AssertionError, match="update_on_kvstore"):
+        t.update(1)
+    with pytest.raises(AssertionError, match="update_on_kvstore"):
+        t.allreduce_grads()
+
+
+def test_trainer_update_on_kvstore_save_load_and_reset(tmp_path):
+    pd = gluon.ParameterDict()
+    x = pd.get("x", shape=(4,))
+    pd.initialize(ctx=[mx.cpu(0), mx.cpu(1)], init="zeros")
+    t = gluon.Trainer(pd, "sgd", {"learning_rate": 0.1, "momentum": 0.5})
+    pd.save(str(tmp_path / "p.params"))
+    _backward_plus_one(x)
+    t.step(1)
+    assert t._update_on_kvstore
+    t.save_states(str(tmp_path / "t.states"))
+    t.load_states(str(tmp_path / "t.states"))
+    assert t._optimizer is t._kvstore._updater.optimizer
+    x.lr_mult = 2.0
+    assert t._kvstore._updater.optimizer._get_lr(0) == pytest.approx(0.2)
+    x.lr_mult = 1.0
+    pd.load(str(tmp_path / "p.params"))               # new values: the store starts again
+    assert t._kvstore is None and not t._kv_initialized
+    _backward_plus_one(x)
+    t.step(1)
+    np.testing.assert_allclose(x.data(mx.cpu(0)).asnumpy(), -0.2)

@@ -133,3 +133,57 @@ def test_svm_output_backward_is_hinge_gradient(linear):
 def test_svm_output_rejects_wrong_label_count():
     with pytest.raises(GpundaError, match="label"):
         nd.SVMOutput(_nd(np.zeros((3, 2))), _nd(np.zeros(2)))
+
+
+def _bn_relu_ref(x, gamma, beta, eps):
+    mean = x.mean(axis=(0, 2), keepdims=True)
+    var = x.var(axis=(0, 2), keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps) * gamma.reshape(1, -1, 1) + beta.reshape(1, -1, 1)
+    return np.maximum(y, 0)
+
+
+def test_batch_norm_with_relu_forward_moving_stats_and_gradient():
+    x = RNG.randn(4, 3, 5)
+    gamma, beta = RNG.rand(3) + 0.5, RNG.randn(3) * 0.3
+    mm, mv = _nd(np.zeros(3)), _nd(np.ones(3))
+    xs, gs, bs = _nd(x), _nd(gamma), _nd(beta)
+    for a in (xs, gs, bs):
+        a.attach_grad()
+    head = RNG.randn(*x.shape)
+    with ag.record():
+        y = nd.contrib.BatchNormWithReLU(xs, gs, bs, mm, mv, fix_gamma=False, eps=1e-5,
+                                         momentum=0.9)
+    y.backward(_nd(head))
+    np.testing.assert_allclose(y.asnumpy(), _bn_relu_ref(x, gamma, beta, 1e-5), rtol=1e-10)
+    # training updates the moving statistics as BatchNorm does
+    np.testing.assert_allclose(mm.asnumpy(), 0.1 * x.mean(axis=(0, 2)), rtol=1e-10)
+    np.testing.assert_allclose(mv.asnumpy(), 0.9 + 0.1 * x.var(axis=(0, 2)), rtol=1e-10)
+
+    # central differences of the NumPy formula
+    def numeric(arr, f):
+        g = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            d = np.zeros_like(arr)
+            d[idx] = 1e-6
+            g[idx] = ((f(arr + d) - f(arr - d)) * head).sum() / 2e-6
+        return g
+    np.testing.assert_allclose(xs.grad.asnumpy(),
+                               numeric(x, lambda v: _bn_relu_ref(v, gamma, beta, 1e-5)),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gs.grad.asnumpy(),
+                               numeric(gamma, lambda v: _bn_relu_ref(x, v, beta, 1e-5)),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(bs.grad.asnumpy(),
+                               numeric(beta, lambda v: _bn_relu_ref(x, gamma, v, 1e-5)),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_batch_norm_with_relu_outputs_and_bad_input():
+    x = nd.ones((2, 3, 4))
+    outs = nd.contrib.BatchNormWithReLU(x, nd.ones(3), nd.zeros(3), nd.zeros(3), nd.ones(3),
+                                        output_mean_var=True)
+    assert len(outs) == 3
+    s = mx.sym.contrib.BatchNormWithReLU(mx.sym.var("data"), name="bn")
+    assert s.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
+    with pytest.raises(GpundaError, match="gamma"):
+        nd.contrib.BatchNormWithReLU(x, nd.ones(4), nd.zeros(3), nd.zeros(3), nd.ones(3))

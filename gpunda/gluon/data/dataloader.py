@@ -1,9 +1,11 @@
 """DataLoader (MXNet 1.x ``gluon.data.DataLoader``): batches from a Dataset.
 
-Batches are assembled in this process (``num_workers`` is accepted for
-compatibility; the work is small next to a training step). ArrayDatasets of
+With ``num_workers=0`` batches are assembled in this process; ArrayDatasets of
 NumPy arrays or NDArrays with the default batchify take a fast path that
-gathers a whole batch with one fancy index per column.
+gathers a whole batch with one fancy index per column. With ``num_workers > 0``
+a pool of processes (or threads, ``thread_pool=True``) builds them, in the same
+order (NOTE [DataLoader workers] in ``_workers.py``). ``pin_memory`` puts the
+batches on ``cpu_pinned(pin_device_id)``.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 from ...base import GpundaError
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
-__all__ = ["DataLoader", "default_batchify_fn"]
+__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 
 def default_batchify_fn(data):
@@ -42,49 +44,153 @@ def _np_batch(out):
     return out
 
 
+def default_mp_batchify_fn(data):
+    """``default_batchify_fn`` for worker processes: batches on ``cpu_shared(0)``, as MXNet's."""
+    from ...context import Context
+    from ...ndarray import NDArray, array
+    first = data[0]
+    if isinstance(first, tuple):
+        return [default_mp_batchify_fn(list(col)) for col in zip(*data)]
+    if isinstance(first, NDArray):
+        host = np.stack([d.asnumpy() for d in data])
+        return array(host, ctx=Context("cpu_shared", 0), dtype=first.dtype)
+    host = np.asarray(data)
+    if host.dtype == object:
+        raise GpundaError("DataLoader: cannot batchify samples of ragged shapes or non-numeric "
+                          "types; pass a batchify_fn")
+    return array(host, ctx=Context("cpu_shared", 0), dtype=host.dtype)
+
+
+def _as_in_context(data, ctx):
+    from ...ndarray import NDArray
+    if isinstance(data, NDArray):
+        return data.as_in_context(ctx)
+    if isinstance(data, (list, tuple)):
+        return [_as_in_context(d, ctx) for d in data]
+    return data
+
+
+def _unchanged(batch):
+    return batch
+
+
+class _Pin:
+    """Moves a batch to ``cpu_pinned(device_id)``."""
+
+    def __init__(self, device_id):
+        self.device_id = device_id
+
+    def __call__(self, batch):
+        from ...context import cpu_pinned
+        return _as_in_context(batch, cpu_pinned(self.device_id))
+
+
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches.
 
     ``batch_size`` with ``shuffle`` and ``last_batch`` ('keep', 'discard',
     'rollover'), or a ``sampler``/``batch_sampler``; ``batchify_fn`` merges a
-    list of samples into a batch.
+    list of samples into a batch. ``num_workers`` processes (threads with
+    ``thread_pool``) build up to ``prefetch`` (default ``2 * num_workers``)
+    batches ahead; a batch not ready after ``timeout`` seconds raises
+    ``multiprocessing.TimeoutError``. ``auto_reload`` starts the next epoch's
+    prefetch as soon as one epoch ends (and the first at construction).
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
-                 pin_device_id=0, prefetch=None, thread_pool=False, timeout=120):
+                 pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
+                 auto_reload=False):
         self._dataset = dataset
+        self._worker_pool = None
         if batch_sampler is None:
             if batch_size is None:
-                raise GpundaError("DataLoader: batch_size must be given when batch_sampler is not")
+                raise ValueError("DataLoader: batch_size must be given when batch_sampler is not")
             if sampler is None:
                 sampler = RandomSampler(len(dataset)) if shuffle else SequentialSampler(len(dataset))
             elif shuffle:
-                raise GpundaError("DataLoader: shuffle must not be given together with sampler")
+                raise ValueError("DataLoader: shuffle must not be given together with sampler")
             batch_sampler = BatchSampler(sampler, batch_size, last_batch if last_batch else "keep")
         elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
-            raise GpundaError("DataLoader: batch_size, shuffle, sampler and last_batch must not "
-                              "be given together with batch_sampler")
-        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError("DataLoader: batch_size, shuffle, sampler and last_batch must not "
+                             "be given together with batch_sampler")
+        if not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
             raise GpundaError(f"DataLoader: num_workers={num_workers!r} must be an integer >= 0")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise GpundaError(f"DataLoader: timeout={timeout!r} must be a positive number of "
+                              f"seconds")
+        if prefetch is not None and (not isinstance(prefetch, (int, np.integer)) or prefetch < 0):
+            raise GpundaError(f"DataLoader: prefetch={prefetch!r} must be an integer >= 0")
         self._batch_sampler = batch_sampler
-        self._num_workers = num_workers
+        self._num_workers = int(num_workers)
         self._pin_memory = pin_memory
+        self._pin_device_id = pin_device_id
+        self._thread_pool = bool(thread_pool)
+        self._timeout = timeout
+        self._prefetch = int(prefetch) if prefetch is not None else 2 * self._num_workers
         self._default = batchify_fn is None
-        self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        if batchify_fn is None:
+            batchify_fn = default_mp_batchify_fn if self._num_workers and not thread_pool \
+                else default_batchify_fn
+        self._batchify_fn = batchify_fn
+        if self._num_workers:
+            import weakref
+            from ._workers import make_pool, close_pool
+            self._worker_pool = make_pool(self._num_workers, dataset, self._thread_pool)
+            # terminated as soon as the loader is dropped, or at interpreter exit: a Pool
+            # is not reliably shut down by garbage collection (bpo-34172)
+            self._close = weakref.finalize(self, close_pool, self._worker_pool)
+        self.auto_reload = auto_reload
+        self._iter = None
+        if auto_reload:
+            self.refresh()
 
-    def __iter__(self):
+    def _post(self, batch):
+        if self._pin_memory:
+            return _Pin(self._pin_device_id)(batch)
+        return batch
+
+    def _same_process_iter(self):
         fast = getattr(self._dataset, "_batch", None) if self._default else None
-        from ...util import is_np_array
-        as_np = _np_batch if self._default and is_np_array() else (lambda b: b)
         for batch in self._batch_sampler:
             if fast is not None:
                 out = fast(np.asarray(batch, dtype=np.int64))
                 if out is not None:
-                    yield as_np(out)
+                    yield self._post(out)
                     continue
                 fast = None
-            yield as_np(self._batchify_fn([self._dataset[i] for i in batch]))
+            yield self._post(self._batchify_fn([self._dataset[i] for i in batch]))
+
+    def _prefetch_iter(self):
+        if not self._num_workers:
+            return self._same_process_iter()
+        from ._workers import MultiWorkerIter
+        # a function that does not hold the loader: an auto_reload loader keeps its iterator
+        post = _Pin(self._pin_device_id) if self._pin_memory else _unchanged
+        return MultiWorkerIter(self._dataset, self._worker_pool, self._thread_pool,
+                               self._batchify_fn, self._batch_sampler, self._prefetch,
+                               self._timeout, post)
+
+    def refresh(self):
+        """Start (prefetching) a new pass over the data for the next ``iter()``."""
+        self._iter = self._prefetch_iter()
+
+    def clean(self):
+        """Drop the prefetched pass; the next ``iter()`` starts a fresh one."""
+        self._iter = None
+
+    def __iter__(self):
+        if self._iter is None:
+            self.refresh()
+        it, self._iter = self._iter, None
+        from ...util import is_np_array
+        if self._default and is_np_array():     # NumPy mode: batches are mx.np.ndarray
+            for b in it:
+                yield _np_batch(b)
+        else:
+            yield from it
+        if self._iter is None and self.auto_reload:
+            self.refresh()
 
     def __len__(self):
         return len(self._batch_sampler)

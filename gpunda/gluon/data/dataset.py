@@ -1,11 +1,13 @@
 """Datasets (MXNet 1.x ``gluon.data``): anything with ``__getitem__`` and ``__len__``."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...base import GpundaError
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -18,8 +20,9 @@ class Dataset:
         raise NotImplementedError
 
     def filter(self, fn):
-        """A dataset of the samples for which ``fn(sample)`` is true."""
-        return SimpleDataset([self[i] for i in range(len(self)) if fn(self[i])])
+        """A dataset of the samples for which ``fn(sample)`` is true (read on access)."""
+        from .sampler import FilterSampler
+        return _SampledDataset(self, FilterSampler(fn, self))
 
     def shard(self, num_shards, index):
         """Part ``index`` of ``num_shards`` contiguous parts (earlier parts get the remainder)."""
@@ -65,6 +68,20 @@ class _Slice(Dataset):
         if not -len(self) <= idx < len(self):
             raise IndexError(f"index {idx} out of range for a dataset of {len(self)} samples")
         return self._data[self._start + (idx % len(self))]
+
+
+class _SampledDataset(Dataset):
+    """The samples of ``data`` at the indices ``sampler`` yields, read on access."""
+
+    def __init__(self, data, sampler):
+        self._data = data
+        self._indices = list(sampler)
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, idx):
+        return self._data[self._indices[idx]]
 
 
 class SimpleDataset(Dataset):
@@ -145,3 +162,24 @@ class ArrayDataset(Dataset):
             else:
                 return None
         return out[0] if len(out) == 1 else out
+
+
+class RecordFileDataset(Dataset):
+    """The raw records of a RecordIO file: sample ``i`` is the bytes of the ``i``-th key
+    of ``filename``'s index (the ``.idx`` file beside it)."""
+
+    def __init__(self, filename):
+        from ... import recordio
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        for path in (filename, self.idx_file):
+            if not os.path.exists(path):
+                raise GpundaError(f"RecordFileDataset: {path!r} does not exist; it needs the "
+                                  f".rec file and its .idx index")
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

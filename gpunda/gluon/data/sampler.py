@@ -5,7 +5,7 @@ import numpy as np
 
 from ...base import GpundaError
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler"]
 
 
 class Sampler:
@@ -43,6 +43,24 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class FilterSampler(Sampler):
+    """The indices of the samples of ``dataset`` for which ``fn(sample)`` is true
+    (``fn`` runs once per sample, when the sampler is made)."""
+
+    def __init__(self, fn, dataset):
+        if not callable(fn):
+            raise GpundaError(f"FilterSampler: fn={fn!r} must be callable")
+        self._fn = fn
+        self._dataset = dataset
+        self._indices = [i for i in range(len(dataset)) if fn(dataset[i])]
+
+    def __iter__(self):
+        return iter(self._indices)
+
+    def __len__(self):
+        return len(self._indices)
 
 
 class BatchSampler(Sampler):

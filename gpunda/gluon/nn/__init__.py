@@ -1,4 +1,5 @@
 """Gluon neural-network layers (MXNet 1.x ``gluon.nn``)."""
 from .basic_layers import *  # noqa: F401,F403
 from .conv_layers import *  # noqa: F401,F403
+from .activations import *  # noqa: F401,F403
 from ..block import Block, HybridBlock, SymbolBlock  # noqa: F401

@@ -6,14 +6,14 @@ import warnings
 import numpy as np
 
 from ... import ndarray as _ndmod
-from ... import initializer as _init
 from ...base import GpundaError
 from ..block import Block, HybridBlock
 from ..parameter import _shape_known
+from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm",
-           "InstanceNorm", "LayerNorm", "Flatten", "Lambda", "HybridLambda", "Activation",
-           "LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish", "Identity"]
+           "BatchNormReLU", "InstanceNorm", "LayerNorm", "GroupNorm", "Flatten", "Lambda",
+           "HybridLambda", "Identity"]
 
 
 def _mismatch(block, param, got, what, x):
@@ -172,18 +172,20 @@ def _norm_repr(block, none_if_unknown=False):
             f"in_channels={None if none_if_unknown and not c else c})")
 
 
-class BatchNorm(HybridBlock):
-    """Batch normalisation over axis ``axis`` (MXNet's BatchNorm op).
+class _BatchNorm(HybridBlock):
+    """Batch normalisation over axis ``axis`` (MXNet's BatchNorm op; with ``fuse_relu``
+    its BatchNormWithReLU op).
 
     Training normalises with batch statistics and updates the running ones
     (``momentum``); prediction uses the running ones.
     """
 
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels=0, **kwargs):
+                 use_global_stats=False, fuse_relu=False, beta_initializer="zeros",
+                 gamma_initializer="ones", running_mean_initializer="zeros",
+                 running_variance_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
+        self.fuse_relu = fuse_relu
         self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
                         "fix_gamma": not scale, "use_global_stats": use_global_stats}
         self._axis = axis
@@ -216,10 +218,39 @@ class BatchNorm(HybridBlock):
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         if F is _ndmod and x.ndim > self._axis >= -x.ndim and x.shape[self._axis] != gamma.shape[0]:
             _mismatch(self, self.gamma, x.shape[self._axis], f"channels on axis {self._axis}", x)
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
+        op = F.contrib.BatchNormWithReLU if self.fuse_relu else F.BatchNorm
+        return op(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
     def __repr__(self):
         return _norm_repr(self, none_if_unknown=True)
+
+
+class BatchNorm(_BatchNorm):
+    """Batch normalisation over axis ``axis`` (MXNet's BatchNorm op).
+
+    Training normalises with batch statistics and updates the running ones
+    (``momentum``); prediction uses the running ones.
+    """
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(axis, momentum, epsilon, center, scale, use_global_stats, False,
+                         beta_initializer, gamma_initializer, running_mean_initializer,
+                         running_variance_initializer, in_channels, **kwargs)
+
+
+class BatchNormReLU(_BatchNorm):
+    """Batch normalisation followed by ReLU, as one op (``contrib.BatchNormWithReLU``)."""
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(axis, momentum, epsilon, center, scale, use_global_stats, True,
+                         beta_initializer, gamma_initializer, running_mean_initializer,
+                         running_variance_initializer, in_channels, **kwargs)
 
 
 class InstanceNorm(HybridBlock):
@@ -295,6 +326,33 @@ class LayerNorm(HybridBlock):
 
     def __repr__(self):
         return _norm_repr(self)
+
+
+class GroupNorm(HybridBlock):
+    """Group normalisation: the channel axis 1 split into ``num_groups`` groups, each
+    normalised per sample; ``gamma``/``beta`` hold one value per group (MXNet 1.9.1)."""
+
+    def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._kwargs = {"eps": epsilon, "num_groups": num_groups, "center": center,
+                        "scale": scale}
+        self._num_groups = num_groups
+        self._epsilon = epsilon
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(num_groups,), init=gamma_initializer,
+                                     allow_deferred_init=True)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(num_groups,), init=beta_initializer,
+                                    allow_deferred_init=True)
+
+    def hybrid_forward(self, F, data, gamma, beta):
+        return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
+                           eps=self._epsilon)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({content})"
 
 
 class Embedding(HybridBlock):
@@ -377,84 +435,3 @@ class HybridLambda(HybridBlock):
 
     def __repr__(self):
         return f"{type(self).__name__}({self._func_name})"
-
-
-class Activation(HybridBlock):
-    """Elementwise activation: 'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'."""
-
-    def __init__(self, activation, **kwargs):
-        self._act_type = activation
-        super().__init__(**kwargs)
-
-    def _alias(self):
-        return self._act_type
-
-    def hybrid_forward(self, F, x):
-        return F.Activation(x, act_type=self._act_type, name="fwd")
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self._act_type})"
-
-
-class LeakyReLU(HybridBlock):
-    """``x`` for x > 0, ``alpha * x`` otherwise."""
-
-    def __init__(self, alpha, **kwargs):
-        if alpha < 0:
-            raise GpundaError(f"LeakyReLU: alpha={alpha!r} must be >= 0")
-        super().__init__(**kwargs)
-        self._alpha = alpha
-
-    def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self._alpha})"
-
-
-class PReLU(HybridBlock):
-    """Leaky ReLU with a learned slope ``alpha`` (one per channel when in_channels > 1)."""
-
-    def __init__(self, alpha_initializer=_init.Constant(0.25), in_channels=1, **kwargs):
-        super().__init__(**kwargs)
-        with self.name_scope():
-            self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
-
-    def hybrid_forward(self, F, x, alpha):
-        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
-
-
-class ELU(HybridBlock):
-    """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
-
-    def __init__(self, alpha=1.0, **kwargs):
-        super().__init__(**kwargs)
-        self._alpha = alpha
-
-    def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="elu", slope=self._alpha)
-
-
-class SELU(HybridBlock):
-    """Scaled ELU with the self-normalising constants."""
-
-    def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="selu", name="fwd")
-
-
-class GELU(HybridBlock):
-    """Gaussian error linear unit (erf form)."""
-
-    def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="gelu", name="fwd")
-
-
-class Swish(HybridBlock):
-    """``x * sigmoid(beta * x)``."""
-
-    def __init__(self, beta=1.0, **kwargs):
-        super().__init__(**kwargs)
-        self._beta = beta
-
-    def hybrid_forward(self, F, x):
-        return x * F.sigmoid(self._beta * x, name="fwd")

@@ -6,7 +6,8 @@ import numpy as np
 from ... import ndarray as _ndmod
 from ...base import GpundaError
 from ..block import HybridBlock
-from .basic_layers import Activation, _mismatch
+from .basic_layers import _mismatch
+from .activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
            "Conv3DTranspose", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D",

@@ -1,0 +1,77 @@
+"""mx.visualization / mx.viz: print_summary against MXNet 1.9.1's printed table, and
+plot_network (needs the optional graphviz package)."""
+import sys
+
+import pytest
+
+import gpunda as mx
+
+# printed by MXNet 1.9.1 for _net() with shape={'data': (2, 5), 'extra': (2, 2)},
+# line_length=60
+MXNET_TABLE = '____________________________________________________________\nLayer (type)              Output ShapeParam Previous Layer  \n============================================================\ndata(null)                5           0                     \n____________________________________________________________\nfc1(FullyConnected)       4           24    data            \n____________________________________________________________\nrelu1(Activation)         4           0     fc1             \n____________________________________________________________\ncat(Concat)               6           0     relu1           \n____________________________________________________________\nfc2(FullyConnected)       3           21    cat             \n============================================================\nTotal params: 45\n____________________________________________________________\n'
+
+
+def _net():
+    net = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(net, name="fc1", num_hidden=4)
+    net = mx.sym.Activation(net, name="relu1", act_type="relu")
+    net = mx.sym.Concat(net, mx.sym.Variable("extra"), name="cat")
+    return mx.sym.FullyConnected(data=net, name="fc2", num_hidden=3)
+
+
+def test_print_summary_matches_mxnet(capsys):
+    assert mx.viz is mx.visualization
+    mx.viz.print_summary(_net(), shape={"data": (2, 5), "extra": (2, 2)}, line_length=60)
+    assert capsys.readouterr().out == MXNET_TABLE
+
+
+def test_print_summary_bad_input():
+    with pytest.raises(TypeError, match="Symbol"):
+        mx.viz.print_summary(mx.nd.ones(2))
+    with pytest.raises(ValueError, match="incomplete"):
+        mx.viz.print_summary(_net(), shape={"data": (2, 5)})
+
+
+def test_plot_network_without_graphviz_names_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    with pytest.raises(ImportError, match="graphviz"):
+        mx.viz.plot_network(_net())
+
+
+def test_plot_network_builds_the_digraph():
+    pytest.importorskip("graphviz")
+    dot = mx.viz.plot_network(_net(), shape={"data": (2, 5), "extra": (2, 2)})
+    src = dot.source
+    assert "FullyConnected\\n4" in src and "fc1_weight" not in src
+    assert 'label="4"' in src       # fc1 -> relu1 edge carries fc1's output shape
+
+
+class _FakeDigraph:
+    """Records what plot_network draws (stands in for graphviz.Digraph)."""
+
+    def __init__(self, name, format):
+        self.name, self.format, self.nodes, self.edges = name, format, {}, []
+
+    def node(self, name, label, **attr):
+        self.nodes[name] = (label, attr)
+
+    def edge(self, tail_name, head_name, **attr):
+        self.edges.append((tail_name, head_name, attr["label"]))
+
+
+def test_plot_network_nodes_edges_and_labels(monkeypatch):
+    fake = type(sys)("graphviz")
+    fake.Digraph = _FakeDigraph
+    monkeypatch.setitem(sys.modules, "graphviz", fake)
+    dot = mx.viz.plot_network(_net(), title="t", shape={"data": (2, 5), "extra": (2, 2)},
+                              dtype={"data": "float32", "extra": "float32"})
+    assert dot.name == "t" and dot.format == "pdf"
+    assert set(dot.nodes) == {"data", "fc1", "relu1", "extra", "cat", "fc2"}
+    assert dot.nodes["fc1"][0] == "FullyConnected\n4"
+    assert dot.nodes["relu1"][0] == "Activation\nrelu"
+    assert dot.nodes["data"][1]["shape"] == "oval"
+    assert ("relu1", "fc1", "4(float32)") in dot.edges
+    assert ("cat", "extra", "2(float32)") in dot.edges
+    shown = mx.viz.plot_network(_net(), hide_weights=False)
+    assert "fc1_weight" not in shown.nodes      # not drawn, but its edge is kept
+    assert ("fc1", "fc1_weight", "") in shown.edges
