@@ -115,14 +115,15 @@ def test_fit_calls_callbacks():
     it = mx.io.NDArrayIter(rng.randn(8, 3).astype(np.float32), np.zeros(8, np.float32),
                            batch_size=4, label_name="softmax_label")
     data = mx.sym.Variable("data")
-    sym = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(data, num_hidden=2), name="softmax")
+    sym = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(data, num_hidden=2, name="fc"),
+                               name="softmax")
     seen = []
     mod = mx.mod.Module(sym)
     mod.fit(it, eval_data=it, num_epoch=2,
             batch_end_callback=lambda p: seen.append(("batch", p.epoch, p.nbatch)),
             epoch_end_callback=lambda e, s, a, x: seen.append(("epoch", e, sorted(a))),
             eval_end_callback=lambda p: seen.append(("eval", p.epoch, p.nbatch)))
-    names = ["fullyconnected0_bias", "fullyconnected0_weight"]
+    names = ["fc_bias", "fc_weight"]
     assert seen == [("batch", 0, 0), ("batch", 0, 1), ("epoch", 0, names), ("eval", 0, 2),
                     ("batch", 1, 0), ("batch", 1, 1), ("epoch", 1, names), ("eval", 1, 2)]
     with pytest.raises(mx.base.GpundaError, match="num_epoch"):
