@@ -106,9 +106,63 @@ def check_sha1(filename, sha1_hash):
 
 
 def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
-    """Not available: gpunda does not download files."""
-    raise GpundaError(f"gluon.utils.download({url!r}): gpunda does not download files; fetch it "
-                      f"yourself and pass the local path")
+    """Download ``url`` to ``path`` (a file, a folder, or the current folder when None) and
+    return the file name, as MXNet's: skipped when the file exists (and matches
+    ``sha1_hash``) unless ``overwrite``; up to ``retries`` attempts (one when 0). The
+    body goes to a uniquely named temporary file first, then replaces the target, so
+    concurrent downloads of one file leave one complete file. Needs ``requests``."""
+    import uuid
+    try:
+        import requests
+    except ImportError:
+        raise GpundaError("gluon.utils.download needs the 'requests' package "
+                          "(pip install requests)") from None
+    if path is None:
+        fname = url.split("/")[-1]
+        if not fname:
+            raise GpundaError(f"gluon.utils.download: cannot take a file name from {url!r}; "
+                              f"pass path=")
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, url.split("/")[-1]) if os.path.isdir(path) else path
+    if retries < 0:
+        raise GpundaError(f"gluon.utils.download: retries={retries} must be at least 0")
+    if not verify_ssl:
+        warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). Adding "
+                      "certificate verification is strongly advised.")
+    if not (overwrite or not os.path.exists(fname)
+            or (sha1_hash and not check_sha1(fname, sha1_hash))):
+        return fname
+    os.makedirs(os.path.dirname(os.path.abspath(fname)), exist_ok=True)
+    left = retries
+    while True:
+        try:
+            print(f"Downloading {fname} from {url}...")
+            r = requests.get(url, stream=True, verify=verify_ssl)
+            if r.status_code != 200:
+                raise RuntimeError(f"Failed downloading url {url} (HTTP {r.status_code})")
+            tmp = f"{fname}.{uuid.uuid4()}"
+            with open(tmp, "wb") as f:
+                for chunk in r.iter_content(chunk_size=1 << 16):
+                    if chunk:
+                        f.write(chunk)
+            if not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
+                replace_file(tmp, fname)
+            else:       # another process finished first: keep its file
+                os.remove(tmp)
+                warnings.warn(f"File {fname} exists in file system so the downloaded file is "
+                              f"deleted")
+            if sha1_hash and not check_sha1(fname, sha1_hash):
+                raise UserWarning(f"File {fname} is downloaded but the content hash does not "
+                                  f"match; the source may be outdated or the download "
+                                  f"incomplete")
+            return fname
+        except Exception as e:
+            left -= 1       # MXNet's count: `retries` attempts in all (one when 0)
+            if left <= 0:
+                raise
+            print(f"download failed due to {e!r}, retrying, {left} attempt"
+                  f"{'s' if left > 1 else ''} left")
 
 
 def replace_file(src, dst):

@@ -70,3 +70,51 @@ def test_shape_is_known_follows_np_shape():
 def test_tensor_types():
     assert mx.gluon.tensor_types == (mx.sym.Symbol, mx.nd.NDArray)
     assert isinstance(mx.nd.ones(1), mx.gluon.tensor_types)
+
+
+class _Response:
+    def __init__(self, status, body):
+        self.status_code, self._body = status, body
+
+    def iter_content(self, chunk_size=1):
+        for i in range(0, len(self._body), chunk_size):
+            yield self._body[i:i + chunk_size]
+
+
+def test_download_writes_checks_and_retries(tmp_path, monkeypatch):
+    import hashlib
+    import requests
+    from gpunda.gluon.utils import download
+    body = b"MOCK CONTENT" * 100
+    calls = []
+
+    def get(url, stream=True, verify=True):
+        calls.append((url, verify))
+        return _Response(200, body)
+    monkeypatch.setattr(requests, "get", get)
+    target = tmp_path / "sub" / "README.md"
+    assert download("https://example.org/x/README.md", path=str(target)) == str(target)
+    assert target.read_bytes() == body and list(target.parent.iterdir()) == [target]
+    # a folder path takes the URL's file name; an existing file is not fetched again
+    assert download("https://example.org/x/README.md", path=str(target.parent)) == str(target)
+    assert len(calls) == 1
+    sha = hashlib.sha1(body).hexdigest()
+    download("https://example.org/x/README.md", path=str(target), sha1_hash=sha, overwrite=True)
+    assert len(calls) == 2
+    with pytest.warns(UserWarning, match="^Unverified HTTPS request"):
+        download("https://example.org/x/other.md", path=str(tmp_path), verify_ssl=False)
+    assert calls[-1] == ("https://example.org/x/other.md", False)
+    # failures are retried, then raised; an HTTP error status is a failure
+    failures = []
+
+    def broken(url, stream=True, verify=True):
+        failures.append(url)
+        raise requests.exceptions.ConnectionError("no route")
+    monkeypatch.setattr(requests, "get", broken)
+    with pytest.raises(requests.exceptions.ConnectionError):
+        download("http://doesnotexist.notfound/f", path=str(tmp_path / "f"), retries=3)
+    assert len(failures) == 3
+    monkeypatch.setattr(requests, "get", lambda *a, **k: _Response(404, b""))
+    with pytest.raises(RuntimeError, match="HTTP 404"):
+        download("https://example.org/missing", path=str(tmp_path / "m"), retries=1)
+    assert not (tmp_path / "m").exists()
