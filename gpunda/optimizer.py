@@ -96,7 +96,8 @@ class Optimizer:
         if not isinstance(param_idx2name, dict):
             raise GpundaError("Optimizer: param_idx2name must be a dict of index -> name")
         self.idx2name = param_idx2name.copy()
-        self.sym_info = ()
+        # a Symbol's variables carry __lr_mult__/__wd_mult__ attributes (Module passes it)
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.param_dict = param_dict if param_dict else {}
         self.set_lr_mult({})
         self.set_wd_mult({})
@@ -144,6 +145,7 @@ class Optimizer:
     def set_lr_mult(self, args_lr_mult):
         """Per-name learning-rate multipliers (``{'fc_weight': 0.1}``)."""
         self.lr_mult = {}
+        self.lr_mult.update(self._sym_mults("__lr_mult__"))
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult):
@@ -153,7 +155,15 @@ class Optimizer:
         for n in self.idx2name.values():
             if not (n.endswith("_weight") or n.endswith("_gamma")):
                 self.wd_mult[n] = 0.0
+        self.wd_mult.update(self._sym_mults("__wd_mult__"))
         self.wd_mult.update(args_wd_mult)
+
+    def _sym_mults(self, key):
+        """``{argument: float(attr[key])}`` from the Symbol given as ``sym``."""
+        if not self.sym_info:
+            return {}
+        attrs, arg_names = self.sym_info
+        return {n: float(attrs[n][key]) for n in arg_names if key in attrs.get(n, {})}
 
     def _set_current_context(self, device_id):
         if device_id not in self._all_index_update_counts:

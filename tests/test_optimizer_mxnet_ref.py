@@ -164,3 +164,18 @@ def test_trainer_mxnet_attributes_single_process():
     late = mx.gluon.Parameter("late", shape=(0,), allow_deferred_init=True)
     late.initialize()
     assert mx.gluon.Trainer([late], "sgd")._params_to_init == [late]
+
+
+def test_multipliers_come_from_the_symbols_attributes():
+    # MXNet's Optimizer(sym=...) reads each argument's __lr_mult__/__wd_mult__; explicit
+    # set_lr_mult/set_wd_mult entries win
+    data = mx.sym.Variable("data")
+    bias = mx.sym.Variable("fc1_bias", lr_mult=1.0)
+    fc1 = mx.sym.FullyConnected(data=data, bias=bias, name="fc1", num_hidden=10, lr_mult=0)
+    fc2 = mx.sym.FullyConnected(data=fc1, name="fc2", num_hidden=10, wd_mult=0.5)
+    names = dict(enumerate(fc2.list_arguments()))
+    opt = mx.optimizer.SGD(sym=fc2, param_idx2name=names)
+    assert opt.lr_mult == {"fc1_bias": 1.0, "fc1_weight": 0.0}
+    assert opt.wd_mult == {"data": 0.0, "fc1_bias": 0.0, "fc2_bias": 0.5, "fc2_weight": 0.5}
+    opt.set_lr_mult({"fc2_weight": 0.1})
+    assert opt.lr_mult == {"fc1_bias": 1.0, "fc1_weight": 0.0, "fc2_weight": 0.1}
