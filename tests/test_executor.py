@@ -180,3 +180,15 @@ def test_monitor_all_names_inputs_as_mxnet_does():
         ex.set_monitor_callback(lambda n, a: names.append(n), monitor_all=True)
         ex.forward()
         assert names == want
+
+
+def test_backward_through_a_small_graph_of_a_zero_gradient_op():
+    # a CachedOp inlines graphs of <= inline_limit ops under autograd; an Executor must
+    # not, or backward finds its output unrecorded (MXNet gives zero gradients)
+    x = mx.sym.var("x")
+    exe = mx.sym.argmax(x, axis=1).bind(mx.cpu(), {"x": mx.nd.array([[1.0, 3.0], [4.0, 2.0]])},
+                                       args_grad={"x": mx.nd.ones((2, 2))})
+    out = exe.forward(is_train=True)[0]
+    assert out.asnumpy().tolist() == [1.0, 0.0]
+    exe.backward([mx.nd.ones((2,))])
+    assert exe.grad_dict["x"].asnumpy().tolist() == [[0.0, 0.0], [0.0, 0.0]]

@@ -90,7 +90,9 @@ class Executor:
             k: tuple(v.shape) for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())
             if v is not None})
         # reshape() shares the CachedOp: its plans are kept per input signature
-        self._cop = _cached_op if _cached_op is not None else CachedOp(self._optimized)
+        # never inlined (MXNet's Executor is no CachedOp): backward reaches every output
+        self._cop = _cached_op if _cached_op is not None else CachedOp(
+            self._optimized, flags=[("inline_limit", 0)])
         # outputs exist from bind on, and forward writes into them (as MXNet's do)
         self.outputs = _outputs if _outputs is not None else self._alloc_outputs()
         self._recorded = None
