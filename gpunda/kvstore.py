@@ -156,6 +156,10 @@ def _install_abort_hook(comm):
     def hook(tp, val, tb):
         prev(tp, val, tb)
         sys.stderr.flush()
+        # The launcher forwards a rank's output through its proxy, and Abort kills that proxy:
+        # a moment's wait lets the traceback reach the user instead of dying in the pipe.
+        import time
+        time.sleep(1.0)
         comm.Abort(1)
     sys.excepthook = hook
 
