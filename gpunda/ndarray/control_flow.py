@@ -4,33 +4,18 @@ code). The symbolic forms are in gpunda/symbol/control_flow.py."""
 from __future__ import annotations
 
 from ..base import GpundaError
+from .._nesting import flatten, regroup as _regroup
 from .ndarray import NDArray
 
 __all__ = ["foreach", "while_loop", "cond"]
 
 
+def _leaf(x):
+    return 0 if isinstance(x, NDArray) else None
+
+
 def _flatten(args, what):
-    if isinstance(args, NDArray):
-        return [args], 0
-    if not isinstance(args, (list, tuple)):
-        raise AssertionError(f"{what} must be (nested) list of NDArray, but got {args!r} of "
-                             f"type {type(args).__name__}")
-    flat, fmts = [], []
-    for a in args:
-        f, fmt = _flatten(a, what)
-        flat.extend(f)
-        fmts.append(fmt)
-    return flat, fmts
-
-
-def _regroup(args, fmt):
-    if isinstance(fmt, int):
-        return (args[0], args[1:]) if fmt == 0 else (args[:fmt], args[fmt:])
-    out = []
-    for f in fmt:
-        r, args = _regroup(args, f)
-        out.append(r)
-    return out, args
+    return flatten(args, _leaf, what, "NDArray")
 
 
 def _check(flat, msg):

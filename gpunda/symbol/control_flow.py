@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from .._nesting import flatten, regroup as _regroup
 from ..attribute import AttrScope, current as _current_attrs
 from ..base import GpundaError
 from .. import name as _name
@@ -38,32 +39,16 @@ _RULES.update({n: _partial_rule(n) for n in ("_foreach", "_while_loop", "_cond")
 _lock = threading.Lock()
 
 
+def _leaf(x):
+    if not isinstance(x, Symbol):
+        return None
+    n = len(x.list_outputs())
+    return n if n > 1 else 0
+
+
 def _flatten(args, what):
-    """Flat list of single-output Symbols and the nesting format (MXNet's _flatten)."""
-    if isinstance(args, Symbol):
-        n = len(args.list_outputs())
-        return [args], (n if n > 1 else 0)
-    if not isinstance(args, (list, tuple)):
-        raise AssertionError(f"{what} must be (nested) list of Symbol, but got {args!r} of "
-                             f"type {type(args).__name__}")
-    flat, fmts = [], []
-    for a in args:
-        f, fmt = _flatten(a, what)
-        flat.extend(f)
-        fmts.append(fmt)
-    return flat, fmts
-
-
-def _regroup(args, fmt):
-    if isinstance(fmt, int):
-        if fmt == 0:
-            return args[0], args[1:]
-        return args[:fmt], args[fmt:]
-    out = []
-    for f in fmt:
-        r, args = _regroup(args, f)
-        out.append(r)
-    return out, args
+    """Flat list of Symbols and the nesting format (a Symbol of n outputs counts n)."""
+    return flatten(args, _leaf, what, "Symbol")
 
 
 def _unique_name(base):
