@@ -172,6 +172,19 @@ def _norm_repr(block, none_if_unknown=False):
             f"in_channels={None if none_if_unknown and not c else c})")
 
 
+def _scale_shift_params(block, scale, center, size, gamma_init, beta_init, mark_fixed=False):
+    """A normalisation layer's ``gamma`` and ``beta``: learned when ``scale``/``center``,
+    otherwise held fixed (grad_req 'null'), as MXNet's layers make them; ``mark_fixed`` also
+    marks a fixed one not differentiable (BatchNorm's)."""
+    flags = lambda on: {"differentiable": on} if mark_fixed else {}  # noqa: E731
+    block.gamma = block.params.get("gamma", grad_req="write" if scale else "null",
+                                   shape=(size,), init=gamma_init, allow_deferred_init=True,
+                                   **flags(scale))
+    block.beta = block.params.get("beta", grad_req="write" if center else "null",
+                                  shape=(size,), init=beta_init, allow_deferred_init=True,
+                                  **flags(center))
+
+
 class _BatchNorm(HybridBlock):
     """Batch normalisation over axis ``axis`` (MXNet's BatchNorm op; with ``fuse_relu``
     its BatchNormWithReLU op).
@@ -190,12 +203,8 @@ class _BatchNorm(HybridBlock):
                         "fix_gamma": not scale, "use_global_stats": use_global_stats}
         self._axis = axis
         self.in_channels = in_channels
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True, differentiable=scale)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True, differentiable=center)
+        _scale_shift_params(self, scale, center, in_channels, gamma_initializer,
+                            beta_initializer, mark_fixed=True)
         self.running_mean = self.params.get("running_mean", grad_req="null",
                                             shape=(in_channels,),
                                             init=running_mean_initializer,
@@ -262,12 +271,8 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _scale_shift_params(self, scale, center, in_channels, gamma_initializer,
+                            beta_initializer)
 
     def _infer_param_shapes(self, x, *args):
         c = x.shape[self._axis]
@@ -296,12 +301,8 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _scale_shift_params(self, scale, center, in_channels, gamma_initializer,
+                            beta_initializer)
 
     def _infer_param_shapes(self, x, *args):
         c = x.shape[self._axis]
@@ -339,12 +340,8 @@ class GroupNorm(HybridBlock):
                         "scale": scale}
         self._num_groups = num_groups
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _scale_shift_params(self, scale, center, num_groups, gamma_initializer,
+                            beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups,
