@@ -44,3 +44,23 @@ def test_the_repositorys_lists_parse(ratchet):
     expected = ratchet.read_expected()
     assert expected, "ci/mxnet-suite-expected.txt is empty"
     ratchet.read_exceptions(expected)       # raises on a malformed or stale line
+
+
+def _k_picks(expr, collected):
+    """The names pytest's own -k matcher (substring, case-insensitive) selects."""
+    from _pytest.mark.expression import Expression
+    e = Expression.compile(expr)
+    return {n for n in collected if e.evaluate(lambda s, n=n, **_: s.lower() in n.lower())}
+
+
+def test_exact_k_runs_only_the_listed_tests(ratchet):
+    collected = {"test_slice", "test_slice_pooling2d", "test_Slice_like", "test_pad",
+                 "test_pad_x"}
+    expr = ratchet.exact_k({"test_slice", "test_pad_x"}, collected)
+    assert expr == "(test_pad_x or test_slice) and not (test_Slice_like or test_slice_pooling2d)"
+    assert _k_picks(expr, collected) == {"test_slice", "test_pad_x"}
+    assert ratchet.exact_k({"test_a"}, {"test_a", "test_b"}) == "test_a"
+    # test_a_b contains test_a but is inside the listed test_a_b_c: -k cannot leave it out
+    collected = {"test_a", "test_a_b", "test_a_b_c"}
+    expr = ratchet.exact_k({"test_a", "test_a_b_c"}, collected)
+    assert _k_picks(expr, collected) == collected
