@@ -136,3 +136,24 @@ def test_softmin_and_split_v2_fluent_methods_match_nd():
     parts = s.split_v2((2, 5), axis=1).eval(x=mx.nd.array(x))
     for p, ref in zip(parts, np.split(x, (2, 5), axis=1)):
         np.testing.assert_array_equal(p.asnumpy(), ref)
+
+
+def test_namespace_ops_name_their_nodes_as_mxnet():
+    """MXNet 1.9.1 names a node of sym.contrib/linalg/image by the short op name (its
+    auto-made weights too, so MXNet-trained .params load); sym.random keeps the prefix."""
+    with mx.name.NameManager():        # counters from zero, as in a fresh process
+        _check_namespace_names()
+
+
+def _check_namespace_names():
+    d = mx.sym.var("d")
+    assert mx.sym.contrib.box_nms(d).name == "box_nms0"
+    assert mx.sym.contrib.ROIAlign(d, d, pooled_size=(2, 2), spatial_scale=1.0).name \
+        == "roialign0"
+    assert mx.sym.linalg.gemm2(d, d).name == "gemm20"
+    assert mx.sym.image.to_tensor(d).name == "to_tensor0"
+    assert mx.sym.random.uniform().name == "_random_uniform0"
+    assert mx.sym.contrib.DeformableConvolution(d, d, kernel=(3, 3), num_filter=2) \
+        .list_arguments() == ["d", "deformableconvolution0_weight", "deformableconvolution0_bias"]
+    assert mx.sym.sparse.FullyConnected(d, num_hidden=2).list_arguments() \
+        == ["d", "fullyconnected0_weight", "fullyconnected0_bias"]

@@ -126,8 +126,10 @@ def _single(op, name, s):
     return s._outputs[0]
 
 
-def make_function(op, fname):
-    """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``)."""
+def make_function(op, fname, hint=None):
+    """The ``sym.<fname>`` function for OpDef ``op`` (same calling style as ``nd``); its
+    nodes are named ``<hint><n>`` by default (``hint``: the lower-cased ``fname``)."""
+    hint = hint or fname.lower()
 
     def fn(*args, name=None, attr=None, out=None, **kwargs):
         syms, extra = [], []
@@ -150,7 +152,7 @@ def make_function(op, fname):
                 kwargs.pop(k)       # an input explicitly left out (bias=None)
         if extra:
             fill_positional_params(op, extra, kwargs, len(args))
-        return make_node(op, syms, kwargs, name, attr, named, hint=fname.lower())
+        return make_node(op, syms, kwargs, name, attr, named, hint=hint)
 
     fn.__name__ = fname
     fn.__qualname__ = fname
@@ -272,8 +274,14 @@ def _reshape_method(self, *shape, **kwargs):
     return _made["Reshape"](self, **kwargs)
 
 
-def lookup(fname):
-    """The Symbol function for a registered op (ops registered late are picked up)."""
+def lookup(fname, hint=None):
+    """The Symbol function for a registered op (ops registered late are picked up);
+    ``hint`` names its nodes another way (``sym.contrib.box_nms`` makes ``box_nms0``)."""
+    if hint is not None:
+        fn = _made.get((fname, hint))
+        if fn is None:
+            fn = _made[(fname, hint)] = make_function(get_op(fname), fname, hint)
+        return fn
     fn = _made.get(fname)
     if fn is None:
         opdef = get_op(fname)

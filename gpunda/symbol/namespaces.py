@@ -46,7 +46,9 @@ def build(lookup, Symbol):
         mod = mods[ns] = _module(ns, f"MXNet's mx.sym.{ns}: the {pre}* operators.")
         for full in names:
             if full.startswith(pre):
-                setattr(mod, full[len(pre):], lookup(full))
+                # MXNet names these nodes by the short name: box_nms0, gemm20, to_tensor0
+                short = full[len(pre):]
+                setattr(mod, short, lookup(full, short.lower()))
     sp = mods["sparse"] = _module("sparse", "MXNet's mx.sym.sparse operators.")
     for short in _MXNET_SPARSE:
         for full in (f"_sparse_{short}", short):
