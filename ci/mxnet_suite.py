@@ -111,6 +111,17 @@ def exact_k(tests, collected):
     return f"({expr}) and not ({' or '.join(strays)})" if strays else expr
 
 
+def blas_threads_env(jobs, environ=None):
+    """The harness's environment with BLAS/OpenMP threads shared out among the ``jobs``
+    files that run at once (unless set already): two files each spinning two OpenBLAS
+    threads on two cores make a small GEMM 30x slower, and CI's suite time with it."""
+    env = dict(os.environ if environ is None else environ)
+    per_job = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, per_job)
+    return env
+
+
 def run_suite(suite, files, out_dir, jobs, context, only=None):
     """Run the harness on ``files``; returns {file: {test: status}}.
 
@@ -122,7 +133,8 @@ def run_suite(suite, files, out_dir, jobs, context, only=None):
     for fname, tests in sorted((only or {}).items()):
         if tests:
             cmd += ["-k", f"{fname}=" + exact_k(tests, collected.get(fname, set()))]
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=blas_threads_env(jobs))
     tail = proc.stdout.splitlines()
     summary_path = Path(out_dir) / "summary.json"
     if not summary_path.exists():

@@ -64,3 +64,11 @@ def test_exact_k_runs_only_the_listed_tests(ratchet):
     collected = {"test_a", "test_a_b", "test_a_b_c"}
     expr = ratchet.exact_k({"test_a", "test_a_b_c"}, collected)
     assert _k_picks(expr, collected) == collected
+
+
+def test_blas_threads_are_shared_among_parallel_files(ratchet, monkeypatch):
+    monkeypatch.setattr(ratchet.os, "cpu_count", lambda: 2)
+    env = ratchet.blas_threads_env(2, {"PATH": "/bin", "MKL_NUM_THREADS": "3"})
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and env["OMP_NUM_THREADS"] == "1"
+    assert env["MKL_NUM_THREADS"] == "3" and env["PATH"] == "/bin"    # what was set stays
+    assert ratchet.blas_threads_env(1, {})["OPENBLAS_NUM_THREADS"] == "2"
