@@ -1,0 +1,85 @@
+"""Augmentation fixture: what real MXNet 1.9.1's ImageRecordIter / ImageDetRecordIter give
+for augmentation settings that draw no random number that matters.  gpunda writes the
+.rec files (MXNet's venv has no OpenCV for pack_img), MXNet reads them:
+
+    PYTHONPATH=. /work/main/.venv/bin/python tests/data/make_image_aug_fixture.py write
+    /work/mxvenv/bin/python tests/data/make_image_aug_fixture.py read
+"""
+import os
+import sys
+
+import numpy as np
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "io_iter")
+REC = os.path.join(OUT, "aug.rec")
+DET_REC = os.path.join(OUT, "aug_det.rec")
+BASE = dict(batch_size=3, label_width=1, preprocess_threads=1)
+CASES = {
+    "rotate": dict(data_shape=(3, 12, 10), rotate=30, fill_value=0),
+    "rotate_list": dict(data_shape=(3, 12, 10), rotate_list="90", fill_value=7),
+    "scale": dict(data_shape=(3, 12, 10), min_random_scale=0.75, max_random_scale=0.75),
+    "aspect": dict(data_shape=(3, 12, 10), min_aspect_ratio=1.5, max_aspect_ratio=1.5,
+                   inter_method=2),
+    "img_size": dict(data_shape=(3, 12, 10), max_img_size=14, min_img_size=13, inter_method=3),
+    "pad": dict(data_shape=(3, 20, 20), pad=3, fill_value=50),
+    "crop_size": dict(data_shape=(3, 8, 8), min_crop_size=11, max_crop_size=11),
+    "auto_inter": dict(data_shape=(3, 12, 10), resize=14, rotate=10, inter_method=9),
+    "gray_rotate": dict(data_shape=(1, 12, 10), rotate=45, max_img_size=16, fill_value=255),
+}
+DET_BASE = dict(batch_size=3, label_pad_width=24, preprocess_threads=1)
+DET_CASES = {
+    "mirror": dict(data_shape=(3, 12, 10), rand_mirror_prob=1.0),
+    "shrink": dict(data_shape=(3, 12, 12), resize_mode="shrink"),
+    "fit": dict(data_shape=(3, 30, 30), resize_mode="fit", inter_method=1),
+    "resize_auto": dict(data_shape=(3, 10, 10), resize=12, inter_method=9),
+}
+
+
+def images():
+    rng = np.random.RandomState(3)
+    out = []
+    for i in range(3):
+        rows, cols = 18 + 2 * i, 22 - 3 * i
+        y, x = np.mgrid[:rows, :cols]
+        smooth = np.stack([x * 255 // cols, y * 255 // rows, (x + y) * 127 // (rows + cols)], -1)
+        out.append(np.clip(smooth + rng.randint(-20, 21, (rows, cols, 3)), 0, 255)
+                   .astype(np.uint8))
+    return out
+
+
+def det_label(i):
+    objs = [[0, 0.1, 0.2, 0.5, 0.6], [1, 0.4 + 0.1 * i, 0.3, 0.9, 0.95],
+            [2, 0.5, 0.5, 0.5, 0.7]]                  # the last has no area: dropped
+    return [2, 5] + [v for o in objs[:2 + (i == 1)] for v in o]
+
+
+def write():
+    import gpunda as mx
+    w = mx.recordio.MXRecordIO(REC, "w")
+    d = mx.recordio.MXRecordIO(DET_REC, "w")
+    for i, img in enumerate(images()):
+        w.write(mx.recordio.pack_img((0, float(i), i, 0), img, quality=3, img_fmt=".png"))
+        d.write(mx.recordio.pack_img((0, np.array(det_label(i), np.float32), i, 0), img,
+                                     quality=3, img_fmt=".png"))
+    w.close()
+    d.close()
+
+
+def read():
+    import mxnet as mx
+    out = {}
+    for key, kw in CASES.items():
+        it = mx.io.ImageRecordIter(path_imgrec=REC, **BASE, **kw)
+        batch = it.next()
+        out[f"{key}_data"] = batch.data[0].asnumpy()
+        out[f"{key}_label"] = batch.label[0].asnumpy()
+    for key, kw in DET_CASES.items():
+        it = mx.io.ImageDetRecordIter(path_imgrec=DET_REC, **DET_BASE, **kw)
+        batch = it.next()
+        out[f"det_{key}_data"] = batch.data[0].asnumpy()
+        out[f"det_{key}_label"] = batch.label[0].asnumpy()
+    np.savez_compressed(os.path.join(OUT, "image_aug_mxnet191.npz"), **out)
+
+
+if __name__ == "__main__":
+    {"write": write, "read": read}[sys.argv[1]]()
