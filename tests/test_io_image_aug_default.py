@@ -136,6 +136,19 @@ def test_random_contrast_illumination_and_seed_aug():
         np.testing.assert_allclose(o, r * slope + icpt, atol=1e-3)
 
 
+def test_seed_aug_fixes_every_random_augmentation():
+    # the settings of MXNet's test_ImageRecordIter_seed_augmentation
+    kw = dict(F.BASE, data_shape=(3, 12, 10), rand_crop=True, rand_mirror=True,
+              max_random_scale=1.3, max_random_illumination=3, max_rotate_angle=10,
+              random_l=50, random_s=40, random_h=10, max_shear_ratio=2)
+
+    def data(**more):
+        return mx.io.ImageRecordIter(path_imgrec=F.REC, **kw, **more).next().data[0].asnumpy()
+    np.testing.assert_array_equal(data(seed_aug=3), data(seed_aug=3))
+    assert not np.array_equal(data(seed_aug=3), data(seed_aug=4))
+    assert not np.array_equal(data(seed=1), data(seed=2))
+
+
 def test_padding_and_values_stay_in_range():
     for out in _uint8(data_shape=(3, 26, 30), pad=4, fill_value=11, max_shear_ratio=0.3,
                       max_aspect_ratio=0.2, min_random_scale=0.8, max_random_scale=1.2):
