@@ -52,14 +52,19 @@ def test_fixed_rotation_is_cv2_rotation_about_the_centre():
         assert diff.max() <= 1 and (diff == 0).mean() > 0.9   # float32 vs float64 matrix
 
 
-def test_random_rotation_is_one_of_the_whole_degree_angles():
-    for seed in range(3):
-        for img, out in zip(F.images(), _uint8(max_rotate_angle=4, seed=seed)):
+@pytest.mark.parametrize("kw, angles", [(dict(max_rotate_angle=4), range(-4, 5)),
+                                         (dict(rotate_list="-20,5,40"), (-20, 5, 40))])
+def test_random_rotation_is_one_of_the_allowed_angles(kw, angles):
+    seen = set()
+    for seed in range(4):
+        for img, out in zip(F.images(), _uint8(seed=seed, **kw)):
             rows, cols = img.shape[:2]
             errs = [np.abs(out.astype(int) - _center(cv2.warpAffine(
                 img, cv2.getRotationMatrix2D((cols / 2, rows / 2), a, 1.0), (cols, rows),
-                borderValue=(255, 255, 255)), 12, 10)).max() for a in range(-4, 5)]
+                borderValue=(255, 255, 255)), 12, 10)).max() for a in angles]
             assert min(errs) <= 1
+            seen.add(list(angles)[int(np.argmin(errs))])
+    assert len(seen) >= 3
 
 
 def test_random_resized_crop_is_a_resized_window():
