@@ -26,6 +26,17 @@ CASES = {
     "auto_inter": dict(data_shape=(3, 12, 10), resize=14, rotate=10, inter_method=9),
     "gray_rotate": dict(data_shape=(1, 12, 10), rotate=45, max_img_size=16, fill_value=255),
 }
+# random settings: compared by statistics over STAT_EPOCHS epochs of one iterator
+STAT_EPOCHS = 40
+STAT_CASES = {
+    "jitter": dict(brightness=0.3, contrast=0.3, saturation=0.3),
+    "hls": dict(random_h=20, random_s=30, random_l=30),
+    "pca": dict(pca_noise=2.0),
+    "affine": dict(max_rotate_angle=30, max_shear_ratio=0.2, min_random_scale=0.7,
+                   max_random_scale=1.3, max_aspect_ratio=0.2),
+    "contrast_illum": dict(max_random_contrast=0.3, max_random_illumination=20,
+                           cls="ImageRecordIter"),
+}
 DET_BASE = dict(batch_size=3, label_pad_width=24, preprocess_threads=1)
 DET_CASES = {
     "mirror": dict(data_shape=(3, 12, 10), rand_mirror_prob=1.0),
@@ -53,6 +64,21 @@ def det_label(i):
     return [2, 5] + [v for o in objs[:2 + (i == 1)] for v in o]
 
 
+def epoch_statistics(mx, key):
+    """Per image of aug.rec, over the epochs: the spread (std) of its mean pixel value and
+    the mean of its pixel values' std, averaged over the images: shape (2,)."""
+    kw = dict(BASE, data_shape=(3, 12, 10), seed=5)
+    kw.update(STAT_CASES[key])
+    it = getattr(mx.io, kw.pop("cls", "ImageRecordUInt8Iter"))(path_imgrec=REC, **kw)
+    per_epoch = []
+    for _ in range(STAT_EPOCHS):
+        it.reset()
+        d = it.next().data[0].asnumpy().astype(np.float64)
+        per_epoch.append([d.mean(axis=(1, 2, 3)), d.std(axis=(1, 2, 3))])
+    v = np.array(per_epoch)                  # (epochs, 2, images)
+    return np.array([v[:, 0].std(axis=0).mean(), v[:, 1].mean()])
+
+
 def write():
     import gpunda as mx
     w = mx.recordio.MXRecordIO(REC, "w")
@@ -78,6 +104,8 @@ def read():
         batch = it.next()
         out[f"det_{key}_data"] = batch.data[0].asnumpy()
         out[f"det_{key}_label"] = batch.label[0].asnumpy()
+    for key in STAT_CASES:
+        out[f"stat_{key}"] = epoch_statistics(mx, key)
     np.savez_compressed(os.path.join(OUT, "image_aug_mxnet191.npz"), **out)
 
 
