@@ -29,6 +29,16 @@ def test_deterministic_settings_match_mxnet(key):
     np.testing.assert_array_equal(batch.label[0].asnumpy(), REF[f"det_{key}_label"])
 
 
+@pytest.mark.parametrize("key", sorted(F.DET_STAT_CASES))
+def test_random_settings_spread_like_mxnet(key):
+    # MXNet draws from mt19937, gpunda from NumPy: the statistics over 40 epochs agree
+    # (boxes kept per image, their width, the spread of an image's mean pixel value)
+    kept, width, spread = F.det_epoch_statistics(mx, key)
+    want = REF[f"det_stat_{key}"]
+    assert abs(kept - want[0]) < 0.15 and abs(width / want[1] - 1) < 0.1, (key, want)
+    assert abs(spread / want[2] - 1) < 0.3, (key, want)
+
+
 @pytest.fixture(scope="module")
 def boxes_rec(tmp_path_factory):
     """Five 40x60 gray images, each object's box painted in its colour."""

@@ -37,6 +37,17 @@ STAT_CASES = {
     "contrast_illum": dict(max_random_contrast=0.3, max_random_illumination=20,
                            cls="ImageRecordIter"),
 }
+DET_STAT_CASES = {
+    "pad": dict(rand_pad_prob=0.7, max_pad_scale=2.5, fill_value=0),
+    "crop": dict(rand_crop_prob=0.9, min_crop_scales=0.3, max_crop_scales=0.9,
+                 min_crop_aspect_ratios=0.5, max_crop_aspect_ratios=2.0, min_crop_overlaps=0.2),
+    "crop_overlap": dict(rand_crop_prob=1.0, min_crop_scales=0.2, max_crop_scales=0.6,
+                         crop_emit_mode="overlap", emit_overlap_thresh=0.5),
+    "colour": dict(random_hue_prob=0.5, max_random_hue=30, random_saturation_prob=0.5,
+                   max_random_saturation=40, random_illumination_prob=0.5,
+                   max_random_illumination=30, random_contrast_prob=0.5,
+                   max_random_contrast=0.4),
+}
 DET_BASE = dict(batch_size=3, label_pad_width=24, preprocess_threads=1)
 DET_CASES = {
     "mirror": dict(data_shape=(3, 12, 10), rand_mirror_prob=1.0),
@@ -79,6 +90,24 @@ def epoch_statistics(mx, key):
     return np.array([v[:, 0].std(axis=0).mean(), v[:, 1].mean()])
 
 
+def det_epoch_statistics(mx, key):
+    """Over STAT_EPOCHS epochs of aug_det.rec: the mean number of boxes kept, their mean
+    width, and (per image, averaged) the std of the mean pixel value: shape (3,)."""
+    kw = dict(DET_BASE, data_shape=(3, 12, 10), seed=5)
+    kw.update(DET_STAT_CASES[key])
+    it = mx.io.ImageDetRecordIter(path_imgrec=DET_REC, **kw)
+    counts, widths, means = [], [], []
+    for _ in range(STAT_EPOCHS):
+        it.reset()
+        batch = it.next()
+        for lab in batch.label[0].asnumpy():
+            objs = lab[6:4 + int(lab[3])].reshape(-1, 5)
+            counts.append(len(objs))
+            widths.extend(objs[:, 3] - objs[:, 1])
+        means.append(batch.data[0].asnumpy().astype(np.float64).mean(axis=(1, 2, 3)))
+    return np.array([np.mean(counts), np.mean(widths), np.std(means, axis=0).mean()])
+
+
 def write():
     import gpunda as mx
     w = mx.recordio.MXRecordIO(REC, "w")
@@ -106,6 +135,8 @@ def read():
         out[f"det_{key}_label"] = batch.label[0].asnumpy()
     for key in STAT_CASES:
         out[f"stat_{key}"] = epoch_statistics(mx, key)
+    for key in DET_STAT_CASES:
+        out[f"det_stat_{key}"] = det_epoch_statistics(mx, key)
     np.savez_compressed(os.path.join(OUT, "image_aug_mxnet191.npz"), **out)
 
 
