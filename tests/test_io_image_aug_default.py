@@ -172,12 +172,34 @@ def test_padding_and_values_stay_in_range():
     assert (out[:4] == 11).all() and (out[:, :4] == 11).all()
 
 
+def test_four_channel_images_take_every_geometric_step(tmp_path):
+    rec = str(tmp_path / "rgba.rec")
+    w = mx.recordio.MXRecordIO(rec, "w")
+    imgs = [np.random.RandomState(i).randint(0, 256, (20, 24, 4)).astype(np.uint8)
+            for i in range(3)]
+    for i, img in enumerate(imgs):
+        w.write(mx.recordio.pack_img((0, float(i), i, 0), img, img_fmt=".png"))
+    w.close()
+    args = dict(path_imgrec=rec, data_shape=(4, 10, 10), batch_size=3)
+    for kw in (dict(max_rotate_angle=20, pad=2, inter_method=10, resize=16),
+               dict(random_resized_crop=True, min_random_area=0.3, inter_method=10),
+               dict(min_crop_size=8, max_crop_size=12, inter_method=9, rand_crop=True)):
+        out = mx.io.ImageRecordUInt8Iter(**args, **kw).next().data[0].asnumpy()
+        assert out.shape == (3, 4, 10, 10)
+    out = mx.io.ImageRecordUInt8Iter(**args, rotate=90, fill_value=3).next().data[0].asnumpy()
+    for img, o in zip(imgs, out):       # alpha rotates with the colours
+        m = cv2.getRotationMatrix2D((12, 10), 90, 1.0)
+        want = _center(cv2.warpAffine(img, m, (24, 20), borderValue=(3, 3, 3, 3)), 10, 10)
+        assert np.abs(o[3].astype(int) - want[:, :, 3]).max() <= 1
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(rotate=10, inter_method=0), "inter_method=0 is invalid"),
     (dict(inter_method=5), "inter_method=5 is invalid"),
     (dict(random_resized_crop=True, rand_crop=True), "conflicts"),
     (dict(min_crop_size=8, max_crop_size=6), "min_crop_size=8"),
     (dict(data_shape=(1, 12, 10), contrast=0.2), "3-channel"),
+    (dict(data_shape=(1, 12, 10), brightness=0.2), "3-channel"),
     (dict(data_shape=(3, 12, 10), max_crop_size=30, min_crop_size=30), "max_crop_size=30"),
 ])
 def test_bad_settings_raise(kw, match):

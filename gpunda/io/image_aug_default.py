@@ -158,11 +158,11 @@ class DefaultImageAugmenter:
                        f"{p['max_crop_size']} must satisfy 0 < min_crop_size <= max_crop_size")
         self._jitter = p["brightness"] > 0 or p["contrast"] > 0 or p["saturation"] > 0
         self._hls = p["random_h"] != 0 or p["random_s"] != 0 or p["random_l"] != 0
-        needs_colour = (p["contrast"] > 0 or p["saturation"] > 0 or self._hls
-                        or p["pca_noise"] > 0)
-        if needs_colour and self.c != 3:
-            self._fail(f"contrast, saturation, random_h/s/l and pca_noise need 3-channel "
-                       f"images, data_shape has {self.c}")
+        # the jitter always runs its three steps (factor 1 for the unset ones), and the
+        # gray-level and HLS conversions take BGR: MXNet's OpenCV calls fail otherwise
+        if (self._jitter or self._hls or p["pca_noise"] > 0) and self.c != 3:
+            self._fail(f"brightness, contrast, saturation, random_h/s/l and pca_noise need "
+                       f"3-channel images, data_shape has {self.c}")
 
     def __call__(self, img, rng):
         p = self.p
