@@ -32,7 +32,14 @@ CASES = {
                           "decode, resize 256, centre crop 224, mean/std (s per sample)"),
     "w9_box_nms": ("W9", "contrib.box_nms of 4 x 2000 scored boxes with class ids, topk 1000"),
     "w9_roi_align": ("W9", "contrib.ROIAlign of 256 ROIs on a (2, 64, 38, 50) map to 7x7"),
+    "w10_fit_module": ("W10", "Module.fit, one epoch: MLP 784-512-512-10, NDArrayIter 20 x 128, "
+                              "SGD, accuracy metric (s per epoch)"),
+    "w10_fit_gluon": ("W10", "the W10 epoch as a hybridized Gluon loop: record, backward, "
+                             "Trainer.step, accuracy (s per epoch)"),
 }
+
+# (case, reference case) -> the most gpunda's case may take, in times the reference's
+GPUNDA_TARGETS = {("w10_fit_module", "w10_fit_gluon"): 1.1}
 
 # per-op cases report time per op; others report time per call (W7: per sample)
 PER_UNIT = {"w2_chain100": 100, "w7_cnn_step": 64, "w7_cnn_step_hybrid": 64, "w9_imagerec": 256}
@@ -72,6 +79,24 @@ def mlp_inputs():
     ws = [(r.standard_normal(d) * np.sqrt(2.0 / d[1])).astype(np.float32) for d in dims]
     bs = [np.zeros(d[0], np.float32) for d in dims]
     return x, y, ws, bs
+
+
+FIT = dict(batches=20, batch=128, lr=0.1)
+
+
+def fit_inputs():
+    """W10's epoch of data (2560 x 784, labels 0-9) and the MLP's starting weights."""
+    r = rng(10)
+    n = FIT["batches"] * FIT["batch"]
+    _, _, ws, bs = mlp_inputs()
+    return (r.standard_normal((n, 784)).astype(np.float32), r.integers(0, 10, n), ws, bs)
+
+
+def numpy_fit_epoch(x, y, ws, bs):
+    """One epoch of W10 by hand: the W3 step over each batch in order."""
+    b = FIT["batch"]
+    for k in range(0, len(x), b):
+        numpy_mlp_step(x[k:k + b], y[k:k + b], ws, bs, FIT["lr"])
 
 
 def graph50_input():

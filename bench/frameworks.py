@@ -76,6 +76,14 @@ class NumpyFloor(Framework):
                     for i in range(0, len(payloads), batch)]
         return step, step()[0]
 
+    def w10_fit_module(self):
+        x, y, ws, bs = C.fit_inputs()
+        ws1, bs1 = [w.copy() for w in ws], [b.copy() for b in bs]
+        C.numpy_fit_epoch(x, y, ws1, bs1)
+        return (lambda: C.numpy_fit_epoch(x, y, ws, bs)), ws1[2]
+
+    w10_fit_gluon = w10_fit_module
+
     def w5_csr_dot(self):
         a, d = C.csr_inputs()
         return (lambda: a @ d), a @ d
@@ -290,6 +298,68 @@ class Gpunda(Framework):
             assert len(out) * p["batch"] == p["images"], len(out)
             return out
         return step, step()[0].asnumpy()
+
+    def w10_fit_module(self):
+        """Module.fit, one more epoch per call (begin_epoch moves on, as a resumed fit)."""
+        import logging
+        mx = self.mx
+        x0, y0, ws, bs = C.fit_inputs()
+        h = mx.sym.var("data")
+        for i, units in enumerate((512, 512, 10)):
+            h = mx.sym.FullyConnected(h, num_hidden=units, name=f"fc{i}")
+            h = mx.sym.Activation(h, act_type="relu") if i < 2 else h
+        net = mx.sym.SoftmaxOutput(h, name="softmax")
+        it = mx.io.NDArrayIter(x0, y0.astype(np.float32), batch_size=C.FIT["batch"])
+        quiet = logging.getLogger("bench.w10")    # no per-epoch log lines in the timing
+        quiet.setLevel(logging.ERROR)
+        mod = mx.mod.Module(net, context=self.ctx, logger=quiet)
+        params = {f"fc{i}_{k}": self._arr(v) for i, (w, b) in enumerate(zip(ws, bs))
+                  for k, v in (("weight", w), ("bias", b))}
+        epoch = [0]
+
+        def step():
+            mod.fit(it, eval_metric="acc", optimizer="sgd",
+                    optimizer_params=(("learning_rate", C.FIT["lr"]),), arg_params=params,
+                    begin_epoch=epoch[0], num_epoch=epoch[0] + 1)
+            epoch[0] += 1
+        step()
+        first = mod.get_params()[0]["fc2_weight"].asnumpy()
+        return step, first
+
+    def w10_fit_gluon(self):
+        """The W10 epoch as a Gluon user writes it, hybridized, on the same NDArrayIter."""
+        mx = self.mx
+        gluon = mx.gluon
+        x0, y0, ws, bs = C.fit_inputs()
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(512, activation="relu", in_units=784),
+                gluon.nn.Dense(512, activation="relu", in_units=512),
+                gluon.nn.Dense(10, in_units=512))
+        net.initialize(ctx=self.ctx)
+        for layer, w, b in zip(net, ws, bs):
+            layer.weight.set_data(self._arr(w))
+            layer.bias.set_data(self._arr(b))
+        net.hybridize(static_alloc=True, static_shape=True)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": C.FIT["lr"]})
+        it = mx.io.NDArrayIter(x0, y0.astype(np.float32), batch_size=C.FIT["batch"])
+        acc = mx.metric.Accuracy()
+
+        def step():
+            it.reset()
+            acc.reset()
+            for batch in it:
+                x = batch.data[0].as_in_context(self.ctx)
+                y = batch.label[0].as_in_context(self.ctx)
+                with mx.autograd.record():
+                    out = net(x)
+                    loss = loss_fn(out, y)
+                loss.backward()
+                trainer.step(x.shape[0])
+                acc.update([y], [out])
+            return acc.get()
+        step()
+        return step, net[2].weight.data().asnumpy()
 
     def w9_box_nms(self):
         nd = self.mx.nd

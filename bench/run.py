@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import CASES, PER_UNIT  # noqa: E402
+from bench.common import CASES, GPUNDA_TARGETS, PER_UNIT  # noqa: E402
 
 ALL_FWS = ["numpy", "gpunda", "torch", "mxnet", "chainer"]
 HINTS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -272,6 +272,15 @@ def to_markdown(res):
         lines.append(f"| {case}: {c['desc']} | " + " | ".join(cells) +
                      f" | {ratio:.2f}x |" if ratio else f"| {case}: {c['desc']} | " +
                      " | ".join(cells) + " | - |")
+    targets = []
+    for (case, ref), limit in GPUNDA_TARGETS.items():
+        a = res["cases"].get(case, {}).get("fw", {}).get("gpunda", {}).get("median")
+        b = res["cases"].get(ref, {}).get("fw", {}).get("gpunda", {}).get("median")
+        if a and b:
+            targets.append(f"- gpunda {case} / {ref}: {a / b:.2f}x (target <= {limit}x: "
+                           f"{'met' if a / b <= limit else 'NOT met'})")
+    if targets:
+        lines += [""] + targets
     missing = {fw: v["missing"] for fw, v in res["frameworks"].items() if "missing" in v}
     if missing:
         lines.append("")

@@ -82,8 +82,8 @@ def test_bad_arguments(det_rec):
     args = dict(path_imgrec=rec, data_shape=(3, 8, 8), batch_size=2)
     with pytest.raises(GpundaError, match="label_pad_width=10 is smaller"):
         mx.io.ImageDetRecordIter(label_pad_width=10, **args)
-    with pytest.raises(GpundaError, match="rand_crop_prob=0.5 is not supported yet"):
-        mx.io.ImageDetRecordIter(rand_crop_prob=0.5, **args)
+    with pytest.raises(GpundaError, match="shuffle_chunk_size=2 is not supported yet"):
+        mx.io.ImageDetRecordIter(shuffle_chunk_size=2, **args)
     with pytest.raises(GpundaError, match="label_width is 7"):
         mx.io.ImageDetRecordIter(label_width=7, **args)
     with pytest.raises(GpundaError, match="rand_mirror_prob"):

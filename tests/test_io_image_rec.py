@@ -51,8 +51,8 @@ def test_shuffle_parts_and_errors(tmp_path):
         next(iter(mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 6, 5), batch_size=1)))
     with pytest.raises(GpundaError, match="data_shape"):
         mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(5, 6, 5), batch_size=1)
-    with pytest.raises(GpundaError, match="max_rotate_angle=45 is not supported yet"):
-        mx.io.ImageRecordIter(max_rotate_angle=45, **kw)
+    with pytest.raises(GpundaError, match="shuffle_chunk_size=4 is not supported yet"):
+        mx.io.ImageRecordIter(shuffle_chunk_size=4, **kw)
     with pytest.raises(GpundaError, match="does not exist"):
         mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "none.rec"), data_shape=(3, 6, 5),
                               batch_size=1)

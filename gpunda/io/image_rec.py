@@ -1,10 +1,12 @@
 """ImageRecordIter and its uint8/int8 variants: batches of images stored in a
 RecordIO file by ``recordio.pack_img`` / im2rec.
 
-Per image, as MXNet's default augmenter and ImageRecordIter2 do: decode with
-OpenCV, resize the shorter edge to ``resize``, crop ``data_shape`` (center, or
-random with ``rand_crop``; images smaller than it are scaled up first), mirror,
-swap BGR to RGB, then ``(x - mean) * scale / std`` (float32 output only).
+Per image, as MXNet's ImageRecordIter2 does: decode with OpenCV, run the
+default augmenter (image_aug_default.py: resize, affine warp, pad, crop to
+``data_shape``, colour noise), mirror, swap BGR to RGB, then
+``(x - mean) * c / std + i / std`` with ``c = scale * (1 + U(-max_random_contrast,
+max_random_contrast))`` and ``i = scale * U(-max_random_illumination, ...)``
+(float32 output only).
 """
 from __future__ import annotations
 
@@ -18,19 +20,11 @@ from .native import _RoundBatchIter, _batch_shape, _check_batch_size
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter"]
 
-# augmentations of MXNet's default augmenter not built here, with their no-op values
-_UNSUPPORTED_AUG = {"max_rotate_angle": 0, "max_aspect_ratio": 0.0, "min_aspect_ratio": None,
-                    "max_shear_ratio": 0.0, "max_crop_size": -1, "min_crop_size": -1,
-                    "max_random_scale": 1.0, "min_random_scale": 1.0, "max_random_area": 1.0,
-                    "min_random_area": 1.0, "max_img_size": 1e10, "min_img_size": 0.0,
-                    "brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0,
-                    "random_h": 0, "random_s": 0, "random_l": 0, "rotate": -1,
-                    "max_random_contrast": 0.0, "max_random_illumination": 0.0,
-                    "fill_value": 255, "pad": 0, "rotate_list": (), "shuffle_chunk_size": 0}
+# accepted with only their no-op value
+_UNSUPPORTED = {"shuffle_chunk_size": 0}
 _ACCEPTED = {"path_imglist", "aug_seq", "verbose", "device_id", "prefetch_buffer", "ctx",
-             "shuffle_chunk_seed", "seed_aug", "inter_method", "data_name", "label_name"}
-_INTER = {0: "INTER_NEAREST", 1: "INTER_LINEAR", 2: "INTER_CUBIC", 3: "INTER_AREA",
-          4: "INTER_LANCZOS4"}
+             "shuffle_chunk_seed", "seed_aug", "data_name", "label_name",
+             "max_random_contrast", "max_random_illumination"}
 
 
 def _record_starts(path):
@@ -62,26 +56,26 @@ class ImageRecordIter(_RoundBatchIter):
                  data_name="data", label_name="softmax_label", **kwargs):
         name = type(self).__name__
         super().__init__(data_name, label_name)
-        for k, v in kwargs.items():
-            if k in _UNSUPPORTED_AUG:
-                if v != _UNSUPPORTED_AUG[k]:
-                    raise NotImplementedForGpunda(f"mx.io.{name}: {k}={v!r} is not supported yet")
-            elif k not in _ACCEPTED:
-                raise GpundaError(f"mx.io.{name}: unknown argument {k!r}")
         self.data_shape = tuple(int(s) for s in data_shape)
         if len(self.data_shape) != 3 or self.data_shape[0] not in (1, 3, 4):
             raise GpundaError(f"{name}: data_shape={data_shape} must be (channels, height, width) "
                               f"with 1, 3 or 4 channels")
+        self._augmenter = self._build_augmenter(kwargs, resize=resize, rand_crop=rand_crop)
+        for k, v in kwargs.items():
+            if k in _UNSUPPORTED:
+                if v != _UNSUPPORTED[k]:
+                    raise NotImplementedForGpunda(f"mx.io.{name}: {k}={v!r} is not supported yet")
+            elif k not in _ACCEPTED:
+                raise GpundaError(f"mx.io.{name}: unknown argument {k!r}")
         if preprocess_threads < 1:
             raise GpundaError(f"{name}: preprocess_threads={preprocess_threads} must be >= 1")
         if not path_imgrec or not os.path.exists(path_imgrec):
             raise GpundaError(f"{name}: path_imgrec={path_imgrec!r} does not exist")
-        self._inter = int(kwargs.get("inter_method", 1))
-        if self._inter not in _INTER:
-            raise NotImplementedForGpunda(f"mx.io.{name}: inter_method={self._inter} is not "
-                                          f"supported yet (0-4 are)")
+        self._random_contrast = float(kwargs.get("max_random_contrast", 0.0))
+        self._random_illumination = float(kwargs.get("max_random_illumination", 0.0))
+        seed_aug = kwargs.get("seed_aug")
+        self._seed_aug = None if seed_aug in (None, "None") else int(seed_aug)
         self.path_imgrec, self.label_width = path_imgrec, int(label_width)
-        self.resize, self.rand_crop = int(resize), bool(rand_crop)
         self.rand_mirror, self.mirror = bool(rand_mirror), bool(mirror)
         c = self.data_shape[0]
         self._mean = np.array([mean_r, mean_g, mean_b, mean_a][:c] if c > 1 else [mean_r], np.float32)
@@ -97,6 +91,12 @@ class ImageRecordIter(_RoundBatchIter):
         self._mean_img = self._load_mean(mean_img) if mean_img else None
         self._init_batching(_check_batch_size(name, batch_size), round_batch, len(self._offsets))
         self._new_epoch()
+
+    def _build_augmenter(self, kwargs, **explicit):
+        """The per-image augmenter; takes its parameters out of ``kwargs``."""
+        from .image_aug_default import AUG_DEFAULTS, DefaultImageAugmenter
+        params = {k: kwargs.pop(k) for k in list(kwargs) if k in AUG_DEFAULTS}
+        return DefaultImageAugmenter(self.data_shape, type(self).__name__, **params, **explicit)
 
     @staticmethod
     def _part(starts, size, num_parts, part_index, name):
@@ -135,20 +135,8 @@ class ImageRecordIter(_RoundBatchIter):
         if img is None:
             raise GpundaError(f"{type(self).__name__}: record {i} of {self.path_imgrec!r} "
                               f"is not a decodable image")
-        inter = getattr(cv2, _INTER[self._inter])
         rng = np.random.RandomState(rng_seed)
-        if self.resize != -1:
-            rows, cols = img.shape[:2]
-            size = ((self.resize, self.resize * rows // cols) if rows > cols
-                    else (self.resize * cols // rows, self.resize))
-            img = cv2.resize(img, size, interpolation=inter)
-        if img.shape[0] < h:
-            img = cv2.resize(img, (int(h / img.shape[0] * img.shape[1]), h), interpolation=inter)
-        if img.shape[1] < w:
-            img = cv2.resize(img, (w, int(w / img.shape[1] * img.shape[0])), interpolation=inter)
-        y, x = img.shape[0] - h, img.shape[1] - w
-        y, x = (rng.randint(0, y + 1), rng.randint(0, x + 1)) if self.rand_crop else (y // 2, x // 2)
-        img = img[y:y + h, x:x + w]
+        img = self._augmenter(img.reshape(img.shape[:2] + (-1,)), rng)
         img = img.reshape(h, w, -1)
         if c >= 3:
             img = img[:, :, [2, 1, 0, 3][:c]]  # BGR(A) -> RGB(A)
@@ -160,12 +148,18 @@ class ImageRecordIter(_RoundBatchIter):
                               f"{header.flag} labels but label_width is {self.label_width}")
         label = (np.asarray(header.label, np.float32) if header.flag > 0
                  else np.full(self.label_width, header.label, np.float32))
-        return (self._normalize(chw) if normalize else chw), label
+        return (self._normalize(chw, rng) if normalize else chw), label
 
-    def _normalize(self, chw):
+    def _normalize(self, chw, rng):
         x = chw.astype(np.float32)
         x = x - (self._mean_img if self._mean_img is not None else self._mean[:, None, None])
-        return x * (np.float32(self.scale) / self._std[:, None, None])
+        contrast, illumination = np.float32(self.scale), np.float32(0)
+        if self._random_contrast or self._random_illumination:
+            mc, mi = self._random_contrast, self._random_illumination
+            contrast = np.float32((rng.rand() * mc * 2 - mc + 1) * self.scale)
+            illumination = np.float32((rng.rand() * mi * 2 - mi) * self.scale)
+        std = self._std[:, None, None]
+        return x * (contrast / std) + illumination / std
 
     def _load_mean(self, path):
         from .. import ndarray as nd
@@ -193,7 +187,11 @@ class ImageRecordIter(_RoundBatchIter):
 
     def _make(self, idx):
         from .. import ndarray as nd
-        seeds = self._rng.randint(0, 2 ** 31 - 1, size=len(idx))
+        if self._seed_aug is not None:
+            # seed_aug makes each image's augmentation depend only on its position
+            seeds = [(self._seed_aug + int(self._order[i])) % 2 ** 31 for i in idx]
+        else:
+            seeds = self._rng.randint(0, 2 ** 31 - 1, size=len(idx))
         jobs = [(int(self._order[i]), int(s)) for i, s in zip(idx, seeds)]
         if self._threads > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self._threads) as pool:
@@ -210,7 +208,7 @@ class ImageRecordUInt8Iter(ImageRecordIter):
 
     _out_dtype = np.uint8
 
-    def _normalize(self, chw):
+    def _normalize(self, chw, rng=None):
         return chw
 
 
@@ -219,7 +217,7 @@ class ImageRecordInt8Iter(ImageRecordIter):
 
     _out_dtype = np.int8
 
-    def _normalize(self, chw):
+    def _normalize(self, chw, rng=None):
         mean = (np.round(self._mean_img) if self._mean_img is not None
                 else np.round(self._mean)[:, None, None])
         return np.clip(chw.astype(np.int16) - mean, -128, 127).astype(np.int8)
