@@ -11,6 +11,7 @@ numpy/multiarray.py). ``F.np.<f>`` of this namespace is ``mx.np.<f>`` run inside
 from __future__ import annotations
 
 import numbers
+import sys
 import types
 
 import numpy as _onp
@@ -20,7 +21,7 @@ from ..numpy.multiarray import _binary as _np_binary, _method
 from .symbol import Symbol
 from . import creation as _creation
 
-__all__ = ["_Symbol", "make_np_node", "np_outputs", "npx"]
+__all__ = ["_Symbol", "make_np_node", "np_outputs", "npx", "load", "load_json"]
 
 
 def _as_np_sym(s):
@@ -190,6 +191,16 @@ for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argm
 del _name
 
 
+def load(fname):
+    """The Symbol saved in JSON file ``fname``, as an np Symbol (``mx.np_symbol.load``)."""
+    return _creation.load(fname).as_np_ndarray()
+
+
+def load_json(json_str):
+    """The Symbol of JSON string ``json_str``, as an np Symbol."""
+    return _creation.load_json(json_str).as_np_ndarray()
+
+
 def _symbolic_attr(target_name, attr, cache):
     """``mx.np``/``mx.npx`` attribute ``attr`` made symbolic: a function runs in
     ``symbolic_scope()``, a submodule becomes a namespace of such functions."""
@@ -231,5 +242,6 @@ def __getattr__(attr):
 
 
 npx = _SymbolicNamespace("gpunda.symbol.numpy_extension", "gpunda.numpy_extension")
+_symbol = sys.modules[__name__]     # MXNet's mx.sym.np._symbol (mx.np_symbol) is this module
 _creation._np_symbol_cls = _Symbol
 _ = GpundaError

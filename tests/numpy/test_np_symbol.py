@@ -151,7 +151,8 @@ def test_np_graph_json_round_trip_keeps_mxnet_op_names(tmp_path):
     assert ops == [n["op"] for n in json.loads(_MXNET_JSON)["nodes"] if n["op"] != "null"]
     path = str(tmp_path / "np-symbol.json")
     g.save(path)
-    back = mx.sym.load(path).as_np_ndarray()
+    back = mx.np_symbol.load(path)              # MXNet's np-mode SymbolBlock.imports reads so
+    assert type(back) is _Symbol and type(mx.np_symbol.load_json(g.tojson())) is _Symbol
     for got, want in zip(_run(back, a=A, b=B), _mxnet_graph_reference(A, B)):
         onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
