@@ -128,5 +128,6 @@ register(OpDef("_npx_constraint_check", _constraint_check, inputs=("input",),
                infer_shape=lambda p, s: (list(s), [()]),
                infer_type=lambda p, t: ([np.dtype(np.bool_)], [np.dtype(np.bool_)]),
                nondiff=True, save=(), family="np_extension", hidden=True,
+               capture="the check reads the result on the host to raise",
                doc="A 0-d True when every element of ``input`` is true; else ValueError(msg) "
                    "(npx.constraint_check)."))

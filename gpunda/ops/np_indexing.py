@@ -74,14 +74,15 @@ def _infer(p, in_shapes):
 
 
 _START = Param("start_axis", "int", 0, "the data axis the mask's first axis indexes")
+_HOST = "a boolean mask's count of true positions is read on the host"
 
 register(OpDef(_SCALAR, _assign_scalar, inputs=("data", "mask"),
                params=[Param("value", "float", doc="the value the masked positions take"),
                        _START],
                gradient=zero_grads, save=("inputs",), infer_shape=_infer, hidden=True,
-               family="np_indexing",
+               capture=_HOST, family="np_indexing",
                doc="``data`` with ``data[mask] = value`` (mask axes from start_axis)."))
 register(OpDef(_TENSOR, _assign_tensor, inputs=("data", "mask", "value"), params=[_START],
                gradient=zero_grads, save=("inputs",), infer_shape=_infer, hidden=True,
-               family="np_indexing",
+               capture=_HOST, family="np_indexing",
                doc="``data`` with ``data[mask] = value``; value broadcasts over the selection."))
