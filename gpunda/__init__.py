@@ -60,6 +60,7 @@ _LAZY_MODULES.update(np="numpy", npx="numpy_extension", img="image")
 _LAZY_MODULES.update(mod="module", module="module", callback="callback", monitor="monitor",
                      mon="monitor")
 _LAZY_MODULES.update(visualization="visualization", viz="visualization")
+_LAZY_MODULES.update(np_symbol="symbol.numpy")     # MXNet's mx.np_symbol: np Symbols, load
 
 
 def install_mxnet_alias():

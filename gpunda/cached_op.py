@@ -522,7 +522,9 @@ class CachedOp:
             r = poison_outputs(e, ins, lambda a: self._rerun_step(st, xp, ctx, a))
             return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
         except GpundaError as e:
-            raise GpundaError(f"CachedOp node {st.name!r}: {e}") from None
+            # keep a GpundaValueError & co. the Python exception MXNet raises there
+            cls = type(e) if isinstance(e, (ValueError, TypeError, IndexError)) else GpundaError
+            raise cls(f"CachedOp node {st.name!r}: {e}") from None
         except Exception as e:
             failed = failed_input(ins)
             if failed is not None:      # a library refused a Poisoned input: same as reading it

@@ -547,6 +547,13 @@ for _cmp in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equ
     SPECS[f"_npi_{_cmp}"] = dict(inputs=[U(2, 3), U(1, 3)], skip=_NP_CMP)
     SPECS[f"_npi_{_cmp}_scalar"] = dict(params={"scalar": 1.0}, skip=_NP_CMP)
 SPECS["_npx_reshape"] = dict(inputs=[U(2, 3, 2)], params={"newshape": (-2, -5)})
+# np Symbol work: tensordot's int-axes op; boolean mask assignment (zero gradients, MXNet's
+# MakeZeroGradNodes)
+SPECS["_npi_tensordot_int_axes"] = dict(inputs=[U(2, 3, 4), U(3, 4, 2)], params={"axes": 2})
+_MASK = K([[True, False, True], [False, True, True]], dtype="bool")
+SPECS["_npi_boolean_mask_assign_scalar"] = dict(inputs=[U(2, 3), _MASK],
+                                                params={"value": 2.0}, zero=True)
+SPECS["_npi_boolean_mask_assign_tensor"] = dict(inputs=[U(2, 3), _MASK, U(1)], zero=True)
 
 
 def _make_inputs(spec, rng):

@@ -29,3 +29,4 @@ from ._stats import *  # noqa: E402,F401,F403
 from .arrayprint import *  # noqa: E402,F401,F403
 from .io import *  # noqa: E402,F401,F403
 from . import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401
+from . import _internal  # noqa: E402,F401  (F.np._internal: MXNet's _npi ops)

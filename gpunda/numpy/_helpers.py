@@ -121,3 +121,26 @@ def invoke(opname, inputs, out=None, **params):
     if out is not None:
         params["out"] = out
     return invoke_np(opname, inputs, **params)
+
+
+def _array_args(args, kwargs):
+    return [a for a in list(args) + list(kwargs.values())
+            if a is not None and not isinstance(a, (int, float, str, bool, tuple, list))]
+
+
+def call_op(opname, args, kwargs):
+    """Registered op ``opname`` called as MXNet's generated op functions are (arrays
+    positionally or by input name, further positional values fill the params in order,
+    ``out=``), with NumPy-flavoured results: ``ndarray`` outputs for arrays, an np Symbol
+    (or a list of them) when building a graph. ``npx.*`` and ``np._internal.*`` use it."""
+    if "out" in kwargs and kwargs["out"] is None:
+        del kwargs["out"]
+    from .multiarray import is_symbolic
+    if is_symbolic(_array_args(args, kwargs)):
+        from ..symbol import creation
+        from ..symbol.numpy import np_outputs
+        kwargs.pop("out", None)            # a graph node has no output buffer to write
+        return np_outputs(creation.lookup(opname)(*args, **kwargs))
+    from ..ndarray import _op
+    out = getattr(_op, opname)(*args, **kwargs)
+    return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out

@@ -27,7 +27,7 @@ def tensordot(a, b, axes=2):
     if isinstance(axes, numbers.Integral):
         if axes < 0:
             raise ValueError("tensordot: axes must be non-negative")
-        return invoke("_npi_tensordot", [a, b], axes_int=int(axes))
+        return invoke("_npi_tensordot_int_axes", [a, b], axes=int(axes))
     aa, ba = axes
     aa = (aa,) if isinstance(aa, numbers.Integral) else tuple(aa)
     ba = (ba,) if isinstance(ba, numbers.Integral) else tuple(ba)

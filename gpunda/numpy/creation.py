@@ -16,7 +16,7 @@ from ..context import Context, current_context
 from ..ndarray import ndarray as _nd_mod
 from ..ndarray.ndarray import NDArray
 from ._dtypes import resolve_dtype
-from .multiarray import ndarray, invoke_np, is_symbolic, _wrap
+from .multiarray import ndarray, invoke_np, is_symbolic, _wrap, _symbol_cls
 
 __all__ = ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
            "full_like", "arange", "linspace", "logspace", "eye", "identity", "indices",
@@ -106,6 +106,9 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):
     if isinstance(fill_value, NDArray):
         r = _broadcast(fill_value.as_np_ndarray(), shape)
         r = r.astype(dtype) if dtype is not None else r.copy()
+    elif isinstance(fill_value, _symbol_cls()):     # a graph's array: broadcast, as MXNet
+        r = _broadcast(fill_value, shape)
+        r = r.astype(dtype) if dtype is not None else r
     else:
         default = _onp.dtype(_onp.bool_) if isinstance(fill_value, (bool, _onp.bool_)) \
             else _onp.dtype(_onp.float32)
@@ -169,6 +172,8 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None):
     """Evenly spaced values in [start, stop) (float32 by default, as MXNet's)."""
     if stop is None:
         start, stop = 0, start
+    if step is None:
+        step = 1
     if step == 0:
         raise ZeroDivisionError("arange: step must not be zero")
     return _create("_npi_arange", ctx, start=float(start), stop=float(stop), step=float(step),

@@ -149,21 +149,27 @@ def _wrap(data, ctx, base=None):
 
 # -- the class -------------------------------------------------------------------------
 
-def _binary(aop, sop, rsop=None):
-    """(forward, reflected) operator methods over op ``aop`` and scalar op ``sop``."""
+def _binary(aop, sop, rsop=None, operand=NDArray):
+    """(forward, reflected) operator methods over op ``aop`` and scalar op ``sop``.
+
+    ``operand``: the array class the other side may be -- ``NDArray`` for ``ndarray``
+    (which also takes host arrays and lists), ``Symbol`` for the np Symbol (which does not:
+    a graph holds no host data)."""
+    host = (_onp.ndarray, list, tuple) if operand is NDArray else ()
+
     def fwd(self, other):
-        if isinstance(other, NDArray):
+        if isinstance(other, operand):
             return invoke_np(aop, (self, other))
         if isinstance(other, _SCALARS):
             return invoke_np(sop, (self,), scalar=other, is_int=_is_int(other))
-        if isinstance(other, (_onp.ndarray, list, tuple)):
+        if isinstance(other, host):
             return invoke_np(aop, (self, _from_host(other, self)))
         return NotImplemented
 
     def rev(self, other):
         if isinstance(other, _SCALARS):
             return invoke_np(rsop or sop, (self,), scalar=other, is_int=_is_int(other))
-        if isinstance(other, (_onp.ndarray, list, tuple)):
+        if isinstance(other, host):
             return invoke_np(aop, (_from_host(other, self), self))
         return NotImplemented
     return fwd, rev
@@ -191,9 +197,10 @@ def _inplace(aop, sop):
     return f
 
 
-def _method(name):
-    """``a.name(...)`` = ``mx.np.name(a, ...)`` (the function lives in gpunda.numpy)."""
-    legacy = getattr(NDArray, name, None)
+def _method(name, legacy_cls=NDArray):
+    """``a.name(...)`` = ``mx.np.name(a, ...)`` (the function lives in gpunda.numpy); a
+    name mx.np lacks falls back to ``legacy_cls``'s method when it has one."""
+    legacy = getattr(legacy_cls, name, None)
 
     def m(self, *args, **kwargs):
         from .. import numpy as _np_mod

@@ -4,10 +4,8 @@ function (so positional parameters, input names and Symbols work as in ``nd``/``
 with ``mx.np.ndarray`` / np-Symbol results."""
 from __future__ import annotations
 
-import functools
-
-from ..ndarray.ndarray import NDArray
-from ..numpy.multiarray import as_np, is_symbolic, invoke_np
+from ..numpy._helpers import call_op
+from ..numpy.multiarray import invoke_np
 
 __all__ = ["activation", "arange_like", "batch_dot", "batch_flatten", "batch_norm", "cast",
            "convolution", "deconvolution", "dropout", "embedding", "erf", "erfinv",
@@ -34,11 +32,6 @@ _OPS = {
 }
 
 
-def _arrays(args, kwargs):
-    return [a for a in list(args) + list(kwargs.values())
-            if a is not None and not isinstance(a, (int, float, str, bool, tuple, list))]
-
-
 def _drop_omitted_inputs(args):
     """Leading array arguments with the omitted ones (None: ``fully_connected(x, w, None,
     ...)`` without a bias) left out, then the positional parameters."""
@@ -53,20 +46,7 @@ def _drop_omitted_inputs(args):
 
 def _make(npx_name, opname):
     def fn(*args, **kwargs):
-        if "out" in kwargs and kwargs["out"] is None:
-            del kwargs["out"]
-        args = _drop_omitted_inputs(args)
-        arrays = _arrays(args, kwargs)
-        if is_symbolic(arrays):
-            from ..symbol import creation
-            from ..symbol.numpy import _as_np_sym, _Symbol
-            out = creation.lookup(opname)(*args, **kwargs)
-            if len(out._outputs) == 1:
-                return _as_np_sym(out)
-            return [_Symbol([e]) for e in out._outputs]
-        from ..ndarray import _op
-        out = getattr(_op, opname)(*args, **kwargs)
-        return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out
+        return call_op(opname, _drop_omitted_inputs(args), kwargs)
     fn.__name__ = fn.__qualname__ = npx_name
     fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
     return fn
@@ -93,13 +73,8 @@ def nonzero(a):
 
 
 def constraint_check(input, msg="Constraint violated."):  # noqa: A002 (MXNet's name)
-    """``input`` (a boolean array) unchanged when all true; raises ValueError(msg) when not."""
-    if is_symbolic((input,)):
-        raise NotImplementedError("npx.constraint_check is not supported yet in a Symbol "
-                                  "graph")
-    if not bool(input.asnumpy().all()):
-        raise ValueError(msg)
-    return invoke_np("_copy", (input,)).astype(bool)
+    """A 0-d ``True`` when every element of the boolean array ``input`` is true; raises
+    ValueError(msg) when one is not. In a graph, multiply a result by it (MXNet's idiom,
+    ``x * npx.constraint_check(x > 0, msg)``) so the check runs with the graph."""
+    return invoke_np("_npx_constraint_check", (input,), msg=msg)
 
-
-_ = functools

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
+from ..base import GpundaError, GpundaValueError
 from .registry import OpDef, Param, register
 
 
@@ -110,3 +110,24 @@ def _nonzero(xp, p, x):
 register(OpDef("_npx_nonzero", _nonzero, inputs=("x",), nondiff=True, save=(),
                family="np_extension", hidden=True,
                doc="Indices of the non-zero elements, shape (N, x.ndim), int64."))
+
+
+def _constraint_check(xp, p, x):
+    if x.dtype.kind != "b":
+        raise GpundaError(f"Operator _npx_constraint_check: input must be a boolean array, "
+                          f"got {x.dtype.name}")
+    ok = x.all()
+    if not bool(ok):
+        raise GpundaValueError(p.msg)
+    return xp.asarray(ok)
+
+
+register(OpDef("_npx_constraint_check", _constraint_check, inputs=("input",),
+               params=[Param("msg", "str", "Constraint violated.",
+                             "the ValueError's message when an element is false")],
+               infer_shape=lambda p, s: (list(s), [()]),
+               infer_type=lambda p, t: ([np.dtype(np.bool_)], [np.dtype(np.bool_)]),
+               nondiff=True, save=(), family="np_extension", hidden=True,
+               capture="the check reads the result on the host to raise",
+               doc="A 0-d True when every element of ``input`` is true; else ValueError(msg) "
+                   "(npx.constraint_check)."))

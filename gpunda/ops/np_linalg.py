@@ -167,6 +167,19 @@ register(OpDef("_npi_tensordot", _tensordot, inputs=("a", "b"),
                doc="Sum of products over the given axes (NumPy's tensordot)."))
 
 
+def _int_axes(p):
+    return p.replace(axes_int=p.axes, a_axes_summed=(), b_axes_summed=())
+
+
+# MXNet's op for an integer ``axes`` (the last ``axes`` axes of a with the first of b)
+register(OpDef("_npi_tensordot_int_axes",
+               lambda xp, p, a, b: _tensordot(xp, _int_axes(p), a, b), inputs=("a", "b"),
+               params=[Param("axes", "int")],
+               gradient=lambda F, p, i, o, g: _g_tensordot(F, _int_axes(p), i, o, g),
+               save=("inputs",), family="np_linalg", hidden=True,
+               doc="Sum of products over the last/first ``axes`` axes (tensordot, int axes)."))
+
+
 def _dot(xp, p, a, b):
     a, b = _promote(a, b)
     if a.ndim and b.ndim and a.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:

@@ -82,11 +82,21 @@ def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), 
         if x.size == 0 and fn in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise GpundaError(f"Operator {name}: zero-size array to reduction operation "
                               f"{fn} which has no identity")
+        if fn == "mean" and dt.kind in "iu":
+            return _int_mean(xp, src, axes, p.keepdims, dt)
         r = getattr(xp, fn)(src, axis=axes, keepdims=p.keepdims, **kw)
         return _out(xp, r, dt)
     register(OpDef(name, compute, inputs=("a",), params=[_AX, _KEEP] + list(params),
                    gradient=grad, nondiff=grad is None, save=save, family="np_reduce",
                    hidden=True, doc=f"NumPy's {fn} over ``axis`` (mx.np.{fn})."))
+
+
+def _int_mean(xp, x, axes, keepdims, dt):
+    """NumPy's mean with an integer ``dtype``: the sum accumulates in ``dt`` (wrapping as
+    NumPy's and MXNet's kernels do), the quotient truncates toward zero."""
+    s = xp.sum(x, axis=axes, dtype=dt, keepdims=keepdims)
+    n = _count(x, axes)
+    return _out(xp, xp.true_divide(s, max(n, 1)), dt)
 
 
 def _axes_of(p, x):

@@ -11,17 +11,17 @@ numpy/multiarray.py). ``F.np.<f>`` of this namespace is ``mx.np.<f>`` run inside
 from __future__ import annotations
 
 import numbers
+import sys
 import types
 
 import numpy as _onp
 
 from ..base import GpundaError
+from ..numpy.multiarray import _binary as _np_binary, _method
 from .symbol import Symbol
 from . import creation as _creation
 
-__all__ = ["_Symbol", "make_np_node", "npx"]
-
-_SCALARS = (int, float, bool, _onp.generic)
+__all__ = ["_Symbol", "make_np_node", "np_outputs", "npx", "load", "load_json"]
 
 
 def _as_np_sym(s):
@@ -30,46 +30,27 @@ def _as_np_sym(s):
     return s
 
 
+def np_outputs(sym):
+    """A new node's Symbol as an op call returns it: one ``_Symbol``, or a list of them
+    for several visible outputs (as ``invoke`` returns a list)."""
+    if len(sym._outputs) == 1:
+        return _as_np_sym(sym)
+    return [_Symbol([e]) for e in sym._outputs]
+
+
 def make_np_node(opname, inputs, params):
-    """The node of registered op ``opname`` over Symbols ``inputs``: one ``_Symbol``, or a
-    list of them for an op with several visible outputs (as ``invoke`` returns a list)."""
+    """The node of registered op ``opname`` over Symbols ``inputs`` (``np_outputs``)."""
     fn = _creation.lookup(opname)
-    out = fn(*inputs, **{k: v for k, v in params.items() if v is not None or k == "M"})
-    if len(out._outputs) == 1:
-        return _as_np_sym(out)
-    return [_Symbol([e]) for e in out._outputs]
+    return np_outputs(fn(*inputs, **{k: v for k, v in params.items()
+                                     if v is not None or k == "M"}))
 
 
 def _node(opname, inputs, **params):
     return make_np_node(opname, inputs, params)
 
 
-def _is_int(s):
-    return isinstance(s, (int, _onp.integer, _onp.bool_))
-
-
 def _binary(aop, sop, rsop=None):
-    def fwd(self, other):
-        if isinstance(other, Symbol):
-            return _node(aop, (self, other))
-        if isinstance(other, _SCALARS):
-            return _node(sop, (self,), scalar=other, is_int=_is_int(other))
-        return NotImplemented
-
-    def rev(self, other):
-        if isinstance(other, _SCALARS):
-            return _node(rsop or sop, (self,), scalar=other, is_int=_is_int(other))
-        return NotImplemented
-    return fwd, rev
-
-
-def _np_function(name):
-    def m(self, *args, **kwargs):
-        from .. import numpy as _np_mod
-        return getattr(_np_mod, name)(self, *args, **kwargs)
-    m.__name__ = name
-    m.__doc__ = f"``mx.np.{name}(self, ...)`` as a graph node."
-    return m
+    return _np_binary(aop, sop, rsop, operand=Symbol)
 
 
 class _Symbol(Symbol):
@@ -140,6 +121,12 @@ class _Symbol(Symbol):
             args = tuple(args[0])
         return _node("_np_reshape", (self,), newshape=tuple(int(a) for a in args))
 
+    def flatten(self, order="C"):
+        """The elements as one axis (NumPy's flatten: a reshape to ``(-1,)``)."""
+        if order != "C":
+            raise NotImplementedError(f"flatten: order={order!r} is not supported")
+        return _node("_np_reshape", (self,), newshape=(-1,))
+
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
@@ -198,10 +185,20 @@ def _basic_index(s, key):
 for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
               "any", "cumsum", "clip", "dot", "repeat", "take", "sort", "argsort", "round",
               "swapaxes", "tile", "flip", "squeeze", "split", "exp", "log", "sqrt", "square",
-              "abs", "sign", "sin", "cos", "tanh", "floor", "ceil", "flatten"):
+              "abs", "sign", "sin", "cos", "tanh", "floor", "ceil"):
     if _name not in _Symbol.__dict__:
-        setattr(_Symbol, _name, _np_function(_name))
+        setattr(_Symbol, _name, _method(_name, legacy_cls=None))
 del _name
+
+
+def load(fname):
+    """The Symbol saved in JSON file ``fname``, as an np Symbol (``mx.np_symbol.load``)."""
+    return _creation.load(fname).as_np_ndarray()
+
+
+def load_json(json_str):
+    """The Symbol of JSON string ``json_str``, as an np Symbol."""
+    return _creation.load_json(json_str).as_np_ndarray()
 
 
 def _symbolic_attr(target_name, attr, cache):
@@ -245,5 +242,6 @@ def __getattr__(attr):
 
 
 npx = _SymbolicNamespace("gpunda.symbol.numpy_extension", "gpunda.numpy_extension")
+_symbol = sys.modules[__name__]     # MXNet's mx.sym.np._symbol (mx.np_symbol) is this module
 _creation._np_symbol_cls = _Symbol
 _ = GpundaError

@@ -167,7 +167,10 @@ class SymbolOperators:
                                       f"not supported yet")
 
     def as_np_ndarray(self):
-        raise NotImplementedForGpunda("Symbol.as_np_ndarray (mx.sym.np) is not supported yet")
+        """The same graph as an np Symbol (``mx.sym.np._Symbol``): its operators and
+        methods follow NumPy's semantics; ``mx.sym.np.*`` functions take it."""
+        from .numpy import _Symbol
+        return _Symbol(list(self._outputs))
 
 
 def _arith(sym, other, binop, scalar_op):

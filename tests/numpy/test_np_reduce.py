@@ -55,3 +55,14 @@ def test_errors():
         np.sum(mxa(X), axis=3)
     with pytest.raises(Exception, match="zero-size"):
         np.max(mxa(onp.zeros((0, 2))), axis=0)
+
+
+@pytest.mark.parametrize("itype,dtype", [("int8", "int8"), ("int32", "int8"), ("int64", "int32"),
+                                         ("float32", "int32")])
+@pytest.mark.parametrize("axis", [None, 0, (1, 2)])
+def test_mean_with_an_integer_dtype_accumulates_in_it_as_numpy(itype, dtype, axis):
+    x = onp.random.RandomState(3).uniform(-128, 127, (4, 3, 5)).astype(itype)
+    r = np.mean(mxa(x), axis=axis, dtype=dtype)
+    e = onp.mean(x, axis=axis, dtype=dtype)     # int8 sums wrap; the quotient truncates
+    assert r.dtype == e.dtype
+    onp.testing.assert_array_equal(r.asnumpy(), e)
