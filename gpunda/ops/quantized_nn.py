@@ -182,7 +182,15 @@ def _quantized_pooling(xp, p, x, lo, hi):
     if x.ndim not in (4, 5):
         raise GpundaError(f"Operator _contrib_quantized_pooling: data must be 4-D or 5-D "
                           f"(NCHW/NCDHW), got shape {tuple(x.shape)}")
-    y = get_op("Pooling").compute(xp, p, x.astype(np.float64))
+    pool = get_op("Pooling").compute
+    if (p.pool_type == "avg" and p.pooling_convention == "full" and not p.global_pool
+            and p.count_include_pad in (None, True)):
+        # MXNet's int8 kernel counts the cells a 'full' window hangs past the edge as
+        # padding: every window divides by the kernel's size
+        y = pool(xp, p.replace(pool_type="sum"), x.astype(np.float64)) / float(
+            np.prod(p.kernel))
+    else:
+        y = pool(xp, p, x.astype(np.float64))
     return (_nearest(xp, y, x.dtype),) + _range_out(xp, _scalar(xp, lo), _scalar(xp, hi))
 
 
