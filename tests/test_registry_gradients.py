@@ -192,6 +192,10 @@ SPECS = {
     "fill_element_0index": dict(inputs=[U(2, 3), U(2), K([2, 0])]),
     "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
     "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),
+    "_contrib_backward_quadratic": dict(params={"a": 1.5, "b": -0.5, "c": 2.0}),
+    "_contrib_backward_gradientmultiplier": dict(params={"scalar": 2.5}),
+    "_contrib_backward_index_copy": dict(inputs=[U(3, 2), U(3, 2), K([2, 0]), U(2, 2)],
+                                         wrt=[0]),
     # random_pdf: params match the sample's leftmost dims; discrete samples stay fixed
     # (their density has no gradient wrt the sample, by MXNet's definition)
     "_random_pdf_uniform": dict(inputs=[U(2, 3, 2), U(2, 3, lo=0.0, hi=0.4), U(2, 3)]),

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("autograd", "onnx", "amp")
+_SUBMODULES = ("autograd", "onnx", "amp", "quantization")
+_ALIASES = {"quant": "quantization"}   # MXNet: from . import quantization as quant
 _NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray",
                "symbol": "gpunda.symbol", "sym": "gpunda.symbol"}
 
-__all__ = list(_SUBMODULES) + list(_NAMESPACES)
+__all__ = list(_SUBMODULES) + list(_ALIASES) + list(_NAMESPACES)
 
 
 def __getattr__(name):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+    if name in _SUBMODULES or name in _ALIASES:
+        return importlib.import_module(f"{__name__}.{_ALIASES.get(name, name)}")
     if name in _NAMESPACES:
         return importlib.import_module(_NAMESPACES[name]).contrib
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

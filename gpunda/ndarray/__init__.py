@@ -61,6 +61,8 @@ from . import _contrib_extra  # noqa: E402
 _contrib_extra.extend(contrib)
 from . import _contrib_optim  # noqa: E402
 _contrib_optim.extend(contrib)
+from . import _contrib_names  # noqa: E402
+_contrib_names.extend(contrib)
 from . import utils  # noqa: E402,F401
 
 # MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)

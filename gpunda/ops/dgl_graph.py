@@ -7,14 +7,14 @@
   also the subgraph holding the original edge ids (outputs: all renumbered graphs,
   then all mappings).
 
-The neighbour samplers and ``dgl_graph_compact`` raise "not supported yet". Every op
+The neighbour samplers and ``dgl_graph_compact`` are in dgl_sampling.py. Every op
 here works on the csr parts (row pointers, column indices) without densifying.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda
+from ..base import GpundaError
 from .registry import OpDef, Param, register
 from .sparse_ops import CSRData, INDEX, stype_of
 
@@ -138,19 +138,3 @@ register(OpDef(
     key_var_num_args="num_args", num_outputs=_n_subgraph_outputs, nondiff=True, save=(),
     family="dgl", sparse={"*": _subgraph},
     doc="Induced csr subgraphs on sorted int64 vertex sets, edges renumbered from 0."))
-
-
-def _not_supported(name):
-    def compute(xp, p, *arrays):
-        raise NotImplementedForGpunda(f"{name} is not supported yet")
-    return compute
-
-
-for _name in ("_contrib_dgl_csr_neighbor_uniform_sample",
-              "_contrib_dgl_csr_neighbor_non_uniform_sample", "_contrib_dgl_graph_compact"):
-    register(OpDef(_name, _not_supported(_name),
-                   inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args)),
-                   params=[Param("num_args", "int", 1)], key_var_num_args="num_args",
-                   extra_params=True, nondiff=True, save=(), family="dgl",
-                   sparse={"*": (lambda n: lambda xp, sp, p, *a: _not_supported(n)(xp, p))(_name)},
-                   doc=f"{_name} is not supported yet."))

@@ -146,4 +146,6 @@ def _rand_zipfian(true_classes, num_sampled, range_max):
 
 _rand_zipfian.__name__ = "rand_zipfian"
 contrib.rand_zipfian = _rand_zipfian
+from . import _contrib_names  # noqa: E402
+_contrib_names.extend(contrib, _symbol)
 symbol = _symbol

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 
 nd = mx.nd
 G = [[1, 0, 0, 2], [3, 0, 4, 0], [0, 5, 0, 0], [0, 6, 7, 0]]
@@ -50,10 +50,3 @@ def test_dgl_subgraph_matches_mxnet():
     with pytest.raises(GpundaError, match="sorted"):
         nd.contrib.dgl_subgraph(_graph(), nd.array([2, 0], dtype=np.int64),
                                 return_mapping=False)
-
-
-@pytest.mark.parametrize("name", ["dgl_csr_neighbor_uniform_sample",
-                                  "dgl_csr_neighbor_non_uniform_sample", "dgl_graph_compact"])
-def test_samplers_and_compact_say_not_supported(name):
-    with pytest.raises(NotImplementedForGpunda, match=f"_contrib_{name} is not supported yet"):
-        getattr(nd.contrib, name)(_graph(), nd.array([0, 1], dtype=np.int64), num_hops=1)
