@@ -30,8 +30,8 @@ CASES = {
     "w8_lstm_step": ("W8", "2-layer LSTM forward+backward, seq 35, batch 32, input 256, hidden 256"),
     "w9_imagerec": ("W9", "ImageRecordIter epoch of 256 500x375 JPEGs from reset, batch 32: "
                           "decode, resize 256, centre crop 224, mean/std (s per sample)"),
-    "w9_box_nms": ("W9", "contrib.box_nms of 4 x 2000 scored boxes with class ids, topk 1000"),
-    "w9_roi_align": ("W9", "contrib.ROIAlign of 256 ROIs on a (2, 64, 38, 50) map to 7x7"),
+    "w9_box_nms": ("W9", "contrib.box_nms of 10000 scored boxes with 20 class ids, no topk"),
+    "w9_roi_align": ("W9", "contrib.ROIAlign of 512 ROIs on a (1, 256, 64, 64) map to 7x7"),
     "w10_fit_module": ("W10", "Module.fit, one epoch: MLP 784-512-512-10, NDArrayIter 20 x 128, "
                               "SGD, accuracy metric (s per epoch)"),
     "w10_fit_gluon": ("W10", "the W10 epoch as a hybridized Gluon loop: record, backward, "
@@ -197,24 +197,31 @@ def numpy_imagerec_image(buf):
     chw = img[y:y + h, x:x + w, ::-1].transpose(2, 0, 1).astype(np.float32)
     mean = np.float32(p["mean"])[:, None, None]
     return (chw - mean) / np.float32(p["std"])[:, None, None]
+NMS_BOXES = 10000
+
+
 def nms_inputs():
-    """(4, 2000, 6) boxes [class id, score, xmin, ymin, xmax, ymax] in a unit image."""
+    """(1, 10000, 6) boxes [class id, score, xmin, ymin, xmax, ymax] in a unit image
+    (issue 18: box_nms on 10,000 boxes)."""
     r = rng(8)
-    xy = r.uniform(0, 1, (4, 2000, 2))
-    wh = r.uniform(0.02, 0.3, (4, 2000, 2))
-    ids = r.integers(0, 20, (4, 2000, 1))
-    score = r.uniform(0, 1, (4, 2000, 1))
+    n = NMS_BOXES
+    xy = r.uniform(0, 1, (1, n, 2))
+    wh = r.uniform(0.02, 0.3, (1, n, 2))
+    ids = r.integers(0, 20, (1, n, 1))
+    score = r.uniform(0, 1, (1, n, 1))
     return np.concatenate([ids, score, xy, xy + wh], axis=2).astype(np.float32)
 
 
 def roi_align_inputs():
-    """A (2, 64, 38, 50) feature map (stride 16) and 256 ROIs (batch, x1, y1, x2, y2)."""
+    """A (1, 256, 64, 64) feature map (stride 16 of a 1024 x 1024 image) and 512 ROIs
+    (batch, x1, y1, x2, y2) of 16 to 512 pixels a side, clipped to the image (issue 18)."""
     r = rng(9)
-    data = r.standard_normal((2, 64, 38, 50)).astype(np.float32)
-    xy = r.uniform(0, 600, (256, 2))
-    wh = r.uniform(16, 200, (256, 2))
-    batch = r.integers(0, 2, (256, 1))
-    return data, np.concatenate([batch, xy, xy + wh], axis=1).astype(np.float32)
+    data = r.standard_normal((1, 256, 64, 64)).astype(np.float32)
+    xy = r.uniform(0, 1008, (512, 2))
+    wh = r.uniform(16, 512, (512, 2))
+    batch = np.zeros((512, 1))
+    box = np.concatenate([batch, xy, np.minimum(xy + wh, 1023)], axis=1)
+    return data, box.astype(np.float32)
 
 
 def cnn_inputs(batch=64):

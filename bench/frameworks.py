@@ -364,8 +364,8 @@ class Gpunda(Framework):
     def w9_box_nms(self):
         nd = self.mx.nd
         x = self._arr(C.nms_inputs())
-        step = lambda: nd.contrib.box_nms(x, overlap_thresh=0.5, topk=1000,  # noqa: E731
-                                          id_index=0, valid_thresh=0.05)
+        step = lambda: nd.contrib.box_nms(x, overlap_thresh=0.5, valid_thresh=0.01,  # noqa: E731
+                                          id_index=0)
         return step, step().asnumpy()
 
     def w9_roi_align(self):

@@ -14,6 +14,8 @@ suppressed boxes cost no arithmetic once they are out of the alive set.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..base import GpundaError
@@ -37,7 +39,7 @@ def device(xp, a):
     return backend_of_xp(xp).from_host(np.asarray(a))
 
 
-def greedy_keep(xp, n, suppress_rows, limit=None, block=128):
+def greedy_keep(xp, n, suppress_rows, limit=None, block=256, segment_end=None):
     """Positions (host int64, ascending) that greedy NMS keeps among ``n`` boxes in
     priority order (NOTE [Greedy NMS]).
 
@@ -48,7 +50,15 @@ def greedy_keep(xp, n, suppress_rows, limit=None, block=128):
             only entries with ``cols[j] > rows[i]`` are read.
         limit: stop once this many boxes are kept (None: no limit).
         block: boxes whose suppression rows are computed together.
+        segment_end: host int64 (n,) or None: the end (exclusive) of each box's segment,
+            where the boxes come in runs (segments) that never suppress one another, such
+            as box_nms's classes laid out one class after the other. A block is then only
+            compared with the rest of its last segment, and ``suppress_rows`` may answer
+            anything across segments. Needs ``limit`` None (priority runs across
+            segments).
     """
+    if segment_end is not None and limit is not None:
+        raise ValueError("greedy_keep: segments need limit=None")
     alive = np.ones(n, dtype=bool)
     kept = []
     # with a limit the walk usually ends long before n: it runs over windows of boxes,
@@ -61,13 +71,15 @@ def greedy_keep(xp, n, suppress_rows, limit=None, block=128):
         for k in range(0, len(kept), block):
             rows = device(xp, np.asarray(kept[k:k + block]))
             alive[lo:hi] &= ~host(xp, suppress_rows(rows, cols)).any(axis=0)
-        _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block)
+        _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block, segment_end)
         lo = hi
     return np.asarray(kept, dtype=np.int64)
 
 
-def _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block):
-    """The greedy walk over boxes lo..hi-1, appending kept positions to ``kept``."""
+def _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block, segment_end):
+    """The greedy walk over boxes lo..hi-1, appending kept positions to ``kept``: per
+    block of alive boxes, its own suppression matrix solved by ``block_keep``, then one
+    matrix of its kept boxes against the alive rest to strike off what they suppress."""
     start = lo
     while start < hi and (limit is None or len(kept) < limit):
         rest = np.flatnonzero(alive[start:hi]) + start
@@ -75,15 +87,69 @@ def _walk(xp, alive, lo, hi, kept, suppress_rows, limit, block):
             break
         # near the limit, fewer rows: those past it would be computed for nothing
         rows = rest[:block if limit is None else min(block, limit - len(kept))]
-        sup = host(xp, suppress_rows(device(xp, rows), device(xp, rest)))
-        for i, r in enumerate(rows):
-            if not alive[r]:
-                continue
-            kept.append(r)
-            if limit is not None and len(kept) >= limit:
-                return
-            alive[rest[sup[i] & (rest > r)]] = False
+        if segment_end is not None:
+            rows, rest = _segment_block(rows, rest, segment_end, block)
+        sup = _suppression(xp, suppress_rows, rows, rows, segment_end)
+        keep = block_keep(sup)
+        if limit is not None and len(kept) + int(keep.sum()) >= limit:
+            kept.extend(rows[keep][:limit - len(kept)].tolist())
+            return
+        mine = rows[keep]
+        kept.extend(mine.tolist())
+        later = rest[rows.size:]
+        if later.size:
+            hit = _suppression(xp, suppress_rows, mine, later, segment_end).any(axis=0)
+            alive[later[hit]] = False
         start = int(rows[-1]) + 1
+
+
+def _segment_block(rows, rest, segment_end, block):
+    """The block's rows and the columns they can reach, with segments: a block ends with
+    its first segment unless that has only a few of its rows (small segments go many to a
+    block), and the columns end with the block's last segment."""
+    first = int(np.searchsorted(rows, segment_end[rows[0]]))
+    if block // 4 <= first < rows.size:
+        rows = rows[:first]
+    return rows, rest[:np.searchsorted(rest, segment_end[rows[-1]])]
+
+
+def _suppression(xp, suppress_rows, rows, cols, segment_end):
+    """Host bool (len(rows), len(cols)) of ``suppress_rows``, False across segments."""
+    sup = host(xp, suppress_rows(device(xp, rows), device(xp, cols)))
+    if segment_end is not None and segment_end[rows[0]] != segment_end[rows[-1]]:
+        sup &= cols[None, :] < segment_end[rows][:, None]
+    return sup
+
+
+@functools.lru_cache(maxsize=8)
+def _strict_upper(b):
+    """Read-only (b, b) bool mask of i < j."""
+    m = np.triu(np.ones((b, b), dtype=bool), 1)
+    m.flags.writeable = False
+    return m
+
+
+def block_keep(sup):
+    """Which of b boxes in priority order greedy NMS keeps (host bool (b,)), given
+    ``sup`` (b, b) bool, True where box i would suppress box j (read only for i < j).
+
+    Greedy keeps j exactly when no kept i < j suppresses it: ``keep = f(keep)`` with
+    ``f(k)[j] = not any(k[i] and sup[i, j] for i < j)``. That equation has one solution
+    (it fixes keep[0], then keep[1], ...), and iterating f from all-kept reaches it: after
+    t rounds keep[:t] is exact, so at worst b rounds, as many as the longest chain of
+    boxes each suppressing the next (a handful in practice). Each round is one
+    matrix-vector product; a round that changes nothing has found the solution.
+    """
+    b = sup.shape[0]
+    w = (sup & _strict_upper(b)).astype(np.float32)     # the counts stay exact: at most b
+    keep = np.ones(b, dtype=bool)
+    if not w.any():
+        return keep
+    while True:
+        new = keep.astype(np.float32) @ w == 0
+        if np.array_equal(new, keep):
+            return keep
+        keep = new
 
 
 def zero_grads(F, p, ins, outs, ograds):
@@ -126,7 +192,8 @@ def intersection(xp, a, b, plus=0):
     """
     dt = a.dtype
     lo = [a[:, k:k + 1] for k in range(4)]
-    hi = [b[:, k] for k in range(4)]
+    # contiguous columns: the inner loops of the broadcast (m, n) operations then vectorise
+    hi = [xp.ascontiguousarray(b[:, k]) for k in range(4)]
     w = xp.minimum(lo[2], hi[2])
     t = xp.maximum(lo[0], hi[0])
     w -= t

@@ -65,26 +65,34 @@ def _nms_batch(xp, p, x, order, count):
     """Kept positions (host) of one batch ``x`` (N, K) among its ``count`` best boxes
     ``order[:count]``."""
     idx = order[:count]
+    by_class = p.id_index >= 0 and not p.force_suppress
+    segment_end = perm = None
+    if by_class:
+        # MXNet compares classes as integers (truncated ids). Boxes of different classes
+        # never suppress each other: the walk goes class by class (NOTE [Greedy NMS]),
+        # in priority order within each class
+        cls_host = host(xp, x[idx, p.id_index]).astype(np.int64)
+        perm = np.argsort(cls_host, kind="stable")
+        cls_host = cls_host[perm]
+        segment_end = np.searchsorted(cls_host, cls_host, side="right")
+        idx = idx[device(xp, perm)]
     cs = p.coord_start
     raw = x[idx, cs:cs + 4]
     boxes = as_corner(xp, raw, p.in_format)
     areas = box_area(xp, raw, p.in_format)
     thresh = np.float32(p.overlap_thresh)
-    by_class = p.id_index >= 0 and not p.force_suppress
-    # MXNet compares classes as integers (truncated ids)
-    cls = x[idx, p.id_index].astype(np.int64) if by_class else None
 
     def suppress(rows, cols):
         inter = intersection(xp, boxes[rows], boxes[cols])
         union = areas[rows][:, None] + areas[cols][None, :]
         union -= inter
         with np.errstate(divide="ignore", invalid="ignore"):
-            hit = xp.divide(inter, union, out=inter) > thresh   # 0/0 is NaN: kept
-        if by_class:
-            hit &= cls[rows][:, None] == cls[cols][None, :]
-        return hit
+            return xp.divide(inter, union, out=inter) > thresh   # 0/0 is NaN: kept
 
-    keep = greedy_keep(xp, count, suppress)
+    keep = greedy_keep(xp, count, suppress, segment_end=segment_end)
+    if perm is not None:
+        keep = np.sort(perm[keep])           # back to priority order
+        idx = order[:count]
     return host(xp, idx)[keep] if keep.size else keep
 
 

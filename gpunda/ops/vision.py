@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import GpundaError
+from ._roi_cells import apply_maps_cells
 from .registry import OpDef, Param, register
 
 
@@ -201,8 +202,9 @@ def _axis_weights(xp, start, bin_size, grid, n_bins, size, dtype):
     return wgt.sum(axis=2).astype(dtype)                           # (R, bins, size)
 
 
-def _roi_align_maps(xp, p, data, rois):
-    """The per-ROI matrices Ay (R, PH, N*H), Ax (R, PW, W) and the valid-ROI mask."""
+def _roi_align_maps(xp, p, data, rois, fold=True):
+    """The per-ROI matrices Ay (R, PH, N*H), Ax (R, PW, W); with ``fold`` False, Ay
+    (R, PH, H), Ax and the batch index of each ROI."""
     n, c, height, width = data.shape
     dtype = np.dtype(data.dtype)
     ph_n, pw_n = p.pooled_size
@@ -230,7 +232,10 @@ def _roi_align_maps(xp, p, data, rois):
     count = xp.maximum(gh * gw, 1).astype(dtype)
     ay = _axis_weights(xp, y1, bh, gh, ph_n, height, dtype)
     ax = _axis_weights(xp, x1, bw, gw, pw_n, width, dtype)
-    return _fold_batch(xp, ay / count[:, None, None], batch, n), ax
+    ay = ay / count[:, None, None]
+    if not fold:
+        return ay, ax, batch
+    return _fold_batch(xp, ay, batch, n), ax
 
 
 def _fold_batch(xp, ay, batch, n):
@@ -291,8 +296,8 @@ def _roi_align(xp, p, data, rois):
     if p.position_sensitive and c % (ph_n * pw_n):
         raise _err(op, f"position_sensitive needs channels ({c}) divisible by "
                        f"pooled_h * pooled_w ({ph_n * pw_n})")
-    ay, ax = _roi_align_maps(xp, p, data, rois)
-    full = _apply_maps(xp, data, ay, ax)
+    ay, ax, batch = _roi_align_maps(xp, p, data, rois, fold=False)
+    full = apply_maps_cells(xp, data, ay, ax, batch)
     cidx = _align_channels(p, c)
     return xp.ascontiguousarray(full if cidx is None else _pick_channels(xp, full, cidx))
 

@@ -148,6 +148,51 @@ def test_roi_align_gradient_is_the_adjoint_and_rois_get_none():
     assert np.all(r.grad.asnumpy() == 0)
 
 
+def _many_rois(rng, k, h, w, n):
+    """ROIs of every size in a (h, w) map at scale 1: specks, big ones, ones past the
+    edges, and some with an out-of-range batch index."""
+    xy = rng.uniform(-3, max(h, w), (k, 2))
+    wh = np.exp(rng.uniform(np.log(0.2), np.log(2.5 * max(h, w)), (k, 2)))
+    batch = rng.integers(0, n, k).astype(float)
+    batch[::17] = n                                  # out of range: zeros
+    return np.concatenate([batch[:, None], xy, xy + wh], axis=1)
+
+
+@pytest.mark.parametrize("ratio,aligned,chunk", [(2, False, None), (-1, False, None),
+                                                 (3, True, None), (2, False, 1)])
+def test_roi_align_many_rois_matches_loops(ratio, aligned, chunk, monkeypatch):
+    # grids of many sizes go in chunks of equal rounded size (NOTE [ROI cells]); chunk=1
+    # makes every chunk one ROI
+    from gpunda.ops import _roi_cells
+    if chunk is not None:
+        monkeypatch.setattr(_roi_cells, "_CHUNK_FLOATS", chunk)
+    rng = np.random.default_rng(5 + ratio)
+    data = rng.uniform(-1, 1, (2, 2, 13, 17))
+    rois = _many_rois(rng, 60, 13, 17, 2)
+    kw = dict(pooled_size=(4, 3), spatial_scale=1.0, sample_ratio=ratio, aligned=aligned)
+    got = nd.contrib.ROIAlign(nd.array(data, dtype="float64"), nd.array(rois, dtype="float64"),
+                              **kw)
+    ok = rois[:, 0] < 2
+    want = np.zeros((60, 2, 4, 3))
+    want[ok] = ref_roi_align(data, rois[ok], (4, 3), 1.0, ratio, aligned=aligned)
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-10, atol=1e-12)
+    got32 = nd.contrib.ROIAlign(nd.array(data, dtype="float32"), nd.array(rois), **kw)
+    np.testing.assert_allclose(got32.asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_reads_only_the_cells_it_samples():
+    # as MXNet: a NaN or inf in a cell that no sample of an ROI touches stays out of it
+    data = np.zeros((1, 2, 12, 12))
+    data[0, :, 2:6, 2:6] = np.arange(16).reshape(4, 4)
+    data[0, 0, 10, 10] = np.nan
+    data[0, 1, 0, 11] = np.inf
+    rois = np.array([[0, 2, 2, 5, 5], [0, 9, 9, 11, 11]])
+    got = nd.contrib.ROIAlign(nd.array(data, dtype="float64"), nd.array(rois, dtype="float64"),
+                              pooled_size=(2, 2), spatial_scale=1.0, sample_ratio=2).asnumpy()
+    np.testing.assert_allclose(got[0], ref_roi_align(data, rois[:1], (2, 2), 1.0, 2)[0])
+    assert np.isnan(got[1, 0]).any() and np.isfinite(got[1, 1]).all()
+
+
 def test_roi_ops_reject_bad_rois():
     x = nd.ones((1, 1, 4, 4))
     with pytest.raises(GpundaError, match="rois"):
