@@ -483,6 +483,11 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         from .. import numpy as _np_mod
         return _np_mod.nonzero(self)
 
+    def clip(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's method signature)
+        """Values limited to ``[min, max]`` (``mx.np.clip(self, min, max)``)."""
+        from .. import numpy as _np_mod
+        return _np_mod.clip(self, min, max, out=out)
+
     def zeros_like(self, *args, **kwargs):
         from .creation import zeros_like
         return zeros_like(self, *args, **kwargs)
@@ -507,7 +512,7 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
 
 # methods that are ``mx.np`` functions of the same name (h-npfuncs' modules)
 for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
-              "any", "cumsum", "clip", "dot", "repeat", "take", "sort", "argsort", "round",
+              "any", "cumsum", "dot", "repeat", "take", "sort", "argsort", "round",
               "swapaxes", "tile", "diag", "flip", "nansum", "nanprod", "norm", "abs", "exp",
               "expm1", "log", "log10", "log1p", "log2", "sqrt", "cbrt", "square", "sign",
               "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
