@@ -8,6 +8,7 @@ import functools
 
 from ..ndarray.ndarray import NDArray
 from ..numpy.multiarray import as_np, is_symbolic, invoke_np
+from ..numpy import _fast
 
 __all__ = ["activation", "arange_like", "batch_dot", "batch_flatten", "batch_norm", "cast",
            "convolution", "deconvolution", "dropout", "embedding", "erf", "erfinv",
@@ -69,6 +70,11 @@ def _make(npx_name, opname):
         return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out
     fn.__name__ = fn.__qualname__ = npx_name
     fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
+    from ..ops.registry import get_op
+    op = get_op(opname)
+    if op.default_params is not None and not op.variadic and len(op.inputs) == 1 \
+            and op.fixed_nout == 1 and not op.wants_ctx and not op.mutates:
+        fn = _fast.unary(opname, fn)      # npx.relu(x): inline (NOTE [np fast paths])
     return fn
 
 
