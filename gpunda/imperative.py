@@ -24,7 +24,9 @@ _is_rec = _ag._is_rec
 _NDArray = None     # set by gpunda.ndarray once the class exists
 _new = None         # fast NDArray constructor: _new(data, ctx)
 _sparse_invoke = None   # set by gpunda.ndarray.sparse
-_np_cls = _np_invoke = None   # set by gpunda.numpy (NOTE [Output flavour follows the first input])
+# set by gpunda.numpy (NOTE [Output flavour follows the first input]): the class and its
+# constructor _np_new(data, ctx)
+_np_cls = _np_new = None
 
 
 def invoke(op, inputs, out=None, **params):
@@ -86,22 +88,26 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     """``invoke`` with params already parsed; the hot path."""
     if op.sparse_out and inputs:
         return _sparse_invoke(op, inputs, p, out)
+    new = _new
     if inputs:
         x0 = inputs[0]
         if type(x0) is not _NDArray:
-            if isinstance(x0, _NDArray) and x0.stype != "default" or any(
+            # an mx.np.ndarray is a dense NDArray: the same path, ndarray outputs (NOTE
+            # [Output flavour follows the first input]); the loop below finds sparse inputs
+            if type(x0) is _np_cls:
+                new = _np_new
+            elif isinstance(x0, _NDArray) and x0.stype != "default" or any(
                     isinstance(x, _NDArray) and x.stype != "default" for x in inputs):
                 return _sparse_invoke(op, inputs, p, out)
-            if type(x0) is _np_cls:
-                return _np_invoke(op, inputs, p, out, ctx)
-            _check_inputs(op, p, inputs)
+            else:
+                _check_inputs(op, p, inputs)
         ctx = x0._ctx
         if len(inputs) == 1:
             arrays = (x0._data,)
         else:
             arrays = []
             for x in inputs:
-                if type(x) is not _NDArray or x._ctx is not ctx:
+                if type(x) is not _NDArray and type(x) is not _np_cls or x._ctx is not ctx:
                     if isinstance(x, _NDArray) and x.stype != "default":
                         return _sparse_invoke(op, inputs, p, out)
                     _check_inputs(op, p, inputs)
@@ -137,9 +143,9 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
     if op.out_ctx is not None:     # a cross-device copy (_copyto): outputs live elsewhere
         ctx = op.out_ctx(p)
     if nout == 1 or (nout is None and not isinstance(res, (tuple, list))):
-        outs = [_new(res, ctx)]
+        outs = [new(res, ctx)]
     else:
-        outs = [_new(r, ctx) for r in res]
+        outs = [new(r, ctx) for r in res]
     if op.mutates:
         for i in op.mutated(p):
             x = inputs[i]
@@ -165,7 +171,12 @@ _record2 = _ag._record2
 # NOTE [Swapping computes]: the fast closures below hold their op's compute in a cell
 # (no attribute lookup per call). Tools that replace ``OpDef.compute`` (the profiler)
 # call ``refresh_fast_paths()`` afterwards, which re-reads it into every cell.
+#
+# They hold their array class (``cls``: NDArray, or mx.np's ndarray) in a cell too.
+# NDArray's operators are made in its class body, before the class exists: they start
+# with None there and ``bind_array_class(NDArray)`` fills the cell once it does.
 _fast_fns = []
+_unbound = []
 
 
 def refresh_fast_paths():
@@ -174,15 +185,30 @@ def refresh_fast_paths():
         f.__closure__[f.__code__.co_freevars.index("compute")].cell_contents = op.compute
 
 
-def unary_fn(op, general):
-    """``nd.<op>``: runs ``op`` with default params on one dense NumPy NDArray inline, and
-    hands every other call (params, ``out=``, GPU, sparse) to ``general``."""
-    compute, dp, diff = op.compute, op.default_params, not op.nondiff
+def bind_array_class(cls):
+    """Give the fast closures made before class ``cls`` existed their class."""
+    for f in _unbound:
+        f.__closure__[f.__code__.co_freevars.index("cls")].cell_contents = cls
+    _unbound.clear()
 
-    def f(*args, out=None, name=None, **kwargs):
-        if len(args) == 1 and out is None and not kwargs:
+
+def _register_fast(f, op, cls):
+    _fast_fns.append((f, op))
+    if cls is None:
+        _unbound.append(f)
+
+
+def unary_fn(op, general, cls=None):
+    """``nd.<op>`` (or an ``mx.np`` function, ``cls`` its ndarray): runs ``op`` with
+    default params on one dense NumPy array of class ``cls`` (default NDArray) inline,
+    and hands every other call (params, ``out=``, GPU, sparse) to ``general``."""
+    compute, dp, diff = op.compute, op.default_params, not op.nondiff
+    cls = cls if cls is not None else _NDArray
+
+    def f(*args, **kwargs):
+        if len(args) == 1 and not kwargs:
             x = args[0]
-            if type(x) is _NDArray:
+            if type(x) is cls:
                 ctx = x._ctx
                 if ctx._xp is np:
                     try:
@@ -190,36 +216,38 @@ def unary_fn(op, general):
                     except Exception:
                         pass    # general raises the proper error
                     else:
-                        o = _alloc(_NDArray)
+                        o = _alloc(cls)
                         o._data = r
                         o._ctx = ctx
                         if diff and x._ag is not None and _is_rec():
                             _record1(op, dp, x, o)
                         return o
-        return general(*args, out=out, name=name, **kwargs)
-    _fast_fns.append((f, op))
+        return general(*args, **kwargs)
+    _register_fast(f, op, cls)
     return f
 
 
-def binary_fn(op, other=None):
-    """``f(a, b)``: ``op`` with default params, running two dense NumPy NDArrays inline.
+def binary_fn(op, other=None, cls=None):
+    """``f(a, b)``: ``op`` with default params, running two dense NumPy arrays of class
+    ``cls`` (default NDArray) inline.
 
-    Used as the NDArray operators themselves (``a * b`` calls it directly), so a
-    right operand that is not an NDArray (a scalar) goes to ``other(a, b)``, and
-    everything else (GPU, sparse, mixed contexts) to ``invoke_parsed``.
+    Used as the operators themselves (``a * b`` calls it directly), so a right operand
+    that is not of class ``cls`` (a scalar) goes to ``other(a, b)``, and everything else
+    (GPU, sparse, mixed contexts) to ``invoke_parsed``.
     """
     compute, dp, diff = op.compute, op.default_params, not op.nondiff
+    cls = cls if cls is not None else _NDArray
 
     def f(a, b):
-        if type(b) is _NDArray:
+        if type(b) is cls:
             ctx = a._ctx
-            if b._ctx is ctx and type(a) is _NDArray and ctx._xp is np:
+            if b._ctx is ctx and type(a) is cls and ctx._xp is np:
                 try:
                     r = compute(np, dp, a._data, b._data)
                 except Exception:
                     pass    # invoke_parsed raises the proper error
                 else:
-                    o = _alloc(_NDArray)
+                    o = _alloc(cls)
                     o._data = r
                     o._ctx = ctx
                     if diff and _is_rec():
@@ -229,7 +257,7 @@ def binary_fn(op, other=None):
             return other(a, b)
         return invoke_parsed(op, (a, b), dp)
     f.__name__ = op.name
-    _fast_fns.append((f, op))
+    _register_fast(f, op, cls)
     return f
 
 

@@ -541,6 +541,11 @@ SPECS.update({
     "_npi_rayleigh": dict(inputs=[U(2, 3)], params={"scale": None}),
     "_npi_weibull": dict(inputs=[U(2, 3, lo=1.0, hi=2.0)], params={"a": None}),
     "_npi_pareto": dict(inputs=[U(2, 3, lo=1.0, hi=2.0)], params={"a": None}),
+    # npx.random's batch samplers: draws of shape size + (2, 3), summed back per cell
+    "_npi_uniform_n": dict(inputs=[U(2, 3, lo=0.0, hi=0.4), U(2, 3, lo=1.0, hi=2.0)],
+                           params={"low": None, "high": None, "size": (4,)}),
+    "_npi_normal_n": dict(inputs=[U(2, 3), U(2, 3)],
+                          params={"loc": None, "scale": None, "size": (4,)}),
 })
 # mx.np core (numpy/multiarray.py, numpy_extension/): comparisons are recorded with zero
 # gradients by definition (as MXNet's); npx.reshape's codes

@@ -19,6 +19,7 @@ _register.populate(_op, NDArray)
 _OPS.update({name: fn.op for name, fn in vars(_op).items() if hasattr(fn, "op")})
 _imp._NDArray = NDArray
 _imp._new = _new
+_imp.bind_array_class(NDArray)
 
 _internal = _op
 op = _op

@@ -8,6 +8,7 @@ import numbers
 import numpy as _onp
 
 from ._helpers import is_tensor, is_scalar, to_tensor, invoke, check_ufunc_kwargs
+from . import _fast
 
 _UNARY = ["abs", "absolute", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp",
           "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
@@ -72,7 +73,7 @@ def _make_unary(name):
         return invoke(opname, [x], out=out)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"NumPy's ``{name}``, element-wise, on ``mx.np.ndarray`` (dtype kept)."
-    return f
+    return _fast.unary(opname, f)
 
 
 for _n in _UNARY:
@@ -94,7 +95,12 @@ def _make_binary(name, ops):
     op, sop, rop = ops
     onp_f = getattr(_onp, name)
 
+    both = _fast.binary(op)
+    nd_cls = _fast._cls
+
     def f(x1, x2, out=None, **kwargs):
+        if type(x1) is nd_cls and type(x2) is nd_cls and out is None and not kwargs:
+            return both(x1, x2)
         if kwargs:
             check_ufunc_kwargs(name, kwargs)
         t1, t2 = is_tensor(x1), is_tensor(x2)

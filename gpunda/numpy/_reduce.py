@@ -3,6 +3,7 @@ argmax/argmin, all/any, cumsum, and the NaN-ignoring variants MXNet provides."""
 from __future__ import annotations
 
 from ._helpers import to_tensor, invoke, axis_param
+from . import _fast
 
 __all__ = ["sum", "prod", "product", "mean", "std", "var", "max", "min", "amax", "amin",
            "argmax", "argmin", "all", "any", "alltrue", "sometrue", "cumsum", "ptp",
@@ -100,3 +101,17 @@ def count_nonzero(a, axis=None):
     """Number of non-zero elements along ``axis`` (int64)."""
     from ._math import not_equal
     return sum(not_equal(to_tensor(a), 0), axis=axis, dtype="int64")
+
+
+# np.sum(a) & co. on one dense host array, default arguments: inline (NOTE [np fast paths])
+sum = _fast.unary("_np_sum", sum)  # noqa: A001
+prod = product = _fast.unary("_np_prod", prod)
+mean = _fast.unary("_npi_mean", mean)
+std = _fast.unary("_npi_std", std)
+var = _fast.unary("_npi_var", var)
+max = amax = _fast.unary("_np_max", max)  # noqa: A001
+min = amin = _fast.unary("_np_min", min)  # noqa: A001
+argmax = _fast.unary("_npi_argmax", argmax)
+argmin = _fast.unary("_npi_argmin", argmin)
+all = alltrue = _fast.unary("_np_all", all)  # noqa: A001
+any = sometrue = _fast.unary("_np_any", any)  # noqa: A001

@@ -12,8 +12,9 @@ same registry, Symbol, CachedOp and CuPy paths as ``nd``.
 
 NOTE [Output flavour follows the first input]: any registered op called with an
 ``ndarray`` as its first input returns ``ndarray`` outputs (``imperative.invoke_parsed``
-hands such calls to ``_invoke_np_inputs`` from the branch it already takes for
-non-``NDArray`` inputs, so the ``nd`` hot path pays nothing). A Symbol op whose first
+treats ``ndarray`` inputs as dense NDArrays and wraps the outputs with ``_new_np``; the
+test sits in the branch it already takes for non-``NDArray`` inputs, so the ``nd`` hot
+path pays nothing). A Symbol op whose first
 input is an np Symbol (``symbol.numpy._Symbol``) gives an np Symbol. That is why Gluon
 layers written with ``F.FullyConnected`` also work in NumPy mode. (MXNet refuses legacy
 ops on np arrays with a TypeError; gpunda is permissive here.)
@@ -37,10 +38,13 @@ from .. import autograd as _ag
 from ..base import GpundaError
 from ..ndarray.ndarray import NDArray
 from ..ndarray import ndarray as _nd_mod
+from ..ops.registry import get_op
+from . import _fast
 
 __all__ = ["ndarray", "as_np", "invoke_np", "is_symbolic", "symbolic_scope"]
 
 _SCALARS = (int, float, bool, _onp.generic)
+_alloc_np = NDArray.__new__
 _Symbol = None      # symbol.numpy._Symbol, bound on first symbolic call
 
 
@@ -114,19 +118,6 @@ def _view_as(x, cls):
     return y
 
 
-def _invoke_np_inputs(op, inputs, p, out, ctx):
-    """``invoke_parsed`` for a call whose first input is an ``ndarray`` (NOTE [Output
-    flavour follows the first input])."""
-    views = tuple(_view_as(x, NDArray) if type(x) is ndarray else x for x in inputs)
-    res = _imp.invoke_parsed(op, views, p, out, ctx)
-    if out is not None:
-        return out
-    for o in ([res] if isinstance(res, NDArray) else res):
-        if type(o) is NDArray:
-            o.__class__ = ndarray
-    return res
-
-
 def _np_to_nd(x):
     return _view_as(x, NDArray)
 
@@ -137,6 +128,14 @@ def _nd_as_np_ndarray(self):
         raise ValueError("as_np_ndarray: only dense NDArrays (stype 'default') can become "
                          f"mx.np.ndarray, this one has stype {self.stype!r}")
     return _view_as(self, ndarray)
+
+
+def _new_np(data, ctx):
+    """Wrap backend array ``data`` on ``ctx`` as an ``ndarray`` (no copy, no checks)."""
+    a = _alloc_np(ndarray)
+    a._data = data
+    a._ctx = ctx
+    return a
 
 
 def _wrap(data, ctx, base=None):
@@ -150,33 +149,43 @@ def _wrap(data, ctx, base=None):
 # -- the class -------------------------------------------------------------------------
 
 def _binary(aop, sop, rsop=None, operand=NDArray):
-    """(forward, reflected) operator methods over op ``aop`` and scalar op ``sop``.
+    """(forward, reflected) operator methods over op ``aop`` and scalar op ``sop`` (the
+    forward one becomes the fallback of a fast closure, NOTE [np fast paths]).
 
     ``operand``: the array class the other side may be -- ``NDArray`` for ``ndarray``
     (which also takes host arrays and lists), ``Symbol`` for the np Symbol (which does not:
-    a graph holds no host data)."""
+    a graph holds no host data, and its scalar ops make graph nodes)."""
     host = (_onp.ndarray, list, tuple) if operand is NDArray else ()
+    if operand is NDArray:
+        sop_def, rsop_def = get_op(sop), get_op(rsop or sop)
+        scalar_fwd = lambda self, s: _scalar_call(sop_def, self, s)     # noqa: E731
+        scalar_rev = lambda self, s: _scalar_call(rsop_def, self, s)    # noqa: E731
+    else:
+        scalar_fwd = lambda self, s: invoke_np(sop, (self,), scalar=s,  # noqa: E731
+                                               is_int=_is_int(s))
+        scalar_rev = lambda self, s: invoke_np(rsop or sop, (self,), scalar=s,  # noqa: E731
+                                               is_int=_is_int(s))
 
     def fwd(self, other):
+        if isinstance(other, _SCALARS):
+            return scalar_fwd(self, other)
         if isinstance(other, operand):
             return invoke_np(aop, (self, other))
-        if isinstance(other, _SCALARS):
-            return invoke_np(sop, (self,), scalar=other, is_int=_is_int(other))
         if isinstance(other, host):
             return invoke_np(aop, (self, _from_host(other, self)))
         return NotImplemented
 
     def rev(self, other):
         if isinstance(other, _SCALARS):
-            return invoke_np(rsop or sop, (self,), scalar=other, is_int=_is_int(other))
+            return scalar_rev(self, other)
         if isinstance(other, host):
             return invoke_np(aop, (_from_host(other, self), self))
         return NotImplemented
     return fwd, rev
 
 
-def _is_int(s):
-    return isinstance(s, (int, _onp.integer, _onp.bool_))
+_is_int = _fast.is_int_scalar
+_scalar_call = _fast.scalar_call
 
 
 def _from_host(value, like):
@@ -198,17 +207,22 @@ def _inplace(aop, sop):
 
 
 def _method(name, legacy_cls=NDArray):
-    """``a.name(...)`` = ``mx.np.name(a, ...)`` (the function lives in gpunda.numpy); a
-    name mx.np lacks falls back to ``legacy_cls``'s method when it has one."""
+    """``a.name(...)`` = ``mx.np.name(a, ...)`` (the function lives in gpunda.numpy and
+    is looked up at the first call, once gpunda.numpy is complete); a name mx.np lacks
+    falls back to ``legacy_cls``'s method when it has one."""
     legacy = getattr(legacy_cls, name, None)
+    found = []
 
     def m(self, *args, **kwargs):
+        if found:
+            return found[0](self, *args, **kwargs)
         from .. import numpy as _np_mod
         fn = getattr(_np_mod, name, None)
         if fn is None and legacy is not None:   # not in mx.np yet: the nd op's method
             return legacy(self, *args, **kwargs)
         if fn is None:
             getattr(_np_mod, name)              # raises NotBuiltError naming it
+        found.append(fn)
         return fn(self, *args, **kwargs)
     m.__name__ = name
     m.__doc__ = f"``mx.np.{name}(self, ...)``."
@@ -490,6 +504,11 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         from .. import numpy as _np_mod
         return _np_mod.nonzero(self)
 
+    def clip(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's method signature)
+        """Values limited to ``[min, max]`` (``mx.np.clip(self, min, max)``)."""
+        from .. import numpy as _np_mod
+        return _np_mod.clip(self, min, max, out=out)
+
     def zeros_like(self, *args, **kwargs):
         from .creation import zeros_like
         return zeros_like(self, *args, **kwargs)
@@ -514,7 +533,7 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
 
 # methods that are ``mx.np`` functions of the same name (h-npfuncs' modules)
 for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "all",
-              "any", "cumsum", "clip", "dot", "repeat", "take", "sort", "argsort", "round",
+              "any", "cumsum", "dot", "repeat", "take", "sort", "argsort", "round",
               "swapaxes", "tile", "diag", "flip", "nansum", "nanprod", "norm", "abs", "exp",
               "expm1", "log", "log10", "log1p", "log2", "sqrt", "cbrt", "square", "sign",
               "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
@@ -538,5 +557,6 @@ def _unpickle_np(data, dev_type, dev_id):
 def _install():
     """Hook ``ndarray`` into the layers below (called once by gpunda.numpy)."""
     _imp._np_cls = ndarray
-    _imp._np_invoke = _invoke_np_inputs
+    _imp._np_new = _new_np
+    _fast.install(ndarray)
 

@@ -148,18 +148,14 @@ def multinomial(n, pvals, size=None):
     """Counts of ``n`` draws over categories of probabilities ``pvals``."""
     if is_tensor(pvals):
         return invoke("_npi_multinomial", [pvals], n=int(n), size=_size(size))
+    if isinstance(pvals, _onp.ndarray):
+        raise ValueError("multinomial: pvals as a numpy.ndarray is not supported, pass a "
+                         "list or an mx.np.ndarray")
+    if any(isinstance(v, (list, tuple)) for v in pvals):
+        raise ValueError("multinomial: pvals is too deep for a 1-D array of probabilities")
     pv = tuple(float(v) for v in pvals)
-    if builtins_sum(pv[:-1]) > 1.0 + 1e-12:
-        raise ValueError("sum(pvals[:-1]) > 1.0")
     return invoke("_npi_multinomial", [], n=int(n), pvals=pv, size=_size(size),
                   ctx=current_context())
-
-
-def builtins_sum(xs):
-    total = 0.0
-    for x in xs:
-        total += x
-    return total
 
 
 def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):

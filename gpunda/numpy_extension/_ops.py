@@ -4,6 +4,7 @@ function (so positional parameters, input names and Symbols work as in ``nd``/``
 with ``mx.np.ndarray`` / np-Symbol results."""
 from __future__ import annotations
 
+from ..numpy import _fast
 from ..numpy._helpers import call_op
 from ..numpy.multiarray import invoke_np
 
@@ -49,6 +50,11 @@ def _make(npx_name, opname):
         return call_op(opname, _drop_omitted_inputs(args), kwargs)
     fn.__name__ = fn.__qualname__ = npx_name
     fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
+    from ..ops.registry import get_op
+    op = get_op(opname)
+    if op.default_params is not None and not op.variadic and len(op.inputs) == 1 \
+            and op.fixed_nout == 1 and not op.wants_ctx and not op.mutates:
+        fn = _fast.unary(opname, fn)      # npx.relu(x): inline (NOTE [np fast paths])
     return fn
 
 

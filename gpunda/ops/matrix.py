@@ -368,7 +368,8 @@ def _slice(xp, p, x):
 
 _SLICE_PARAMS = [Param("begin", "shape_none", doc="start per axis (None = from the edge)"),
                  Param("end", "shape_none", doc="stop per axis (None = to the edge)"),
-                 Param("step", "shape_none", (), "step per axis (None = 1)")]
+                 # step=None is MXNet's unknown-length tuple: no steps, as ()
+                 Param("step", "shape_none", (), "step per axis (None = 1)", optional=True)]
 
 
 def _g_slice(F, p, i, o, g):

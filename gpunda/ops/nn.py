@@ -326,6 +326,8 @@ def _temp(p):
 
 
 def _softmax_core(xp, x, axis, log):
+    if x.size == 0:     # nothing to normalise (and max has no identity on an empty axis)
+        return xp.exp(x)
     m = x.max(axis=axis, keepdims=True)
     z = x - m
     e = xp.exp(z)

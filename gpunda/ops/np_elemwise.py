@@ -15,6 +15,7 @@ and CachedOp see the same dtypes.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -71,6 +72,9 @@ def _unary_compute(fn):
     def compute(xp, p, x):
         g = getattr(xp, fn) if xp is not np else f
         dt = x.dtype
+        if dt.kind == "f":      # float in, the same float out
+            r = g(x)
+            return r if r.ndim else xp.asarray(r)
         if x.dtype == _BOOL:
             x = x.astype(_F32)
         return _arr(xp, g(x), dt)
@@ -164,10 +168,36 @@ register(OpDef("_npi_nan_to_num", _nan_to_num, inputs=("x",),
 # binary, broadcasting
 
 
+# NumPy functions whose Python operator is the same ufunc (one call less per use)
+_PYOPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+          "true_divide": operator.truediv, "equal": operator.eq, "not_equal": operator.ne,
+          "greater": operator.gt, "greater_equal": operator.ge, "less": operator.lt,
+          "less_equal": operator.le}
+
+
 def _bin_compute(fn, kind):
     """kind: arith (promote), div (true division: ints -> float32), cmp (bool output),
     int (integer/bool only: bitwise, lcm)."""
+    pyop = _PYOPS.get(fn)
+    # inputs of one dtype need no promotion: float for all kinds, any non-bool but for
+    # true division (ints give float32) and bool arithmetic (computed on int8)
+    same_ok = (lambda dt: dt.kind == "f") if kind == "div" else (lambda dt: dt is not _BOOL) \
+        if kind == "arith" else (lambda dt: True)
+    ok_dtypes = {}
+
     def compute(xp, p, a, b):
+        dt = a.dtype
+        if pyop is not None and dt is b.dtype:
+            ok = ok_dtypes.get(dt)
+            if ok is None:
+                ok = ok_dtypes[dt] = same_ok(dt)
+            if ok:
+                r = pyop(a, b)
+                # NumPy gives a scalar for 0-d operands
+                return r if r.ndim else xp.asarray(r)
+        return _general(xp, a, b)
+
+    def _general(xp, a, b):
         if kind == "div":
             dt = np_result_type(a.dtype, b.dtype)
             if dt.kind != "f":
@@ -288,6 +318,12 @@ def _scalar_dtype(x, div):
 
 def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
     def compute(xp, p, x):
+        dt = x.dtype
+        if dt.kind == "f":      # a float array keeps its dtype: nothing to convert
+            r = f(xp, x, int(p.scalar) if p.is_int else p.scalar)
+            if r.dtype is not dt:
+                r = r.astype(dt)
+            return r if r.ndim else xp.asarray(r)
         dt = _scalar_dtype(x, div)
         s = int(p.scalar) if p.is_int else p.scalar
         if x.dtype.kind != "f":

@@ -1,6 +1,6 @@
 """``mx.npx`` ops whose semantics no ``nd`` op has: ``_npx_reshape`` (MXNet's NumPy-mode
-special shape codes) and ``_npx_nonzero`` (indices of the non-zero elements, one row
-each)."""
+special shape codes). ``_npx_nonzero`` is an alias of ``_npi_nonzero`` (ops/np_sort.py),
+as in MXNet."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,17 +99,6 @@ register(OpDef("_npx_reshape", _reshape, inputs=("a",),
                gradient=lambda F, p, i, o, g: [F._np_reshape(g[0], newshape=i[0].shape)],
                save=("inputs",), family="np_extension", hidden=True,
                doc="Reshape with MXNet's NumPy-mode codes -1..-6 (npx.reshape)."))
-
-
-def _nonzero(xp, p, x):
-    if x.ndim == 0:
-        return xp.zeros((1 if bool(x) else 0, 0), np.int64)
-    return xp.stack(xp.nonzero(x), axis=-1).astype(np.int64)
-
-
-register(OpDef("_npx_nonzero", _nonzero, inputs=("x",), nondiff=True, save=(),
-               family="np_extension", hidden=True,
-               doc="Indices of the non-zero elements, shape (N, x.ndim), int64."))
 
 
 def _constraint_check(xp, p, x):

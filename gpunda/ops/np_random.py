@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
+from ..base import GpundaError, GpundaValueError
 from .registry import OpDef, Param, register
 from ._util import sum_to_shape
 from .random import _rng
@@ -34,14 +34,27 @@ def _values(p, names, arrays):
     return [next(it) if getattr(p, n) is None else getattr(p, n) for n in names]
 
 
-def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=None):
+def _batch_shape_of(size, arrays):
+    """``npx.random.*_n``: ``size`` is a batch shape put before the parameters' shape."""
+    shape = ()
+    for a in arrays:
+        shape = np.broadcast_shapes(shape, a.shape)
+    return (tuple(size) if size is not None else ()) + shape
+
+
+def _dist(name, pnames, defaults, draw, grads=None, check=None, doc="", opname=None,
+          shape_of=_shape_of, dtypes=None):
     """Register ``_npi_<name>``: ``draw(rng, xp, values, shape)`` samples; ``grads[k]``
-    is ``f(F, out, values) -> d out / d param k``."""
+    is ``f(F, out, values) -> d out / d param k``; ``shape_of(size, arrays)`` the output
+    shape; ``dtypes`` the output dtypes allowed (None: any)."""
     grads = grads or {}
 
     def compute(xp, p, *arrays, ctx):
+        if dtypes is not None and p.dtype is not None and p.dtype.name not in dtypes:
+            raise GpundaError(f"Operator {opname or '_npi_' + name}: dtype={p.dtype.name!r} "
+                              f"is not one of {list(dtypes)}")
         vals = _values(p, pnames, arrays)
-        shape = _shape_of(p.size, arrays)
+        shape = shape_of(p.size, arrays)
         if check is not None:
             check(xp, vals)
         r = draw(_rng(ctx), xp, vals, shape)
@@ -130,6 +143,60 @@ _dist("chisquare", ("df",), (1.0,), lambda r, xp, v, s: r.chisquare(v[0], size=s
       check=_positive("df", 0), doc="Samples from the chi-square distribution.")
 
 
+# npx.random's batch samplers: a batch of draws per parameter cell, output float only
+_FLOATS = ("float16", "float32", "float64")
+_dist("uniform_n", ("low", "high"), (0.0, 1.0),
+      lambda r, xp, v, s: r.uniform(v[0], v[1], size=s),
+      {"low": lambda F, o, v: 1 - (o - v[0]) / (v[1] - v[0]),
+       "high": lambda F, o, v: (o - v[0]) / (v[1] - v[0])}, shape_of=_batch_shape_of,
+      dtypes=_FLOATS, doc="Samples from U[low, high), shape size + broadcast(low, high).")
+_dist("normal_n", ("loc", "scale"), (0.0, 1.0), lambda r, xp, v, s: r.normal(v[0], v[1], size=s),
+      {"loc": lambda F, o, v: F.ones_like(o), "scale": lambda F, o, v: _eps_normal(o, v)},
+      shape_of=_batch_shape_of, dtypes=_FLOATS,
+      doc="Samples from N(loc, scale**2), shape size + broadcast(loc, scale).")
+
+
+def _bernoulli(xp, p, *arrays, ctx):
+    """1 with probability ``prob`` (or ``sigmoid(logit)``), else 0: a uniform draw u gives
+    1 where prob > u, or equivalently where logit > logit(u) (MXNet's kernel)."""
+    if arrays:
+        v = arrays[0]
+        shape = tuple(p.size) if p.size is not None else tuple(v.shape)
+        if p.size is not None:
+            try:
+                ok = np.broadcast_shapes(v.shape, shape) == shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise GpundaError(f"Operator _npi_bernoulli: input of shape {tuple(v.shape)} "
+                                  f"cannot be broadcast to size={shape}")
+        logit = p.is_logit
+    else:
+        v = p.logit if p.prob is None else p.prob
+        shape = tuple(p.size) if p.size is not None else ()
+        logit = p.prob is None
+    if not logit and (bool(((v < 0) | (v > 1)).any()) if hasattr(v, "shape")
+                      else not 0.0 <= v <= 1.0):
+        raise GpundaValueError("Operator _npi_bernoulli: expect probs >= 0 && probs <= 1")
+    u = xp.asarray(_rng(ctx).uniform(0.0, 1.0, size=shape), dtype=np.float32)
+    if logit:
+        with np.errstate(divide="ignore"):
+            u = xp.log(u) - xp.log1p(-u)
+    return (v > u).astype(p.dtype)
+
+
+register(OpDef("_npi_bernoulli", _bernoulli, wants_ctx=True, random=True, nondiff=True,
+               params=[Param("prob", "float", None, optional=True),
+                       Param("logit", "float", None, optional=True),
+                       Param("is_logit", "bool", False), Param("size", "shape", None),
+                       Param("ctx", "any", None),
+                       Param("dtype", "enum", "float32",
+                             choices=("uint8", "int32", "float32", "float64", "float16", "bool"))],
+               inputs=lambda p: ("input1",) if p.prob is None and p.logit is None else (),
+               family="np_random", hidden=True, capture="random numbers (cuRAND)",
+               doc="Bernoulli samples (0 or 1) of probability prob or log-odds logit."))
+
+
 def _choice(xp, p, *arrays, ctx):
     host = [a.get() if hasattr(a, "get") else a for a in arrays]
     it = iter(host)
@@ -157,19 +224,33 @@ register(OpDef("_npi_choice", _choice, wants_ctx=True, random=True, nondiff=True
 
 
 def _multinomial(xp, p, *arrays, ctx):
-    pv = arrays[0] if arrays else np.asarray(p.pvals)
-    pv = pv.get() if hasattr(pv, "get") else pv
-    seed = int(_rng(ctx).randint(0, 2 ** 31 - 1, size=()))
-    size = None if p.size is None else tuple(p.size)
-    r = np.random.RandomState(seed).multinomial(p.n, np.asarray(pv, dtype=np.float64), size=size)
-    return xp.asarray(r.astype(np.int64))
+    """MXNet's kernel: each of the ``n`` draws of an output row is a uniform number ``u``
+    that lands in the first category whose running sum of ``pvals`` (in pvals' dtype)
+    exceeds ``u``, or in the last one. The running sum may not pass 1 (+1e-12): checked
+    as MXNet does, so float32 probabilities whose rounded sum is just above 1 in float64
+    still pass."""
+    pv = arrays[0] if arrays else xp.asarray(p.pvals, dtype=np.float64)
+    size = () if p.size is None else tuple(p.size)
+    k = int(pv.shape[0])
+    shape = size + (k,)
+    if k == 0 or 0 in shape:
+        return xp.zeros(shape, np.int64)
+    acc = xp.cumsum(pv, dtype=pv.dtype)
+    if bool((acc.astype(np.float64) > 1.0 + 1e-12).any()):
+        raise ValueError("sum(pvals[:-1]) > 1.0")
+    rows = int(np.prod(size, dtype=np.int64))
+    u = xp.asarray(_rng(ctx).uniform(0.0, 1.0, size=(rows, p.n))).astype(pv.dtype)
+    cat = xp.minimum(xp.searchsorted(acc, u, side="right"), k - 1)
+    cat += (xp.arange(rows, dtype=cat.dtype) * k)[:, None]
+    counts = xp.bincount(cat.ravel(), minlength=rows * k)
+    return counts.astype(np.int64).reshape(shape)
 
 
 register(OpDef("_npi_multinomial", _multinomial, wants_ctx=True, random=True, nondiff=True,
                params=[Param("n", "int"), Param("pvals", "float_or_tuple", None),
                        Param("size", "shape", None), Param("ctx", "any", None)],
                inputs=lambda p: ("pvals_arr",) if p.pvals is None else (),
-               family="np_random", hidden=True, capture="draws on the host",
+               family="np_random", hidden=True, capture="data-dependent check on the host",
                doc="Counts of n draws over categories with probabilities pvals."))
 
 

@@ -89,6 +89,8 @@ def _nonzero(xp, p, a):
     return xp.ascontiguousarray(xp.stack(xp.nonzero(a), axis=-1).astype(_I64))
 
 
+# one op under both names, as MXNet registers it: a 0-d array counts as a 1-element one
 register(OpDef("_npi_nonzero", _nonzero, inputs=("x",), nondiff=True, family="np_sort",
+               aliases=("_npx_nonzero",),
                hidden=True, capture="output size depends on the data",
                doc="Indices of the non-zero elements, one row per element (N, ndim)."))

@@ -236,9 +236,13 @@ class _SymbolicNamespace(types.ModuleType):
         return _symbolic_attr(self._target, attr, self.__dict__)
 
 
+_made_np = {}    # not this module's globals: mx.sym.np.sum there would shadow builtins.sum
+
+
 def __getattr__(attr):
     # this module is ``mx.sym.np``: mx.np's functions as graph builders
-    return _symbolic_attr("gpunda.numpy", attr, globals())
+    fn = _made_np.get(attr)
+    return fn if fn is not None else _symbolic_attr("gpunda.numpy", attr, _made_np)
 
 
 npx = _SymbolicNamespace("gpunda.symbol.numpy_extension", "gpunda.numpy_extension")

@@ -324,7 +324,8 @@ def slice_rule(p, ins, outs):
     data = ins[0]
     if data is None or len(p.begin) > len(data):
         return ins, outs
-    step = tuple(p.step) + (None,) * (len(p.begin) - len(p.step))
+    step = tuple(p.step or ())
+    step += (None,) * (len(p.begin) - len(step))
     out = tuple(_sliced(data[i], p.begin[i], p.end[i] if i < len(p.end) else None, step[i])
                 for i in range(len(p.begin))) + tuple(data[len(p.begin):])
     return ins, [out]

@@ -180,3 +180,17 @@ def test_pickle_round_trip_keeps_class_and_dtype():
 def test_copy_order_f_is_not_implemented():
     with pytest.raises(NotImplementedError):
         np.array([1, 2]).copy(order="F")
+
+
+def test_clip_method_takes_numpy_min_max_keywords():
+    # ndarray.clip(min=None, max=None, out=None) as NumPy's and MXNet's method
+    v = onp.array([-2.0, -0.5, 0.5, 2.0], dtype=onp.float32)
+    a = np.array(v)
+    onp.testing.assert_array_equal(a.clip(min=-1, max=1).asnumpy(), v.clip(min=-1, max=1))
+    onp.testing.assert_array_equal(a.clip(max=0.1).asnumpy(), v.clip(max=0.1))
+    onp.testing.assert_array_equal(a.clip(-0.1).asnumpy(), v.clip(-0.1))
+    out = np.zeros((4,))
+    assert a.clip(0, 1, out=out) is out
+    onp.testing.assert_array_equal(out.asnumpy(), v.clip(0, 1))
+    with pytest.raises(ValueError):
+        a.clip()

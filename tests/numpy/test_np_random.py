@@ -80,3 +80,20 @@ def test_out_of_range_parameters_raise_value_error(name):
         np.random.exponential(-1.0)
     with pytest.raises(ValueError):
         np.random.gamma(mxa(onp.array([1.0])), mxa(onp.array([-1.0])))
+
+
+def test_multinomial_checks_the_running_sum_as_mxnet():
+    # float32 [0.4, 0.3, 0.2, 0.1, 0] sums to 1 in float32 but above 1 in float64: MXNet's
+    # check accumulates in pvals' dtype, so it passes; a running sum above 1 is refused
+    pv = [0.4, 0.3, 0.2, 0.1, 0.0]
+    mx.random.seed(1)
+    for p in (pv, mxa(onp.array(pv, dtype=onp.float32))):
+        f = np.random.multinomial(20000, p, size=(2,)).asnumpy()
+        assert f.shape == (2, 5) and f.dtype == onp.int64 and (f.sum(1) == 20000).all()
+        onp.testing.assert_allclose(f / 20000.0, [pv, pv], atol=0.015)
+    assert np.random.multinomial(5, pv, size=(3, 0)).shape == (3, 0, 5)
+    for bad in ([0.5, 0.6], mxa(onp.array([0.7, 0.4], dtype=onp.float32))):
+        with pytest.raises(mx.base.MXNetError):
+            np.random.multinomial(10, bad)
+    with pytest.raises(ValueError):
+        np.random.multinomial(10, onp.array([0.5, 0.5]))

@@ -254,3 +254,16 @@ def test_boolean_mask_assign_back_propagates_zeros():
         y = np._internal.boolean_mask_assign_scalar(a, a > 0, 3.0)
     y.backward()
     onp.testing.assert_array_equal(a.grad.asnumpy(), onp.zeros_like(A))
+
+
+def test_sym_np_functions_do_not_shadow_builtins_inside_the_module():
+    """Looking up mx.sym.np.sum once must not replace builtins.sum in symbol/numpy.py,
+    whose indexing code sums Python generators (a hybridized x[:, None, 1] broke)."""
+    import gpunda.symbol.numpy as sym_np_module
+    assert mx.sym.np.sum is mx.sym.np.sum and mx.sym.np.max is not None
+    assert "sum" not in vars(sym_np_module) and "max" not in vars(sym_np_module)
+    x = mx.sym.var("x").as_np_ndarray()
+    y = x[:, None, 1]
+    ex = y.as_nd_ndarray().bind(mx.cpu(), {"x": mx.nd.array(onp.arange(12).reshape(3, 4))})
+    onp.testing.assert_array_equal(ex.forward()[0].asnumpy(),
+                                   onp.arange(12).reshape(3, 4)[:, None, 1])

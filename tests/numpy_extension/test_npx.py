@@ -54,10 +54,40 @@ def test_nn_ops_match_numpy():
     assert oh.asnumpy().tolist() == [[1, 0, 0], [0, 0, 1]]
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(3, 0, 4), (0, 0)])
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_softmax_of_zero_size_arrays(op, shape, hybridize):
+    # MXNet returns an empty array (and an empty gradient) along any axis
+    class Net(mx.gluon.HybridBlock):
+        def __init__(self, axis):
+            super().__init__()
+            self.axis = axis
+
+        def hybrid_forward(self, F, x):
+            return getattr(F.npx, op)(x, axis=self.axis)
+
+    x = np.zeros(shape)
+    x.attach_grad()
+    for axis in range(-len(shape), len(shape)):
+        net = Net(axis)
+        if hybridize:
+            net.hybridize()
+        with mx.autograd.record():
+            y = net(x)
+        y.backward()
+        assert y.shape == shape and y.dtype == onp.float32
+        assert x.grad.shape == shape
+
+
 def test_nonzero_gives_index_rows():
     r = npx.nonzero(np.array([[0, 1], [2, 0]]))
     assert r.dtype == onp.int64
     assert r.asnumpy().tolist() == onp.argwhere(onp.array([[0, 1], [2, 0]])).tolist()
+    # MXNet 1.9.1 (and NumPy < 2): a 0-d array counts as one element, so one column
+    assert npx.nonzero(np.array(3)).asnumpy().tolist() == [[0]]
+    assert npx.nonzero(np.array(0)).shape == (0, 1)
+    assert [c.asnumpy().tolist() for c in np.nonzero(np.array(3))] == [[0]]
 
 
 def test_save_load_keeps_zero_dim_and_zero_size(tmp_path):

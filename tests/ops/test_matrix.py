@@ -342,6 +342,24 @@ def test_slice_out_of_range_follows_python_slicing():
         np.testing.assert_array_equal(y.asnumpy(), want)
 
 
+def test_slice_step_none_means_no_steps_as_in_mxnet():
+    # MXNet 1.9.1: step=None is an unknown-length tuple, i.e. every step is 1
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    y = nd.slice(nd.array(x), begin=(1, None), end=(3, 4), step=None)
+    np.testing.assert_array_equal(y.asnumpy(), x[1:3, :4])
+    s = mx.sym.slice(mx.sym.var("a"), begin=(1,), end=(3,), step=None)
+    assert s.list_attr()["step"] == "None"
+    assert s.infer_shape(a=(4, 5))[1] == [(2, 5)]
+    a = nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        z = nd.slice(a, begin=(1,), end=(3,), step=None)
+    z.backward()
+    want = np.zeros_like(x)
+    want[1:3] = 1
+    np.testing.assert_array_equal(a.grad.asnumpy(), want)
+
+
 def test_positional_params_follow_mxnet_order():
     x = nd.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
     assert nd.slice_axis(x, 2, 1, 3).shape == (2, 3, 2)
