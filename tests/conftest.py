@@ -66,11 +66,6 @@ STANDIN_KNOWN_FAILURES = {
     "tests/gluon/test_block_save.py::test_save_writes_mxnet_structure_and_load_restores_outputs",
     "tests/gluon/test_gluon_np_mode.py::test_export_and_import_of_an_np_graph",
     "tests/gluon/test_trainer.py::test_trainer_kvstore_choice_follows_mxnet",
-    "tests/numpy/test_multiarray.py::test_repr_and_str_as_mxnet",
-    "tests/numpy/test_np_linalg.py::test_norm_gradients[2-axis1]",
-    "tests/numpy/test_np_linalg.py::test_norm_gradients[nuc-axis2]",
-    "tests/numpy/test_np_sort_stats.py::test_histogram_bincount_average",
-    "tests/numpy/test_np_sort_stats.py::test_stats_gradients",
     "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[mlp]",
     "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[cnn]",
     "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[textemb]",
@@ -79,7 +74,6 @@ STANDIN_KNOWN_FAILURES = {
     "tests/onnx/test_export_models.py::test_checkpoint_dynamic_batch[textemb]",
     "tests/onnx/test_onnx_api.py::test_metadata_and_gluon_import",
     "tests/test_module_kinds.py::test_sequential_module_with_python_loss_matches_numpy_gradients",
-    "tests/test_registry_gradients.py::test_gradient_matches_finite_differences[_npi_norm]",
 }
 
 
