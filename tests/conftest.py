@@ -57,43 +57,12 @@ def pytest_configure(config):
         _N_GPUS, _WHY = discovery.probe()
 
 
-# Tests that fail on the CuPy stand-in today (found on 2026-12-01 after mx.np, ONNX, Module
-# and Gluon work landed): most assume cpu(0) is the default context (parameters made on
-# cpu(0), data on the default gpu(0)); _npi_norm's gradient, _npi_average and np repr are
-# real CuPy-path gaps. Marked xfail (not strict) under --standin-gpu only, so each is
-# visible in the report; fix them and remove the entry.
-STANDIN_KNOWN_FAILURES = {
-    "tests/gluon/test_block_save.py::test_save_writes_mxnet_structure_and_load_restores_outputs",
-    "tests/gluon/test_gluon_np_mode.py::test_export_and_import_of_an_np_graph",
-    "tests/gluon/test_trainer.py::test_trainer_kvstore_choice_follows_mxnet",
-    "tests/numpy/test_multiarray.py::test_repr_and_str_as_mxnet",
-    "tests/numpy/test_np_linalg.py::test_norm_gradients[2-axis1]",
-    "tests/numpy/test_np_linalg.py::test_norm_gradients[nuc-axis2]",
-    "tests/numpy/test_np_sort_stats.py::test_histogram_bincount_average",
-    "tests/numpy/test_np_sort_stats.py::test_stats_gradients",
-    "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[mlp]",
-    "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[cnn]",
-    "tests/onnx/test_export_models.py::test_checkpoint_roundtrip[textemb]",
-    "tests/onnx/test_export_models.py::test_checkpoint_dynamic_batch[mlp]",
-    "tests/onnx/test_export_models.py::test_checkpoint_dynamic_batch[cnn]",
-    "tests/onnx/test_export_models.py::test_checkpoint_dynamic_batch[textemb]",
-    "tests/onnx/test_onnx_api.py::test_metadata_and_gluon_import",
-    "tests/test_module_kinds.py::test_sequential_module_with_python_loss_matches_numpy_gradients",
-    "tests/test_registry_gradients.py::test_gradient_matches_finite_differences[_npi_norm]",
-}
-
-
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason=f"no usable GPU: {_WHY}")
     skip_fix = pytest.mark.skip(reason=_FIXTURES_MISSING)
     skip_slow = pytest.mark.skip(reason="slow: run with --run-slow")
     run_slow = config.getoption("--run-slow", False)
-    standin = config.getoption("--standin-gpu", False)
-    known = pytest.mark.xfail(reason="known to fail on the CuPy stand-in (tests/conftest.py "
-                                     "STANDIN_KNOWN_FAILURES)", strict=False)
     for item in items:
-        if standin and item.nodeid in STANDIN_KNOWN_FAILURES:
-            item.add_marker(known)
         if not run_slow and item.get_closest_marker("slow") is not None:
             item.add_marker(skip_slow)
         if not _N_GPUS and item.get_closest_marker("gpu") is not None:

@@ -174,6 +174,23 @@ def test_save_and_load_params(tmp_path):
         np.testing.assert_array_equal(mod2.get_params()[0][k].asnumpy(), v.asnumpy())
 
 
+def test_default_context_is_the_current_context(fake_gpu):
+    # MXNet's default is cpu(), its default device; gpunda's default device may be a GPU
+    with mx.cpu(0):
+        assert mx.mod.Module(_mlp_symbol())._context == [mx.cpu(0)]
+    with fake_gpu:
+        mod = mx.mod.Module(_mlp_symbol())
+        bucketing = mx.mod.BucketingModule(lambda k: (_mlp_symbol(), ("data",),
+                                                      ("softmax_label",)), default_bucket_key=1)
+    assert mod._context == [fake_gpu] and bucketing._context == fake_gpu
+    mod.bind([("data", (4, 5))], [("softmax_label", (4,))])
+    mod.init_params()
+    x = np.ones((4, 5), np.float32)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x, ctx=mx.cpu())], None), is_train=False)
+    out = mod.get_outputs()[0]
+    assert out.context == fake_gpu and out.shape == (4, 3)
+
+
 @pytest.mark.mxnet_fixtures
 def test_load_mxnet_checkpoint_predict_and_input_grads():
     fix = os.environ["GPUNDA_MXNET_FIXTURES"]

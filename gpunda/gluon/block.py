@@ -357,7 +357,9 @@ class Block:
                         cast_dtype=False, dtype_source="current"):
         """Load values saved by ``save_parameters`` (or by ``collect_params().save``).
 
-        Missing names (unless ``allow_missing``) and names the model does not
+        Parameters not initialized yet go to ``ctx``, else to the current context
+        (cpu(0), MXNet's default, unless GPUNDA_DEFAULT_DEVICE or ``with ctx:`` says
+        otherwise). Missing names (unless ``allow_missing``) and names the model does not
         have (unless ``ignore_extra``) raise one error listing all of them.
         """
         loaded = _nd().load(filename)

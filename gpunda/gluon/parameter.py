@@ -388,7 +388,9 @@ class Parameter:
                 else:
                     ctx = [Context(c) for c in ctx]
             elif ctx is None:
-                ctx = [cpu()]
+                # MXNet's cpu() here is its default device; gpunda's may be a GPU
+                # (GPUNDA_DEFAULT_DEVICE), and the data the model meets is made there
+                ctx = [current_context()]
             else:
                 ctx = [Context(c) for c in ctx]
             self._init_impl(data, ctx)

@@ -28,7 +28,7 @@ class BucketingModule(BaseModule):
     def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=None,
                  work_load_list=None, fixed_param_names=None, state_names=None,
                  group2ctxs=None, compression_params=None):
-        from ..context import cpu
+        from ..context import current_context
         super().__init__(logger=logger)
         if default_bucket_key is None:
             raise GpundaError("BucketingModule: default_bucket_key is required")
@@ -46,7 +46,8 @@ class BucketingModule(BaseModule):
         self._compression_params = compression_params
         self._fixed_param_names = fixed_param_names
         self._state_names = state_names
-        self._context = cpu() if context is None else context
+        # MXNet's default, cpu(), is its default device; gpunda's may be a GPU
+        self._context = current_context() if context is None else context
         self._work_load_list = work_load_list
         self._group2ctxs = group2ctxs
         self._buckets = {}

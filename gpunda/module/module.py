@@ -26,8 +26,10 @@ class Module(BaseModule):
         symbol: the network (its outputs are the module's outputs).
         data_names, label_names: the symbol's arguments fed from the batch's data and
             label (a label name that is not an argument only warns, as in MXNet).
-        context: a Context or a list of them; the batch is split among them in
-            proportion to ``work_load_list``.
+        context: a Context or a list of them (default: the current context, which
+            is cpu(0), MXNet's default, unless GPUNDA_DEFAULT_DEVICE or a ``with``
+            scope says otherwise); the batch is split among them in proportion to
+            ``work_load_list``.
         fixed_param_names: parameters that are not updated.
         state_names: arguments that are states, set with ``set_states``.
         group2ctxs: ``ctx_group`` attribute -> Context (or a list, one per context).
@@ -36,10 +38,11 @@ class Module(BaseModule):
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
                  logger=logging, context=None, work_load_list=None, fixed_param_names=None,
                  state_names=None, group2ctxs=None, compression_params=None):
-        from ..context import Context, cpu
+        from ..context import Context, current_context
         super().__init__(logger=logger)
         if context is None:
-            context = cpu()
+            # MXNet's default, cpu(), is its default device; gpunda's may be a GPU
+            context = current_context()
         if isinstance(context, Context):
             context = [context]
         self._context = list(context)

@@ -438,7 +438,7 @@ def _norm_backward(xp, p, g, x, n):
     else:
         k = 0 if o == 2 else -1
         d = u[..., :, k:k + 1 if k == 0 else None] @ vh[..., k:k + 1 if k == 0 else None, :]
-    inv = np.argsort(perm)
+    inv = tuple(int(k) for k in np.argsort(perm))  # host ints: an axes argument, not data
     return (g * xp.transpose(d, inv)).astype(x.dtype)
 
 

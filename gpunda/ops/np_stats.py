@@ -217,9 +217,9 @@ def _axes(axis, ndim):
 
 def _average(xp, p, a, w=None):
     if w is None:
-        avg = xp.mean(a, axis=p.axis)
-        cnt = a.size / max(np.asarray(avg).size, 1) if a.size else 0
-        return xp.asarray(avg).astype(a.dtype), xp.full(np.shape(avg), cnt, dtype=a.dtype)
+        avg = xp.asarray(xp.mean(a, axis=p.axis))
+        cnt = a.size / max(avg.size, 1) if a.size else 0
+        return avg.astype(a.dtype), xp.full(avg.shape, cnt, dtype=a.dtype)
     if w.shape != a.shape:
         if p.axis is None:
             raise TypeError("Axis must be specified when shapes of a and weights differ.")

@@ -153,6 +153,32 @@ def test_save_load_parameters_round_trip(tmp_path, rng):
     np.testing.assert_array_equal(net3(x).asnumpy(), y)
 
 
+def test_loaded_parameters_without_ctx_go_to_the_current_context(tmp_path, fake_gpu):
+    # MXNet puts them on cpu(), its default device; gpunda's default may be a GPU, so
+    # they follow the current context (and stay on cpu(0) when that is the default)
+    net = _mlp()
+    net.initialize(ctx=CPU)
+    net.hybridize()
+    x = nd.ones((2, 5), ctx=CPU)
+    net(x)
+    f = str(tmp_path / "net.params")
+    net.save_parameters(f)
+    net.export(str(tmp_path / "exp"))
+    with CPU:
+        on_cpu = _mlp()
+        on_cpu.load_parameters(f)
+    assert {c for p in on_cpu.collect_params().values() for c in p.list_ctx()} == {CPU}
+    with fake_gpu:
+        on_gpu = _mlp()
+        on_gpu.load_parameters(f)
+        imported = gluon.SymbolBlock.imports(str(tmp_path / "exp-symbol.json"), "data",
+                                             str(tmp_path / "exp-0000.params"))
+    for blk in (on_gpu, imported):
+        assert {c for p in blk.collect_params().values() for c in p.list_ctx()} == {fake_gpu}
+        np.testing.assert_allclose(blk(x.copyto(fake_gpu)).asnumpy(), net(x).asnumpy(),
+                                   rtol=1e-6)
+
+
 def test_load_parameters_missing_and_extra_names_listed(tmp_path):
     small = nn.HybridSequential()
     with small.name_scope():

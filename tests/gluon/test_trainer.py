@@ -332,7 +332,8 @@ def test_trainer_kvstore_choice_follows_mxnet(monkeypatch):
         p.initialize(init="zeros", ctx=ctx)
         t = gluon.Trainer([p], "sgd", {"learning_rate": 0.1}, kvstore=kv,
                           update_on_kvstore=update)
-        rows = nd.arange(0, 5) if stype == "row_sparse" else None
+        # row_sparse_data(rows) reads the copy on rows' context (MXNet's rule)
+        rows = nd.arange(0, 5, ctx=ctx[0]) if stype == "row_sparse" else None
         _backward_plus_one(p, rows)
         t.step(1)
         return p, t, rows

@@ -58,15 +58,27 @@ def test_comparison_backward_gives_zeros():
 
 
 def test_repr_and_str_as_mxnet():
-    assert repr(np.array([1., 2.])) == "array([1., 2.])"
-    assert repr(np.array(3)) == "array(3.)"
-    assert repr(np.array([[1, 2], [3, 4]], dtype="int32")) == \
-        "array([[1, 2],\n       [3, 4]], dtype=int32)"
-    assert repr(np.array([1, 2], dtype="float64")) == "array([1., 2.], dtype=float64)"
-    assert str(np.array([1., 2.])) == "[1. 2.]"
-    assert "{:0.3g}".format(np.array(onp.pi)) == "3.14"
-    with pytest.raises(TypeError):
-        "{:30}".format(np.array([1.]))
+    # a CPU array prints no context (MXNet 1.9.1 numpy/multiarray.py __repr__/__str__)
+    with mx.cpu(0):
+        assert repr(np.array([1., 2.])) == "array([1., 2.])"
+        assert repr(np.array(3)) == "array(3.)"
+        assert repr(np.array([[1, 2], [3, 4]], dtype="int32")) == \
+            "array([[1, 2],\n       [3, 4]], dtype=int32)"
+        assert repr(np.array([1, 2], dtype="float64")) == "array([1., 2.], dtype=float64)"
+        assert str(np.array([1., 2.])) == "[1. 2.]"
+        assert "{:0.3g}".format(np.array(onp.pi)) == "3.14"
+        with pytest.raises(TypeError):
+            "{:30}".format(np.array([1.]))
+
+
+def test_repr_and_str_name_a_gpu_context_as_mxnet(fake_gpu):
+    # MXNet 1.9.1 appends ", ctx=gpu(N)" to repr and " @gpu(N)" to str off the CPU
+    # (its docstring's examples); a 0-d array's str has no context
+    assert repr(np.array([1., 2.], ctx=fake_gpu)) == "array([1., 2.], ctx=gpu(7))"
+    assert repr(np.array([1, 2], dtype="float64", ctx=fake_gpu)) == \
+        "array([1., 2.], dtype=float64, ctx=gpu(7))"
+    assert str(np.array([1., 2.], ctx=fake_gpu)) == "[1. 2.] @gpu(7)"
+    assert str(np.array(3., ctx=fake_gpu)) == "3.0"
 
 
 def test_zero_dim_arrays_and_python_scalars():

@@ -73,6 +73,18 @@ def _fixture(model):
             exp)
 
 
+def _bind_checkpoint(model, x):
+    """An Executor of the fixture checkpoint on the current context (gpu(0) under
+    --standin-gpu): load_checkpoint reads the arrays onto the CPU, bind wants them
+    all on its context, as MXNet's does."""
+    ctx = mx.current_context()
+    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
+    args = {k: v.as_in_context(ctx) for k, v in args.items()}
+    auxs = {k: v.as_in_context(ctx) for k, v in auxs.items()}
+    return sym.bind(ctx, dict(args, data=mx.nd.array(x, ctx=ctx)), aux_states=auxs,
+                    grad_req="null")
+
+
 @pytest.mark.mxnet_fixtures
 @pytest.mark.parametrize("model", ["mlp", "cnn", "textemb"])
 def test_checkpoint_roundtrip(model, tmp_path):
@@ -83,8 +95,7 @@ def test_checkpoint_roundtrip(model, tmp_path):
     mx.onnx.export_model(sym_file, params_file, [x.shape], np.float32, str(path))
     check_all(path, {"data": x}, [want])
     # gpunda's own forward of the checkpoint gives the same numbers
-    sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
-    ex = sym.bind(mx.cpu(), dict(args, data=mx.nd.array(x)), aux_states=auxs, grad_req="null")
+    ex = _bind_checkpoint(model, x)
     np.testing.assert_allclose(ex.forward()[0].asnumpy(), want, rtol=RTOL, atol=ATOL)
 
 
@@ -101,9 +112,7 @@ def test_checkpoint_dynamic_batch(model, tmp_path):
     assert m.graph.input[0].type.tensor_type.shape.dim[0].dim_param
     # a batch of another size than the one exported with: each row as MXNet's
     for rows in (x[:1], np.concatenate([x, x[::-1]])):
-        sym, args, auxs = mx.model.load_checkpoint(os.path.join(FIX, model), 0)
-        ex = sym.bind(mx.cpu(), dict(args, data=mx.nd.array(rows)), aux_states=auxs,
-                      grad_req="null")
+        ex = _bind_checkpoint(model, rows)
         want = ex.forward()[0].asnumpy()
         got = run_ort(path, {"data": rows})[0]
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)

@@ -135,8 +135,9 @@ def test_metadata_and_gluon_import(tmp_path):
     meta = mx.contrib.onnx.get_model_metadata(path)
     assert meta["input_tensor_data"] == [("data", (0, 4), onnx.TensorProto.FLOAT)]
     assert meta["output_tensor_data"] == [("fc1_output", (0, 3))]
-    net = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
-    np.testing.assert_allclose(net(mx.nd.ones((2, 4))).asnumpy(),
+    ctx = mx.current_context()        # gpu(0) under --standin-gpu
+    net = mx.contrib.onnx.import_to_gluon(path, ctx)
+    np.testing.assert_allclose(net(mx.nd.ones((2, 4), ctx=ctx)).asnumpy(),
                                np.tile([4.0, 5.0, 6.0], (2, 1)))
 
 
