@@ -666,7 +666,7 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         _set_rec(bool(create_graph))
         try:
             if create_graph:
-                _walk_nd(nodes, bool(train_mode))
+                _walk_nd_mixing(nodes, bool(train_mode))
             else:
                 _walk_raw(nodes, bool(train_mode))
         finally:
@@ -871,6 +871,18 @@ def _accumulate(inputs, grads):
             k = e[1]
             c = tg[k]
             tg[k] = g if c is None else c + g
+
+
+def _walk_nd_mixing(nodes, train_mode):
+    """``_walk_nd``, where rules may meet mx.np outputs with legacy seeds (NOTE: both are
+    dense NDArrays; only user calls must not mix the two flavours)."""
+    from .imperative import _mixing
+    prev = _mixing.allowed
+    _mixing.allowed = True
+    try:
+        _walk_nd(nodes, train_mode)
+    finally:
+        _mixing.allowed = prev
 
 
 def _zeros(node, i, as_nd):

@@ -9,10 +9,12 @@ are parsed once per distinct call site (``OpDef.parse_params``).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import autograd as _ag
-from .base import GpundaError
+from .base import GpundaError, GpundaTypeError
 from .context import current_context, Context, shares_memory_space
 from .ops.registry import OpDef, get_op
 from ._deferred import DeferredOpError, failed_input as _failed_input
@@ -77,11 +79,33 @@ def _check_inputs(op, p, inputs):
         if not isinstance(x, _NDArray):
             raise GpundaError(f"Operator {op.name}: input {name} must be an NDArray, "
                               f"got {type(x).__name__}")
+        if (type(x) is _np_cls) is not (type(inputs[0]) is _np_cls) and not _mixing.allowed:
+            _refuse_mixed_flavours(op, names, inputs, name, x)
         if ctx0 is None:
             ctx0, name0 = x._ctx, name
         elif not shares_memory_space(x._ctx, ctx0):   # cpu(0) and cpu(1) are one memory
             raise GpundaError(f"Operator {op.name}: input {name} is on {x._ctx} but input "
                               f"{name0} is on {ctx0}; copy one with as_in_context()")
+
+
+class _Mixing(threading.local):
+    """Whether this thread may mix mx.np and legacy arrays in one op: only autograd's
+    create_graph walk does, whose seeds and re-wrapped outputs are legacy NDArrays."""
+    allowed = False
+
+
+_mixing = _Mixing()
+
+
+def _refuse_mixed_flavours(op, names, inputs, name, x):
+    """An mx.np.ndarray and a legacy NDArray in one call: MXNet's TypeError, naming the
+    conversion (a dense legacy NDArray may be the np array's own ``as_nd_ndarray`` view, so
+    both flavours are accepted only one at a time)."""
+    np_name, nd_name = (name, names[0]) if type(x) is _np_cls else (names[0], name)
+    raise GpundaTypeError(
+        f"Operator {op.name}: input {np_name} is an mx.np.ndarray but input {nd_name} is a "
+        f"legacy mx.nd.NDArray; convert one of them first (legacy.as_np_ndarray() or "
+        f"np_array.as_nd_ndarray()): MXNet does not mix the two in one operator")
 
 
 def invoke_parsed(op, inputs, p, out=None, ctx=None):
@@ -106,8 +130,9 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
             arrays = (x0._data,)
         else:
             arrays = []
+            t0 = type(x0)
             for x in inputs:
-                if type(x) is not _NDArray and type(x) is not _np_cls or x._ctx is not ctx:
+                if type(x) is not t0 or x._ctx is not ctx:
                     if isinstance(x, _NDArray) and x.stype != "default":
                         return _sparse_invoke(op, inputs, p, out)
                     _check_inputs(op, p, inputs)

@@ -92,7 +92,12 @@ def test_fast_calls_record_gradients():
 def test_method_and_function_on_legacy_and_mixed_inputs():
     a = np.array(onp.arange(4.0, dtype=onp.float32))
     n = mx.nd.array(onp.ones(4, dtype=onp.float32))
-    assert type(a + n) is np.ndarray and (a + n).asnumpy().tolist() == [1, 2, 3, 4]
+    # MXNet refuses the two flavours in one op, with a TypeError
+    for mixed in (lambda: a + n, lambda: n + a, lambda: np.add(a, n),
+                  lambda: mx.nd.elemwise_add(n, a)):
+        with pytest.raises(TypeError, match="as_np_ndarray.*as_nd_ndarray"):
+            mixed()
+    assert (a + n.as_np_ndarray()).asnumpy().tolist() == [1, 2, 3, 4]
     assert type(np.add(a, [1, 1, 1, 1])) is np.ndarray
     assert a.sum().item() == 6 and a.sum(axis=0).item() == 6
     assert np.exp(0.0) == 1.0          # a Python scalar goes to official NumPy
