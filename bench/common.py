@@ -32,6 +32,10 @@ CASES = {
                           "centre crop 224, mean/std (s per sample)"),
     "w9_box_nms": ("W9", "contrib.box_nms of 4 x 2000 scored boxes with class ids, topk 1000"),
     "w9_roi_align": ("W9", "contrib.ROIAlign of 256 ROIs on a (2, 64, 38, 50) map to 7x7"),
+    "w10_resnet_step": ("W10", "CIFAR-style ResNet-20 (model zoo ResNetV1, thumbnail) training "
+                               "step, batch 32 of 3x32x32, SGD momentum, imperative"),
+    "w10_resnet_step_hybrid": ("W10", "CIFAR-style ResNet-20 training step, batch 32 of 3x32x32, "
+                                      "hybridized/compiled"),
 }
 
 # per-op cases report time per op; others report time per call (W7: per sample)
@@ -269,3 +273,23 @@ def numpy_graph50(x):
         else:
             h = np.sin(h)
     return h
+
+
+# W10: issue 19's small ResNet. ResNet-20 for CIFAR (He et al. 2016, section 4.2): a 3x3
+# stem convolution, three stages of three basic blocks with 16, 32 and 64 channels
+# (stride 2 and a 1x1 projection where the width changes), global pooling, dense 10.
+# In MXNet's model zoo that is ResNetV1(BasicBlockV1, [3, 3, 3], [16, 16, 32, 64],
+# thumbnail=True), whose stem has no batch norm or ReLU; the PyTorch model copies that.
+RESNET = dict(batch=32, image=32, layers=(3, 3, 3), channels=(16, 16, 32, 64), classes=10,
+              lr=0.05, momentum=0.9)
+
+
+def resnet_inputs(batch=None, seed=10):
+    """Generated CIFAR-like data: class prototypes plus noise, (N, 3, 32, 32) and labels."""
+    p = RESNET
+    n = p["batch"] if batch is None else batch
+    r = rng(seed)
+    protos = r.standard_normal((p["classes"], 3, p["image"], p["image"])).astype(np.float32)
+    y = r.integers(0, p["classes"], n)
+    x = protos[y] + 0.5 * r.standard_normal((n, 3, p["image"], p["image"])).astype(np.float32)
+    return x, y
