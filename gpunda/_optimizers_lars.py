@@ -113,7 +113,7 @@ class LARS(Optimizer):
         if self.cur_lr is None:
             self.last_lr = lr
         self.cur_lr = lr
-        return super()._get_lrs(indices)
+        return self._lrs_from(lr, indices)
 
     def set_wd_mult(self, args_wd_mult):
         """As Optimizer's, except that only names ending in ``_weight`` keep weight decay

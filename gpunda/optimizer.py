@@ -181,6 +181,10 @@ class Optimizer:
 
     def _get_lrs(self, indices):
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return self._lrs_from(lr, indices)
+
+    def _lrs_from(self, lr, indices):
+        """The global rate ``lr`` times each index's lr_mult."""
         out = []
         for index in indices:
             if index in self.param_dict:
