@@ -36,6 +36,10 @@ CASES = {
                               "SGD, accuracy metric (s per epoch)"),
     "w10_fit_gluon": ("W10", "the W10 epoch as a hybridized Gluon loop: record, backward, "
                              "Trainer.step, accuracy (s per epoch)"),
+    "w11_resnet_step": ("W11", "CIFAR-style ResNet-20 (model zoo ResNetV1, thumbnail) training "
+                               "step, batch 32 of 3x32x32, SGD momentum, imperative"),
+    "w11_resnet_step_hybrid": ("W11", "CIFAR-style ResNet-20 training step, batch 32 of 3x32x32, "
+                                      "hybridized/compiled"),
 }
 
 # (case, reference case) -> the most gpunda's case may take, in times the reference's
@@ -301,3 +305,23 @@ def numpy_graph50(x):
         else:
             h = np.sin(h)
     return h
+
+
+# W11: issue 19's small ResNet. ResNet-20 for CIFAR (He et al. 2016, section 4.2): a 3x3
+# stem convolution, three stages of three basic blocks with 16, 32 and 64 channels
+# (stride 2 and a 1x1 projection where the width changes), global pooling, dense 10.
+# In MXNet's model zoo that is ResNetV1(BasicBlockV1, [3, 3, 3], [16, 16, 32, 64],
+# thumbnail=True), whose stem has no batch norm or ReLU; the PyTorch model copies that.
+RESNET = dict(batch=32, image=32, layers=(3, 3, 3), channels=(16, 16, 32, 64), classes=10,
+              lr=0.05, momentum=0.9)
+
+
+def resnet_inputs(batch=None, seed=10):
+    """Generated CIFAR-like data: class prototypes plus noise, (N, 3, 32, 32) and labels."""
+    p = RESNET
+    n = p["batch"] if batch is None else batch
+    r = rng(seed)
+    protos = r.standard_normal((p["classes"], 3, p["image"], p["image"])).astype(np.float32)
+    y = r.integers(0, p["classes"], n)
+    x = protos[y] + 0.5 * r.standard_normal((n, 3, p["image"], p["image"])).astype(np.float32)
+    return x, y

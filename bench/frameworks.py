@@ -263,6 +263,15 @@ class Gpunda(Framework):
     def w7_cnn_step_hybrid(self):
         return self._cnn(True)
 
+    def _resnet(self, hybrid):
+        return _gluon_resnet_step(self.mx, self.mx.gluon, self.ctx, hybrid, self._arr)
+
+    def w11_resnet_step(self):
+        return self._resnet(False)
+
+    def w11_resnet_step_hybrid(self):
+        return self._resnet(True)
+
     def w8_lstm_step(self):
         mx = self.mx
         s = C.LSTM_SIZES
@@ -505,6 +514,38 @@ class Torch(Framework):
         step()
         return step, None
 
+    def _resnet(self, compiled):
+        torch = self.torch
+        p = C.RESNET
+        net = _torch_resnet20(torch.nn).to(self.dev)
+        if compiled:
+            try:
+                net = torch.compile(net)
+            except Exception as e:   # noqa: BLE001
+                raise Unavailable(f"torch.compile: {e}")
+        x0, y0 = C.resnet_inputs()
+        x, y = self._t(x0), self._t(y0.astype(np.int64))
+        opt = torch.optim.SGD(net.parameters(), lr=p["lr"], momentum=p["momentum"])
+        lossf = torch.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        try:
+            step()
+        except Exception as e:   # noqa: BLE001 -- torch.compile needs a compiler toolchain
+            raise Unavailable(f"{type(e).__name__}: {str(e)[:120]}")
+        return step, None
+
+    def w11_resnet_step(self):
+        return self._resnet(False)
+
+    def w11_resnet_step_hybrid(self):
+        return self._resnet(True)
+
     def w8_lstm_step(self):
         torch = self.torch
         s = C.LSTM_SIZES
@@ -614,8 +655,75 @@ class MXNet(Framework):
     def w7_cnn_step_hybrid(self):
         return self._cnn(True)
 
+    def w11_resnet_step(self):
+        from mxnet import gluon
+        return _gluon_resnet_step(self.mx, gluon, self.ctx, False, self._arr)
+
+    def w11_resnet_step_hybrid(self):
+        from mxnet import gluon
+        return _gluon_resnet_step(self.mx, gluon, self.ctx, True, self._arr)
+
 
 # ---------------------------------------------------------------------------
+def _gluon_resnet_step(mx, gluon, ctx, hybrid, to_array):
+    """W11 for gpunda and MXNet alike: the model zoo's CIFAR-style ResNet-20."""
+    from importlib import import_module
+    vision = import_module(gluon.__name__ + ".model_zoo.vision")
+    p = C.RESNET
+    net = vision.ResNetV1(vision.BasicBlockV1, list(p["layers"]), list(p["channels"]),
+                          classes=p["classes"], thumbnail=True)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    if hybrid:
+        net.hybridize(static_alloc=True, static_shape=True)
+    x0, y0 = C.resnet_inputs()
+    x, y = to_array(x0), to_array(y0.astype(np.float32))
+    lossf = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": p["lr"], "momentum": p["momentum"]})
+
+    def step():
+        with mx.autograd.record():
+            loss = lossf(net(x), y)
+        loss.backward()
+        trainer.step(x0.shape[0])
+        return loss
+    step()
+    mx.nd.waitall()
+    return step, None
+
+
+def _torch_resnet20(nn):
+    """ResNet-20 in PyTorch with the model zoo's ResNetV1(thumbnail=True) layout and shapes:
+    a bare 3x3 stem convolution (no batch norm, no ReLU), BasicBlockV1 stages, a 1x1 strided
+    projection with batch norm where the width changes, global pooling, Linear(64, 10)."""
+    p = C.RESNET
+
+    def conv3x3(cin, cout, stride):
+        return nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(conv3x3(cin, cout, stride), nn.BatchNorm2d(cout),
+                                      nn.ReLU(), conv3x3(cout, cout, 1), nn.BatchNorm2d(cout))
+            self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                       nn.BatchNorm2d(cout)) if cin != cout else None)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            res = x if self.down is None else self.down(x)
+            return self.relu(res + self.body(x))
+
+    ch = p["channels"]
+    layers = [conv3x3(3, ch[0], 1)]
+    for i, n in enumerate(p["layers"]):
+        cin, cout = ch[i], ch[i + 1]
+        layers.append(Basic(cin, cout, 1 if i == 0 else 2))
+        layers += [Basic(cout, cout, 1) for _ in range(n - 1)]
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch[-1], p["classes"])]
+    return nn.Sequential(*layers)
+
+
 class Chainer(Framework):
     name = "chainer"
 

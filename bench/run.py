@@ -48,6 +48,11 @@ def _python_for(fw):
         return None, f"missing: no bench/.venvs/{fw} (run bash bench/make_peer_venvs.sh {fw})"
 
 
+def _matches(case, prefix):
+    """``prefix`` selects ``case`` ('w1' selects w1_add_1 but not w10_fit_module)."""
+    return case.startswith(prefix) and not case[len(prefix):len(prefix) + 1].isdigit()
+
+
 class Worker:
     """A framework's worker process, spoken to line by line."""
 
@@ -142,7 +147,7 @@ def run(args):
         for k in HINTS:
             env.pop(k, None)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cases = [c for c in CASES if any(c.startswith(p) for p in args.cases)]
+    cases = [c for c in CASES if any(_matches(c, p) for p in args.cases)]
     fws = args.frameworks
     workers = {fw: Worker(fw, args.device, args.threads, env) for fw in fws}
     results = {"cases": {}, "frameworks": {}, "meta": {}}
@@ -337,7 +342,7 @@ def charts(res, outdir):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--frameworks", default=",".join(ALL_FWS))
-    ap.add_argument("--cases", default="w1,w2,w3,w4,w5,w6,w7,w8,w9",
+    ap.add_argument("--cases", default="w1,w2,w3,w4,w5,w6,w7,w8,w9,w10,w11",
                     help="comma-separated prefixes of case names (w1, w3_mlp, ...)")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads per process")

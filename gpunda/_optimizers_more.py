@@ -1,5 +1,5 @@
 """The less common MXNet 1.x optimizers: Adamax, Nadam, FTML, Ftrl, LAMB, SGLD,
-DCASGD, ccSGD, Test (LARS and LBSGD are not built yet).
+DCASGD, ccSGD, Test (LARS and LBSGD are in ``_optimizers_lars``).
 
 Formulas follow MXNet 1.9.1's ``python/mxnet/optimizer/optimizer.py`` and its
 update kernels; ``gpunda.optimizer`` re-exports every class here.
@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from ._optim_rows import op_params, run_update
-from .base import NotImplementedForGpunda
 from .ops import optim as _ops
 from .optimizer import SGD, Optimizer, _xp, register
 
@@ -272,16 +271,5 @@ class Test(Optimizer):
         state[:] = weight
 
 
-class _NotBuilt(Optimizer):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedForGpunda(f"mx.optimizer.{type(self).__name__} is not supported yet")
-
-
-@register
-class LARS(_NotBuilt):
-    """Layer-wise Adaptive Rate Scaling: not built yet (raises on construction)."""
-
-
-@register
-class LBSGD(_NotBuilt):
-    """Large-batch SGD with warmup: not built yet (raises on construction)."""
+# LARS and LBSGD live in their own module; re-exported here for gpunda.optimizer
+from ._optimizers_lars import LARS, LBSGD  # noqa: E402,F401

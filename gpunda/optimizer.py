@@ -181,6 +181,10 @@ class Optimizer:
 
     def _get_lrs(self, indices):
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return self._lrs_from(lr, indices)
+
+    def _lrs_from(self, lr, indices):
+        """The global rate ``lr`` times each index's lr_mult."""
         out = []
         for index in indices:
             if index in self.param_dict:
@@ -602,25 +606,43 @@ class Updater:
         self.optimizer = optimizer
         self.states = {}
         self.states_synced = {}
-        self.aggregate_updates = False
+        # as MXNet's: an optimizer with aggregate_num > 0 (LAMB, LARS) gets lists of
+        # indices, up to aggregate_num weights of one dtype per call
+        self.aggregate_updates = (optimizer.aggregate_num or 0) > 0
 
     def __call__(self, index, grad, weight):
         if not isinstance(index, (list, tuple)):
             index, grad, weight = [index], [grad], [weight]
-        for i, g, w in zip(index, grad, weight):
+        for i, w in zip(index, weight):
             if i not in self.states:
                 self.states[i] = self.optimizer.create_state_multi_precision(i, w)
                 self.states_synced[i] = True
             elif not self.states_synced[i]:
                 self.states[i] = self.sync_state_context(self.states[i], w.context)
                 self.states_synced[i] = True
-            ctx = w.context
-            if ctx.device_type == "gpu":
-                # backend math on raw CuPy arrays must run on the weight's device
-                with ctx.backend.device_scope():
-                    self.optimizer.update_multi_precision(i, w, g, self.states[i])
-            else:
-                self.optimizer.update_multi_precision(i, w, g, self.states[i])
+        if self.aggregate_updates:
+            self._update_in_groups(index, grad, weight)
+            return
+        for i, g, w in zip(index, grad, weight):
+            self._on_device(w.context, i, w, g, self.states[i])
+
+    def _on_device(self, ctx, index, weight, grad, state):
+        if ctx.device_type == "gpu":
+            # backend math on raw CuPy arrays must run on the weight's device
+            with ctx.backend.device_scope():
+                self.optimizer.update_multi_precision(index, weight, grad, state)
+        else:
+            self.optimizer.update_multi_precision(index, weight, grad, state)
+
+    def _update_in_groups(self, index, grad, weight):
+        by_dtype = {}
+        for i, g, w in zip(index, grad, weight):
+            by_dtype.setdefault(np.dtype(w.dtype), []).append((i, w, g))
+        n = self.optimizer.aggregate_num
+        for entries in by_dtype.values():
+            for s in range(0, len(entries), n):
+                idx, ws, gs = zip(*entries[s:s + n])
+                self._on_device(ws[0].context, idx, ws, gs, [self.states[i] for i in idx])
 
     def sync_state_context(self, state, context):
         """``state`` copied to ``context`` (states loaded from a file live on the CPU)."""

@@ -10,7 +10,9 @@ import weakref
 import numpy as np
 
 from .. import autograd as _ag
+from .. import ndarray as nd
 from ..base import GpundaError
+from ..context import Context
 from ..util import is_np_array, is_np_shape  # noqa: F401 (MXNet re-exports them here)
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
@@ -19,7 +21,6 @@ __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "do
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
     """Split NDArray ``data`` into ``num_slice`` parts along ``batch_axis``."""
-    from .. import ndarray as nd
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
         raise ValueError(f"split_data: data with shape {data.shape} cannot be evenly split into "
@@ -39,8 +40,6 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     """Split ``data`` (NDArray or NumPy array) along ``batch_axis`` and put part i on ``ctx_list[i]``."""
-    from .. import ndarray as nd
-    from ..context import Context
     if isinstance(ctx_list, Context):
         ctx_list = [ctx_list]
     if not ctx_list:
@@ -59,7 +58,6 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     Returns the norm before clipping (a float when ``check_isfinite``, else a
     1-element NDArray), warning if it is not finite.
     """
-    from .. import ndarray as nd
     if not arrays:
         raise GpundaError("clip_global_norm: arrays is empty")
     if max_norm <= 0:

@@ -118,3 +118,30 @@ def test_download_writes_checks_and_retries(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="HTTP 404"):
         download("https://example.org/missing", path=str(tmp_path / "m"), retries=1)
     assert not (tmp_path / "m").exists()
+
+
+def test_clip_global_norm_warns_each_call_even_under_a_foreign_spec():
+    """Importing gpunda.gluon.utils under another name (a test shim's ``mxnet.gluon.utils``)
+    relabels its ``__spec__``; a relative import inside a function would then add an
+    ImportWarning ("__package__ != __spec__.parent") to the warnings a caller records."""
+    import importlib.util
+    import warnings
+
+    import numpy as np
+    saved = utils.__spec__
+    utils.__spec__ = importlib.util.spec_from_loader("otherpkg.gluon.utils", loader=None)
+    try:
+        x1 = mx.nd.ones((3, 3))
+        x3 = mx.nd.array([1.0, 2.0, float("nan")])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            assert utils.clip_global_norm([mx.nd.ones((2,))], 5.0) == pytest.approx(2 ** 0.5)
+            utils.split_and_load(np.ones((4, 2), np.float32), [mx.cpu()])
+            assert w == []
+            for k in (1, 2):
+                utils.clip_global_norm([x1, x3], 2.0)
+                assert [x.category for x in w] == [UserWarning] * k
+            utils.clip_global_norm([x1, x3], 2.0, check_isfinite=False)
+            assert len(w) == 2
+    finally:
+        utils.__spec__ = saved
