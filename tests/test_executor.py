@@ -192,3 +192,27 @@ def test_backward_through_a_small_graph_of_a_zero_gradient_op():
     assert out.asnumpy().tolist() == [1.0, 0.0]
     exe.backward([mx.nd.ones((2,))])
     assert exe.grad_dict["x"].asnumpy().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_repeated_training_steps_follow_new_values_and_new_gradient_buffers(rng):
+    # the executor marks its gradient handles once and reuses them: every step must
+    # still see the arguments' current values, and a new gradient buffer or grad_req
+    # must take effect at once
+    w, x = sym.var("w"), sym.var("x")
+    exe = (w * x).sum().simple_bind(mx.cpu(), w=(3, 4), x=(3, 4), grad_req="write")
+    for _ in range(3):
+        xv = rng.standard_normal((3, 4)).astype(np.float32)
+        exe.arg_dict["x"][:] = xv
+        exe.arg_dict["w"][:] = rng.standard_normal((3, 4)).astype(np.float32)
+        exe.forward(is_train=True)
+        exe.backward()
+        np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), xv, rtol=1e-6)
+    fresh = mx.nd.zeros((3, 4))
+    old = exe.grad_dict["w"]
+    exe.grad_dict["w"] = fresh
+    exe._grad_req["w"] = "add"
+    for _ in range(2):
+        exe.forward(is_train=True)
+        exe.backward()
+    np.testing.assert_allclose(fresh.asnumpy(), 2 * xv, rtol=1e-6)
+    np.testing.assert_allclose(old.asnumpy(), xv, rtol=1e-6)     # no longer written

@@ -64,3 +64,17 @@ def test_shuffle_parts_and_errors(tmp_path):
            mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 6, 5), batch_size=1, label_width=2)]
     np.testing.assert_allclose(m, np.mean(raw, axis=0), rtol=1e-5)
     np.testing.assert_allclose(it.next().data[0].asnumpy()[0], raw[0] - m, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("cls", ["ImageRecordIter", "ImageDetRecordIter"])
+def test_a_record_that_is_no_image_is_reported_by_its_iterator(tmp_path, cls):
+    from gpunda import recordio
+    path = str(tmp_path / "bad.rec")
+    w = recordio.MXRecordIO(path, "w")
+    label = [2, 5, 0, 0.1, 0.1, 0.5, 0.5] if cls == "ImageDetRecordIter" else [1, 0]
+    w.write(recordio.pack(recordio.IRHeader(len(label), label, 0, 0), b"not an image"))
+    w.close()
+    it = getattr(mx.io, cls)(path_imgrec=path, data_shape=(3, 6, 5), batch_size=1,
+                             label_width=-1 if cls == "ImageDetRecordIter" else 2)
+    with pytest.raises(GpundaError, match=f"^{cls}: record 0 of .* is not a decodable image"):
+        next(iter(it))

@@ -72,6 +72,24 @@ def test_conversion_and_copies():
     assert np.asarray(a, dtype=np.float64).dtype == np.float64
 
 
+
+def test_copyto_between_overlapping_views_and_across_dtypes():
+    # MXNet 1.9.1's observed results: the copy reads the source as it was before
+    a = nd.arange(10)
+    a[1:].copyto(a[:-1])
+    assert a.asnumpy().tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 9]
+    b = nd.arange(10)
+    b[:-1].copyto(b[1:])
+    assert b.asnumpy().tolist() == [0, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+    c = nd.zeros((3,), dtype="int32")
+    nd.array([1.7, 2.2, -3.9]).copyto(c)
+    assert c.dtype == np.int32 and c.asnumpy().tolist() == [1, 2, -3]
+    src = nd.array([[1, 2], [3, 4]])
+    dst = nd.zeros((2, 2))
+    src.copyto(dst)
+    src[:] = 0                          # the target holds a copy, not a view
+    assert dst.asnumpy().tolist() == [[1, 2], [3, 4]]
+
 def test_pickle_round_trip():
     a = nd.array([[1.5, -2.0]], dtype="float64")
     b = pickle.loads(pickle.dumps(a))

@@ -184,16 +184,7 @@ class DetRandomCropAug(DetAugmenter):
         return out[keep] if keep.any() else None
 
     def _random_crop_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = int(round(math.sqrt(min_area / ratio)))
-            max_h = int(round(math.sqrt(max_area / ratio)))
+        for ratio, h, max_h, min_area, max_area in _shape_attempts(self, height, width):
             if round(max_h * ratio) > width:
                 max_h = int((width + 0.4999999) / ratio)   # largest h with round(h*ratio) <= width
             max_h = min(max_h, height)
@@ -221,6 +212,22 @@ class DetRandomCropAug(DetAugmenter):
                     return (x, y, w, h, new_label)
         return ()
 
+
+
+def _shape_attempts(aug, height, width):
+    """The attempts of a random crop or pad proposal (MXNet's shared loop): per attempt
+    the drawn aspect ratio, the heights that give ``area_range``'s smallest and largest
+    area at it, and those areas; none when ``aug`` is disabled or the image empty."""
+    if not aug.enabled or height <= 0 or width <= 0:
+        return
+    min_area = aug.area_range[0] * height * width
+    max_area = aug.area_range[1] * height * width
+    for _ in range(aug.max_attempts):
+        ratio = random.uniform(*aug.aspect_ratio_range)
+        if ratio <= 0:
+            continue
+        yield (ratio, int(round(math.sqrt(min_area / ratio))),
+               int(round(math.sqrt(max_area / ratio))), min_area, max_area)
 
 class DetRandomPadAug(DetAugmenter):
     """Place the image at a random spot of a larger canvas (area ``area_range`` times the
@@ -265,16 +272,7 @@ class DetRandomPadAug(DetAugmenter):
         return out
 
     def _random_pad_proposal(self, label, height, width):
-        if not self.enabled or height <= 0 or width <= 0:
-            return ()
-        min_area = self.area_range[0] * height * width
-        max_area = self.area_range[1] * height * width
-        for _ in range(self.max_attempts):
-            ratio = random.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            h = int(round(math.sqrt(min_area / ratio)))
-            max_h = int(round(math.sqrt(max_area / ratio)))
+        for ratio, h, max_h, _, _ in _shape_attempts(self, height, width):
             if round(h * ratio) < width:
                 h = int((width + 0.499999) / ratio)
             h = max(h, height)

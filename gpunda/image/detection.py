@@ -134,27 +134,18 @@ class ImageDetIter(ImageIter):
         row[:label.shape[0]] = label
         batch_label[i] = row
 
-    def _batchify(self, batch_data, batch_label, start=0):
-        i = start
+    def _sample(self, data, label):
+        # the label is parsed, augmented with the image and checked: any of them may
+        # find the sample invalid and skip it
         try:
-            while i < self.batch_size:
-                label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image([data])
-                    label = self._parse_label(label)
-                    data, label = self.augmentation_transform(data, label)
-                    self._check_valid_label(label)
-                except RuntimeError as e:
-                    _log.debug("Invalid image, skipping: %s", e)
-                    continue
-                batch_data[i] = self.postprocess_data(data)
-                self._store_label(batch_label, i, label)
-                i += 1
-        except StopIteration:
-            if not i:
-                raise
-        return i
+            self.check_valid_image([data])
+            label = self._parse_label(label)
+            data, label = self.augmentation_transform(data, label)
+            self._check_valid_label(label)
+        except RuntimeError as e:
+            _log.debug("Invalid image, skipping: %s", e)
+            return None
+        return data, label
 
     def _new_batch(self):
         data, label = super()._new_batch()

@@ -253,19 +253,26 @@ class ImageIter(DataIter):
                               f"but label_width is {self.label_width}")
         batch_label[i] = values.reshape(slot) if slot else float(values.reshape(-1)[0])
 
+    def _sample(self, data, label):
+        """One decoded sample augmented, as ``(data, label)``; None (logged) to skip an
+        invalid image. Subclasses with labels to check or augment override it."""
+        try:
+            self.check_valid_image(data)
+        except RuntimeError as e:
+            _log.debug("Invalid image, skipping: %s", e)
+            return None
+        return self.augmentation_transform(data), label
+
     def _batchify(self, batch_data, batch_label, start=0):
         """Fill the batch from row ``start``; the number of rows filled in all."""
         i = start
         try:
             while i < self.batch_size:
                 label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image(data)
-                except RuntimeError as e:
-                    _log.debug("Invalid image, skipping: %s", e)
+                sample = self._sample(self.imdecode(s), label)
+                if sample is None:
                     continue
-                data = self.augmentation_transform(data)
+                data, label = sample
                 batch_data[i] = self.postprocess_data(data)
                 self._store_label(batch_label, i, label)
                 i += 1

@@ -98,13 +98,8 @@ class ImageDetRecordIter(ImageRecordIter):
         return np.asarray(header.label, np.float32)
 
     def _process(self, i, rng_seed, normalize=True):
-        import cv2
-        header, buf = self._read(i)
+        header, img = self._decode(i)
         c, h, w = self.data_shape
-        img = cv2.imdecode(np.frombuffer(buf, np.uint8), {1: 0, 3: 1, 4: -1}[c])
-        if img is None:
-            raise GpundaError(f"ImageDetRecordIter: record {i} of {self.path_imgrec!r} is not a "
-                              f"decodable image")
         rng = np.random.RandomState(rng_seed)
         img, raw = self._augmenter(img.reshape(img.shape[:2] + (-1,)),
                                    self._raw_label(i, header), rng)

@@ -127,14 +127,20 @@ class ImageRecordIter(_RoundBatchIter):
         finally:
             r.close()
 
-    def _process(self, i, rng_seed, normalize=True):
+    def _decode(self, i):
+        """Record ``i``'s header and its image as OpenCV decodes it (BGR(A), HWC) with
+        data_shape's channel count."""
         import cv2
         header, buf = self._read(i)
-        c, h, w = self.data_shape
-        img = cv2.imdecode(np.frombuffer(buf, np.uint8), {1: 0, 3: 1, 4: -1}[c])
+        img = cv2.imdecode(np.frombuffer(buf, np.uint8), {1: 0, 3: 1, 4: -1}[self.data_shape[0]])
         if img is None:
             raise GpundaError(f"{type(self).__name__}: record {i} of {self.path_imgrec!r} "
                               f"is not a decodable image")
+        return header, img
+
+    def _process(self, i, rng_seed, normalize=True):
+        header, img = self._decode(i)
+        c, h, w = self.data_shape
         rng = np.random.RandomState(rng_seed)
         img = self._augmenter(img.reshape(img.shape[:2] + (-1,)), rng)
         img = img.reshape(h, w, -1)

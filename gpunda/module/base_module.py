@@ -96,12 +96,14 @@ class BaseModule:
         self._total_exec_bytes = 0
 
     def _check_ready(self, what, optimizer=False):
+        if self.binded and self.params_initialized and (self.optimizer_initialized or
+                                                        not optimizer):
+            return      # runs several times a batch: no messages made unless one fails
         _require(self.binded, f"{type(self).__name__}.{what}: call bind() first")
         _require(self.params_initialized,
                  f"{type(self).__name__}.{what}: call init_params() (or set_params) first")
-        if optimizer:
-            _require(self.optimizer_initialized,
-                     f"{type(self).__name__}.{what}: call init_optimizer() first")
+        _require(self.optimizer_initialized,
+                 f"{type(self).__name__}.{what}: call init_optimizer() first")
 
     # -- high-level loops -------------------------------------------------------------
     def forward_backward(self, data_batch):

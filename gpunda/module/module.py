@@ -411,11 +411,11 @@ class Module(BaseModule):
             new_shapes = tuple(new_shapes)
         else:
             data = getattr(data_batch, "data", None)
-            _require(data is not None, f"Module.forward: data_batch must have .data, got "
-                                       f"{type(data_batch).__name__}")
-            _require(len(data) == len(self._data_shapes),
-                     f"Module.forward: the batch has {len(data)} data arrays for the data "
-                     f"names {self._data_names}")
+            if data is None or len(data) != len(self._data_shapes):
+                _require(data is not None, f"Module.forward: data_batch must have .data, got "
+                                           f"{type(data_batch).__name__}")
+                _require(False, f"Module.forward: the batch has {len(data)} data arrays for "
+                                f"the data names {self._data_names}")
             new_shapes = tuple(tuple(d.shape) for d in data)
         if current != new_shapes:
             provide_data = getattr(data_batch, "provide_data", None)

@@ -202,6 +202,11 @@ class NDArray:
 
     def _copy_into(self, other):
         """Write this array's values into NDArray ``other`` (storage types override it)."""
+        if other._ctx is self._ctx and self._ctx._xp is np:
+            # NumPy's assignment copies straight across (overlapping views included):
+            # no temporary copy first (Module copies every batch into its executor)
+            other._assign_from(self)
+            return
         other._assign_from(_transfer(self, other._ctx))
 
     def _copy_to_context(self, other):

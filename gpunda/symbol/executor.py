@@ -204,7 +204,7 @@ class Executor:
 
     def _run(self, is_train, record):
         from .. import autograd
-        from ..ndarray.ndarray import NDArray, _new
+        from ..ndarray.ndarray import NDArray
         inputs = []
         names = self.__dict__.get("_input_names")
         if names is None:       # a graph walk per step shows in a Module's training loop
@@ -215,14 +215,7 @@ class Executor:
                 inputs.append(self.aux_dict[n])
                 continue
             if record and self._grad_req[n] != "null":
-                # a private handle on the same memory carries the gradient buffer
-                if type(a) is NDArray:
-                    w = _new(a._data, a._ctx)
-                else:       # csr / row_sparse keep their class (the dispatcher routes by it)
-                    from ..ndarray.sparse import _wrap
-                    w = _wrap(a._data, a._ctx)
-                autograd.mark_variables([w], [self.grad_dict[n]], self._grad_req[n])
-                a = w
+                a = self._variable(n, a)
             inputs.append(a)
         if record:
             with autograd.record(train_mode=is_train):
@@ -244,6 +237,30 @@ class Executor:
                 else:       # inferred ahead wrongly (a data-dependent shape): take the result
                     self.outputs[k] = r.copy()
         self._recorded = res if record else None
+
+    def _variable(self, name, a):
+        """The private handle on ``a``'s memory that carries its gradient buffer.
+
+        It is made and marked once and reused while the argument, its memory, its
+        gradient buffer and grad_req stay the same (as a Gluon parameter is marked
+        once): marking afresh every step shows in a Module's training loop.
+        """
+        grad, req = self.grad_dict[name], self._grad_req[name]
+        marked = self.__dict__.setdefault("_marked", {})
+        hit = marked.get(name)
+        if hit is not None and hit[0] is a and hit[1] is grad and hit[2] == req \
+                and hit[3]._data is a._data:
+            return hit[3]
+        from .. import autograd
+        from ..ndarray.ndarray import NDArray, _new
+        if type(a) is NDArray:
+            w = _new(a._data, a._ctx)
+        else:       # csr / row_sparse keep their class (the dispatcher routes by it)
+            from ..ndarray.sparse import _wrap
+            w = _wrap(a._data, a._ctx)
+        autograd.mark_variables([w], [grad], req)
+        marked[name] = (a, grad, req, w)
+        return w
 
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the outputs (times ``out_grads``) into ``grad_dict``.
