@@ -207,7 +207,7 @@ def test_repeated_training_steps_follow_new_values_and_new_gradient_buffers(rng)
         exe.forward(is_train=True)
         exe.backward()
         np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), xv, rtol=1e-6)
-    fresh = mx.nd.zeros((3, 4))
+    fresh = mx.nd.zeros((3, 4), ctx=mx.cpu())
     old = exe.grad_dict["w"]
     exe.grad_dict["w"] = fresh
     exe._grad_req["w"] = "add"

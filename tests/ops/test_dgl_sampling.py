@@ -68,14 +68,15 @@ def test_uniform_sample_and_compact(seeds, hops, nbr, cap):
 
 def test_full_walk_from_one_seed():
     # seed 0, 2 hops, 2 neighbours on the complete graph: two vertices at hop 1 and the
-    # rest at hop 2 (MXNet 1.9.1 returned [0, 2, 1, 1] for vertices 0..3)
+    # rest at hop 2 (MXNet 1.9.1 returned [0, 2, 1, 1] for vertices 0..3); hop 2 finds no
+    # new vertex when both hop-1 vertices draw only each other and the seed
     for _ in range(5):
         out = nd.contrib.dgl_csr_neighbor_uniform_sample(
             _graph(), nd.array([0], dtype=np.int64), num_args=2, num_hops=2, num_neighbor=2,
             max_num_vertices=8)
         n = int(out[0].asnumpy()[-1])
         hops = sorted(out[2].asnumpy()[:n].tolist())
-        assert 4 <= n <= 5 and hops[:3] == [0, 1, 1] and set(hops[3:]) == {2}
+        assert 3 <= n <= 5 and hops[:3] == [0, 1, 1] and set(hops[3:]) <= {2}
 
 
 def test_non_uniform_sample_weights_and_mapping():
