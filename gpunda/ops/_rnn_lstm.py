@@ -93,11 +93,11 @@ def lstm_forward(xp, p, x, w, h0, c0, valid, hs, gates, cs, tcs):
     return ys
 
 
-def lstm_backward(xp, p, x, w, hs, gates, cs, tcs, dy, dh, dc, valid):
+def lstm_backward(xp, p, x, w, hs, gates, cs, tcs, dy, dh, dc, valid, want_dx=True):
     """BPTT over one direction (the reserve views as ``lstm_forward`` filled them).
 
-    Returns dx (T, N, I), the weight gradients (a dict like ``w``) and the gradients of the
-    initial hidden and cell states.
+    Returns dx (T, N, I; None unless ``want_dx``), the weight gradients (a dict like ``w``)
+    and the gradients of the initial hidden and cell states.
     """
     t_len, n, _ = x.shape
     hsz = p.state_size
@@ -165,5 +165,5 @@ def lstm_backward(xp, p, x, w, hs, gates, cs, tcs, dy, dh, dc, valid):
     if proj:
         hraw = gates[:, :, 3 * hsz:] * tcs
         dgw["whr"] = matmul(xp, dr_all.reshape(t_len * n, -1).T, hraw.reshape(t_len * n, hsz))
-    dx = matmul(xp, flat, w["wx"]).reshape(x.shape)
+    dx = matmul(xp, flat, w["wx"]).reshape(x.shape) if want_dx else None
     return dx, dgw, dh, dc

@@ -203,9 +203,9 @@ def _layer_forward(xp, p, x, w, h0, valid, hs, gates, extra):
     return ys
 
 
-def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, valid):
+def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, valid, want_dx=True):
     """BPTT over one GRU or vanilla-RNN direction: returns dx, the weight gradients (dict
-    like ``w``) and the initial state's gradient."""
+    like ``w``) and the initial state's gradient; dx is None unless ``want_dx``."""
     t_len, n, _ = x.shape
     mode = p.mode
     _, hsz, _, g = _dims(p)
@@ -250,7 +250,7 @@ def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, valid):
     hflat = dhw_all.reshape(t_len * n, g * hsz)
     dgw["wh"] = matmul(xp, hflat.T, hs[:-1].reshape(t_len * n, -1))
     dgw["bh"] = hflat.sum(axis=0)
-    dx = matmul(xp, flat, w["wx"]).reshape(x.shape)
+    dx = matmul(xp, flat, w["wx"]).reshape(x.shape) if want_dx else None
     return dx, dgw, dh
 
 
@@ -381,7 +381,7 @@ def _rnn_grad(xp, p, *arrays):
     lengths, valid = _lengths(xp, p, inputs, t)
     entries, _ = param_layout(p, i)
     saved = _unpack(reserve, p, data.shape)
-    d_params = xp.zeros_like(params)
+    d_params = xp.empty_like(params)    # every slot is some layer's (NOTE [RNN parameter layout])
     d_state = xp.empty_like(state)
     d_cell = xp.empty((p.num_layers * d, n, hsz), dtype=data.dtype) if p.mode == "lstm" else None
     dy = d_out
@@ -390,6 +390,8 @@ def _rnn_grad(xp, p, *arrays):
         masked = layer > 0 and p.p > 0
         xin = x * saved[("mask", layer)] if masked else x
         dx = None
+        # the first layer's input GEMM is skipped when the data needs no gradient
+        want_dx = layer > 0 or p.data_grad
         for direction in range(d):
             k = layer * d + direction
             w = _views(params, entries[k][2])
@@ -403,27 +405,30 @@ def _rnn_grad(xp, p, *arrays):
             if p.mode == "lstm":
                 dxs, dgw, dh, dc = lstm_backward(
                     xp, p, xs, w, hs, gates, extra, saved[("tanhc", layer, direction)], dys,
-                    d_hy[k], d_cy[k], valid)
+                    d_hy[k], d_cy[k], valid, want_dx)
             else:
                 dxs, dgw, dh = _layer_backward(xp, p, xs, w, hs, gates, extra, dys, d_hy[k],
-                                               valid)
-            if direction == 1:
-                dxs = _gather(xp, dxs, idx)
-            dx = dxs if dx is None else dx + dxs
+                                               valid, want_dx)
+            if want_dx:
+                if direction == 1:
+                    dxs = _gather(xp, dxs, idx)
+                dx = dxs if dx is None else dx + dxs
             gw = _views(d_params, entries[k][2])
             for name, g in dgw.items():
-                gw[name][...] += g
+                gw[name][...] = g
             d_state[k] = dh
             if d_cell is not None:
                 d_cell[k] = dc
         dy = dx * saved[("mask", layer)] if masked else dx
+    if dy is None:      # not wanted: the gradient rule drops it
+        dy = xp.zeros_like(data)
     grads = [dy, d_params, d_state]
     if p.mode == "lstm":
         grads.append(d_cell)
     return tuple(grads)
 
 
-def _rnn_gradient(F, p, ins, outs, ograds):
+def _rnn_gradient(F, p, ins, outs, ograds, need=None):
     n_vis = _n_visible(p)
     n_states = 2 if p.mode == "lstm" else 1
     og = list(ograds[:1 + n_states])
@@ -432,8 +437,12 @@ def _rnn_gradient(F, p, ins, outs, ograds):
             og[j] = F.zeros_like(outs[j])
     if og[0] is None:
         og[0] = F.zeros_like(outs[0])
-    grads = F._rnn_grad(*ins, outs[-1], *og, **_kwargs(p))
+    data_grad = need is None or bool(need[0])
+    kw = _kwargs(p) if data_grad else dict(_kwargs(p), data_grad=False)
+    grads = F._rnn_grad(*ins, outs[-1], *og, **kw)
     grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
+    if not data_grad:
+        grads[0] = None
     if p.use_sequence_length:
         grads.append(None)
     return grads
@@ -451,13 +460,14 @@ def _no_second_order(F, p, ins, outs, ograds):
 register(OpDef(
     "RNN", _rnn_forward, params=_PARAMS, check=_check, inputs=_input_names, wants_ctx=True,
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3, num_visible=_n_visible,
-    output_names=_output_names, infer_shape=_infer_shape, gradient=_rnn_gradient,
+    output_names=_output_names, infer_shape=_infer_shape, gradient=_rnn_gradient, grad_need=True,
     save=("inputs", "outputs"), no_grad_inputs=("sequence_length",), random=True,
     capture="host loop over time steps (dropout draws random numbers)", family="rnn",
     doc="Fused multi-layer recurrent network (rnn_relu, rnn_tanh, lstm, gru) over TNC data, "
         "with MXNet's flat parameter layout; see NOTE [RNN parameter layout]."))
 register(OpDef(
-    "_rnn_grad", _rnn_grad, params=_PARAMS,
+    "_rnn_grad", _rnn_grad,
+    params=_PARAMS + [Param("data_grad", "bool", True, "also the data's gradient (else zeros)")],
     inputs=lambda p: _input_names(p) + ["reserve", "d_out", "d_state"] +
     (["d_state_cell"] if p.mode == "lstm" else []),
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3,
