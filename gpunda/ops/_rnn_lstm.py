@@ -1,7 +1,8 @@
 """One direction of one LSTM(P) layer, forward and backward through time, for the ``RNN`` op.
 
+# NOTE [LSTM step kernels]
 The loops run once per time step on the host, so each step does as few array passes as it
-can, into buffers allocated once per layer (NOTE [LSTM step kernels]):
+can, into buffers allocated once per layer:
 
 - the input projection of every step is one GEMM over the whole sequence, written straight
   into the ``gates`` reserve, with both biases added there once;
