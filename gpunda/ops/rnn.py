@@ -16,8 +16,8 @@ cuDNN's: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 The backward is a hand-written backpropagation through time (``_rnn_grad``) over the
 intermediate values the forward keeps in a hidden ``reserve`` output (MXNet's reserve
 space), so it is once-differentiable. The LSTM's step kernels are in _rnn_lstm.py (NOTE
-[LSTM step kernels]); the reserve also keeps tanh of its cell states. Dropout (``p``) applies to the outputs of every layer
-but the last, in training. The reverse direction of a batch with ``sequence_length`` runs
+[LSTM step kernels]); the reserve also keeps tanh of its cell states. Dropout (``p``)
+applies to the outputs of every layer but the last, in training. The reverse direction of a batch with ``sequence_length`` runs
 over each sequence's valid steps only (cuDNN's semantics; MXNet's CPU kernel lacks the
 option), and steps past a sequence's end output zeros and keep the state.
 """
