@@ -52,6 +52,10 @@ class NumpyBackend(Backend):
     xp = np
     is_gpu = False
 
+    def __init__(self):
+        from ._host_memory import keep_freed_memory
+        keep_freed_memory()     # NOTE [Host memory pool]
+
     @property
     def sp(self):
         import scipy.sparse
@@ -75,3 +79,7 @@ class NumpyBackend(Backend):
             return info.get("MemAvailable", 0), info.get("MemTotal", 0)
         except OSError:
             return 0, 0
+
+    def empty_cache(self):
+        from ._host_memory import release_free_memory
+        release_free_memory()

@@ -15,8 +15,9 @@ cuDNN's: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 
 The backward is a hand-written backpropagation through time (``_rnn_grad``) over the
 intermediate values the forward keeps in a hidden ``reserve`` output (MXNet's reserve
-space), so it is once-differentiable. Dropout (``p``) applies to the outputs of every layer
-but the last, in training. The reverse direction of a batch with ``sequence_length`` runs
+space), so it is once-differentiable. The LSTM's step kernels are in _rnn_lstm.py (NOTE
+[LSTM step kernels]); the reserve also keeps tanh of its cell states. Dropout (``p``)
+applies to the outputs of every layer but the last, in training. The reverse direction of a batch with ``sequence_length`` runs
 over each sequence's valid steps only (cuDNN's semantics; MXNet's CPU kernel lacks the
 option), and steps past a sequence's end output zeros and keep the state.
 """
@@ -27,6 +28,7 @@ import numpy as np
 from ..base import GpundaError
 from .registry import OpDef, Param, register
 from ._util import matmul
+from ._rnn_lstm import lstm_backward, lstm_forward
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
@@ -164,48 +166,25 @@ def _sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
 
 
-def _sigmoid_into(xp, a):
-    """a <- sigmoid(a), without temporaries."""
-    xp.negative(a, out=a)
-    xp.exp(a, out=a)
-    a += 1
-    xp.reciprocal(a, out=a)
-
-
-def _layer_forward(xp, p, x, w, h0, c0, valid, hs, gates, extra):
-    """Run one direction over time-ordered ``x`` (T, N, I): returns y; the values the
-    backward needs go straight into the reserve's views ``hs``, ``gates``, ``extra``."""
+def _layer_forward(xp, p, x, w, h0, valid, hs, gates, extra):
+    """Run one GRU or vanilla-RNN direction over time-ordered ``x`` (T, N, I): returns y;
+    the values the backward needs go straight into the reserve's views ``hs``, ``gates``,
+    ``extra`` (the LSTM has its own kernels, in _rnn_lstm.py)."""
     t_len, n, _ = x.shape
     mode = p.mode
     _, hsz, _, g = _dims(p)
     xw = matmul(xp, x.reshape(t_len * n, -1), w["wx"].T).reshape(t_len, n, g * hsz)
     xw += w["bx"]
-    h, c = h0, c0
+    # a C-contiguous transpose: OpenBLAS multiplies small blocks by a transposed view slower
+    wh_t = xp.ascontiguousarray(w["wh"].T)
+    h = h0
     # without lengths the outputs are the saved states themselves
     ys = hs[1:] if valid is None else xp.empty((t_len, n, h0.shape[1]), dtype=x.dtype)
     hs[0] = h0
-    if mode == "lstm":
-        extra[0] = c0
-    lo, hi = p.lstm_state_clip_min, p.lstm_state_clip_max
     for step in range(t_len):
-        hw = matmul(xp, h, w["wh"].T) + w["bh"]
-        if mode == "lstm":
-            gt = gates[step]            # i, f, g, o, activated in place
-            xp.add(xw[step], hw, out=gt)
-            gsl = gt[:, 2 * hsz:3 * hsz]
-            gsl *= 2                    # tanh(a) = 2 sigmoid(2a) - 1: one sigmoid pass
-            _sigmoid_into(xp, gt)
-            gsl *= 2
-            gsl -= 1
-            i, f, gg, o = (gt[:, k * hsz:(k + 1) * hsz] for k in range(4))
-            c_new = f * c + i * gg
-            if lo is not None:
-                if p.lstm_state_clip_nan:
-                    c_new = xp.where(xp.isnan(c_new), hi, c_new)
-                c_new = xp.clip(c_new, lo, hi)
-            hraw = o * xp.tanh(c_new)
-            h_new = matmul(xp, hraw, w["whr"].T) if "whr" in w else hraw
-        elif mode == "gru":
+        hw = matmul(xp, h, wh_t)
+        hw += w["bh"]
+        if mode == "gru":
             xr, xz, xn = (xw[step][:, k * hsz:(k + 1) * hsz] for k in range(3))
             hr, hz, hn = (hw[:, k * hsz:(k + 1) * hsz] for k in range(3))
             r, z = _sigmoid(xp, xr + hr), _sigmoid(xp, xz + hz)
@@ -217,13 +196,7 @@ def _layer_forward(xp, p, x, w, h0, c0, valid, hs, gates, extra):
             a = xw[step] + hw
             h_new = xp.maximum(a, 0) if mode == "rnn_relu" else xp.tanh(a)
         if valid is not None:
-            m = valid[step][:, None]
-            h_new = xp.where(m, h_new, h)
-            if mode == "lstm":
-                c_new = xp.where(m, c_new, c)
-        if mode == "lstm":
-            c = c_new
-            extra[step + 1] = c
+            h_new = xp.where(valid[step][:, None], h_new, h)
         h = h_new
         hs[step + 1] = h
         if valid is not None:
@@ -231,8 +204,9 @@ def _layer_forward(xp, p, x, w, h0, c0, valid, hs, gates, extra):
     return ys
 
 
-def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, dc, valid):
-    """BPTT over one direction: returns dx and the weight gradients (dict like ``w``)."""
+def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, valid, want_dx=True):
+    """BPTT over one GRU or vanilla-RNN direction: returns dx, the weight gradients (dict
+    like ``w``) and the initial state's gradient; dx is None unless ``want_dx``."""
     t_len, n, _ = x.shape
     mode = p.mode
     _, hsz, _, g = _dims(p)
@@ -240,79 +214,45 @@ def _layer_backward(xp, p, x, w, hs, gates, extra, dy, dh, dc, valid):
     da_all = xp.empty((t_len, n, g * hsz), dtype=x.dtype)
     # the recurrent weight gradients are summed over time after the loop, by one GEMM each
     dhw_all = da_all if mode != "gru" else xp.empty_like(da_all)
-    dr_all = xp.empty((t_len, n, hs.shape[2]), dtype=x.dtype) if "whr" in w else None
     wh = w["wh"]
     for step in range(t_len - 1, -1, -1):
         m = None if valid is None else valid[step][:, None]
         dh_t = dh + (dy[step] if m is None else xp.where(m, dy[step], 0))
         # past a sequence's end the step only passes the state (and its gradient) through
         dh_in = dh_t if m is None else xp.where(m, dh_t, 0)
-        h_prev = hs[step]
-        if mode == "lstm":
-            gt = gates[step]
-            i, f, gg, o = (gt[:, k * hsz:(k + 1) * hsz] for k in range(4))
-            c_new, c_prev = extra[step + 1], extra[step]
-            tc = xp.tanh(c_new)
-            if "whr" in w:
-                dr_all[step] = dh_in
-                dhraw = matmul(xp, dh_in, w["whr"])
-            else:
-                dhraw = dh_in
-            dct = dhraw * o * (1 - tc * tc) + (dc if m is None else xp.where(m, dc, 0))
-            if p.lstm_state_clip_min is not None:
-                inside = (c_new > p.lstm_state_clip_min) & (c_new < p.lstm_state_clip_max)
-                dct = dct * inside
-            da = da_all[step]           # the gates' pre-activation gradients, in place
-            dai, daf, dag, dao = (da[:, k * hsz:(k + 1) * hsz] for k in range(4))
-            xp.multiply(dct, gg, out=dai)
-            dai *= i * (1 - i)
-            xp.multiply(dct, c_prev, out=daf)
-            daf *= f * (1 - f)
-            xp.multiply(dct, i, out=dag)
-            dag *= 1 - gg * gg
-            xp.multiply(dhraw, tc, out=dao)
-            dao *= o * (1 - o)
-            dc_next = dct * f
-            dhw = da
-        elif mode == "gru":
+        if mode == "gru":
             gt = gates[step]
             r, z, nn = (gt[:, k * hsz:(k + 1) * hsz] for k in range(3))
             hn = extra[step + 1]
             dan = dh_in * (1 - z) * (1 - nn * nn)
             dar = dan * hn * r * (1 - r)
-            daz = dh_in * (h_prev - nn) * z * (1 - z)
-            da = xp.concatenate([dar, daz, dan], axis=1)
-            dhw = xp.concatenate([dar, daz, dan * r], axis=1)
+            daz = dh_in * (hs[step] - nn) * z * (1 - z)
+            da = da_all[step]
+            da[:, :hsz] = dar
+            da[:, hsz:2 * hsz] = daz
+            da[:, 2 * hsz:] = dan
+            dhw = dhw_all[step]
+            dhw[:, :2 * hsz] = da[:, :2 * hsz]
+            xp.multiply(dan, r, out=dhw[:, 2 * hsz:])
         else:
             h_new = hs[step + 1]
             act = (h_new > 0).astype(x.dtype) if mode == "rnn_relu" else 1 - h_new * h_new
-            da = dhw = dh_in * act
-        if mode != "lstm":
-            da_all[step] = da
-        if dhw_all is not da_all:
-            dhw_all[step] = dhw
+            dhw = da_all[step]
+            xp.multiply(dh_in, act, out=dhw)
         dh_prev = matmul(xp, dhw, wh)
         if mode == "gru":
-            dh_prev = dh_prev + dh_in * z
+            dh_prev += dh_in * z
         if m is not None:       # a step past the end passes the state's gradient through
-            dh_prev = dh_prev + xp.where(m, 0, dh_t)
-            if mode == "lstm":
-                dc_next = dc_next + xp.where(m, 0, dc)
+            dh_prev += xp.where(m, 0, dh_t)
         dh = dh_prev
-        if mode == "lstm":
-            dc = dc_next
     flat = da_all.reshape(t_len * n, g * hsz)
     dgw["wx"] = matmul(xp, flat.T, x.reshape(t_len * n, -1))
     dgw["bx"] = flat.sum(axis=0)
     hflat = dhw_all.reshape(t_len * n, g * hsz)
     dgw["wh"] = matmul(xp, hflat.T, hs[:-1].reshape(t_len * n, -1))
     dgw["bh"] = hflat.sum(axis=0)
-    if dr_all is not None:
-        gt = gates.reshape(t_len * n, g * hsz)
-        hraw = gt[:, 3 * hsz:] * xp.tanh(extra[1:].reshape(t_len * n, hsz))
-        dgw["whr"] = matmul(xp, dr_all.reshape(t_len * n, -1).T, hraw)
-    dx = matmul(xp, flat, w["wx"]).reshape(x.shape)
-    return dx, dgw, dh, dc
+    dx = matmul(xp, flat, w["wx"]).reshape(x.shape) if want_dx else None
+    return dx, dgw, dh
 
 
 # ---------------------------------------------------------------------------
@@ -335,6 +275,8 @@ def _reserve_parts(p, data_shape):
             parts.append((("gates",) + key, (t, n, g * hsz)))
             if p.mode in ("lstm", "gru"):
                 parts.append((("extra",) + key, (t + 1, n, hsz)))
+            if p.mode == "lstm":
+                parts.append((("tanhc",) + key, (t, n, hsz)))
     return parts
 
 
@@ -406,13 +348,16 @@ def _rnn_forward(xp, p, *inputs, ctx=None):
         for direction in range(d):
             k = layer * d + direction
             w = _views(params, entries[k][2])
-            idx = _steps_index(xp, t, n, lengths, reverse=direction == 1)
+            idx = _steps_index(xp, t, n, lengths, reverse=True) if direction else None
             xs = x if direction == 0 else _gather(xp, x, idx)
-            c0 = cell[k] if cell is not None else None
             hs = saved[("hs", layer, direction)]
             extra = saved.get(("extra", layer, direction))
-            ys = _layer_forward(xp, p, xs, w, state[k], c0, valid, hs,
-                                saved[("gates", layer, direction)], extra)
+            gates = saved[("gates", layer, direction)]
+            if p.mode == "lstm":
+                ys = lstm_forward(xp, p, xs, w, state[k], cell[k], valid, hs, gates, extra,
+                                  saved[("tanhc", layer, direction)])
+            else:
+                ys = _layer_forward(xp, p, xs, w, state[k], valid, hs, gates, extra)
             if direction == 1:
                 ys = _gather(xp, ys, idx)     # the reversal is its own inverse
             y[:, :, direction * out:(direction + 1) * out] = ys
@@ -437,7 +382,7 @@ def _rnn_grad(xp, p, *arrays):
     lengths, valid = _lengths(xp, p, inputs, t)
     entries, _ = param_layout(p, i)
     saved = _unpack(reserve, p, data.shape)
-    d_params = xp.zeros_like(params)
+    d_params = xp.empty_like(params)    # every slot is some layer's (NOTE [RNN parameter layout])
     d_state = xp.empty_like(state)
     d_cell = xp.empty((p.num_layers * d, n, hsz), dtype=data.dtype) if p.mode == "lstm" else None
     dy = d_out
@@ -445,37 +390,46 @@ def _rnn_grad(xp, p, *arrays):
         x = data if layer == 0 else saved[("in", layer)]
         masked = layer > 0 and p.p > 0
         xin = x * saved[("mask", layer)] if masked else x
-        dx = xp.zeros_like(xin)
+        dx = None
+        # the first layer's input GEMM is skipped when the data needs no gradient
+        want_dx = layer > 0 or p.data_grad
         for direction in range(d):
             k = layer * d + direction
             w = _views(params, entries[k][2])
-            idx = _steps_index(xp, t, n, lengths, reverse=direction == 1)
+            idx = _steps_index(xp, t, n, lengths, reverse=True) if direction else None
             xs = xin if direction == 0 else _gather(xp, xin, idx)
             dys = dy[:, :, direction * out:(direction + 1) * out]
             if direction == 1:
                 dys = _gather(xp, dys, idx)
             extra = saved.get(("extra", layer, direction))
-            dc0 = d_cy[k] if d_cy is not None else None
-            dxs, dgw, dh, dc = _layer_backward(
-                xp, p, xs, w, saved[("hs", layer, direction)],
-                saved[("gates", layer, direction)], extra, dys, d_hy[k], dc0, valid)
-            if direction == 1:
-                dxs = _gather(xp, dxs, idx)
-            dx = dx + dxs
+            hs, gates = saved[("hs", layer, direction)], saved[("gates", layer, direction)]
+            if p.mode == "lstm":
+                dxs, dgw, dh, dc = lstm_backward(
+                    xp, p, xs, w, hs, gates, extra, saved[("tanhc", layer, direction)], dys,
+                    d_hy[k], d_cy[k], valid, want_dx)
+            else:
+                dxs, dgw, dh = _layer_backward(xp, p, xs, w, hs, gates, extra, dys, d_hy[k],
+                                               valid, want_dx)
+            if want_dx:
+                if direction == 1:
+                    dxs = _gather(xp, dxs, idx)
+                dx = dxs if dx is None else dx + dxs
             gw = _views(d_params, entries[k][2])
             for name, g in dgw.items():
-                gw[name][...] += g
+                gw[name][...] = g
             d_state[k] = dh
             if d_cell is not None:
                 d_cell[k] = dc
         dy = dx * saved[("mask", layer)] if masked else dx
+    if dy is None:      # not wanted: the gradient rule drops it
+        dy = xp.zeros_like(data)
     grads = [dy, d_params, d_state]
     if p.mode == "lstm":
         grads.append(d_cell)
     return tuple(grads)
 
 
-def _rnn_gradient(F, p, ins, outs, ograds):
+def _rnn_gradient(F, p, ins, outs, ograds, need=None):
     n_vis = _n_visible(p)
     n_states = 2 if p.mode == "lstm" else 1
     og = list(ograds[:1 + n_states])
@@ -484,8 +438,12 @@ def _rnn_gradient(F, p, ins, outs, ograds):
             og[j] = F.zeros_like(outs[j])
     if og[0] is None:
         og[0] = F.zeros_like(outs[0])
-    grads = F._rnn_grad(*ins, outs[-1], *og, **_kwargs(p))
+    data_grad = need is None or bool(need[0])
+    kw = _kwargs(p) if data_grad else dict(_kwargs(p), data_grad=False)
+    grads = F._rnn_grad(*ins, outs[-1], *og, **kw)
     grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
+    if not data_grad:
+        grads[0] = None
     if p.use_sequence_length:
         grads.append(None)
     return grads
@@ -503,13 +461,14 @@ def _no_second_order(F, p, ins, outs, ograds):
 register(OpDef(
     "RNN", _rnn_forward, params=_PARAMS, check=_check, inputs=_input_names, wants_ctx=True,
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3, num_visible=_n_visible,
-    output_names=_output_names, infer_shape=_infer_shape, gradient=_rnn_gradient,
+    output_names=_output_names, infer_shape=_infer_shape, gradient=_rnn_gradient, grad_need=True,
     save=("inputs", "outputs"), no_grad_inputs=("sequence_length",), random=True,
     capture="host loop over time steps (dropout draws random numbers)", family="rnn",
     doc="Fused multi-layer recurrent network (rnn_relu, rnn_tanh, lstm, gru) over TNC data, "
         "with MXNet's flat parameter layout; see NOTE [RNN parameter layout]."))
 register(OpDef(
-    "_rnn_grad", _rnn_grad, params=_PARAMS,
+    "_rnn_grad", _rnn_grad,
+    params=_PARAMS + [Param("data_grad", "bool", True, "also the data's gradient (else zeros)")],
     inputs=lambda p: _input_names(p) + ["reserve", "d_out", "d_state"] +
     (["d_state_cell"] if p.mode == "lstm" else []),
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3,

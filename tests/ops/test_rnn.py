@@ -188,3 +188,48 @@ def test_errors():
         g = g[0] if isinstance(g, list) else g
     with pytest.raises(GpundaError, match="second-order"):
         g.backward()
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_weight_gradients_do_not_depend_on_the_data_needing_one(mode, hybrid, rng):
+    # without a data gradient the first layer's input GEMM is skipped: the rest is unchanged
+    from gpunda import gluon
+    t, n, i, hsz = 4, 3, 5, 6
+    layer = {"lstm": gluon.rnn.LSTM, "gru": gluon.rnn.GRU, "rnn_tanh": gluon.rnn.RNN}[mode]
+    kw = {"activation": "tanh"} if mode == "rnn_tanh" else {}
+    net = layer(hsz, num_layers=2, bidirectional=True, input_size=i, **kw)
+    net.initialize(mx.init.Uniform(0.5))
+    if hybrid:
+        net.hybridize()
+    x0, head = rng.uniform(-1, 1, (t, n, i)), nd.array(rng.uniform(-1, 1, (t, n, 2 * hsz)))
+    grads = []
+    for with_data in (True, False):
+        x = nd.array(x0)
+        if with_data:
+            x.attach_grad()
+        with autograd.record():
+            y = net(x)
+        y.backward(head)
+        grads.append({k: v.grad().asnumpy().copy() for k, v in net.collect_params().items()})
+        if with_data:
+            assert np.abs(x.grad.asnumpy()).max() > 0
+    for k in grads[0]:
+        np.testing.assert_allclose(grads[1][k], grads[0][k], rtol=1e-6, atol=1e-7)
+
+
+def test_saturated_lstm_gates_match_a_float64_reference(rng):
+    # the gates are activated through one tanh (sigmoid(a) = (1 + tanh(a/2)) / 2):
+    # large pre-activations must still give the float64 reference's values
+    t, n, i, hsz = 3, 2, 4, 3
+    p = mx.ops.get_op("RNN").parse_params(dict(state_size=hsz, num_layers=1, mode="lstm"))
+    lay = param_layout(p, i)
+    w = rng.uniform(-8, 8, lay[1])
+    x, h0, c0 = rng.uniform(-2, 2, (t, n, i)), rng.uniform(-1, 1, (1, n, hsz)), \
+        rng.uniform(-1, 1, (1, n, hsz))
+    slots = dict(lay[0][0][2], flat=w)
+    ys, h, c = _ref_lstm(x, slots, h0[0], c0[0], hsz, np.full(n, t))
+    out = nd.RNN(nd.array(x), nd.array(w), nd.array(h0), nd.array(c0), state_size=hsz,
+                 num_layers=1, mode="lstm", state_outputs=True)
+    np.testing.assert_allclose(out[0].asnumpy(), ys, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[2].asnumpy()[0], c, rtol=1e-5, atol=1e-6)
