@@ -178,23 +178,6 @@ _DMLC_KINDS = {"bool": "boolean", "shape": "Shape(tuple)", "shape_none": "Shape(
                "floats": "tuple of <float>", "ints": "tuple of <int>"}
 
 
-class PythonOp:
-    """MXNet's deprecated PythonOp/NumpyOp/NDArrayOp interface (superseded by CustomOp)."""
-
-    def __init__(self, need_top_grad=True):
-        raise GpundaError(f"mx.operator.{type(self).__name__} (MXNet's deprecated Python "
-                          f"operator interface) is not supported yet; write a CustomOp and "
-                          f"CustomOpProp with @mx.operator.register instead")
-
-
-class NumpyOp(PythonOp):
-    """See ``PythonOp``."""
-
-
-class NDArrayOp(PythonOp):
-    """See ``PythonOp``."""
-
-
 # ---------------------------------------------------------------------------
 # the runtime the registry's Custom op calls (ops/custom.py)
 
@@ -203,6 +186,10 @@ _PROP_CACHE = {}
 
 def prop_for(p):
     """The prop instance for a call's params (one per op_type and keyword set)."""
+    info = getattr(p, "info", None)
+    if info is not None:        # _Native / _NDArray: a NumpyOp or NDArrayOp (_legacy_op.py)
+        from ._legacy_op import prop_for_info
+        return prop_for_info(info, p)
     extra = p._extra
     key = (p.op_type, tuple(sorted(extra.items())))
     prop = _PROP_CACHE.get(key)
@@ -250,20 +237,35 @@ def _split(ret, what, counts, where):
     return ins, outs, aux
 
 
+def _where(p, prop):
+    """How messages name the operator: its op_type, or the legacy op's class."""
+    label = getattr(prop, "label_", None)
+    return label if label is not None else f"Custom operator {p.op_type!r}"
+
+
 def _counts(prop):
     return (len(prop.list_arguments()), len(prop.list_outputs()),
             len(prop.list_auxiliary_states()))
 
 
 def infer_shape(p, in_shapes):
-    """OpDef.infer_shape hook: (input + aux shapes, output shapes), None while unknown."""
+    """OpDef.infer_shape hook: (input + aux shapes, output shapes), None while unknown.
+
+    As in MXNet, the prop is asked while some argument shapes are still unknown (they
+    arrive as ``[]``), so a label's or a weight's shape can follow from the data's;
+    what it answers from the unknowns (an empty shape, a 0 dimension) stays unknown."""
     prop = prop_for(p)
     n = _counts(prop)
     args = in_shapes[:n[0]]
-    if any(s is None or 0 in s for s in args):
+    partial = any(s is None or 0 in s for s in args)
+    if partial and all(s is None for s in args):
         return None
-    ins, outs, aux = _split(prop.infer_shape([list(s) for s in args]), "infer_shape", n,
-                            f"Custom operator {p.op_type!r}")
+    ret = prop.infer_shape([[] if s is None else list(s) for s in args])
+    ins, outs, aux = _split(ret, "infer_shape", n, _where(p, prop))
+    if partial:
+        settle = [None if s is None or not len(s) or 0 in s else tuple(int(d) for d in s)
+                  for s in ins + outs + aux]
+        return settle[:n[0]] + settle[n[0] + n[1]:], settle[n[0]:n[0] + n[1]]
     as_t = [None if s is None else tuple(int(d) for d in s) for s in ins + aux]
     return as_t, [tuple(int(d) for d in s) for s in outs]
 
@@ -277,7 +279,7 @@ def infer_type(p, in_types):
     n = _counts(prop)
     args = [np.float32 if t is None else t for t in in_types[:n[0]]]
     ins, outs, aux = _split(prop.infer_type([np.dtype(t).type for t in args]), "infer_type", n,
-                            f"Custom operator {p.op_type!r}")
+                            _where(p, prop))
     return [None if t is None else np.dtype(t) for t in ins + aux], [np.dtype(t) for t in outs]
 
 
@@ -318,10 +320,10 @@ def run_forward(p, inputs, ctx):
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     if len(inputs) != n_args + n_aux:
-        raise GpundaError(f"Operator Custom ({p.op_type!r}): expects {n_args + n_aux} inputs "
+        raise GpundaError(f"{_where(p, prop)}: expects {n_args + n_aux} inputs "
                           f"({', '.join(input_names(p)) or 'none'}), got {len(inputs)}")
     args, aux = list(inputs[:n_args]), list(inputs[n_args:])
-    where = f"Custom operator {p.op_type!r}"
+    where = _where(p, prop)
     shapes = [list(x.shape) for x in args]
     dtypes = [np.dtype(x.dtype).type for x in args]
     _, out_shapes, _ = _split(prop.infer_shape(shapes), "infer_shape", (n_args, n_out, n_aux),
@@ -359,7 +361,7 @@ def run_backward(p, inputs, outs, ograds, ctx):
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     args, aux = list(inputs[:n_args]), list(inputs[n_args:])
-    where = f"Custom operator {p.op_type!r}"
+    where = _where(p, prop)
     op = _recall(outs[0]._data) if outs else None
     if op is None:
         op = prop.create_operator(ctx, [list(x.shape) for x in args],
@@ -387,3 +389,7 @@ def run_backward(p, inputs, outs, ograds, ctx):
     finally:
         ag.set_recording(prev)
     return in_grad + [None] * n_aux
+
+
+# MXNet's deprecated PythonOp interface, built on the Custom runtime above
+from ._legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402

@@ -414,6 +414,10 @@ SPECS = {
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
                    second="custom operators are once-differentiable (a second order raises)"),
+    **{name: dict(skip="a deprecated NumpyOp/NDArrayOp node: it needs a live Python op "
+                       "object and computes in float32 only; its gradients are checked "
+                       "against finite differences in tests/test_operator_legacy.py")
+       for name in ("_Native", "_NDArray")},
     "CTCLoss": dict(inputs=[U(4, 2, 3, lo=-1, hi=1), K([[1, 2], [2, 0]]), K([4, 3])],
                    params={"use_data_lengths": True},
                    second="once-differentiable: the gradient comes from the alpha-beta "

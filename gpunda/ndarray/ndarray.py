@@ -904,12 +904,11 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
         raise GpundaError("arange: step=0 is not allowed")
     if stop is None:
         start, stop = 0, start
-    host = np.arange(start, stop, step, dtype=np.float64)
-    if repeat != 1:
-        if not isinstance(repeat, int) or repeat < 1:
-            raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")
-        host = np.repeat(host, repeat)
-    return array(host.astype(_dtype_of(dtype)), ctx=ctx, dtype=_dtype_of(dtype))
+    if repeat != 1 and (not isinstance(repeat, int) or repeat < 1):
+        raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")
+    from ..ops.creation import range_values
+    host = range_values(np, start, stop, step, repeat, _dtype_of(dtype))
+    return array(host, ctx=ctx, dtype=_dtype_of(dtype))
 
 
 def waitall():

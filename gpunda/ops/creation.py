@@ -39,10 +39,23 @@ def _arange(xp, p, ctx):
     start = p.start
     if stop is None:
         start, stop = 0.0, start
-    r = xp.arange(start, stop, p.step, dtype=np.float64)
-    if p.repeat != 1:
-        r = xp.repeat(r, p.repeat)
-    return r.astype(p.dtype)
+    return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
+
+
+def range_values(xp, start, stop, step, repeat, dtype):
+    """MXNet's range kernel: ceil((stop - start) / step) values, each ``repeat`` times.
+
+    ``start`` and ``step`` are taken in the dtype first (an integer dtype truncates them
+    toward zero, an unsigned one wraps) and the values computed in it, as MXNet's kernel:
+    int32 arange(1.3, 456.6, 1.3) is 1, 2, ..., 351, not the truncated 1, 2, 3, 5, ..."""
+    dt = np.dtype(dtype)
+    n = max(int(np.ceil((stop - start) / step)), 0)
+    cast = int if dt.kind in "iu" else float
+    first, delta = (np.array(cast(v)).astype(dt)[()] for v in (start, step))  # scalars
+    r = first + xp.arange(n, dtype=dt) * delta      # in dtype arithmetic, as the kernel
+    if repeat != 1:
+        r = xp.repeat(r, repeat)
+    return r.astype(dt)
 
 
 register(OpDef("_arange", _arange, inputs=(), wants_ctx=True, nondiff=True, hidden=True,

@@ -222,17 +222,39 @@ def _custom_sparse_gradient(p, ins, outs, ograds, need):
     return _custom_gradient(None, p, ins, outs, ograds)
 
 
-register(OpDef(
-    "Custom", _custom_forward, family="custom", wants_ctx=True, extra_params=True,
-    params=(Param("op_type", "str", doc="the name the CustomOpProp was registered under"),),
-    inputs=lambda p: _operator().input_names(p),
-    aux_inputs=lambda p: _operator().aux_names(p),
-    num_outputs=lambda p: len(_operator().output_names(p)),
-    output_names=lambda p: _operator().output_names(p),
-    infer_shape=lambda p, s: _operator().infer_shape(p, s),
-    infer_type=lambda p, t: _operator().infer_type(p, t),
-    gradient=_custom_gradient, save=("inputs", "outputs"),
-    sparse={"*": _custom_sparse_forward, "grad": _custom_sparse_gradient},
-    capture="a Python custom operator runs Python on every call",
+def _python_op(name, params, doc, extra_params=False):
+    """An op whose calls run Python through gpunda.operator's runtime: ``Custom`` and the
+    deprecated interface's ``_Native`` (NumpyOp) and ``_NDArray`` (NDArrayOp), which
+    differ only in how their params name the Python object."""
+    return OpDef(
+        name, _custom_forward, family="custom", wants_ctx=True, extra_params=extra_params,
+        params=params,
+        inputs=lambda p: _operator().input_names(p),
+        aux_inputs=lambda p: _operator().aux_names(p),
+        num_outputs=lambda p: len(_operator().output_names(p)),
+        output_names=lambda p: _operator().output_names(p),
+        infer_shape=lambda p, s: _operator().infer_shape(p, s),
+        infer_type=lambda p, t: _operator().infer_type(p, t),
+        gradient=_custom_gradient, save=("inputs", "outputs"),
+        sparse={"*": _custom_sparse_forward, "grad": _custom_sparse_gradient},
+        capture="a Python custom operator runs Python on every call", doc=doc)
+
+
+register(_python_op(
+    "Custom", (Param("op_type", "str", doc="the name the CustomOpProp was registered under"),),
+    extra_params=True,
     doc="A custom operator written in Python (mx.operator.CustomOp), named by op_type; "
         "other keyword arguments go to its CustomOpProp as strings."))
+
+_INFO = Param("info", "str", doc="the token mx.operator's get_symbol gave the Python op "
+                                 "(MXNet: a pointer to its callbacks)")
+register(_python_op(
+    "_Native", (_INFO, Param("need_top_grad", "bool", True,
+                             "whether backward reads the outputs' gradients (False for "
+                             "loss layers)")),
+    doc="A call of a deprecated mx.operator.NumpyOp (made by its get_symbol): forward "
+        "and backward run on NumPy float32 copies of the arrays."))
+register(_python_op(
+    "_NDArray", (_INFO,),
+    doc="A call of a deprecated mx.operator.NDArrayOp (made by its get_symbol): forward "
+        "and backward run on the NDArrays."))
