@@ -17,7 +17,6 @@ Both behave as MXNet 1.9.1's ``python/mxnet/optimizer/optimizer.py`` does, quirk
 """
 from __future__ import annotations
 
-import logging
 import math
 import os
 import warnings
@@ -258,6 +257,7 @@ class LBSGD(Optimizer):
                  warmup_epochs=5, batch_scale=1, updates_per_epoch=32, begin_epoch=0,
                  num_epochs=60, **kwargs):
         super().__init__(**kwargs)
+        import logging      # on first use: `import gpunda` stays lean
         logging.info("Running Large-Batch SGD Algorithm")
         logging.info("(Batch_scale=%f, warmup_epochs=%d, warmup_strategy=%s, "
                      "updates_per_epoch=%d)", batch_scale, warmup_epochs, warmup_strategy,

@@ -10,7 +10,6 @@ for symbolic models.
 """
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -62,6 +61,7 @@ def create(init, **kwargs):
         s = init.strip()
         if s.startswith("["):
             try:
+                import json
                 name, kw = json.loads(s)
             except (ValueError, TypeError):
                 raise GpundaError(f"initializer.create: cannot parse {init!r}; expected "
@@ -123,6 +123,7 @@ class Initializer:
 
     def dumps(self):
         """``'["name", {kwargs}]'``, the form ``create`` and symbol attrs take."""
+        import json
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
     def __repr__(self):

@@ -7,7 +7,6 @@ nickname key, or the JSON forms ``'["name", {kwargs}]'`` and ``'{"nickname": ...
 """
 from __future__ import annotations
 
-import json
 import warnings
 
 from .base import GpundaAssertionError
@@ -85,6 +84,7 @@ def get_create_func(base_class, nickname):
         if spec.startswith("[") or spec.startswith("{"):
             if args or kwargs:
                 raise GpundaAssertionError(f"{nickname}.create: a JSON config takes no extra arguments")
+            import json     # on first use: `import gpunda` stays lean
             parsed = json.loads(spec)
             if isinstance(parsed, list):
                 return create(parsed[0], **parsed[1])
