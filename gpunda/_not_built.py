@@ -15,6 +15,24 @@ class NotBuiltError(NotImplementedForGpunda, AttributeError):
     code that supports both MXNet front ends) see the name as absent."""
 
 
+def absent_module_getattr(module_name, numpy_name=None):
+    """A module ``__getattr__`` for a namespace gpunda builds whole (every name MXNet 1.9.1
+    has): any other name is absent in MXNet too, so an AttributeError says so, and names
+    NumPy's function of that name when there is one (``numpy_name``: its module)."""
+
+    def __getattr__(name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        msg = f"module {module_name!r} has no attribute {name!r}"
+        if numpy_name is not None:
+            import importlib
+            if hasattr(importlib.import_module(numpy_name), name):
+                msg += (f": {numpy_name}.{name} exists, but MXNet 1.9.1's {module_name} does "
+                        f"not have it either (call {numpy_name}.{name} on .asnumpy() data)")
+        raise AttributeError(msg)
+    return __getattr__
+
+
 def missing_module_getattr(module_name, what):
     """A module ``__getattr__`` raising NotBuiltError for every public name."""
 

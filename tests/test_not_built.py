@@ -10,10 +10,10 @@ from gpunda.base import GpundaError
 
 @pytest.mark.parametrize("name,attr,missing", [("numpy", "np", "no_such_function"),
                                                 ("numpy_extension", "npx", "no_such_op")])
-def test_numpy_interface_names_not_built_raise_naming_them(name, attr, missing):
+def test_numpy_interface_names_absent_raise_attribute_errors(name, attr, missing):
     mod = importlib.import_module(f"gpunda.{name}")
     assert getattr(mx, attr) is mod
-    with pytest.raises(GpundaError, match=rf"mxnet\.{name}\.{missing} is not supported yet"):
+    with pytest.raises(AttributeError, match=rf"'mxnet\.{name}' has no attribute '{missing}'"):
         getattr(mod, missing)
     with pytest.raises(AttributeError):
         mod.__wrapped__      # dunder lookups (pickle, inspect) stay AttributeErrors
@@ -31,3 +31,16 @@ def test_contrib_amp_imports_and_refuses_use():
         amp.init()
     with pytest.raises(GpundaError, match=r"mxnet\.contrib\.amp\.convert_model is not supported"):
         mx.contrib.amp.convert_model
+
+
+def test_names_mxnet_np_lacks_say_mxnet_lacks_them_too():
+    """mx.np and mx.npx build every name MXNet 1.9.1 has, so another name is an
+    AttributeError that says MXNet does not have it either (and names NumPy's)."""
+    with pytest.raises(AttributeError, match=r"numpy\.fft exists, but MXNet 1\.9\.1's "
+                                             r"mxnet\.numpy does not have it either"):
+        mx.np.fft
+    with pytest.raises(AttributeError, match="^module 'mxnet.numpy' has no attribute 'nope'$"):
+        mx.np.nope
+    with pytest.raises(AttributeError, match="'mxnet.numpy_extension' has no attribute 'nope'"):
+        mx.npx.nope
+    assert not hasattr(mx.np, "fft") and callable(mx.np.nanmedian)   # MXNet has nanmedian

@@ -3,10 +3,10 @@ functions over gpunda's one op registry (see NOTE [One array, two front ends] in
 multiarray.py).
 
 Each functions module adds one ``from .X import *`` line at the end. A name MXNet has
-that no module defines yet raises NotBuiltError naming it (the placeholder
-``__getattr__``), which is also an AttributeError.
+that no module defined would raise NotBuiltError; all of them are built now, so any
+other name is one MXNet 1.9.1 lacks as well, and ``__getattr__`` says so.
 """
-from .._not_built import missing_module_getattr
+from .._not_built import absent_module_getattr
 
 NOT_BUILT = False     # util.set_np() checks this
 
@@ -17,7 +17,7 @@ from .creation import *  # noqa: E402,F401,F403
 
 multiarray._install()
 
-__getattr__ = missing_module_getattr("mxnet.numpy", "this function of mx.np")
+__getattr__ = absent_module_getattr("mxnet.numpy", "numpy")   # every MXNet name is built
 from ._math import *  # noqa: E402,F401,F403
 from ._reduce import *  # noqa: E402,F401,F403
 from ._manip import *  # noqa: E402,F401,F403

@@ -1,6 +1,6 @@
 """MXNet's NumPy extensions (``mx.npx``): the switches of NumPy mode, devices, MXNet's
 neural-network ops on ``mx.np.ndarray``, ``npx.reshape``'s special codes, save/load."""
-from .._not_built import missing_module_getattr
+from .._not_built import absent_module_getattr
 from ..util import set_np, reset_np, is_np_array, is_np_shape, use_np  # noqa: F401
 from ..util import get_cuda_compute_capability  # noqa: F401
 from ..context import (Context, cpu, gpu, cpu_pinned, num_gpus, current_context,  # noqa: F401
@@ -27,4 +27,4 @@ def __getattr__(name):
     return _missing(name)
 
 
-_missing = missing_module_getattr("mxnet.numpy_extension", "this function of mx.npx")
+_missing = absent_module_getattr("mxnet.numpy_extension")   # every MXNet name is built
