@@ -394,6 +394,12 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
 
     # -- NumPy's methods ----------------------------------------------------------------
     @property
+    def dtype(self):
+        """The element type as a NumPy dtype (``dtype('float32')``), as NumPy's and
+        MXNet's np arrays give it (legacy NDArrays give the type, ``numpy.float32``)."""
+        return self._data.dtype
+
+    @property
     def T(self):
         return self.transpose()
 

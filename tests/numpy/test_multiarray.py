@@ -206,3 +206,12 @@ def test_clip_method_takes_numpy_min_max_keywords():
     onp.testing.assert_array_equal(out.asnumpy(), v.clip(0, 1))
     with pytest.raises(ValueError):
         a.clip()
+
+
+def test_dtype_is_a_numpy_dtype_as_in_mxnet():
+    # MXNet 1.9.1: mx.np.ones(2).dtype is dtype('float32'); mx.nd.ones(2).dtype is the type
+    a = np.ones((2,), dtype="int8")
+    assert isinstance(a.dtype, onp.dtype) and a.dtype == onp.dtype("int8")
+    assert repr(np.ones((2,)).dtype) == "dtype('float32')" and a.dtype.kind == "i"
+    assert mx.nd.ones((2,)).dtype is onp.float32
+    assert a.as_nd_ndarray().dtype is onp.int8
