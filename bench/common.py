@@ -141,10 +141,11 @@ def imagerec_threads():
     return max(1, int(os.environ.get("OMP_NUM_THREADS", "1")))
 
 
-def imagerec_file():
-    """W9's .rec file (seeded smooth images with noise, JPEG), made once in the temp folder
-    by the first worker that needs it (the NumPy floor's, which has OpenCV and gpunda)."""
-    p = IMAGEREC
+def imagerec_file(images=None):
+    """W9's .rec file (seeded smooth images with noise, JPEG; ``images`` of them, W9's
+    count by default), made once in the temp folder by the first worker that needs it (the
+    NumPy floor's, which has OpenCV and gpunda)."""
+    p = dict(IMAGEREC, images=images or IMAGEREC["images"])
     path = Path(tempfile.gettempdir()) / (f"gpunda-bench-w9-{p['images']}x{p['height']}x"
                                           f"{p['width']}-q{p['quality']}.rec")
     if path.exists():
