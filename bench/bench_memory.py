@@ -5,7 +5,7 @@
    peak-RSS mark (/proc/self/clear_refs), run 5 steps, and report the peak RSS during
    those steps above the size right after the import (weights, gradients, optimizer
    state and the step's working memory).
-2. Whether memory stays flat over many steps of the CIFAR-style ResNet-20 (W11, issue 19):
+2. Whether memory stays flat over many steps of the CIFAR-style ResNet-20 (W11):
    after 20 warm-up steps the RSS is read every ``--every`` steps up to ``--resnet-steps``
    (1000); the report gives the RSS after warm-up, the growth from there to the last
    reading, and the growth over the second half (a leak grows it, allocator noise does not).

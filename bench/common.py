@@ -131,7 +131,7 @@ def lstm_inputs():
     return x, head
 
 
-# W9: issue 14 asks ImageRecordIter at >= 0.8x MXNet's throughput (<= 1.25x its time)
+# W9: the target puts ImageRecordIter at >= 0.8x MXNet's throughput (<= 1.25x its time)
 IMAGEREC = dict(images=256, height=375, width=500, quality=90, batch=32, data_shape=(3, 224, 224),
                 resize=256, mean=(123.68, 116.28, 103.53), std=(58.395, 57.12, 57.375))
 
@@ -207,7 +207,7 @@ NMS_BOXES = 10000
 
 def nms_inputs():
     """(1, 10000, 6) boxes [class id, score, xmin, ymin, xmax, ymax] in a unit image
-    (issue 18: box_nms on 10,000 boxes)."""
+    (the target's case: box_nms on 10,000 boxes)."""
     r = rng(8)
     n = NMS_BOXES
     xy = r.uniform(0, 1, (1, n, 2))
@@ -219,7 +219,7 @@ def nms_inputs():
 
 def roi_align_inputs():
     """A (1, 256, 64, 64) feature map (stride 16 of a 1024 x 1024 image) and 512 ROIs
-    (batch, x1, y1, x2, y2) of 16 to 512 pixels a side, clipped to the image (issue 18)."""
+    (batch, x1, y1, x2, y2) of 16 to 512 pixels a side, clipped to the image."""
     r = rng(9)
     data = r.standard_normal((1, 256, 64, 64)).astype(np.float32)
     xy = r.uniform(0, 1008, (512, 2))
@@ -308,7 +308,7 @@ def numpy_graph50(x):
     return h
 
 
-# W11: issue 19's small ResNet. ResNet-20 for CIFAR (He et al. 2016, section 4.2): a 3x3
+# W11: a small ResNet trained end to end. ResNet-20 for CIFAR (He et al. 2016, section 4.2): a 3x3
 # stem convolution, three stages of three basic blocks with 16, 32 and 64 channels
 # (stride 2 and a 1x1 projection where the width changes), global pooling, dense 10.
 # In MXNet's model zoo that is ResNetV1(BasicBlockV1, [3, 3, 3], [16, 16, 32, 64],
