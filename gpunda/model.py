@@ -7,6 +7,8 @@ running mean/var), exactly as written by MXNet 1.x's ``save_checkpoint`` and
 """
 from __future__ import annotations
 
+import os
+
 from .base import GpundaError
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_params", "params_path", "symbol_path"]
@@ -92,6 +94,10 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
                 raise GpundaError(f"save_checkpoint: {kind}_params[{name!r}] is a "
                                   f"{type(value).__name__}, not an NDArray")
             save_dict[f"{kind}:{name}"] = value
+    folder = os.path.dirname(os.path.abspath(fname))
+    if not os.path.isdir(folder):
+        raise GpundaError(f"save_checkpoint: the folder {folder!r} of prefix {prefix!r} does "
+                          f"not exist; create it first (nothing was written)")
     if symbol is not None:
         _save_symbol(symbol, symbol_path(prefix), remove_amp_cast)
     save(fname, save_dict)

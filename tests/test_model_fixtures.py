@@ -135,6 +135,10 @@ def test_save_checkpoint_key_layout_and_errors(tmp_path):
         mx.model.load_params(prefix, 2)
     mx.model.save_checkpoint(prefix, 3, None, {}, {})
     assert mx.model.load_params(prefix, 3) == ({}, {})
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(GpundaError, match="folder .*no/such.* does not exist"):
+        mx.model.save_checkpoint(str(missing / "m"), 0, mx.sym.var("x"), {"w": w}, {})
+    assert not (tmp_path / "no").exists()
 
 
 # -- numerical reproduction via gluon.SymbolBlock -----------------------------------------
