@@ -243,19 +243,8 @@ class Gpunda(Framework):
         net.initialize(mx.init.Xavier(), ctx=self.ctx)
         if hybrid:
             net.hybridize(static_alloc=True, static_shape=True)
-        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
-        x, y = self._arr(x0), self._arr(y0.astype(np.float32))
-
-        def step():
-            with mx.autograd.record():
-                loss = loss_fn(net(x), y)
-            loss.backward()
-            trainer.step(x0.shape[0])
-            return loss
-        step()
-        self.sync()
-        return step, None
+        return _gluon_sgd_step(mx, gluon, net, self._arr(x0), self._arr(y0.astype(np.float32)),
+                               0.05, 0.9)
 
     def w7_cnn_step(self):
         return self._cnn(False)
@@ -635,19 +624,8 @@ class MXNet(Framework):
         if hybrid:
             net.hybridize(static_alloc=True, static_shape=True)
         x0, y0 = C.cnn_inputs()
-        x, y = self._arr(x0), self._arr(y0.astype(np.float32))
-        lossf = gluon.loss.SoftmaxCrossEntropyLoss()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9})
-
-        def step():
-            with mx.autograd.record():
-                loss = lossf(net(x), y)
-            loss.backward()
-            trainer.step(x0.shape[0])
-            return loss
-        step()
-        mx.nd.waitall()
-        return step, None
+        return _gluon_sgd_step(mx, gluon, net, self._arr(x0), self._arr(y0.astype(np.float32)),
+                               0.05, 0.9)
 
     def w7_cnn_step(self):
         return self._cnn(False)
@@ -676,16 +654,22 @@ def _gluon_resnet_step(mx, gluon, ctx, hybrid, to_array):
     if hybrid:
         net.hybridize(static_alloc=True, static_shape=True)
     x0, y0 = C.resnet_inputs()
-    x, y = to_array(x0), to_array(y0.astype(np.float32))
+    return _gluon_sgd_step(mx, gluon, net, to_array(x0), to_array(y0.astype(np.float32)),
+                           p["lr"], p["momentum"])
+
+
+def _gluon_sgd_step(mx, gluon, net, x, y, lr, momentum):
+    """(step, None): one softmax-cross-entropy SGD step of Gluon ``net`` on (x, y), as a
+    user writes it (record, backward, Trainer.step), run once to warm up."""
     lossf = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": p["lr"], "momentum": p["momentum"]})
+                            {"learning_rate": lr, "momentum": momentum})
 
     def step():
         with mx.autograd.record():
             loss = lossf(net(x), y)
         loss.backward()
-        trainer.step(x0.shape[0])
+        trainer.step(x.shape[0])
         return loss
     step()
     mx.nd.waitall()
