@@ -90,7 +90,8 @@ def test_random_pad_places_the_image_on_a_filled_canvas(img):
     # a box keeps its pixels: (fraction * old size + offset) / new size
     want = (BOXES[:, 1:] * [50, 40, 50, 40] + [x, y, x, y]) / [w, h, w, h]
     np.testing.assert_allclose(lab[:, 1:], want)
-    assert 1.0 * 2000 <= w * h <= 3.0 * 2000 * 1.05
+    # the proposal real MXNet 1.9.1 draws after random.seed(4) (x, y, width, height)
+    assert (x, y, w, h) == (1, 12, 52, 59)
 
 
 # real MXNet 1.9.1, random.seed(1), five calls in a row on `img` and BOXES (rounded to 4)

@@ -98,7 +98,11 @@ def test_random_crop_keeps_boxes_on_their_objects(boxes_rec):
         for img, objs in _samples(rec, rand_crop_prob=1.0, min_crop_scales=0.3,
                                   max_crop_scales=0.9, min_crop_aspect_ratios=0.5,
                                   max_crop_aspect_ratios=2.0, seed=seed):
-            assert 1 <= len(objs) <= 3 and ((objs[:, 1:] >= 0) & (objs[:, 1:] <= 1)).all()
+            # each kept object once, with its own class, a box of positive size in the crop
+            ids = objs[:, 0].astype(int).tolist()
+            assert ids and len(set(ids)) == len(ids) and set(ids) <= {0, 1, 2}
+            assert ((objs[:, 1:] >= 0) & (objs[:, 1:] <= 1)).all()
+            assert (objs[:, 3] > objs[:, 1]).all() and (objs[:, 4] > objs[:, 2]).all()
             # crops start and end on whole source pixels, blown up by up to 1 / 0.3
             assert all(_frames_its_colour(img, o, margin=4) for o in objs)
             counts.add(len(objs))

@@ -186,9 +186,13 @@ def test_random_shapes_and_arrays():
         assert all(1 <= v <= m for v, m in zip(s3, (2, 3, 4)))
         sn = tu.rand_shape_nd(4, dim=3)
         assert len(sn) == 4 and all(1 <= v <= 3 for v in sn)
-        x, y = tu.rand_coord_2d(1, 3, -2, 0)
-        assert 1 <= x < 3 and -2 <= y < 0
     assert 0 in {d for _ in range(50) for d in tu.rand_shape_2d(1, 1, allow_zero_size=True)}
+    # MXNet's rand_coord_2d: x then y from NumPy's global generator, upper bounds excluded
+    np.random.seed(3)
+    coords = [tu.rand_coord_2d(1, 3, -2, 0) for _ in range(40)]
+    np.random.seed(3)
+    assert coords == [(np.random.randint(1, 3), np.random.randint(-2, 0)) for _ in range(40)]
+    assert {c[0] for c in coords} == {1, 2} and {c[1] for c in coords} == {-2, -1}
     a, b = tu.random_arrays((2, 3), (4,))
     assert a.shape == (2, 3) and b.shape == (4,) and a.dtype == np.float32
     assert tu.random_arrays(()).shape == ()
