@@ -184,6 +184,44 @@ def _binary(aop, sop, rsop=None, operand=NDArray):
     return fwd, rev
 
 
+# (forward, reflected) dunder names -> (array op, scalar op, reflected scalar op): the
+# operators mx.np.ndarray and the np Symbol share (comparisons have no reflected form)
+_NP_OPERATORS = (
+    (("__add__", "__radd__"), "_npi_add", "_npi_add_scalar", None),
+    (("__sub__", "__rsub__"), "_npi_subtract", "_npi_subtract_scalar", "_npi_rsubtract_scalar"),
+    (("__mul__", "__rmul__"), "_npi_multiply", "_npi_multiply_scalar", None),
+    (("__truediv__", "__rtruediv__"), "_npi_true_divide", "_npi_true_divide_scalar",
+     "_npi_rtrue_divide_scalar"),
+    (("__floordiv__", "__rfloordiv__"), "_npi_floor_divide", "_npi_floor_divide_scalar",
+     "_npi_rfloor_divide_scalar"),
+    (("__mod__", "__rmod__"), "_npi_mod", "_npi_mod_scalar", "_npi_rmod_scalar"),
+    (("__pow__", "__rpow__"), "_npi_power", "_npi_power_scalar", "_npi_rpower_scalar"),
+    (("__and__", "__rand__"), "_npi_bitwise_and", "_npi_bitwise_and_scalar", None),
+    (("__or__", "__ror__"), "_npi_bitwise_or", "_npi_bitwise_or_scalar", None),
+    (("__xor__", "__rxor__"), "_npi_bitwise_xor", "_npi_bitwise_xor_scalar", None),
+    (("__lshift__", "__rlshift__"), "_npi_left_shift", "_npi_left_shift_scalar",
+     "_npi_rleft_shift_scalar"),
+    (("__rshift__", "__rrshift__"), "_npi_right_shift", "_npi_right_shift_scalar",
+     "_npi_rright_shift_scalar"),
+    (("__eq__",), "_npi_equal", "_npi_equal_scalar", None),
+    (("__ne__",), "_npi_not_equal", "_npi_not_equal_scalar", None),
+    (("__gt__",), "_npi_greater", "_npi_greater_scalar", None),
+    (("__ge__",), "_npi_greater_equal", "_npi_greater_equal_scalar", None),
+    (("__lt__",), "_npi_less", "_npi_less_scalar", None),
+    (("__le__",), "_npi_less_equal", "_npi_less_equal_scalar", None),
+)
+
+
+def add_np_operators(cls, operand, skip=()):
+    """Give ``cls`` NumPy's binary operators over the _npi_* ops (``_binary``; ``operand``:
+    the class the other side may be), less the forward names in ``skip``."""
+    for names, aop, sop, rsop in _NP_OPERATORS:
+        if names[0] not in skip:
+            for name, method in zip(names, _binary(aop, sop, rsop, operand)):
+                setattr(cls, name, method)
+    cls.__div__, cls.__rdiv__ = cls.__truediv__, cls.__rtruediv__
+
+
 _is_int = _fast.is_int_scalar
 _scalar_call = _fast.scalar_call
 
@@ -325,31 +363,7 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
     def __reduce__(self):
         return (_unpickle_np, (self.asnumpy(), self._ctx.device_type, self._ctx.device_id))
 
-    # -- arithmetic (NumPy's promotion: _npi_* ops) ----------------------------------
-    __add__, __radd__ = _binary("_npi_add", "_npi_add_scalar")
-    __sub__, __rsub__ = _binary("_npi_subtract", "_npi_subtract_scalar", "_npi_rsubtract_scalar")
-    __mul__, __rmul__ = _binary("_npi_multiply", "_npi_multiply_scalar")
-    __truediv__, __rtruediv__ = _binary("_npi_true_divide", "_npi_true_divide_scalar",
-                                        "_npi_rtrue_divide_scalar")
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-    __floordiv__, __rfloordiv__ = _binary("_npi_floor_divide", "_npi_floor_divide_scalar",
-                                          "_npi_rfloor_divide_scalar")
-    __mod__, __rmod__ = _binary("_npi_mod", "_npi_mod_scalar", "_npi_rmod_scalar")
-    __pow__, __rpow__ = _binary("_npi_power", "_npi_power_scalar", "_npi_rpower_scalar")
-    __and__, __rand__ = _binary("_npi_bitwise_and", "_npi_bitwise_and_scalar")
-    __or__, __ror__ = _binary("_npi_bitwise_or", "_npi_bitwise_or_scalar")
-    __xor__, __rxor__ = _binary("_npi_bitwise_xor", "_npi_bitwise_xor_scalar")
-    __lshift__, __rlshift__ = _binary("_npi_left_shift", "_npi_left_shift_scalar",
-                                      "_npi_rleft_shift_scalar")
-    __rshift__, __rrshift__ = _binary("_npi_right_shift", "_npi_right_shift_scalar",
-                                      "_npi_rright_shift_scalar")
-    __eq__ = _binary("_npi_equal", "_npi_equal_scalar")[0]
-    __ne__ = _binary("_npi_not_equal", "_npi_not_equal_scalar")[0]
-    __gt__ = _binary("_npi_greater", "_npi_greater_scalar")[0]
-    __ge__ = _binary("_npi_greater_equal", "_npi_greater_equal_scalar")[0]
-    __lt__ = _binary("_npi_less", "_npi_less_scalar")[0]
-    __le__ = _binary("_npi_less_equal", "_npi_less_equal_scalar")[0]
-
+    # -- arithmetic (NumPy's promotion: _npi_* ops): add_np_operators below -----------
     __iadd__ = _inplace("_npi_add", "_npi_add_scalar")
     __isub__ = _inplace("_npi_subtract", "_npi_subtract_scalar")
     __imul__ = _inplace("_npi_multiply", "_npi_multiply_scalar")
@@ -547,6 +561,7 @@ for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argm
               "rint", "fix", "reciprocal"):
     setattr(ndarray, _name, _method(_name))
 del _name
+add_np_operators(ndarray, NDArray)
 
 
 def _unpickle_np(data, dev_type, dev_id):

@@ -17,7 +17,7 @@ import types
 import numpy as _onp
 
 from ..base import GpundaError
-from ..numpy.multiarray import _binary as _np_binary, _method
+from ..numpy.multiarray import _method, add_np_operators
 from .symbol import Symbol
 from . import creation as _creation
 
@@ -49,35 +49,11 @@ def _node(opname, inputs, **params):
     return make_np_node(opname, inputs, params)
 
 
-def _binary(aop, sop, rsop=None):
-    return _np_binary(aop, sop, rsop, operand=Symbol)
-
-
 class _Symbol(Symbol):
     """A Symbol with NumPy semantics (``mx.sym.np._Symbol``)."""
 
     __slots__ = ()
     __hash__ = Symbol.__hash__
-
-    __add__, __radd__ = _binary("_npi_add", "_npi_add_scalar")
-    __sub__, __rsub__ = _binary("_npi_subtract", "_npi_subtract_scalar", "_npi_rsubtract_scalar")
-    __mul__, __rmul__ = _binary("_npi_multiply", "_npi_multiply_scalar")
-    __truediv__, __rtruediv__ = _binary("_npi_true_divide", "_npi_true_divide_scalar",
-                                        "_npi_rtrue_divide_scalar")
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-    __floordiv__, __rfloordiv__ = _binary("_npi_floor_divide", "_npi_floor_divide_scalar",
-                                          "_npi_rfloor_divide_scalar")
-    __mod__, __rmod__ = _binary("_npi_mod", "_npi_mod_scalar", "_npi_rmod_scalar")
-    __pow__, __rpow__ = _binary("_npi_power", "_npi_power_scalar", "_npi_rpower_scalar")
-    __and__, __rand__ = _binary("_npi_bitwise_and", "_npi_bitwise_and_scalar")
-    __or__, __ror__ = _binary("_npi_bitwise_or", "_npi_bitwise_or_scalar")
-    __xor__, __rxor__ = _binary("_npi_bitwise_xor", "_npi_bitwise_xor_scalar")
-    __eq__ = _binary("_npi_equal", "_npi_equal_scalar")[0]
-    __ne__ = _binary("_npi_not_equal", "_npi_not_equal_scalar")[0]
-    __gt__ = _binary("_npi_greater", "_npi_greater_scalar")[0]
-    __ge__ = _binary("_npi_greater_equal", "_npi_greater_equal_scalar")[0]
-    __lt__ = _binary("_npi_less", "_npi_less_scalar")[0]
-    __le__ = _binary("_npi_less_equal", "_npi_less_equal_scalar")[0]
 
     def __neg__(self):
         return _node("_npi_negative", (self,))
@@ -144,6 +120,10 @@ class _Symbol(Symbol):
             raise TypeError(f"indices of a symbol group must be integers or slices, not "
                             f"{type(key).__name__}")
         return _basic_index(self, key)
+
+
+# NumPy's operators as graph nodes; MXNet's np Symbol has no shifts
+add_np_operators(_Symbol, Symbol, skip=("__lshift__", "__rshift__"))
 
 
 def _basic_index(s, key):
