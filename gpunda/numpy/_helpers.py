@@ -8,6 +8,7 @@ import numbers
 import numpy as _onp
 
 from ..ndarray.ndarray import NDArray
+from ..util import np_ufunc_legal_option
 from .multiarray import ndarray, invoke_np, as_np
 
 __all__ = []
@@ -78,20 +79,13 @@ _UFUNC_DTYPES = ("int8", "uint8", "int32", "int64", "float16", "float32", "float
 
 
 def _legal_ufunc_option(key, value):
-    if key == "where":
-        return True
-    if key == "casting":
-        return value in ("no", "equiv", "safe", "same_kind", "unsafe")
-    if key == "order":
-        return isinstance(value, str)
+    # util.np_ufunc_legal_option (MXNet's), except that any spelling of a dtype counts
     if key == "dtype":
         try:
             return _onp.dtype(value).name in _UFUNC_DTYPES
         except TypeError:
             return False
-    if key == "subok":
-        return isinstance(value, bool)
-    return False
+    return np_ufunc_legal_option(key, value)
 
 
 def check_ufunc_kwargs(name, kwargs):
