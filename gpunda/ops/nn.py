@@ -25,6 +25,7 @@ from .. import autograd as _ag
 from ..base import GpundaError
 from .registry import OpDef, Param, register
 from ._util import matmul, norm_axis, sum_to_shape, require_same_dtype
+from . import _norm_kernels as _nk
 from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
@@ -836,17 +837,21 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv):
         _check_vec("BatchNorm", name, v, C)
     bshape = _chan_shape(x.shape, ax)
     red = tuple(i for i in range(x.ndim) if i != ax)
-    xa = _acc(x)
-    if _bn_training(p):
-        mean = xa.mean(axis=red)
-        var = ((xa - mean.reshape(bshape)) ** 2).mean(axis=red)
+    training = _bn_training(p)
+    if training and x.size:
+        out, mean, var, r = _nk.batch_norm_train(xp, x, gamma, beta, ax, p.eps, p.fix_gamma)
     else:
-        mean, var = _acc(mm), _acc(mv)
-    r = 1 / xp.sqrt(var + p.eps)
-    scale = r if p.fix_gamma else _acc(gamma) * r
-    out = (xa - mean.reshape(bshape)) * scale.reshape(bshape) + _acc(beta).reshape(bshape)
-    out = out.astype(x.dtype, copy=False)
-    if _bn_training(p):
+        xa = _acc(x)
+        if training:
+            mean = xa.mean(axis=red)
+            var = ((xa - mean.reshape(bshape)) ** 2).mean(axis=red)
+        else:
+            mean, var = _acc(mm), _acc(mv)
+        r = 1 / xp.sqrt(var + p.eps)
+        scale = r if p.fix_gamma else _acc(gamma) * r
+        out = (xa - mean.reshape(bshape)) * scale.reshape(bshape) + _acc(beta).reshape(bshape)
+        out = out.astype(x.dtype, copy=False)
+    if training:
         # moving stats are written last, once nothing can fail any more
         mom = p.momentum
         mm[...] = mm * mom + mean.astype(x.dtype) * (1 - mom)
@@ -881,6 +886,14 @@ def _grad_batch_norm(F, p, ins, outs, og):
     g = og[0]
     ax = norm_axis(p.axis, x.ndim, "BatchNorm")
     cs = _chan_shape(x.shape, ax)
+
+    if _bn_training(p) and not p.output_mean_var and isinstance(F, _ag._RawF) and x.size:
+        # plain backward: the fused kernel (the composite below is the differentiable form)
+        dx, dgamma, dbeta = _nk.batch_norm_train_backward(F._xp, x, g, gamma, ax, p.eps,
+                                                          p.fix_gamma)
+        if p.fix_gamma:
+            dgamma = F._xp.zeros_like(gamma)
+        return [dx, dgamma, dbeta, None, None]
 
     def bc(v):
         return F._nn_axis_bcast(v, axis=ax, like_shape=cs)

@@ -1,8 +1,8 @@
 """Convolution, Deconvolution, Pooling and UpSampling (imported by ``nn.py``).
 
 Convolution is im2col (one strided slice copy per kernel position, measured
-faster than copying an ``as_strided`` window view) plus one matmul per group
-over the whole batch; pooling reduces an ``as_strided`` window view directly.
+faster than copying an ``as_strided`` window view) plus a matmul per sample and
+group (``_conv_kernels.py``); pooling combines one strided slice per window cell.
 The only Python loops run over kernel positions, never over output pixels,
 and the same code runs on NumPy and CuPy.
 
@@ -16,13 +16,14 @@ argmax, whose derivative with respect to the data is zero).
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
 from ..base import GpundaError
-from ._util import matmul, require_same_dtype
+from ._util import require_same_dtype
+from ._conv_kernels import (conv_forward, conv_out as _conv_out, data_grad, kernel_slices as
+                            _kernel_slices, pad_spatial, weight_grad)
 from .registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -82,115 +83,6 @@ def _windows(xp, xpad, kernel, stride, dilate, out_sp):
     return xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
 
 
-def _pad(xp, x, before, after, value=0, channels_first=False):
-    """``x`` (N, C, *sp) padded with ``value`` on its spatial axes (a fill and one copy:
-    ``pad`` is several times slower on small arrays). ``channels_first``: the result is
-    laid out (C, N, *sp), which the im2col copies read contiguously."""
-    if channels_first:
-        x = x.swapaxes(0, 1)
-    if not any(before) and not any(after):
-        return x
-    shape = tuple(x.shape[:2]) + tuple(s + b + a for s, b, a in zip(x.shape[2:], before, after))
-    out = xp.empty(shape, dtype=x.dtype) if value != 0 else xp.zeros(shape, dtype=x.dtype)
-    if value != 0:
-        out.fill(value)
-    inner = (slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(before, x.shape[2:]))
-    out[inner] = x
-    return out
-
-
-def _conv_out(sp, kernel, stride, dilate, pad, opname):
-    out = []
-    for i, s in enumerate(sp):
-        dk = dilate[i] * (kernel[i] - 1) + 1
-        o = (s + 2 * pad[i] - dk) // stride[i] + 1
-        if o <= 0:
-            raise GpundaError(f"Operator {opname}: kernel={kernel} (dilate={dilate}) is larger "
-                              f"than the padded input {tuple(sp)} with pad={pad}")
-        out.append(o)
-    return tuple(out)
-
-
-def _kernel_slices(kernel, stride, dilate, out_sp):
-    """(flat index, spatial slices) per kernel position: the input cells it meets."""
-    nd = len(kernel)
-    for j, kidx in enumerate(itertools.product(*(range(k) for k in kernel))):
-        yield j, tuple(slice(kidx[i] * dilate[i], kidx[i] * dilate[i] + stride[i] * (out_sp[i] - 1) + 1,
-                             stride[i]) for i in range(nd))
-
-
-def _im2col(xp, x, kernel, stride, dilate, pad, groups, opname):
-    """Columns (G, Cg*K, N*P) of ``x`` and the output spatial shape.
-
-    One strided slice copy per kernel position; this layout lets a single
-    matmul per group cover the whole batch.
-    """
-    N, C = x.shape[:2]
-    out_sp = _conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
-    xpad = _pad(xp, x, pad, pad, channels_first=True)      # (C, N, *padded)
-    kp = math.prod(kernel)
-    cols = xp.empty((C, kp, N) + out_sp, dtype=x.dtype)
-    lead = (slice(None), slice(None))
-    for j, sl in _kernel_slices(kernel, stride, dilate, out_sp):
-        cols[:, j] = xpad[lead + sl]
-    return cols.reshape(groups, (C // groups) * kp, N * math.prod(out_sp)), out_sp
-
-
-def _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp, dtype):
-    """Sum column gradients (C, K, N, *out) back into an array of ``data_shape``."""
-    N, C = data_shape[:2]
-    sp = data_shape[2:]
-    nd = len(kernel)
-    full = tuple(max(sp[i] + 2 * pad[i], (out_sp[i] - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1)
-                 for i in range(nd))
-    dx = xp.zeros((N, C) + full, dtype=dtype)
-    lead = (slice(None), slice(None))
-    # one transposing copy to (K, N, C, *out) makes every per-position add read contiguously
-    dk = xp.ascontiguousarray(dcols.transpose((1, 2, 0) + tuple(range(3, 3 + nd))))
-    for j, sl in _kernel_slices(kernel, stride, dilate, out_sp):
-        dx[lead + sl] += dk[j]
-    crop = lead + tuple(slice(pad[i], pad[i] + sp[i]) for i in range(nd))
-    return dx[crop]
-
-
-def _to_groups(gy, groups):
-    """(N, F, *out) -> (G, Fg, N*P)."""
-    N, F = gy.shape[:2]
-    P = math.prod(gy.shape[2:])
-    return gy.reshape(N, groups, F // groups, P).transpose(1, 2, 0, 3).reshape(groups, F // groups, N * P)
-
-
-def _conv_core(xp, x, w, kernel, stride, dilate, pad, groups, opname):
-    N = x.shape[0]
-    F = w.shape[0]
-    cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, groups, opname)
-    y = matmul(xp, w.reshape(groups, F // groups, -1), cols)     # (G, Fg, N*P)
-    y = y.reshape(F, N, -1).transpose(1, 0, 2)
-    return xp.ascontiguousarray(y).reshape((N, F) + out_sp)
-
-
-def _data_grad_core(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape):
-    F = gy.shape[1]
-    out_sp = tuple(gy.shape[2:])
-    N, C = data_shape[:2]
-    wm = w.reshape(groups, F // groups, -1)
-    dcols = matmul(xp, wm.transpose(0, 2, 1), _to_groups(gy, groups))   # (G, CK, N*P)
-    dcols = dcols.reshape((C, math.prod(kernel), N) + out_sp)
-    return _col2im(xp, dcols, data_shape, kernel, stride, dilate, pad, out_sp,
-                   np.result_type(gy.dtype, w.dtype))
-
-
-def _weight_grad_core(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
-    F = gy.shape[1]
-    C = x.shape[1]
-    cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, groups, opname)
-    if tuple(out_sp) != tuple(gy.shape[2:]):
-        raise GpundaError(f"Operator {opname}: output gradient spatial shape "
-                          f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
-    dw = matmul(xp, _to_groups(gy, groups), cols.transpose(0, 2, 1))    # (G, Fg, CK)
-    return dw.reshape((F, C // groups) + tuple(kernel))
-
-
 def _bias_shape(F, nd):
     return (1, F) + (1,) * nd
 
@@ -230,7 +122,7 @@ def _convolution(xp, p, x, w, b=None):
     if tuple(w.shape) != want:
         raise GpundaError(f"Operator Convolution: input weight has shape {tuple(w.shape)}, "
                           f"expected {want} for data {tuple(x.shape)}")
-    y = _conv_core(xp, x, w, kernel, stride, dilate, pad, G, "Convolution")
+    y = conv_forward(xp, x, w, kernel, stride, dilate, pad, G, "Convolution")
     if b is not None:
         if tuple(b.shape) != (F,):
             raise GpundaError(f"Operator Convolution: input bias has shape {tuple(b.shape)}, "
@@ -289,7 +181,7 @@ def _hidden_geo(p, nd, opname):
 
 def _conv_data_grad(xp, p, gy, w):
     kernel, stride, dilate, pad = _hidden_geo(p, len(p.kernel), "_conv_data_grad")
-    return _data_grad_core(xp, gy, w, kernel, stride, dilate, pad, p.num_group, tuple(p.data_shape))
+    return data_grad(xp, gy, w, kernel, stride, dilate, pad, p.num_group, tuple(p.data_shape))
 
 
 def _grad_conv_data_grad(F, p, ins, outs, og):
@@ -308,7 +200,7 @@ register(OpDef(
 
 def _conv_weight_grad(xp, p, gy, x):
     kernel, stride, dilate, pad = _hidden_geo(p, len(p.kernel), "_conv_weight_grad")
-    return _weight_grad_core(xp, gy, x, kernel, stride, dilate, pad, p.num_group, "_conv_weight_grad")
+    return weight_grad(xp, gy, x, kernel, stride, dilate, pad, p.num_group, "_conv_weight_grad")
 
 
 def _grad_conv_weight_grad(F, p, ins, outs, og):
@@ -371,7 +263,7 @@ def _deconvolution(xp, p, x, w, b=None):
     if tuple(w.shape) != want:
         raise GpundaError(f"Operator Deconvolution: input weight has shape {tuple(w.shape)}, "
                           f"expected {want} for data {tuple(x.shape)}")
-    y = _data_grad_core(xp, x, w, kernel, stride, dilate, pad, G, (x.shape[0], F) + out_sp)
+    y = data_grad(xp, x, w, kernel, stride, dilate, pad, G, (x.shape[0], F) + out_sp)
     if b is not None:
         if tuple(b.shape) != (F,):
             raise GpundaError(f"Operator Deconvolution: input bias has shape {tuple(b.shape)}, "
@@ -492,7 +384,7 @@ def _min_value(dtype):
 
 def _pool_padded(xp, x, pad, extra, value):
     """``x`` padded for pooling: ``pad`` before, ``pad + extra`` (full convention) after."""
-    return _pad(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
+    return pad_spatial(xp, x, pad, tuple(a + b for a, b in zip(pad, extra)), value)
 
 
 def _pool_windows(xp, x, kernel, stride, pad, out, extra, value):
@@ -673,8 +565,49 @@ def _argmax_windows(xp, p, x):
     return arg, geo
 
 
+def _route_disjoint(xp, x, h, kernel, stride, pad, out, extra):
+    """_pool_max_route for windows that do not overlap. Each window cell is gathered
+    into a contiguous array once (element-wise work on strided views, and masked
+    stores, are several times slower on NumPy); a cell gets the pooled gradient when
+    it is the first of its window equal to the maximum, ``rem`` keeping the gradient
+    not yet routed."""
+    xpad = _pool_padded(xp, x, pad, extra, _min_value(x.dtype))
+    slices = list(_window_slices(kernel, stride, out))
+    cells = [xpad[sl].copy() for sl in slices]
+    best = cells[0].copy()
+    for c in cells[1:]:
+        xp.maximum(best, c, out=best)
+    covered = all(s == k for s, k in zip(stride, kernel)) and not any(extra)
+    dx = (xp.empty if covered else xp.zeros)(xpad.shape, dtype=h.dtype)
+    rem = h
+    last = len(slices) - 1
+    # multiplying by the mask is twice as fast as np.where on NumPy, and exact while the
+    # gradient is finite (0 * inf would be NaN in the cells that are not the maximum)
+    masked = xp is np and bool(np.isfinite(h).all())
+    for j, (sl, c) in enumerate(zip(slices, cells)):
+        hit = c == best
+        if masked:
+            xp.multiply(rem, hit, out=dx[sl])
+            if j < last:
+                rem = rem * ~hit
+        else:
+            dx[sl] = xp.where(hit, rem, 0)
+            if j < last:
+                rem = xp.where(hit, 0, rem)
+    nd = len(kernel)
+    if not any(pad) and not any(extra):
+        return dx
+    return dx[(slice(None), slice(None)) + tuple(slice(pad[i], pad[i] + x.shape[2 + i])
+                                                 for i in range(nd))]
+
+
 def _pool_max_route(xp, p, x, h):
     """Send each pooled value ``h`` to the (first) argmax position of its window in ``x``."""
+    geo = _pool_geo(_G(p), x.shape)
+    kernel, stride = geo[0], geo[1]
+    if math.prod(kernel) <= 16 and all(s >= k for s, k in zip(stride, kernel)) and \
+            x.dtype.kind == "f":
+        return _route_disjoint(xp, x, h, *geo)
     arg, (kernel, stride, pad, out, extra) = _argmax_windows(xp, p, x)
     nd = len(kernel)
     full = tuple(x.shape[2 + i] + 2 * pad[i] + extra[i] for i in range(nd))

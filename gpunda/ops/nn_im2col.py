@@ -10,7 +10,8 @@ import math
 
 from ..base import GpundaError
 from .registry import OpDef, Param, register
-from .nn_conv import _conv_geo, _conv_out, _im2col, _col2im
+from .nn_conv import _conv_geo
+from ._conv_kernels import col2im, conv_out as _conv_out, im2col
 
 _GEO = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
         Param("pad", "shape", ())]
@@ -18,10 +19,9 @@ _GEO = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", 
 
 def _im2col_op(xp, p, x):
     kernel, stride, dilate, pad = _conv_geo(p, x.ndim, "im2col")
-    cols, out_sp = _im2col(xp, x, kernel, stride, dilate, pad, 1, "im2col")
-    N = x.shape[0]
-    rows = cols.shape[1]
-    return xp.ascontiguousarray(cols.reshape(rows, N, math.prod(out_sp)).transpose(1, 0, 2))
+    cols, _ = im2col(xp, x, kernel, stride, dilate, pad, "im2col")
+    # a 1x1 kernel's columns may be a view of the data: an op returns arrays of its own
+    return cols.copy() if cols.base is x or cols is x else cols
 
 
 def _col2im_op(xp, p, col):
@@ -34,8 +34,8 @@ def _col2im_op(xp, p, col):
                           f"(N, C * {K}, {math.prod(out_sp)}) for output_size={sp}, "
                           f"kernel={kernel}, stride={stride}, dilate={dilate}, pad={pad}")
     N, C = col.shape[0], col.shape[1] // K
-    dcols = col.reshape((N, C, K) + out_sp).transpose((1, 2, 0) + tuple(range(3, 3 + len(sp))))
-    return _col2im(xp, dcols, (N, C) + sp, kernel, stride, dilate, pad, out_sp, col.dtype).copy()
+    dx = col2im(xp, col, (N, C) + sp, kernel, stride, dilate, pad, out_sp)
+    return dx.copy() if dx.base is not None else dx
 
 
 def _geo_kw(p):

@@ -1,0 +1,88 @@
+"""Fused BatchNorm kernels: the forward in training mode and the plain (first-order)
+backward, on backend arrays.
+
+NumPy reduces over the batch and spatial axes of an (N, C, H, W) array several times
+slower than it adds two such arrays, so the per-channel sums here are products with
+a vector of ones (two GEMVs: over the leading axes, then over the trailing ones),
+and the element-wise work is folded into as few passes as the formulas allow.
+The composite rule in nn.py stays the differentiable one (create_graph=True).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._util import matmul
+
+
+def _split(shape, ax):
+    """(A, C, B): the sizes before, at and after ``ax``."""
+    return math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1:])
+
+
+def channel_sum(xp, a, ax):
+    """Sum of ``a`` over every axis but ``ax``, shape (C,)."""
+    A, C, B = _split(a.shape, ax)
+    a = xp.ascontiguousarray(a)
+    if A > 1:
+        a = matmul(xp, xp.ones((1, A), dtype=a.dtype), a.reshape(A, C * B))
+    a = a.reshape(C, B)
+    if B == 1:
+        return a[:, 0].copy() if A == 1 else a[:, 0]
+    return matmul(xp, a, xp.ones((B, 1), dtype=a.dtype))[:, 0]
+
+
+def _acc(x):
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def batch_stats(xp, x, ax):
+    """(mean, var, x - mean) over every axis but ``ax`` (two passes: no E[x^2] - mean^2
+    cancellation)."""
+    A, C, B = _split(x.shape, ax)
+    n = A * B
+    bshape = (1, C, 1)
+    x3 = _acc(x).reshape(A, C, B)
+    mean = channel_sum(xp, x3, 1) / n
+    xc = x3 - mean.reshape(bshape)
+    var = channel_sum(xp, xc * xc, 1) / n
+    return mean, var, xc
+
+
+def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
+    """(out, mean, var, 1/sqrt(var + eps)) of BatchNorm with batch statistics."""
+    mean, var, xc = batch_stats(xp, x, ax)
+    r = 1 / xp.sqrt(var + eps)
+    scale = r if fix_gamma else _acc(gamma) * r
+    C = x.shape[ax]
+    xc *= scale.reshape(1, C, 1)
+    xc += _acc(beta).reshape(1, C, 1)
+    return xc.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
+
+
+def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma):
+    """(dx, dgamma, dbeta) of BatchNorm with batch statistics, statistics recomputed
+    from ``x`` as the composite rule does.
+
+    With xc = x - mean, r = 1/sqrt(var + eps) and n cells per channel:
+    dbeta = sum(g), dgamma = r * sum(g * xc) and
+    dx = gamma * r * g - gamma * r^2 * dgamma / n * xc - gamma * r * dbeta / n.
+    """
+    A, C, B = _split(x.shape, ax)
+    n = A * B
+    _, var, xc = batch_stats(xp, x, ax)
+    r = 1 / xp.sqrt(var + eps)
+    g3 = _acc(g).reshape(A, C, B)
+    dbeta = channel_sum(xp, g3, 1)
+    gxc = g3 * xc
+    dgamma = channel_sum(xp, gxc, 1) * r
+    gr = r if fix_gamma else _acc(gamma) * r
+    bs = (1, C, 1)
+    dx = g3 * gr.reshape(bs)
+    xp.multiply(xc, (-gr * r * dgamma / n).reshape(bs), out=gxc)
+    dx += gxc
+    dx -= (gr * dbeta / n).reshape(bs)
+    dt = x.dtype
+    return (dx.reshape(x.shape).astype(dt, copy=False), dgamma.astype(dt, copy=False),
+            dbeta.astype(dt, copy=False))
