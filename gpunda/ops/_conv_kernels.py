@@ -199,9 +199,11 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     dw = None
     for n0, n1, cols in col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
         c = cols.reshape(n1 - n0, groups, -1, P)
-        part = matmul(xp, g[n0:n1], c.swapaxes(-1, -2)).sum(axis=0)    # (G, Fg, Cg*K)
+        # cols @ gy.T, transposed after: OpenBLAS runs this twice as fast as gy @ cols.T
+        # when the transposed operand is the large one
+        part = matmul(xp, c, g[n0:n1].swapaxes(-1, -2)).sum(axis=0)    # (G, Cg*K, Fg)
         dw = part if dw is None else dw + part
-    return dw.reshape((F, C // groups) + tuple(kernel))
+    return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
 
 
 def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dtype=None):

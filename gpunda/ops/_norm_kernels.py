@@ -61,9 +61,10 @@ def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
     return xc.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
 
 
-def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma):
-    """(dx, dgamma, dbeta) of BatchNorm with batch statistics, statistics recomputed
-    from ``x`` as the composite rule does.
+def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=None):
+    """(dx, dgamma, dbeta) of BatchNorm with batch statistics: the forward's ``mean`` and
+    ``r`` when given (as MXNet's backward reads its forward's outputs), else recomputed
+    from ``x``.
 
     With xc = x - mean, r = 1/sqrt(var + eps) and n cells per channel:
     dbeta = sum(g), dgamma = r * sum(g * xc) and
@@ -71,8 +72,11 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma):
     """
     A, C, B = _split(x.shape, ax)
     n = A * B
-    _, var, xc = batch_stats(xp, x, ax)
-    r = 1 / xp.sqrt(var + eps)
+    if mean is None:
+        _, var, xc = batch_stats(xp, x, ax)
+        r = 1 / xp.sqrt(var + eps)
+    else:
+        xc = x.reshape(A, C, B) - mean.reshape(1, C, 1)
     g3 = _acc(g).reshape(A, C, B)
     dbeta = channel_sum(xp, g3, 1)
     gxc = g3 * xc

@@ -889,8 +889,10 @@ def _grad_batch_norm(F, p, ins, outs, og):
 
     if _bn_training(p) and not p.output_mean_var and isinstance(F, _ag._RawF) and x.size:
         # plain backward: the fused kernel (the composite below is the differentiable form)
+        # the forward's batch statistics, where their dtype holds them exactly
+        saved = dict(mean=outs[1], r=outs[2]) if x.dtype in (np.float32, np.float64) else {}
         dx, dgamma, dbeta = _nk.batch_norm_train_backward(F._xp, x, g, gamma, ax, p.eps,
-                                                          p.fix_gamma)
+                                                          p.fix_gamma, **saved)
         if p.fix_gamma:
             dgamma = F._xp.zeros_like(gamma)
         return [dx, dgamma, dbeta, None, None]
