@@ -22,6 +22,7 @@ import numpy as np
 
 from ..base import GpundaError
 from ._util import matmul
+from . import _conv_grid as _grid
 
 
 def conv_out(sp, kernel, stride, dilate, pad, opname):
@@ -172,6 +173,8 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     N, C = x.shape[:2]
     F = w.shape[0]
     out_sp = conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
+    if _grid.eligible(xp, x, kernel, stride):
+        return _grid.forward(x, w, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     P = math.prod(out_sp)
     wg = w.reshape(groups, F // groups, -1)
     y = None
@@ -194,9 +197,13 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     if tuple(out_sp) != tuple(gy.shape[2:]):
         raise GpundaError(f"Operator {opname}: output gradient spatial shape "
                           f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
+    dw = None
+    if _grid.eligible(xp, x, kernel, stride):
+        dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
+    if dw is not None:
+        return np.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
     P = math.prod(out_sp)
     g = gy.reshape(N, groups, F // groups, P)
-    dw = None
     for n0, n1, cols in col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
         c = cols.reshape(n1 - n0, groups, -1, P)
         # cols @ gy.T, transposed after: OpenBLAS runs this twice as fast as gy @ cols.T

@@ -33,6 +33,14 @@ def channel_sum(xp, a, ax):
     return matmul(xp, a, xp.ones((B, 1), dtype=a.dtype))[:, 0]
 
 
+def channel_dot(xp, a, b):
+    """Per channel (axis 1 of (A, C, B) arrays), the sum of ``a * b``. On NumPy one
+    einsum reads both arrays without writing their product (twice as fast)."""
+    if xp is np:
+        return np.einsum("acb,acb->c", a, b)
+    return channel_sum(xp, a * b, 1)
+
+
 def _acc(x):
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
@@ -42,13 +50,15 @@ def batch_stats(xp, x, ax):
     cancellation)."""
     A, C, B = _split(x.shape, ax)
     n = A * B
-    bshape = (1, C, 1)
     x3 = _acc(x).reshape(A, C, B)
     mean = channel_sum(xp, x3, 1) / n
-    xc = x3 - mean.reshape(bshape)
-    var = channel_sum(xp, xc * xc, 1) / n
+    xc = x3 - mean.reshape(1, C, 1)
+    var = channel_dot(xp, xc, xc) / n
     return mean, var, xc
 
+
+# The element-wise work below runs in place on the one array each kernel allocates:
+# a fresh result array costs NumPy about three in-place passes over cached data.
 
 def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
     """(out, mean, var, 1/sqrt(var + eps)) of BatchNorm with batch statistics."""
@@ -66,9 +76,9 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
     ``r`` when given (as MXNet's backward reads its forward's outputs), else recomputed
     from ``x``.
 
-    With xc = x - mean, r = 1/sqrt(var + eps) and n cells per channel:
+    With xc = x - mean, r = 1/sqrt(var + eps), gr = gamma * r and n cells per channel:
     dbeta = sum(g), dgamma = r * sum(g * xc) and
-    dx = gamma * r * g - gamma * r^2 * dgamma / n * xc - gamma * r * dbeta / n.
+    dx = gr * (g - r * dgamma / n * xc - dbeta / n).
     """
     A, C, B = _split(x.shape, ax)
     n = A * B
@@ -76,17 +86,17 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
         _, var, xc = batch_stats(xp, x, ax)
         r = 1 / xp.sqrt(var + eps)
     else:
-        xc = x.reshape(A, C, B) - mean.reshape(1, C, 1)
+        xc = _acc(x).reshape(A, C, B) - mean.reshape(1, C, 1)
     g3 = _acc(g).reshape(A, C, B)
     dbeta = channel_sum(xp, g3, 1)
-    gxc = g3 * xc
-    dgamma = channel_sum(xp, gxc, 1) * r
+    dgamma = channel_dot(xp, g3, xc) * r
     gr = r if fix_gamma else _acc(gamma) * r
     bs = (1, C, 1)
-    dx = g3 * gr.reshape(bs)
-    xp.multiply(xc, (-gr * r * dgamma / n).reshape(bs), out=gxc)
-    dx += gxc
-    dx -= (gr * dbeta / n).reshape(bs)
+    dx = xc
+    dx *= (-r * dgamma / n).reshape(bs)
+    dx += g3
+    dx -= (dbeta / n).reshape(bs)
+    dx *= gr.reshape(bs)
     dt = x.dtype
     return (dx.reshape(x.shape).astype(dt, copy=False), dgamma.astype(dt, copy=False),
             dbeta.astype(dt, copy=False))

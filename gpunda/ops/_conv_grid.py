@@ -1,0 +1,101 @@
+"""Stride-1 2-D convolution on the padded-row grid, for NumPy (used by _conv_kernels).
+
+# NOTE [Row-grid columns]
+The column copies of an im2col move rows of only out_w elements each, and NumPy pays
+per row: on 32x32 maps that was half the time of a convolution's forward. With the
+padded data of a sample flattened per channel, kernel position (kh, kw) of a stride-1
+convolution reads ONE contiguous run of out_h * padded_w elements, at offset
+kh * dh * padded_w + kw * dw. The GEMM then computes padded_w - out_w extra output
+columns per row (they read wrapped cells) that are dropped: more GEMM work by
+padded_w / out_w, and far fewer, longer copies. The batch goes through in chunks of
+about _CHUNK_BYTES of columns, which stay in the L2 cache while the GEMM reads them
+(NOTE [Convolution in cache-sized chunks]); all buffers are made once per call.
+
+The weight gradient multiplies the columns by the output gradient placed on the same
+grid, with zeros in the dropped columns. A zero times a wrapped cell holding inf or
+NaN would be NaN, so data that is not all finite takes the regular im2col route.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+
+def eligible(xp, x, kernel, stride):
+    """Whether a convolution of ``x`` runs on the row grid: NumPy, 2-D, stride 1."""
+    return (xp is np and len(kernel) == 2 and stride[0] == 1 and stride[1] == 1
+            and kernel[0] * kernel[1] > 1)
+
+
+class _Grid:
+    """The padded-row grid of one convolution's geometry, with its reused buffers."""
+
+    def __init__(self, x, kernel, dilate, pad, out_sp, chunk_bytes):
+        N, C, H, W = x.shape
+        self.H, self.W, self.pad = H, W, pad
+        self.Wp = W + 2 * pad[1]
+        self.OH, self.OW = out_sp
+        self.L = self.OH * self.Wp
+        self.K = kernel[0] * kernel[1]
+        per_sample = C * self.K * self.L * x.dtype.itemsize
+        self.b = max(1, min(N, chunk_bytes // max(1, per_sample)))
+        # rows past the end, so that the last kernel position's run stays in the buffer
+        extra = -(-((kernel[1] - 1) * dilate[1]) // self.Wp)
+        self.xbuf = np.zeros((self.b, C, H + 2 * pad[0] + extra, self.Wp), dtype=x.dtype)
+        self.cbuf = np.empty((self.b, C, self.K, self.L), dtype=x.dtype)
+        self.offsets = [kh * dilate[0] * self.Wp + kw * dilate[1]
+                        for kh, kw in itertools.product(range(kernel[0]), range(kernel[1]))]
+
+    def chunks(self, x):
+        """(n0, n1, columns (n1 - n0, C * K, out_h * padded_w)); the buffer is reused."""
+        N, C = x.shape[:2]
+        p0, p1 = self.pad
+        flat = self.xbuf.reshape(self.b, C, -1)
+        L = self.L
+        for n0 in range(0, N, self.b):
+            n1 = min(N, n0 + self.b)
+            m = n1 - n0
+            self.xbuf[:m, :, p0:p0 + self.H, p1:p1 + self.W] = x[n0:n1]
+            cb = self.cbuf[:m]
+            for j, o in enumerate(self.offsets):
+                cb[:, :, j] = flat[:m, :, o:o + L]
+            yield n0, n1, cb.reshape(m, C * self.K, L)
+
+
+def forward(x, w, kernel, dilate, pad, groups, out_sp, chunk_bytes):
+    """Convolution of ``x`` (N, C, H, W) with ``w`` (F, C/G, kh, kw), stride 1, no bias."""
+    N = x.shape[0]
+    F = w.shape[0]
+    grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
+    wg = w.reshape(groups, F // groups, -1)
+    y = np.empty((N, F) + tuple(out_sp), dtype=x.dtype)
+    ybuf = np.empty((grid.b, groups, F // groups, grid.L), dtype=x.dtype)
+    OH, OW, Wp = grid.OH, grid.OW, grid.Wp
+    for n0, n1, cols in grid.chunks(x):
+        m = n1 - n0
+        yb = ybuf[:m]
+        np.matmul(wg, cols.reshape(m, groups, -1, grid.L), out=yb)
+        y[n0:n1] = yb.reshape(m, F, OH, Wp)[..., :OW]
+    return y
+
+
+def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
+    """d/dW of a stride-1 convolution on the grid, or None when ``x`` is not all
+    finite (the caller then takes the im2col route: NOTE above)."""
+    if not math.isfinite(float(np.add.reduce(x, axis=None))):
+        return None
+    N, F = gy.shape[:2]
+    grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
+    OW, L = grid.OW, grid.L
+    gbuf = np.zeros((grid.b, F, grid.OH, grid.Wp), dtype=gy.dtype)
+    dw = None
+    for n0, n1, cols in grid.chunks(x):
+        m = n1 - n0
+        gbuf[:m, :, :, :OW] = gy[n0:n1]
+        g = gbuf[:m].reshape(m, groups, F // groups, L)
+        # cols @ gy.T: OpenBLAS is twice as fast with the large operand untransposed
+        part = np.matmul(cols.reshape(m, groups, -1, L), g.swapaxes(-1, -2)).sum(axis=0)
+        dw = part if dw is None else dw + part
+    return dw      # (G, Cg * K, Fg)
