@@ -30,7 +30,11 @@ def eligible(xp, x, kernel, stride):
 
 
 class _Grid:
-    """The padded-row grid of one convolution's geometry, with its reused buffers."""
+    """The padded-row grid of one convolution's geometry, with its reused buffers.
+
+    A chunk's columns are laid out (C, K, samples, out_h * padded_w), so one GEMM covers
+    the whole chunk: a GEMM per sample costs OpenBLAS a few microseconds of set-up each,
+    which on small maps is more than its arithmetic."""
 
     def __init__(self, x, kernel, dilate, pad, out_sp, chunk_bytes):
         N, C, H, W = x.shape
@@ -44,24 +48,24 @@ class _Grid:
         # rows past the end, so that the last kernel position's run stays in the buffer
         extra = -(-((kernel[1] - 1) * dilate[1]) // self.Wp)
         self.xbuf = np.zeros((self.b, C, H + 2 * pad[0] + extra, self.Wp), dtype=x.dtype)
-        self.cbuf = np.empty((self.b, C, self.K, self.L), dtype=x.dtype)
+        self.cbuf = np.empty((C, self.K, self.b, self.L), dtype=x.dtype)
         self.offsets = [kh * dilate[0] * self.Wp + kw * dilate[1]
                         for kh, kw in itertools.product(range(kernel[0]), range(kernel[1]))]
 
     def chunks(self, x):
-        """(n0, n1, columns (n1 - n0, C * K, out_h * padded_w)); the buffer is reused."""
+        """(n0, n1, columns (C * K, (n1 - n0) * out_h * padded_w)); the buffer is reused."""
         N, C = x.shape[:2]
         p0, p1 = self.pad
-        flat = self.xbuf.reshape(self.b, C, -1)
+        flat = self.xbuf.reshape(self.b, C, -1).swapaxes(0, 1)      # (C, b, rows)
         L = self.L
         for n0 in range(0, N, self.b):
             n1 = min(N, n0 + self.b)
             m = n1 - n0
             self.xbuf[:m, :, p0:p0 + self.H, p1:p1 + self.W] = x[n0:n1]
-            cb = self.cbuf[:m]
+            cb = self.cbuf[:, :, :m]
             for j, o in enumerate(self.offsets):
-                cb[:, :, j] = flat[:m, :, o:o + L]
-            yield n0, n1, cb.reshape(m, C * self.K, L)
+                cb[:, j] = flat[:, :m, o:o + L]
+            yield n0, n1, cb.reshape(C * self.K, m * L)
 
 
 def forward(x, w, kernel, dilate, pad, groups, out_sp, chunk_bytes):
@@ -71,31 +75,31 @@ def forward(x, w, kernel, dilate, pad, groups, out_sp, chunk_bytes):
     grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
     wg = w.reshape(groups, F // groups, -1)
     y = np.empty((N, F) + tuple(out_sp), dtype=x.dtype)
-    ybuf = np.empty((grid.b, groups, F // groups, grid.L), dtype=x.dtype)
+    ybuf = np.empty((groups, F // groups, grid.b * grid.L), dtype=x.dtype)
     OH, OW, Wp = grid.OH, grid.OW, grid.Wp
     for n0, n1, cols in grid.chunks(x):
         m = n1 - n0
-        yb = ybuf[:m]
-        np.matmul(wg, cols.reshape(m, groups, -1, grid.L), out=yb)
-        y[n0:n1] = yb.reshape(m, F, OH, Wp)[..., :OW]
+        yb = ybuf[:, :, :m * grid.L]
+        np.matmul(wg, cols.reshape(groups, -1, m * grid.L), out=yb)
+        y[n0:n1] = yb.reshape(F, m, OH, Wp)[..., :OW].swapaxes(0, 1)
     return y
 
 
 def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
-    """d/dW of a stride-1 convolution on the grid, or None when ``x`` is not all
-    finite (the caller then takes the im2col route: NOTE above)."""
+    """d/dW of a stride-1 convolution on the grid, as (G, Cg * K, Fg), or None when ``x``
+    is not all finite (the caller then takes the im2col route: NOTE above)."""
     if not math.isfinite(float(np.add.reduce(x, axis=None))):
         return None
     N, F = gy.shape[:2]
     grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
     OW, L = grid.OW, grid.L
-    gbuf = np.zeros((grid.b, F, grid.OH, grid.Wp), dtype=gy.dtype)
+    gbuf = np.zeros((F, grid.b, grid.OH, grid.Wp), dtype=gy.dtype)
     dw = None
     for n0, n1, cols in grid.chunks(x):
         m = n1 - n0
-        gbuf[:m, :, :, :OW] = gy[n0:n1]
-        g = gbuf[:m].reshape(m, groups, F // groups, L)
+        gbuf[:, :m, :, :OW] = gy[n0:n1].swapaxes(0, 1)
+        g = gbuf[:, :m].reshape(groups, F // groups, m * L)
         # cols @ gy.T: OpenBLAS is twice as fast with the large operand untransposed
-        part = np.matmul(cols.reshape(m, groups, -1, L), g.swapaxes(-1, -2)).sum(axis=0)
+        part = np.matmul(cols.reshape(groups, -1, m * L), g.swapaxes(-1, -2))
         dw = part if dw is None else dw + part
-    return dw      # (G, Cg * K, Fg)
+    return dw
