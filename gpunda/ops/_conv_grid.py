@@ -103,3 +103,43 @@ def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
         part = np.matmul(cols.reshape(groups, -1, m * L), g.swapaxes(-1, -2))
         dw = part if dw is None else dw + part
     return dw
+
+
+def backward(gy, x, w, kernel, dilate, pad, groups, chunk_bytes):
+    """(dx, dW) of a stride-1 convolution from ONE set of columns: those of ``gy`` on
+    the grid of the transposed convolution (pad dilate * (k - 1) - pad), which give
+    dx = W' @ cols and dW' = cols @ x_grid.T with x placed on the same grid (zeros in
+    its dropped columns) and W' the flipped, transposed kernel. None when ``gy`` is
+    not all finite or the transposed geometry does not apply (NOTE above)."""
+    N, C, H, W = x.shape
+    F = w.shape[0]
+    tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(2))
+    if min(tpad) < 0 or tuple(gy.shape[2:]) != (H + 2 * pad[0] - dilate[0] * (kernel[0] - 1),
+                                               W + 2 * pad[1] - dilate[1] * (kernel[1] - 1)):
+        return None
+    if not math.isfinite(float(np.add.reduce(gy, axis=None))):
+        return None
+    Fg, Cg = F // groups, C // groups
+    K = kernel[0] * kernel[1]
+    flip = (slice(None),) * 3 + (slice(None, None, -1),) * 2
+    wt = np.ascontiguousarray(w.reshape((groups, Fg, Cg) + tuple(kernel))[flip].swapaxes(1, 2))
+    wt = wt.reshape(groups, Cg, Fg * K)         # per group (Cg, Fg * K): the flipped kernel
+    grid = _Grid(gy, kernel, dilate, tpad, (H, W), chunk_bytes)
+    L, Wp = grid.L, grid.Wp
+    dx = np.empty_like(x, dtype=np.result_type(gy.dtype, w.dtype))
+    dxbuf = np.empty((groups, Cg, grid.b * L), dtype=dx.dtype)
+    xbuf = np.zeros((C, grid.b, H, Wp), dtype=x.dtype)
+    dwt = None
+    for n0, n1, cols in grid.chunks(gy):
+        m = n1 - n0
+        c = cols.reshape(groups, Fg * K, m * L)
+        db = dxbuf[:, :, :m * L]
+        np.matmul(wt, c, out=db)
+        dx[n0:n1] = db.reshape(C, m, H, Wp)[..., :W].swapaxes(0, 1)
+        xbuf[:, :m, :, :W] = x[n0:n1].swapaxes(0, 1)
+        xg = xbuf[:, :m].reshape(groups, Cg, m * L)
+        part = np.matmul(c, xg.swapaxes(-1, -2))        # (G, Fg * K, Cg)
+        dwt = part if dwt is None else dwt + part
+    # dwt[g, f * K + k', c] = dW[g * Fg + f, c, K - 1 - k']
+    dw = dwt.reshape(groups, Fg, K, Cg)[:, :, ::-1].swapaxes(2, 3)
+    return dx, np.ascontiguousarray(dw).reshape((F, Cg) + tuple(kernel))

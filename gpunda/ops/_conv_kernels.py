@@ -237,3 +237,12 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
     if out_dtype is not None and dx.dtype != out_dtype:
         dx = dx.astype(out_dtype)
     return dx
+
+
+def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
+    """(dx, dW) of a convolution in one pass over the output gradient's columns where
+    the row grid applies (stride-1 2-D on NumPy, finite gradient), else None."""
+    if not _grid.eligible(xp, x, kernel, stride):
+        return None
+    return _grid.backward(gy, x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
+

@@ -22,8 +22,9 @@ import numpy as np
 
 from ..base import GpundaError
 from ._util import require_same_dtype
-from ._conv_kernels import (conv_forward, conv_out as _conv_out, data_grad, kernel_slices as
-                            _kernel_slices, pad_spatial, weight_grad)
+from .. import autograd as _ag
+from ._conv_kernels import (conv_backward, conv_forward, conv_out as _conv_out, data_grad,
+                            kernel_slices as _kernel_slices, pad_spatial, weight_grad)
 from .registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -140,6 +141,13 @@ def _grad_convolution(F, p, ins, outs, og, need=None):
     x, w = ins[0], ins[1]
     g = og[0]
     geo = _geo_kw(p, x.ndim, "Convolution")
+    both = need is None or (need[0] and need[1])
+    if both and isinstance(F, _ag._RawF) and x.dtype == w.dtype == g.dtype:
+        # plain backward: both gradients from one set of columns where that applies
+        fused = conv_backward(F._xp, g, x, w, geo["kernel"], geo["stride"], geo["dilate"],
+                              geo["pad"], p.num_group)
+        if fused is not None:
+            return list(fused) + ([] if p.no_bias else [F._nn_axis_sum(g, axis=1)])
     dx = F._conv_data_grad(g, w, data_shape=x.shape, **geo) if need is None or need[0] else None
     dw = F._conv_weight_grad(g, x, **geo) if need is None or need[1] else None
     res = [dx, dw]

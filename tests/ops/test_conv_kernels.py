@@ -1,0 +1,171 @@
+"""The CPU fast paths of convolution, BatchNorm and max pooling, each against an
+independent reference: naive loops for convolution, the differentiable composite rule
+(create_graph=True) for BatchNorm, and the exact first-argmax routing for pooling.
+
+The paths under test are chosen by size (cache-sized chunks, the padded-row grid) and
+by the values (non-finite data takes the im2col route), so the tests force each one.
+"""
+import numpy as np
+import pytest
+
+import gpunda as mx
+from gpunda.ops import _conv_grid, _conv_kernels
+
+from test_conv import ref_conv
+
+nd = mx.nd
+
+
+def ref_conv_grads(x, w, gy, stride, pad, dilate, groups):
+    """(dx, dW) of a convolution by naive loops over every output position."""
+    N, C = x.shape[:2]
+    Fn = w.shape[0]
+    k = w.shape[2:]
+    nsp = len(k)
+    xp_ = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    dxp = np.zeros_like(xp_)
+    dw = np.zeros_like(w)
+    cg, fg = C // groups, Fn // groups
+    for n in range(N):
+        for f in range(Fn):
+            g = f // fg
+            for o in np.ndindex(*gy.shape[2:]):
+                for c in range(cg):
+                    for kk in np.ndindex(*k):
+                        pos = tuple(o[i] * stride[i] + kk[i] * dilate[i] for i in range(nsp))
+                        dw[(f, c) + kk] += gy[(n, f) + o] * xp_[(n, g * cg + c) + pos]
+                        dxp[(n, g * cg + c) + pos] += gy[(n, f) + o] * w[(f, c) + kk]
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(pad, x.shape[2:]))
+    return dxp[crop], dw
+
+
+GEOMETRIES = [   # (spatial, kernel, stride, pad, dilate, groups)
+    ((6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),     # the row grid
+    ((7, 6), (3, 2), (1, 1), (0, 1), (2, 1), 2),     # the grid with dilation and groups
+    ((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), 1),     # strided: im2col chunks, col2im
+    ((5, 5), (1, 1), (2, 2), (0, 0), (1, 1), 1),     # 1x1 projection
+    ((9,), (3,), (1,), (1,), (1,), 1),               # 1-D
+]
+
+
+@pytest.fixture(params=[1 << 30, 256], ids=["one-chunk", "many-chunks"])
+def chunk_bytes(request, monkeypatch):
+    monkeypatch.setattr(_conv_kernels, "_CHUNK_BYTES", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("sp,kernel,stride,pad,dilate,groups", GEOMETRIES)
+def test_convolution_paths_match_naive_loops(rng, chunk_bytes, sp, kernel, stride, pad,
+                                             dilate, groups):
+    C, Fn, N = 2 * groups, 3 * groups, 3
+    x = rng.standard_normal((N, C) + sp)
+    w = rng.standard_normal((Fn, C // groups) + kernel)
+    geo = dict(kernel=kernel, stride=stride, pad=pad, dilate=dilate, num_group=groups)
+    xa, wa = nd.array(x, dtype="float64"), nd.array(w, dtype="float64")
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Convolution(xa, wa, no_bias=True, num_filter=Fn, **geo)
+    np.testing.assert_allclose(y.asnumpy(), ref_conv(x, w, None, stride, pad, dilate, groups),
+                               rtol=1e-10, atol=1e-10)
+    gy = rng.standard_normal(y.shape)
+    y.backward(nd.array(gy, dtype="float64"))       # plain backward: the fused paths
+    dx, dw = ref_conv_grads(x, w, gy, stride, pad, dilate, groups)
+    np.testing.assert_allclose(xa.grad.asnumpy(), dx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wa.grad.asnumpy(), dw, rtol=1e-10, atol=1e-10)
+
+
+def test_row_grid_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chunk_bytes):
+    # a wrapped cell holding inf times a dropped column's zero would be NaN: data that is
+    # not finite leaves the grid
+    x = rng.standard_normal((2, 2, 5, 5))
+    x[1, 0, 2, 4] = np.inf
+    w = rng.standard_normal((3, 2, 3, 3))
+    gy = np.abs(rng.standard_normal((2, 3, 5, 5))) + 0.5
+    geo = ((3, 3), (1, 1), (1, 1), (1, 1))
+    dw = _conv_kernels.weight_grad(np, gy, x, *geo, 1, "Convolution")
+    assert _conv_grid.weight_grad(gy, x, (3, 3), (1, 1), (1, 1), 1, (5, 5), 1 << 20) is None
+    with np.errstate(invalid="ignore"):
+        ref = ref_conv_grads(x, w, gy, (1, 1), (1, 1), (1, 1), 1)[1]
+    np.testing.assert_array_equal(np.isnan(dw), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(dw), np.isinf(ref))
+
+
+def test_fused_backward_declines_a_gradient_that_is_not_finite(rng):
+    x = rng.standard_normal((2, 2, 4, 4))
+    w = rng.standard_normal((2, 2, 3, 3))
+    gy = rng.standard_normal((2, 2, 4, 4))
+    gy[0, 1, 0, 0] = np.nan
+    assert _conv_kernels.conv_backward(np, gy, x, w, (3, 3), (1, 1), (1, 1), (1, 1), 1) is None
+
+
+@pytest.mark.parametrize("shape,axis", [((4, 3, 5, 6), 1), ((6, 4), 1), ((3, 5, 4), -1),
+                                        ((2, 3, 4, 5), 2)])
+@pytest.mark.parametrize("fix_gamma", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_batchnorm_fused_kernels_match_the_composite_rule(rng, shape, axis, fix_gamma, dtype):
+    x = (rng.standard_normal(shape) * 2 + 3).astype(dtype)
+    C = shape[axis]
+    gamma = rng.standard_normal(C).astype(dtype)
+    beta = rng.standard_normal(C).astype(dtype)
+    head = rng.standard_normal(shape).astype(dtype)
+
+    def run(create_graph):
+        xs = [nd.array(v, dtype=dtype) for v in (x, gamma, beta)]
+        for v in xs:
+            v.attach_grad()
+        mm, mv = nd.zeros(C, dtype=dtype), nd.ones(C, dtype=dtype)
+        with mx.autograd.record():
+            y = nd.BatchNorm(*xs, mm, mv, axis=axis, fix_gamma=fix_gamma, eps=1e-3)
+        if create_graph:        # the composite rule, recorded through nd ops
+            grads = mx.autograd.grad(y, xs, head_grads=nd.array(head, dtype=dtype),
+                                     create_graph=True)
+        else:                   # plain backward: the fused kernel
+            y.backward(nd.array(head, dtype=dtype))
+            grads = [v.grad for v in xs]
+        return y.asnumpy(), [g.asnumpy().astype(np.float64) for g in grads]
+
+    y0, g0 = run(False)
+    y1, g1 = run(True)
+    red = tuple(i for i in range(len(shape)) if i != axis % len(shape))
+    xm = x.astype(np.float64)
+    ref = (xm - xm.mean(red, keepdims=True)) / np.sqrt(xm.var(red, keepdims=True) + 1e-3)
+    cs = [1] * len(shape)
+    cs[axis] = C
+    if not fix_gamma:
+        ref = ref * gamma.astype(np.float64).reshape(cs)
+    ref = ref + beta.astype(np.float64).reshape(cs)
+    tol = {"float64": 1e-10, "float32": 2e-4, "float16": 2e-2}[dtype]
+    np.testing.assert_allclose(y0.astype(np.float64), ref, rtol=tol, atol=tol)
+    for a, b in zip(g0, g1):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.abs(b).max()))
+    if fix_gamma:
+        np.testing.assert_array_equal(g0[1], 0)
+
+
+def test_max_pool_route_keeps_a_gradient_inf_to_the_first_max_only():
+    # ties (the zeros after a ReLU) and an infinite output gradient: the first maximum of
+    # each window gets it, the other cells exactly 0 (no 0 * inf)
+    x = np.array([[[[0.0, 0.0, 1.0, 2.0], [0.0, 0.0, 2.0, 2.0]]]])
+    g = np.array([[[[np.inf, 3.0]]]])
+    xa = nd.array(x, dtype="float64")
+    xa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Pooling(xa, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    y.backward(nd.array(g, dtype="float64"))
+    np.testing.assert_array_equal(xa.grad.asnumpy(),
+                                  [[[[np.inf, 0, 0, 3.0], [0, 0, 0, 0]]]])
+
+
+def test_max_pool_route_disjoint_matches_the_argmax_route(rng):
+    x = np.maximum(rng.standard_normal((3, 4, 6, 8)), 0).astype(np.float32)   # many ties
+    g = rng.standard_normal((3, 4, 3, 4)).astype(np.float32)
+    from gpunda.ops import nn_conv
+    from gpunda.ops.registry import get_op
+    p = get_op("_pool_max_route").parse_params(dict(kernel=(2, 2), stride=(2, 2), pad=(0, 0)))
+    fast = nn_conv._pool_max_route(np, p, x, g)
+    arg, (kernel, stride, pad, out, extra) = nn_conv._argmax_windows(np, p, x)
+    ref = np.zeros_like(x)
+    for j, sl in enumerate(nn_conv._window_slices(kernel, stride, out)):
+        ref[sl] = np.where(arg == j, g, 0)
+    np.testing.assert_array_equal(fast, ref)
