@@ -35,7 +35,11 @@ from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 def _axis_sum(xp, p, x):
     ax = norm_axis(p.axis, x.ndim, "_nn_axis_sum")
     red = tuple(i for i in range(x.ndim) if i != ax)
-    return x.sum(axis=red) if red else x.copy()
+    if not red:
+        return x.copy()
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.size:
+        return _nk.channel_sum(xp, x, ax)     # GEMVs: NumPy's reduce over these axes is slow
+    return x.sum(axis=red)
 
 
 def _axis_bcast(xp, p, v):
