@@ -41,6 +41,17 @@ def _sym():
     return symbol
 
 
+def _nd_module():
+    global _ND_MODULE
+    if _ND_MODULE is None:
+        from .. import ndarray
+        _ND_MODULE = ndarray
+    return _ND_MODULE
+
+
+_ND_MODULE = None
+
+
 def _is_nd(x):
     global _NDArray
     if _NDArray is None:
@@ -53,11 +64,14 @@ _NDArray = None
 
 
 def _is_sym(x):
-    try:
-        from ..symbol import Symbol
-    except ImportError:
-        return False
-    return isinstance(x, Symbol)
+    global _Symbol
+    if _Symbol is None:
+        from ..symbol import Symbol as _S
+        _Symbol = _S
+    return isinstance(x, _Symbol)
+
+
+_Symbol = None
 
 
 class _BlockScope:
@@ -415,14 +429,16 @@ class Block:
 
     # -- running -----------------------------------------------------------------------
     def __call__(self, *args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         try:
             out = self.forward(*args)
         except GpundaError as e:
             raise _tagged(e, self) from None
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         if _np_mode.is_np_array():
             _np_mode.check_all_np(out)
         return out
@@ -691,7 +707,10 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run ``hybrid_forward`` on NDArrays (through the CachedOp when hybridized) or Symbols."""
-        has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x] + list(args))
+        if not args and _is_nd(x):      # the common call, without the nested walk
+            has_sym, has_nd, ctxs, ctx = False, True, None, x.context
+        else:
+            has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x] + list(args))
         if has_sym and has_nd:
             raise ValueError(f"HybridBlock {self.name}: the inputs mix NDArrays and Symbols, "
                              f"which is not supported")
@@ -699,7 +718,7 @@ class HybridBlock(Block):
             raise ValueError(f"HybridBlock {self.name}: the inputs must hold at least one "
                              f"NDArray or Symbol")
         if has_nd:
-            if self._active and len(ctxs) > 1:
+            if self._active and ctxs is not None and len(ctxs) > 1:
                 raise ValueError(f"HybridBlock {self.name}: a hybridized block takes inputs on "
                                  f"one context, got {sorted(map(str, ctxs))}")
             with ctx:
@@ -713,8 +732,7 @@ class HybridBlock(Block):
                     for p in list(self.params.values()) + list(reg.values()):
                         p._finish_deferred_init()
                     params = {k: v.data(ctx) for k, v in reg.items()}
-                from .. import ndarray
-                return self.hybrid_forward(ndarray, x, *args, **params)
+                return self.hybrid_forward(_nd_module(), x, *args, **params)
         params = self._param_vars()
         with self.name_scope():
             return self.hybrid_forward(_sym(), x, *args, **params)
