@@ -23,6 +23,19 @@ import math
 import numpy as np
 
 
+# a batch whose columns fit in about the L2 cache goes through as one chunk: one GEMM
+# and one set of copies instead of two or three smaller ones
+WHOLE_BATCH_BYTES = 2 << 20
+
+
+def samples_per_chunk(N, per_sample, chunk_bytes):
+    """How many samples' columns to make at a time (NOTE [Convolution in cache-sized
+    chunks])."""
+    if N * per_sample <= max(chunk_bytes, WHOLE_BATCH_BYTES):
+        return N
+    return max(1, min(N, chunk_bytes // max(1, per_sample)))
+
+
 def eligible(xp, x, kernel, stride):
     """Whether a convolution of ``x`` runs on the row grid: NumPy, 2-D, stride 1."""
     return (xp is np and len(kernel) == 2 and stride[0] == 1 and stride[1] == 1
@@ -44,7 +57,7 @@ class _Grid:
         self.L = self.OH * self.Wp
         self.K = kernel[0] * kernel[1]
         per_sample = C * self.K * self.L * x.dtype.itemsize
-        self.b = max(1, min(N, chunk_bytes // max(1, per_sample)))
+        self.b = samples_per_chunk(N, per_sample, chunk_bytes)
         # rows past the end, so that the last kernel position's run stays in the buffer
         extra = -(-((kernel[1] - 1) * dilate[1]) // self.Wp)
         self.xbuf = np.zeros((self.b, C, H + 2 * pad[0] + extra, self.Wp), dtype=x.dtype)

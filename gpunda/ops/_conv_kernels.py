@@ -134,7 +134,7 @@ _CHUNK_BYTES = 3 << 18
 def _chunk_size(xp, N, per_sample):
     if xp is not np:
         return N
-    return max(1, min(N, _CHUNK_BYTES // max(1, per_sample)))
+    return _grid.samples_per_chunk(N, per_sample, _CHUNK_BYTES)
 
 
 def col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):

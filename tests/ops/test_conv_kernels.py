@@ -51,6 +51,8 @@ GEOMETRIES = [   # (spatial, kernel, stride, pad, dilate, groups)
 @pytest.fixture(params=[1 << 30, 256], ids=["one-chunk", "many-chunks"])
 def chunk_bytes(request, monkeypatch):
     monkeypatch.setattr(_conv_kernels, "_CHUNK_BYTES", request.param)
+    if request.param < 1 << 20:      # no whole-batch chunk for these small arrays either
+        monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
     return request.param
 
 
@@ -84,7 +86,7 @@ def test_row_grid_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chun
     gy = np.abs(rng.standard_normal((2, 3, 5, 5))) + 0.5
     geo = ((3, 3), (1, 1), (1, 1), (1, 1))
     dw = _conv_kernels.weight_grad(np, gy, x, *geo, 1, "Convolution")
-    assert _conv_grid.weight_grad(gy, x, (3, 3), (1, 1), (1, 1), 1, (5, 5), 1 << 20) is None
+    assert _conv_grid.weight_grad(gy, x, (3, 3), (1, 1), (1, 1), 1, (5, 5), chunk_bytes) is None
     with np.errstate(invalid="ignore"):
         ref = ref_conv_grads(x, w, gy, (1, 1), (1, 1), (1, 1), 1)[1]
     np.testing.assert_array_equal(np.isnan(dw), np.isnan(ref))
@@ -169,3 +171,13 @@ def test_max_pool_route_disjoint_matches_the_argmax_route(rng):
     for j, sl in enumerate(nn_conv._window_slices(kernel, stride, out)):
         ref[sl] = np.where(arg == j, g, 0)
     np.testing.assert_array_equal(fast, ref)
+
+
+def test_chunks_cover_the_batch(monkeypatch):
+    # the many-chunks runs above must really run in several chunks
+    monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
+    x = np.zeros((5, 2, 6, 5))
+    grid = _conv_grid._Grid(x, (3, 3), (1, 1), (1, 1), (6, 5), 256)
+    spans = [(n0, n1) for n0, n1, _ in grid.chunks(x)]
+    assert len(spans) == 5 and spans[0] == (0, 1) and spans[-1] == (4, 5)
+    assert _conv_grid.samples_per_chunk(64, 1000, 1 << 30) == 64
