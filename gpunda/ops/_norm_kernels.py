@@ -9,6 +9,7 @@ The composite rule in nn.py stays the differentiable one (create_graph=True).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -21,16 +22,27 @@ def _split(shape, ax):
     return math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1:])
 
 
+@functools.lru_cache(maxsize=64)
+def _host_ones(n, dtype):
+    v = np.ones(n, dtype=dtype)
+    v.flags.writeable = False       # shared by every call
+    return v
+
+
+def _ones(xp, n, dtype):
+    return _host_ones(n, np.dtype(dtype)) if xp is np else xp.ones(n, dtype=dtype)
+
+
 def channel_sum(xp, a, ax):
     """Sum of ``a`` over every axis but ``ax``, shape (C,)."""
     A, C, B = _split(a.shape, ax)
     a = xp.ascontiguousarray(a)
     if A > 1:
-        a = matmul(xp, xp.ones((1, A), dtype=a.dtype), a.reshape(A, C * B))
+        a = matmul(xp, _ones(xp, A, a.dtype).reshape(1, A), a.reshape(A, C * B))
     a = a.reshape(C, B)
     if B == 1:
         return a[:, 0].copy() if A == 1 else a[:, 0]
-    return matmul(xp, a, xp.ones((B, 1), dtype=a.dtype))[:, 0]
+    return matmul(xp, a, _ones(xp, B, a.dtype).reshape(B, 1))[:, 0]
 
 
 def channel_dot(xp, a, b):

@@ -181,3 +181,14 @@ def test_chunks_cover_the_batch(monkeypatch):
     spans = [(n0, n1) for n0, n1, _ in grid.chunks(x)]
     assert len(spans) == 5 and spans[0] == (0, 1) and spans[-1] == (4, 5)
     assert _conv_grid.samples_per_chunk(64, 1000, 1 << 30) == 64
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum"])
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (1, 1, 2, 2), (3, 2, 5, 6)])
+def test_pooling_2x2_matches_naive(rng, kind, shape):
+    from test_conv import ref_pool
+    x = rng.standard_normal(shape)
+    x[0, 0, 0, :2] = x[0, 0, 1, :2] = 7.0     # a tie inside one window
+    y = nd.Pooling(nd.array(x, dtype="float64"), kernel=(2, 2), stride=(2, 2), pool_type=kind)
+    np.testing.assert_allclose(y.asnumpy(), ref_pool(x, (2, 2), (2, 2), (0, 0), kind),
+                               rtol=1e-12, atol=1e-12)
