@@ -36,10 +36,11 @@ def samples_per_chunk(N, per_sample, chunk_bytes):
     return max(1, min(N, chunk_bytes // max(1, per_sample)))
 
 
-def eligible(xp, x, kernel, stride):
-    """Whether a convolution of ``x`` runs on the row grid: NumPy, 2-D, stride 1."""
+def eligible(xp, x, kernel, stride, pad, out_sp):
+    """Whether a convolution of ``x`` runs on the row grid: NumPy, 2-D, stride 1, and at
+    most half again as many grid columns as output columns (padded_w <= 1.5 out_w)."""
     return (xp is np and len(kernel) == 2 and stride[0] == 1 and stride[1] == 1
-            and kernel[0] * kernel[1] > 1)
+            and kernel[0] * kernel[1] > 1 and 2 * (x.shape[3] + 2 * pad[1]) <= 3 * out_sp[1])
 
 
 class _Grid:
@@ -122,14 +123,12 @@ def backward(gy, x, w, kernel, dilate, pad, groups, chunk_bytes):
     """(dx, dW) of a stride-1 convolution from ONE set of columns: those of ``gy`` on
     the grid of the transposed convolution (pad dilate * (k - 1) - pad), which give
     dx = W' @ cols and dW' = cols @ x_grid.T with x placed on the same grid (zeros in
-    its dropped columns) and W' the flipped, transposed kernel. None when ``gy`` is
-    not all finite or the transposed geometry does not apply (NOTE above)."""
+    its dropped columns) and W' the flipped, transposed kernel; the caller has checked
+    that geometry (``_conv_kernels.conv_backward``). None when ``gy`` is not all finite
+    (NOTE above)."""
     N, C, H, W = x.shape
     F = w.shape[0]
     tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(2))
-    if min(tpad) < 0 or tuple(gy.shape[2:]) != (H + 2 * pad[0] - dilate[0] * (kernel[0] - 1),
-                                               W + 2 * pad[1] - dilate[1] * (kernel[1] - 1)):
-        return None
     if not math.isfinite(float(np.add.reduce(gy, axis=None))):
         return None
     Fg, Cg = F // groups, C // groups

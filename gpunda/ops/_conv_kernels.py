@@ -173,7 +173,7 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     N, C = x.shape[:2]
     F = w.shape[0]
     out_sp = conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
-    if _grid.eligible(xp, x, kernel, stride):
+    if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         return _grid.forward(x, w, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     P = math.prod(out_sp)
     wg = w.reshape(groups, F // groups, -1)
@@ -198,7 +198,7 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
         raise GpundaError(f"Operator {opname}: output gradient spatial shape "
                           f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
     dw = None
-    if _grid.eligible(xp, x, kernel, stride):
+    if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     if dw is not None:
         return np.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
@@ -213,15 +213,31 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
 
 
+def transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape):
+    """The padding of the stride-1 data gradient as a convolution of the output gradient,
+    or None where col2im is the route: strided, padding past the kernel, or more column
+    entries than col2im's (F * input cells against C * output cells per kernel position:
+    a 224x224 kernel over a 224x224 image has one output cell and 50176 input cells)."""
+    nd = len(kernel)
+    if any(s != 1 for s in stride):
+        return None
+    tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(nd))
+    if min(tpad, default=0) < 0 or any(out_sp[i] + pad[i] - tpad[i] != data_shape[2 + i]
+                                       for i in range(nd)):
+        return None
+    if F * math.prod(data_shape[2:]) > 2 * data_shape[1] * math.prod(out_sp):
+        return None
+    return tpad
+
+
 def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dtype=None):
     """d/dx of a convolution (the transposed convolution of ``gy`` with ``w``)."""
     N, F = gy.shape[:2]
     C = data_shape[1]
     nd = len(kernel)
     out_sp = tuple(gy.shape[2:])
-    tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(nd))
-    if (all(s == 1 for s in stride) and min(tpad, default=0) >= 0
-            and all(out_sp[i] + pad[i] - tpad[i] == data_shape[2 + i] for i in range(nd))):
+    tpad = transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape)
+    if tpad is not None:
         # (F, Cg, *k) -> per group (Cg, Fg, *k) flipped in space: dx = conv(gy, w')
         Fg, Cg = F // groups, C // groups
         wg = w.reshape((groups, Fg, Cg) + tuple(kernel))
@@ -242,7 +258,8 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
 def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     """(dx, dW) of a convolution in one pass over the output gradient's columns where
     the row grid applies (stride-1 2-D on NumPy, finite gradient), else None."""
-    if not _grid.eligible(xp, x, kernel, stride):
+    tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
+    if tpad is None or not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
         return None
     return _grid.backward(gy, x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
 

@@ -598,7 +598,9 @@ def _route_disjoint(xp, x, h, kernel, stride, pad, out, extra):
     best = cells[0].copy()
     for c in cells[1:]:
         xp.maximum(best, c, out=best)
-    covered = all(s == k for s, k in zip(stride, kernel)) and not any(extra)
+    # every cell lies in exactly one window: stride == kernel and no cells left over
+    covered = all(s == k and o * s == n for s, k, o, n in zip(stride, kernel, out,
+                                                              xpad.shape[2:]))
     dx = (xp.empty if covered else xp.zeros)(xpad.shape, dtype=h.dtype)
     rem = h
     last = len(slices) - 1

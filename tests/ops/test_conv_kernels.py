@@ -192,3 +192,43 @@ def test_pooling_2x2_matches_naive(rng, kind, shape):
     y = nd.Pooling(nd.array(x, dtype="float64"), kernel=(2, 2), stride=(2, 2), pool_type=kind)
     np.testing.assert_allclose(y.asnumpy(), ref_pool(x, (2, 2), (2, 2), (0, 0), kind),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,kernel", [((1, 2, 10), (3,)), ((1, 2, 7, 5), (2, 2)),
+                                          ((1, 1, 5, 5, 4), (2, 2, 3))])
+def test_max_pool_route_zeroes_cells_outside_every_window(rng, shape, kernel):
+    # stride == kernel that does not divide the size: the last cells belong to no window
+    x = nd.array(rng.standard_normal(shape))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.Pooling(x, kernel=kernel, stride=kernel, pool_type="max")
+    y.backward()
+    g = x.grad.asnumpy()
+    inside = tuple(slice(0, (s // k) * k) for s, k in zip(shape[2:], kernel))
+    outside = g.copy()
+    outside[(slice(None), slice(None)) + inside] = 0
+    np.testing.assert_array_equal(outside, 0)
+    np.testing.assert_allclose(g.sum(), np.prod(y.shape))
+
+
+def test_a_kernel_as_large_as_the_image_takes_the_compact_routes(rng):
+    # the row grid would make padded_w / out_w = 12 times the columns, and the transposed
+    # convolution 144 input cells per kernel position against col2im's one output cell
+    x = rng.standard_normal((2, 3, 12, 12))
+    w = rng.standard_normal((4, 3, 12, 12))
+    geo = ((12, 12), (1, 1), (1, 1), (0, 0))
+    assert not _conv_grid.eligible(np, x, (12, 12), (1, 1), (0, 0), (1, 1))
+    assert _conv_kernels.transposed_pad(*geo, 4, (1, 1), x.shape) is None
+    assert _conv_kernels.conv_backward(np, np.ones((2, 4, 1, 1)), x, w, *geo, 1) is None
+    xa, wa = nd.array(x, dtype="float64"), nd.array(w, dtype="float64")
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Convolution(xa, wa, kernel=(12, 12), num_filter=4, no_bias=True)
+    gy = rng.standard_normal((2, 4, 1, 1))
+    y.backward(nd.array(gy, dtype="float64"))
+    np.testing.assert_allclose(y.asnumpy(), ref_conv(x, w, None, (1, 1), (0, 0), (1, 1), 1),
+                               rtol=1e-10)
+    dx, dw = ref_conv_grads(x, w, gy, (1, 1), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(xa.grad.asnumpy(), dx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(wa.grad.asnumpy(), dw, rtol=1e-10, atol=1e-12)
