@@ -7,7 +7,9 @@ padded data of a sample flattened per channel, kernel position (kh, kw) of a str
 convolution reads ONE contiguous run of out_h * padded_w elements, at offset
 kh * dh * padded_w + kw * dw. The GEMM then computes padded_w - out_w extra output
 columns per row (they read wrapped cells) that are dropped: more GEMM work by
-padded_w / out_w, and far fewer, longer copies. The batch goes through in chunks of
+padded_w / out_w, and far fewer, longer copies; so the grid is used only where
+padded_w <= 1.5 out_w (a kernel as wide as the image would multiply the columns by
+its width). The batch goes through in chunks of
 about _CHUNK_BYTES of columns, which stay in the L2 cache while the GEMM reads them
 (NOTE [Convolution in cache-sized chunks]); all buffers are made once per call.
 
