@@ -320,8 +320,27 @@ register(OpDef(
 # Pooling
 
 
+_POOL_GEO_CACHE = {}
+
+
 def _pool_geo(p, shape):
-    """(kernel, stride, pad, out_spatial, extra_end_pad) for Pooling params and data shape."""
+    """(kernel, stride, pad, out_spatial, extra_end_pad) for Pooling params and data shape
+    (cached: a training step asks for the same geometry in its forward and backward)."""
+    try:
+        key = (p.global_pool, p.kernel, p.stride, p.pad, p.pooling_convention,
+               getattr(p, "layout", None), tuple(shape))
+        geo = _POOL_GEO_CACHE.get(key)
+    except TypeError:       # an unhashable parameter value
+        return _pool_geo_uncached(p, shape)
+    if geo is None:
+        geo = _pool_geo_uncached(p, shape)
+        if len(_POOL_GEO_CACHE) > 1024:
+            _POOL_GEO_CACHE.clear()
+        _POOL_GEO_CACHE[key] = geo
+    return geo
+
+
+def _pool_geo_uncached(p, shape):
     if len(shape) < 3:
         raise GpundaError(f"Operator Pooling: input data must have 3 to 5 dimensions, got "
                           f"shape {tuple(shape)}")
