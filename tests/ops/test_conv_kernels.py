@@ -43,6 +43,8 @@ GEOMETRIES = [   # (spatial, kernel, stride, pad, dilate, groups)
     ((6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),     # the row grid
     ((7, 6), (3, 2), (1, 1), (0, 1), (2, 1), 2),     # the grid with dilation and groups
     ((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), 1),     # strided: im2col chunks, col2im
+    ((7, 8), (3, 4), (2, 3), (1, 2), (1, 1), 2),     # strided, uneven, groups
+    ((7, 7), (3, 3), (2, 2), (1, 1), (2, 1), 1),     # strided and dilated
     ((5, 5), (1, 1), (2, 2), (0, 0), (1, 1), 1),     # 1x1 projection
     ((9,), (3,), (1,), (1,), (1,), 1),               # 1-D
 ]
