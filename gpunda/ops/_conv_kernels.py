@@ -173,6 +173,8 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     N, C = x.shape[:2]
     F = w.shape[0]
     out_sp = conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
+    if x.size == 0 or w.size == 0:
+        return xp.zeros((N, F) + out_sp, dtype=x.dtype)
     if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         return _grid.forward(x, w, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     P = math.prod(out_sp)
@@ -197,6 +199,8 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     if tuple(out_sp) != tuple(gy.shape[2:]):
         raise GpundaError(f"Operator {opname}: output gradient spatial shape "
                           f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
+    if gy.size == 0 or x.size == 0:
+        return xp.zeros((F, C // groups) + tuple(kernel), dtype=gy.dtype)
     dw = None
     if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
@@ -236,6 +240,8 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
     C = data_shape[1]
     nd = len(kernel)
     out_sp = tuple(gy.shape[2:])
+    if gy.size == 0 or w.size == 0:
+        return xp.zeros(tuple(data_shape), dtype=out_dtype or gy.dtype)
     tpad = transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape)
     if tpad is not None:
         # (F, Cg, *k) -> per group (Cg, Fg, *k) flipped in space: dx = conv(gy, w')
@@ -258,6 +264,8 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
 def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     """(dx, dW) of a convolution in one pass over the output gradient's columns where
     the row grid applies (stride-1 2-D on NumPy, finite gradient), else None."""
+    if gy.size == 0 or x.size == 0:
+        return None
     tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
     if tpad is None or not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
         return None

@@ -234,3 +234,19 @@ def test_a_kernel_as_large_as_the_image_takes_the_compact_routes(rng):
     dx, dw = ref_conv_grads(x, w, gy, (1, 1), (0, 0), (1, 1), 1)
     np.testing.assert_allclose(xa.grad.asnumpy(), dx, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(wa.grad.asnumpy(), dw, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("stride", [(1, 1), (2, 2)])
+def test_convolution_of_an_empty_batch(stride):
+    with mx.util.np_shape(True):        # zero sizes are known sizes only in np-shape mode
+        x = nd.zeros((0, 2, 5, 5))
+        w = nd.array(np.ones((3, 2, 3, 3)))
+        x.attach_grad()
+        w.attach_grad()
+        with mx.autograd.record():
+            y = nd.Convolution(x, w, kernel=(3, 3), stride=stride, pad=(1, 1), num_filter=3,
+                               no_bias=True)
+        y.backward()
+    out = 5 if stride == (1, 1) else 3
+    assert y.shape == (0, 3, out, out) and x.grad.shape == (0, 2, 5, 5)
+    np.testing.assert_array_equal(w.grad.asnumpy(), 0)
