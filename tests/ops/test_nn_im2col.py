@@ -45,3 +45,14 @@ def test_im2col_symbol_shape_and_col2im_bad_input():
     assert outs == [(2, 27, 12)]
     with pytest.raises(GpundaError, match="col2im"):
         nd.col2im(nd.zeros((1, 10, 4)), output_size=(3, 3), kernel=(2, 2))
+
+
+def test_im2col_of_a_1x1_kernel_does_not_alias_a_sliced_input():
+    # the 1x1 columns are a reshape of the data; for a slice that view's base is not the
+    # op's input itself, and writing the result must still leave the input alone
+    import gpunda as mx
+    base = mx.nd.array(np.arange(48, dtype=np.float32).reshape(2, 2, 3, 4))
+    cols = mx.nd.im2col(base[0:1], kernel=(1, 1))
+    np.testing.assert_array_equal(cols.asnumpy(), np.arange(24).reshape(1, 2, 12))
+    cols[:] = -1
+    np.testing.assert_array_equal(base.asnumpy(), np.arange(48).reshape(2, 2, 3, 4))
