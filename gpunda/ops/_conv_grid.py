@@ -38,6 +38,12 @@ def samples_per_chunk(N, per_sample, chunk_bytes):
     return max(1, min(N, chunk_bytes // max(1, per_sample)))
 
 
+def _finite(a):
+    """Whether ``a`` holds no inf or NaN (a finite sum; one overflowing to inf only
+    sends the caller the slower, exact way)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
+
+
 def eligible(xp, x, kernel, stride, pad, out_sp):
     """Whether a convolution of ``x`` runs on the row grid: NumPy, 2-D, stride 1, and at
     most half again as many grid columns as output columns (padded_w <= 1.5 out_w)."""
@@ -104,7 +110,7 @@ def forward(x, w, kernel, dilate, pad, groups, out_sp, chunk_bytes):
 def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
     """d/dW of a stride-1 convolution on the grid, as (G, Cg * K, Fg), or None when ``x``
     is not all finite (the caller then takes the im2col route: NOTE above)."""
-    if not math.isfinite(float(np.add.reduce(x, axis=None))):
+    if not _finite(x):
         return None
     N, F = gy.shape[:2]
     grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
@@ -121,26 +127,23 @@ def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
     return dw
 
 
-def backward(gy, x, w, kernel, dilate, pad, groups, chunk_bytes):
+def backward(gy, x, wt, kernel, dilate, tpad, groups, chunk_bytes):
     """(dx, dW) of a stride-1 convolution from ONE set of columns: those of ``gy`` on
-    the grid of the transposed convolution (pad dilate * (k - 1) - pad), which give
-    dx = W' @ cols and dW' = cols @ x_grid.T with x placed on the same grid (zeros in
-    its dropped columns) and W' the flipped, transposed kernel; the caller has checked
-    that geometry (``_conv_kernels.conv_backward``). None when ``gy`` is not all finite
-    (NOTE above)."""
-    N, C, H, W = x.shape
-    F = w.shape[0]
-    tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(2))
-    if not math.isfinite(float(np.add.reduce(gy, axis=None))):
+    the grid of the transposed convolution (padding ``tpad``), which give dx = W' @ cols
+    and dW' = cols @ x_grid.T with x placed on the same grid (zeros in its dropped
+    columns) and W' = ``wt`` the flipped, transposed kernel (C, Fg, kh, kw); the caller
+    has checked that geometry (``_conv_kernels.conv_backward``). None when ``gy`` is not
+    all finite (NOTE above)."""
+    if not _finite(gy):
         return None
+    N, C, H, W = x.shape
+    F = gy.shape[1]
     Fg, Cg = F // groups, C // groups
     K = kernel[0] * kernel[1]
-    flip = (slice(None),) * 3 + (slice(None, None, -1),) * 2
-    wt = np.ascontiguousarray(w.reshape((groups, Fg, Cg) + tuple(kernel))[flip].swapaxes(1, 2))
-    wt = wt.reshape(groups, Cg, Fg * K)         # per group (Cg, Fg * K): the flipped kernel
+    wt = wt.reshape(groups, Cg, Fg * K)
     grid = _Grid(gy, kernel, dilate, tpad, (H, W), chunk_bytes)
     L, Wp = grid.L, grid.Wp
-    dx = np.empty_like(x, dtype=np.result_type(gy.dtype, w.dtype))
+    dx = np.empty_like(x, dtype=np.result_type(gy.dtype, wt.dtype))
     dxbuf = np.empty((groups, Cg, grid.b * L), dtype=dx.dtype)
     xbuf = np.zeros((C, grid.b, H, Wp), dtype=x.dtype)
     dwt = None

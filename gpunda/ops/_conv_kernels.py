@@ -201,19 +201,18 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
                           f"{tuple(gy.shape[2:])} does not match the convolution output {out_sp}")
     if gy.size == 0 or x.size == 0:
         return xp.zeros((F, C // groups) + tuple(kernel), dtype=gy.dtype)
-    dw = None
+    dw = None       # (G, Cg*K, Fg)
     if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
-    if dw is not None:
-        return np.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
-    P = math.prod(out_sp)
-    g = gy.reshape(N, groups, F // groups, P)
-    for n0, n1, cols in col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
-        c = cols.reshape(n1 - n0, groups, -1, P)
-        # cols @ gy.T, transposed after: OpenBLAS runs this twice as fast as gy @ cols.T
-        # when the transposed operand is the large one
-        part = matmul(xp, c, g[n0:n1].swapaxes(-1, -2)).sum(axis=0)    # (G, Cg*K, Fg)
-        dw = part if dw is None else dw + part
+    if dw is None:
+        P = math.prod(out_sp)
+        g = gy.reshape(N, groups, F // groups, P)
+        for n0, n1, cols in col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
+            c = cols.reshape(n1 - n0, groups, -1, P)
+            # cols @ gy.T, transposed after: OpenBLAS runs this twice as fast as gy @ cols.T
+            # when the transposed operand is the large one
+            part = matmul(xp, c, g[n0:n1].swapaxes(-1, -2)).sum(axis=0)
+            dw = part if dw is None else dw + part
     return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape((F, C // groups) + tuple(kernel))
 
 
@@ -234,22 +233,27 @@ def transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape):
     return tpad
 
 
+def flipped_kernel(xp, w, groups, C):
+    """The kernel of the data gradient as a convolution: (F, Cg, *k) -> per group
+    (Cg, Fg, *k), flipped in space, as (C, Fg, *k)."""
+    F = w.shape[0]
+    kernel = tuple(w.shape[2:])
+    wg = w.reshape((groups, F // groups, C // groups) + kernel)
+    flip = (slice(None),) * 3 + (slice(None, None, -1),) * len(kernel)
+    return xp.ascontiguousarray(wg[flip].swapaxes(1, 2)).reshape((C, F // groups) + kernel)
+
+
 def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dtype=None):
     """d/dx of a convolution (the transposed convolution of ``gy`` with ``w``)."""
     N, F = gy.shape[:2]
     C = data_shape[1]
-    nd = len(kernel)
     out_sp = tuple(gy.shape[2:])
     if gy.size == 0 or w.size == 0:
         return xp.zeros(tuple(data_shape), dtype=out_dtype or gy.dtype)
     tpad = transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape)
     if tpad is not None:
-        # (F, Cg, *k) -> per group (Cg, Fg, *k) flipped in space: dx = conv(gy, w')
-        Fg, Cg = F // groups, C // groups
-        wg = w.reshape((groups, Fg, Cg) + tuple(kernel))
-        flip = (slice(None),) * 3 + (slice(None, None, -1),) * nd
-        wt = xp.ascontiguousarray(wg[flip].swapaxes(1, 2)).reshape((C, Fg) + tuple(kernel))
-        dx = conv_forward(xp, gy, wt, kernel, stride, dilate, tpad, groups, "Convolution")
+        dx = conv_forward(xp, gy, flipped_kernel(xp, w, groups, C), kernel, stride, dilate, tpad,
+                          groups, "Convolution")
     else:
         P = math.prod(out_sp)
         wm = w.reshape(groups, F // groups, -1)
@@ -269,5 +273,6 @@ def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
     if tpad is None or not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
         return None
-    return _grid.backward(gy, x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
+    return _grid.backward(gy, x, flipped_kernel(xp, w, groups, x.shape[1]), kernel, dilate,
+                          tpad, groups, _CHUNK_BYTES)
 

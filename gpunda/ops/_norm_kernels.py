@@ -54,6 +54,7 @@ def channel_dot(xp, a, b):
 
 
 def _acc(x):
+    """``x`` in the dtype its statistics accumulate in (float32 for float16)."""
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 

@@ -26,6 +26,7 @@ from ..base import GpundaError
 from .registry import OpDef, Param, register
 from ._util import matmul, norm_axis, sum_to_shape, require_same_dtype
 from . import _norm_kernels as _nk
+from ._norm_kernels import _acc
 from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
@@ -818,10 +819,6 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------
 # BatchNorm, LayerNorm, InstanceNorm
-
-
-def _acc(x):
-    return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
 def _check_vec(opname, name, v, C):
