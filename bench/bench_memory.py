@@ -24,15 +24,19 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-CHILD = r'''
+# what both child scripts begin with: the checkout on the path, and kb(field), a
+# /proc/self/status reading in kB
+PROLOGUE = r'''
 import sys
 sys.path.insert(0, {root!r})
-from bench.frameworks import FRAMEWORKS
 def kb(field):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field):
                 return int(line.split()[1])
+'''
+
+CHILD = PROLOGUE + r'''from bench.frameworks import FRAMEWORKS
 fw = FRAMEWORKS[{fw!r}]() if {fw!r} == "numpy" else FRAMEWORKS[{fw!r}](device="cpu")
 base = kb("VmRSS:")          # the framework imported, nothing built yet
 step, _ = fw.setup("w3_mlp_step{suffix}")
@@ -45,16 +49,8 @@ for _ in range(5):
 print("PEAK", kb("VmHWM:") - base, base)
 '''
 
-FLAT_CHILD = r'''
-import sys
-sys.path.insert(0, {root!r})
-from bench import common as C
+FLAT_CHILD = PROLOGUE + r'''from bench import common as C
 from bench.frameworks import FRAMEWORKS
-def kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
 C.RESNET["batch"] = {batch}
 step, _ = FRAMEWORKS[{fw!r}](device="cpu").setup("w11_resnet_step{suffix}")
 for _ in range(20):

@@ -425,26 +425,8 @@ class Torch(Framework):
         return net, self._t(x0), self._t(y0.astype(np.int64))
 
     def _mlp(self, compiled):
-        torch = self.torch
         net, x, y = self._mlp_model()
-        if compiled:
-            try:
-                net = torch.compile(net)
-            except Exception as e:   # noqa: BLE001
-                raise Unavailable(f"torch.compile: {e}")
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        lossf = torch.nn.CrossEntropyLoss()
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = lossf(net(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        try:
-            first = step()
-        except Exception as e:   # noqa: BLE001 -- torch.compile needs a compiler toolchain
-            raise Unavailable(f"{type(e).__name__}: {str(e)[:120]}")
+        step, first = _torch_sgd_step(self.torch, net, x, y, compiled, lr=0.1)
         return step, np.float32(first.item())
 
     def w3_mlp_step(self):
@@ -491,43 +473,16 @@ class Torch(Framework):
                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 4, 10)).to(self.dev)
         x0, y0 = C.cnn_inputs()
         x, y = self._t(x0), self._t(y0.astype(np.int64))
-        opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-        lossf = nn.CrossEntropyLoss()
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = lossf(net(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        step()
-        return step, None
+        return _torch_sgd_step(torch, net, x, y, False, lr=0.05, momentum=0.9)[0], None
 
     def _resnet(self, compiled):
         torch = self.torch
         p = C.RESNET
         net = _torch_resnet20(torch.nn).to(self.dev)
-        if compiled:
-            try:
-                net = torch.compile(net)
-            except Exception as e:   # noqa: BLE001
-                raise Unavailable(f"torch.compile: {e}")
         x0, y0 = C.resnet_inputs()
         x, y = self._t(x0), self._t(y0.astype(np.int64))
-        opt = torch.optim.SGD(net.parameters(), lr=p["lr"], momentum=p["momentum"])
-        lossf = torch.nn.CrossEntropyLoss()
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = lossf(net(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        try:
-            step()
-        except Exception as e:   # noqa: BLE001 -- torch.compile needs a compiler toolchain
-            raise Unavailable(f"{type(e).__name__}: {str(e)[:120]}")
-        return step, None
+        return _torch_sgd_step(torch, net, x, y, compiled, lr=p["lr"],
+                               momentum=p["momentum"])[0], None
 
     def w11_resnet_step(self):
         return self._resnet(False)
@@ -674,6 +629,32 @@ def _gluon_sgd_step(mx, gluon, net, x, y, lr, momentum):
     step()
     mx.nd.waitall()
     return step, None
+
+
+def _torch_sgd_step(torch, net, x, y, compiled, **sgd):
+    """(step, first loss): one cross-entropy SGD step of ``net`` on (x, y) as a user
+    writes it (zero_grad, forward, backward, step), run once; with ``compiled`` the net
+    is torch.compile-d first, and a failure to compile or to run it is Unavailable."""
+    if compiled:
+        try:
+            net = torch.compile(net)
+        except Exception as e:   # noqa: BLE001
+            raise Unavailable(f"torch.compile: {e}")
+    opt = torch.optim.SGD(net.parameters(), **sgd)
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    if not compiled:
+        return step, step()
+    try:
+        return step, step()
+    except Exception as e:   # noqa: BLE001 -- torch.compile needs a compiler toolchain
+        raise Unavailable(f"{type(e).__name__}: {str(e)[:120]}")
 
 
 def _torch_resnet20(nn):
