@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 
 from .base import GpundaError, NotImplementedForGpunda
 
@@ -116,12 +117,27 @@ def new_handle(obj):
     return NDArrayHandle(key)
 
 
+# Handles that name a live object without keeping it alive: an NDArray given to ctypes
+# (``ctypes.cast(arr, NDArrayHandle)``, as MXNet's monitor callbacks do) lends itself here.
+_lent = weakref.WeakValueDictionary()
+
+
+def lend_handle(obj):
+    """The handle value of ``obj``, valid while ``obj`` lives (``obj`` keeps its owner)."""
+    key = id(obj)
+    _lent[key] = obj
+    return key
+
+
 def take_handle(handle):
     """The object ``handle`` names, removed from the table (its new owner holds it)."""
     key = _handle_value(handle) if not isinstance(handle, int) else handle
     try:
         return _handles.pop(key)
     except KeyError:
+        obj = _lent.get(key)
+        if obj is not None:
+            return obj
         raise GpundaError(f"NDArray: handle={handle!r} does not name an array gpunda "
                           f"handed out (only handles from gpunda's _LIB calls are valid)") from None
 

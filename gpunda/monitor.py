@@ -13,6 +13,8 @@ import logging
 import re
 from math import sqrt
 
+from .base import py_str
+
 __all__ = ["Monitor"]
 
 
@@ -44,6 +46,7 @@ class Monitor:
         self.monitor_all = monitor_all
 
         def stat_helper(name, array):
+            name = py_str(name)
             if not self.activated or not self.re_prog.match(name):
                 return
             self.queue.append((self.step, name, self.stat_func(array)))

@@ -393,3 +393,28 @@ def run_backward(p, inputs, outs, ograds, ctx):
 
 # MXNet's deprecated PythonOp interface, built on the Custom runtime above
 from ._legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402
+
+# MXNet's operator module has no __all__, so ``from mxnet.operator import *`` also brings
+# the ctypes and C-API names it imports; MXNet code (its own test_operator.py) relies on them
+import collections  # noqa: E402
+import ctypes  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+from array import array  # noqa: E402
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p,  # noqa: E402
+                    c_int, c_void_p, cast, pointer)
+from threading import Lock  # noqa: E402
+
+from . import context, symbol  # noqa: E402
+from .base import (MXCallbackList, NDArrayHandle, OpHandle, c_array, c_array_buf,  # noqa: E402
+                   c_str, check_call, ctypes2numpy_shared, mx_float, mx_int, mx_uint, py_str)
+from .ndarray import NDArray  # noqa: E402
+from .util import is_np_array  # noqa: E402
+
+c_int_p = POINTER(c_int)
+__all__ += [
+    "CFUNCTYPE", "Lock", "MXCallbackList", "NDArray", "NDArrayHandle", "OpHandle", "POINTER",
+    "Structure", "array", "c_array", "c_array_buf", "c_bool", "c_char", "c_char_p", "c_int",
+    "c_int_p", "c_str", "c_void_p", "cast", "check_call", "collections", "context", "ctypes",
+    "ctypes2numpy_shared", "is_np_array", "mx_float", "mx_int", "mx_uint", "pointer",
+    "py_str", "symbol", "traceback", "warnings"]

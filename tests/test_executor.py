@@ -108,16 +108,44 @@ def test_monitor_callback_sees_every_input_and_output_in_graph_order():
     conv = sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
     exe = conv.simple_bind(mx.cpu(), grad_req="null")
     seen = []
-    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)), monitor_all=True)
+    exe.set_monitor_callback(lambda name, arr: seen.append((name.decode(), arr.shape)),
+                            monitor_all=True)
     exe.forward()
     # MXNet 1.9.1's order: a variable, then the op's name for it, ..., then the output
     assert [n for n, _ in seen] == ["data", "conv_data", "conv_weight", "conv_weight",
                                     "conv_bias", "conv_bias", "conv_output"]
     assert seen[-1][1] == (2, 1, 3, 3)
     seen.clear()
-    exe.set_monitor_callback(lambda name, arr: seen.append(name))
+    exe.set_monitor_callback(lambda name, arr: seen.append(name.decode()))
     exe.forward()
     assert seen == ["conv_output"]
+
+
+def test_reshaped_executor_keeps_the_monitor_callback():
+    data = sym.var("data")
+    conv = sym.Convolution(data, kernel=(1, 1), num_filter=1, name="conv")
+    exe = conv.simple_bind(mx.cpu(), grad_req="null", data=(1, 3, 4, 4))
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)))
+    wider = exe.reshape(allow_up_sizing=True, data=(1, 3, 4, 6))
+    wider.forward()
+    assert seen == [(b"conv_output", (1, 1, 4, 6))]
+
+
+def test_monitor_arrays_rewrap_through_an_ndarray_handle_as_in_mxnet():
+    import ctypes
+    from gpunda.base import NDArrayHandle
+    from gpunda.ndarray import NDArray
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.0
+    exe = sym.relu(sym.var("x"), name="r").bind(mx.cpu(), {"x": mx.nd.array(x)})
+    mins = {}
+
+    def callback(name, arr):        # MXNet's monitor idiom (test_operator, mx.monitor)
+        arr = NDArray(ctypes.cast(arr, NDArrayHandle), writable=False)
+        mins[name.decode()] = mx.nd.min(arr).asscalar()
+    exe.set_monitor_callback(callback, monitor_all=True)
+    exe.forward()
+    assert mins == {"x": -2.0, "r_input0": -2.0, "r_output": 0.0}
 
 
 def test_simple_bind_reads_only_tuples_as_shapes():
@@ -177,7 +205,7 @@ def test_monitor_all_names_inputs_as_mxnet_does():
                      ["data", "cc_arg0", "data", "cc_arg1", "cc_output"])]:
         names = []
         ex = s.simple_bind(mx.cpu(), grad_req="null")
-        ex.set_monitor_callback(lambda n, a: names.append(n), monitor_all=True)
+        ex.set_monitor_callback(lambda n, a: names.append(n.decode()), monitor_all=True)
         ex.forward()
         assert names == want
 

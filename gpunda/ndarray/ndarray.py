@@ -93,6 +93,14 @@ class NDArray:
         return self
 
     @property
+    def _as_parameter_(self):
+        # ctypes reads this when the array is passed as a pointer: MXNet code casts the
+        # arrays its monitor callbacks get (``ctypes.cast(arr, NDArrayHandle)``) and
+        # wraps them again with ``NDArray(handle)``
+        from .._capi import lend_handle
+        return lend_handle(self)
+
+    @property
     def writable(self):
         return True
 

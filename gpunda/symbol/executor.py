@@ -118,7 +118,11 @@ class Executor:
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, array)`` after each forward for every op output (and, with
-        ``monitor_all``, every op input, named ``<node>_<input>``), in graph order."""
+        ``monitor_all``, every op input, named ``<node>_<input>``), in graph order.
+
+        As MXNet's C callback gives them, ``name`` is bytes and ``array`` is usable as an
+        ``NDArrayHandle`` (``NDArray(ctypes.cast(array, NDArrayHandle))``); here it is
+        also the NDArray itself."""
         if not callable(callback):
             raise TypeError(f"set_monitor_callback: callback must be callable, got "
                             f"{type(callback).__name__}")
@@ -150,10 +154,10 @@ class Executor:
             if monitor_all:
                 for name, (c, i) in zip(_monitor_input_names(n), n.inputs):
                     if c.op is None:
-                        callback(c.name, entry[(id(c), i)])
-                    callback(f"{n.name}_{name}", entry[(id(c), i)])
+                        callback(c.name.encode(), entry[(id(c), i)])
+                    callback(f"{n.name}_{name}".encode(), entry[(id(c), i)])
             for i, out_name in enumerate(n.output_names()):
-                callback(out_name, entry[(id(n), i)])
+                callback(out_name.encode(), entry[(id(n), i)])
 
     def get_optimized_symbol(self):
         """The graph this executor runs (after common-subexpression elimination)."""
@@ -373,8 +377,11 @@ class Executor:
                 for i, (o, sh) in enumerate(zip(self.outputs, out_s))]
         if any(o.shape != tuple(sh) for o, sh in zip(outs, out_s)):
             outs = None
-        return Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
-                        _cached_op=self._cop, _outputs=outs)
+        new = Executor(self._symbol, self._ctx, args, grads, dict(self._grad_req), aux,
+                       _cached_op=self._cop, _outputs=outs)
+        if self._monitor is not None:   # MXNet's reshaped executor keeps the callback
+            new._monitor = self._monitor[:2] + (None,)
+        return new
 
 
 def _check_differentiable(sym, reqs):
