@@ -38,7 +38,7 @@ def samples_per_chunk(N, per_sample, chunk_bytes):
     return max(1, min(N, chunk_bytes // max(1, per_sample)))
 
 
-def _finite(a):
+def finite(a):
     """Whether ``a`` holds no inf or NaN (a finite sum; one overflowing to inf only
     sends the caller the slower, exact way)."""
     return math.isfinite(float(np.add.reduce(a, axis=None)))
@@ -110,7 +110,7 @@ def forward(x, w, kernel, dilate, pad, groups, out_sp, chunk_bytes):
 def weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, chunk_bytes):
     """d/dW of a stride-1 convolution on the grid, as (G, Cg * K, Fg), or None when ``x``
     is not all finite (the caller then takes the im2col route: NOTE above)."""
-    if not _finite(x):
+    if not finite(x):
         return None
     N, F = gy.shape[:2]
     grid = _Grid(x, kernel, dilate, pad, out_sp, chunk_bytes)
@@ -134,7 +134,7 @@ def backward(gy, x, wt, kernel, dilate, tpad, groups, chunk_bytes):
     columns) and W' = ``wt`` the flipped, transposed kernel (C, Fg, kh, kw); the caller
     has checked that geometry (``_conv_kernels.conv_backward``). None when ``gy`` is not
     all finite (NOTE above)."""
-    if not _finite(gy):
+    if not finite(gy):
         return None
     N, C, H, W = x.shape
     F = gy.shape[1]

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..base import GpundaError
 from ._util import matmul
+from . import _conv_flat as _flat
 from . import _conv_grid as _grid
 
 
@@ -175,6 +176,8 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     out_sp = conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
     if x.size == 0 or w.size == 0:
         return xp.zeros((N, F) + out_sp, dtype=x.dtype)
+    if _flat.eligible(xp, x, kernel, stride, dilate, pad):
+        return _flat.forward(x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
     if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         return _grid.forward(x, w, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     P = math.prod(out_sp)
@@ -202,7 +205,9 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     if gy.size == 0 or x.size == 0:
         return xp.zeros((F, C // groups) + tuple(kernel), dtype=gy.dtype)
     dw = None       # (G, Cg*K, Fg)
-    if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
+    if _flat.eligible(xp, x, kernel, stride, dilate, pad):
+        dw = _flat.weight_grad(gy, x, kernel, dilate, pad, groups, _CHUNK_BYTES)
+    elif _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
     if dw is None:
         P = math.prod(out_sp)
@@ -267,11 +272,21 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
 
 def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     """(dx, dW) of a convolution in one pass over the output gradient's columns where
-    the row grid applies (stride-1 2-D on NumPy, finite gradient), else None."""
+    flat rows (stride-1 2-D "same" convolution on NumPy) or the row grid (other stride-1
+    2-D ones) apply and the data and gradient are finite, else None."""
     if gy.size == 0 or x.size == 0:
         return None
     tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
-    if tpad is None or not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
+    # dW' multiplies the data by the padding zeros of the gradient's columns, where the
+    # sum over the data's columns multiplies the gradient by the data's padding: with an
+    # inf in either, one has a NaN the other has not, so non-finite values take the
+    # separate gradients (weight_grad sums as MXNet's im2col does)
+    if tpad is None or not _grid.finite(x) or not _grid.finite(gy):
+        return None
+    if _flat.eligible(xp, gy, kernel, stride, dilate, tpad):
+        return _flat.backward(gy, x, flipped_kernel(xp, w, groups, x.shape[1]), kernel, dilate,
+                              groups, _CHUNK_BYTES)
+    if not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
         return None
     return _grid.backward(gy, x, flipped_kernel(xp, w, groups, x.shape[1]), kernel, dilate,
                           tpad, groups, _CHUNK_BYTES)

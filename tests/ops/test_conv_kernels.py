@@ -2,14 +2,16 @@
 independent reference: naive loops for convolution, the differentiable composite rule
 (create_graph=True) for BatchNorm, and the exact first-argmax routing for pooling.
 
-The paths under test are chosen by size (cache-sized chunks, the padded-row grid) and
-by the values (non-finite data takes the im2col route), so the tests force each one.
+The paths under test are chosen by geometry (flat rows for "same" stride-1
+convolutions, the padded-row grid for other stride-1 ones), by size (cache-sized
+chunks) and by the values (non-finite data leaves the grid for the im2col route), so
+the tests force each one.
 """
 import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.ops import _conv_grid, _conv_kernels
+from gpunda.ops import _conv_flat, _conv_grid, _conv_kernels
 
 from test_conv import ref_conv
 
@@ -40,7 +42,11 @@ def ref_conv_grads(x, w, gy, stride, pad, dilate, groups):
 
 
 GEOMETRIES = [   # (spatial, kernel, stride, pad, dilate, groups)
-    ((6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),     # the row grid
+    ((6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),     # flat rows ("same" output)
+    ((7, 6), (3, 3), (1, 1), (2, 1), (2, 1), 2),     # flat rows, dilation and groups
+    ((5, 7), (3, 2), (1, 1), (1, 1), (1, 2), 1),     # flat rows, no unshifted column
+    ((6, 6), (5, 5), (1, 1), (2, 2), (1, 1), 1),     # flat rows, two-cell shifts
+    ((6, 6), (3, 3), (1, 1), (0, 0), (1, 1), 1),     # the row grid
     ((7, 6), (3, 2), (1, 1), (0, 1), (2, 1), 2),     # the grid with dilation and groups
     ((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), 1),     # strided: im2col chunks, col2im
     ((7, 8), (3, 4), (2, 3), (1, 2), (1, 1), 2),     # strided, uneven, groups
@@ -55,6 +61,7 @@ def chunk_bytes(request, monkeypatch):
     monkeypatch.setattr(_conv_kernels, "_CHUNK_BYTES", request.param)
     if request.param < 1 << 20:      # no whole-batch chunk for these small arrays either
         monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
+        monkeypatch.setattr(_conv_flat, "_PLACE_BYTES", 0)     # and one chunk placed at a time
     return request.param
 
 
@@ -79,9 +86,9 @@ def test_convolution_paths_match_naive_loops(rng, chunk_bytes, sp, kernel, strid
     np.testing.assert_allclose(wa.grad.asnumpy(), dw, rtol=1e-10, atol=1e-10)
 
 
-def test_row_grid_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chunk_bytes):
-    # a wrapped cell holding inf times a dropped column's zero would be NaN: data that is
-    # not finite leaves the grid
+def test_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chunk_bytes):
+    # on the row grid a wrapped cell holding inf times a dropped column's zero would be
+    # NaN, so data that is not finite leaves the grid; flat rows have no wrapped cells
     x = rng.standard_normal((2, 2, 5, 5))
     x[1, 0, 2, 4] = np.inf
     w = rng.standard_normal((3, 2, 3, 3))
@@ -95,12 +102,45 @@ def test_row_grid_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chun
     np.testing.assert_array_equal(np.isinf(dw), np.isinf(ref))
 
 
-def test_fused_backward_declines_a_gradient_that_is_not_finite(rng):
-    x = rng.standard_normal((2, 2, 4, 4))
+def test_row_grid_fused_backward_declines_a_gradient_that_is_not_finite(rng):
+    x = rng.standard_normal((2, 2, 6, 6))
     w = rng.standard_normal((2, 2, 3, 3))
     gy = rng.standard_normal((2, 2, 4, 4))
     gy[0, 1, 0, 0] = np.nan
+    assert _conv_kernels.conv_backward(np, gy, x, w, (3, 3), (1, 1), (1, 1), (0, 0), 1) is None
+
+
+def _assert_same_non_finite(got, ref):
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    ok = np.isfinite(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("where", ["data", "gradient"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_values_leave_the_fused_backward_and_keep_the_naive_sums(
+        rng, chunk_bytes, bad, where):
+    # the fused dW' multiplies the data by the gradient columns' padding zeros, the naive
+    # sum the gradient by the data's padding: 0 * inf differs
+    x = rng.standard_normal((2, 2, 5, 4))
+    w = rng.standard_normal((3, 2, 3, 3))
+    gy = rng.standard_normal((2, 3, 5, 4))
+    if where == "data":
+        x[0, 1, 4, 0] = bad
+    else:
+        gy[1, 2, 0, 3] = bad        # a corner cell: its taps wrap in every direction
     assert _conv_kernels.conv_backward(np, gy, x, w, (3, 3), (1, 1), (1, 1), (1, 1), 1) is None
+    xa, wa = nd.array(x, dtype="float64"), nd.array(w, dtype="float64")
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Convolution(xa, wa, no_bias=True, num_filter=3, kernel=(3, 3), pad=(1, 1))
+    y.backward(nd.array(gy, dtype="float64"))
+    with np.errstate(invalid="ignore"):
+        rdx, rdw = ref_conv_grads(x, w, gy, (1, 1), (1, 1), (1, 1), 1)
+    _assert_same_non_finite(xa.grad.asnumpy(), rdx)
+    _assert_same_non_finite(wa.grad.asnumpy(), rdw)
 
 
 @pytest.mark.parametrize("shape,axis", [((4, 3, 5, 6), 1), ((6, 4), 1), ((3, 5, 4), -1),
@@ -250,3 +290,28 @@ def test_convolution_of_an_empty_batch(stride):
     out = 5 if stride == (1, 1) else 3
     assert y.shape == (0, 3, out, out) and x.grad.shape == (0, 2, 5, 5)
     np.testing.assert_array_equal(w.grad.asnumpy(), 0)
+
+
+def test_same_convolutions_take_flat_rows_and_others_the_row_grid(rng, monkeypatch):
+    taken = []
+    for mod, name in ((_conv_flat, "flat"), (_conv_grid, "grid")):
+        for fn in ("forward", "backward", "weight_grad"):
+            real = getattr(mod, fn)
+
+            def spy(*a, _real=real, _tag=f"{name}.{fn}", **k):
+                taken.append(_tag)
+                return _real(*a, **k)
+            monkeypatch.setattr(mod, fn, spy)
+    x = nd.array(rng.standard_normal((2, 3, 6, 6)))
+    w = nd.array(rng.standard_normal((4, 3, 3, 3)))
+    # the valid convolution's data gradient would need more columns than col2im's, so
+    # it runs apart from the weight gradient (transposed_pad)
+    for pad, routes in (((1, 1), ["flat.forward", "flat.backward"]),
+                        ((0, 0), ["grid.forward", "grid.weight_grad"])):
+        x.attach_grad()
+        w.attach_grad()
+        with mx.autograd.record():
+            y = nd.Convolution(x, w, no_bias=True, num_filter=4, kernel=(3, 3), pad=pad)
+        y.backward()
+        assert taken == routes, (pad, taken)
+        taken.clear()

@@ -1,0 +1,205 @@
+"""Stride-1 2-D convolution with "same" padding on flat rows, for NumPy (used by
+_conv_kernels).
+
+# NOTE [Flat-row columns]
+Where the output has the input's spatial shape (stride 1, dilate * (k - 1) == 2 * pad:
+the 3x3, pad-1 convolution of every ResNet), the data of a sample can stay in its own
+layout, one flat run of H * W cells per channel with only the padding rows above and
+below (and pad_w spare cells at both ends). Kernel position (kh, kw) then reads ONE
+contiguous run of H * W cells at offset kh * dh * W + kw * dw, and output cell q of
+the run is input cell q shifted by (kh * dh - pad_h, kw * dw - pad_w): right except
+where the column shift s = kw * dw - pad_w leaves the row, which the run reads as a
+cell of the neighbouring row. Those are the last -s columns (s < 0) or the first s
+columns (s > 0) of the data, read by no other output cell of that shift; so each
+shift has its own copy of the padded data with those columns zeroed, and every
+column entry is exact (a zero, never a wrapped cell).
+
+Against the padded-row grid (NOTE [Row-grid columns]) this drops the row-by-row
+placement of the data into padded rows, the row-by-row extraction of the output from
+the grid (a GEMM over one sample writes the output itself) and the extra grid columns
+of the GEMM (2 per row: 6% on 32x32 maps, 25% on 8x8). The data is placed once per
+distinct column shift (kw copies of long runs). The batch goes through in chunks of
+about _CHUNK_BYTES of columns (NOTE [Convolution in cache-sized chunks]).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._conv_grid import samples_per_chunk
+
+
+def eligible(xp, x, kernel, stride, dilate, pad):
+    """Whether a convolution of ``x`` runs on flat rows: NumPy, 2-D, stride 1, more than
+    one kernel cell, and an output of the input's spatial shape."""
+    return (xp is np and len(kernel) == 2 and stride[0] == 1 and stride[1] == 1
+            and kernel[0] * kernel[1] > 1 and x.ndim == 4
+            and all(dilate[i] * (kernel[i] - 1) == 2 * pad[i] for i in range(2)))
+
+
+# data placed for this many bytes of shifted buffers at a time: a few NumPy calls for a
+# whole small batch instead of a few per chunk
+_PLACE_BYTES = 1 << 18
+
+
+class _Flat:
+    """The flat-row layout of one convolution's geometry, with its reused buffers.
+
+    ``bufs[kw]`` (samples, C, run) holds the padded data for kernel column kw, zeroed
+    where that column's shift wraps; ``bufs[-1]`` is the unshifted copy when no kernel
+    column has shift 0 (even widths). The columns of a chunk are then ONE strided copy:
+    tap (kh, kw) of sample n, channel c starts at kw * (buffer size + dw) + n * C * run
+    + c * run + kh * dh * W in the buffers' memory."""
+
+    def __init__(self, x, kernel, dilate, pad, chunk_bytes):
+        N, C, H, W = x.shape
+        self.N, self.C, self.H, self.W = N, C, H, W
+        self.L = H * W
+        self.kernel, self.dilate = tuple(kernel), tuple(dilate)
+        self.K = kernel[0] * kernel[1]
+        self.start = pad[1] + pad[0] * W          # where the data begins in a channel run
+        per_sample = C * self.K * self.L * x.dtype.itemsize
+        self.b = samples_per_chunk(N, per_sample, chunk_bytes)
+        # a whole number of rows per channel, so that one column of every row of every
+        # channel is ONE stride-W slice of a buffer
+        self.run = W * (H + 2 * pad[0] + -(-2 * pad[1] // W))
+        self.shifts = [kw * dilate[1] - pad[1] for kw in range(kernel[1])]
+        nbuf = len(self.shifts) + (0 not in self.shifts)
+        per_place = nbuf * C * self.run * x.dtype.itemsize
+        # samples placed at a time: whole chunks, as many as fit in _PLACE_BYTES
+        self.pb = min(N, max(1, _PLACE_BYTES // max(1, per_place * self.b)) * self.b)
+        self.bufs = np.zeros((nbuf, self.pb, C, self.run), dtype=x.dtype)
+        self.base = self.shifts.index(0) if 0 in self.shifts else nbuf - 1
+        self.cbuf = np.empty((C, self.K, self.b, self.L), dtype=x.dtype)
+
+    def _place(self, x, p0, p1):
+        """Samples p0:p1 into the unshifted buffer; each shifted buffer is a copy of it
+        with the columns that its shift wraps zeroed (NOTE above)."""
+        m = p1 - p0
+        a, L, W = self.start, self.L, self.W
+        base = self.bufs[self.base, :m]
+        base[:, :, a:a + L] = x[p0:p1].reshape(m, self.C, L)
+        for kw, s in enumerate(self.shifts):
+            if not s:
+                continue
+            np.copyto(self.bufs[kw, :m], base)
+            flat = self.bufs[kw, :m].reshape(-1)
+            for col in (range(W + s, W) if s < 0 else range(s)):
+                flat[a + col::W] = 0
+
+    def _taps(self, n0, m):
+        """A read-only view (C, KH, KW, m, L) of every tap of samples n0:n0+m of the
+        placed group."""
+        it = self.bufs.itemsize
+        _, pb, C, run = self.bufs.shape
+        dh, dw = self.dilate
+        strides = (run * it, dh * self.W * it, (pb * C * run + dw) * it, C * run * it, it)
+        first = self.bufs[0, n0]
+        return np.lib.stride_tricks.as_strided(
+            first, shape=(C, self.kernel[0], self.kernel[1], m, self.L), strides=strides,
+            writeable=False)
+
+    def chunks(self, x):
+        """(n0, n1, columns (C * K, (n1 - n0) * H * W)); the buffers are reused."""
+        N, C, K, L = self.N, self.C, self.K, self.L
+        for p0 in range(0, N, self.pb):
+            p1 = min(N, p0 + self.pb)
+            self._place(x, p0, p1)
+            for n0 in range(p0, p1, self.b):
+                m = min(p1, n0 + self.b) - n0
+                cb = self.cbuf[:, :, :m]
+                np.copyto(cb.reshape(C, self.kernel[0], self.kernel[1], m, L),
+                          self._taps(n0 - p0, m))
+                yield n0, n0 + m, cb.reshape(C * K, m * L)
+
+
+def _to_samples(dst, src, m, rows):
+    """``src`` (G, rows / G, m * L) into ``dst`` (m, rows, L): a transposing copy."""
+    dst[...] = src.reshape(rows, m, -1).swapaxes(0, 1)
+
+
+def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
+    """Convolution of ``x`` (N, C, H, W) with ``w`` (F, C/G, kh, kw), no bias."""
+    N = x.shape[0]
+    F = w.shape[0]
+    flat = _Flat(x, kernel, dilate, pad, chunk_bytes)
+    L = flat.L
+    wg = w.reshape(groups, F // groups, -1)
+    y = np.empty((N, F, L), dtype=x.dtype)
+    ybuf = None
+    for n0, n1, cols in flat.chunks(x):
+        m = n1 - n0
+        c = cols.reshape(groups, -1, m * L)
+        if m == 1:      # one sample's product is its output
+            np.matmul(wg, c, out=y[n0].reshape(groups, F // groups, L))
+            continue
+        if ybuf is None:
+            ybuf = np.empty((groups, F // groups, flat.b * L), dtype=y.dtype)
+        yb = ybuf[:, :, :m * L]
+        np.matmul(wg, c, out=yb)
+        _to_samples(y[n0:n1], yb, m, F)
+    return y.reshape(x.shape[:1] + (F,) + x.shape[2:])
+
+
+def _batch_rows(a, n0, n1, groups, buf):
+    """Samples n0:n1 of ``a`` (N, R, L) as (G, R / G, m * L): the array itself for one
+    sample, else a transposing copy into ``buf``."""
+    m = n1 - n0
+    R, L = a.shape[1], a.shape[2]
+    if m == 1:
+        return a[n0].reshape(groups, R // groups, L)
+    out = buf[:, :m]
+    out[...] = a[n0:n1].swapaxes(0, 1)
+    return out.reshape(groups, R // groups, m * L)
+
+
+def weight_grad(gy, x, kernel, dilate, pad, groups, chunk_bytes):
+    """d/dW of the convolution, as (G, Cg * K, Fg)."""
+    N, F = gy.shape[:2]
+    flat = _Flat(x, kernel, dilate, pad, chunk_bytes)
+    L = flat.L
+    g3 = gy.reshape(N, F, L)
+    gbuf = np.empty((F, flat.b, L), dtype=gy.dtype) if flat.b > 1 else None
+    dw = None
+    for n0, n1, cols in flat.chunks(x):
+        m = n1 - n0
+        g = _batch_rows(g3, n0, n1, groups, gbuf)
+        # cols @ gy.T: OpenBLAS is twice as fast with the large operand untransposed
+        part = np.matmul(cols.reshape(groups, -1, m * L), g.swapaxes(-1, -2))
+        dw = part if dw is None else dw + part
+    return dw
+
+
+def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
+    """(dx, dW) from ONE set of columns, those of ``gy`` for the transposed convolution
+    (the same "same" padding, kernel ``wt``: the flipped, transposed (C, Fg, kh, kw)):
+    dx = W' @ cols, and dW' = cols @ x.T (no grid: x is already in the flat layout)."""
+    N, C, H, W = x.shape
+    F = gy.shape[1]
+    Fg, Cg = F // groups, C // groups
+    K = kernel[0] * kernel[1]
+    pad = tuple(dilate[i] * (kernel[i] - 1) // 2 for i in range(2))
+    flat = _Flat(gy, kernel, dilate, pad, chunk_bytes)
+    L, b = flat.L, flat.b
+    wt = wt.reshape(groups, Cg, Fg * K)
+    dx = np.empty((N, C, L), dtype=np.result_type(gy.dtype, wt.dtype))
+    x3 = x.reshape(N, C, L)
+    xbuf = np.empty((C, b, L), dtype=x.dtype) if b > 1 else None
+    dxbuf = np.empty((groups, Cg, b * L), dtype=dx.dtype) if b > 1 else None
+    dwt = None
+    for n0, n1, cols in flat.chunks(gy):
+        m = n1 - n0
+        c = cols.reshape(groups, Fg * K, m * L)
+        if m == 1:
+            np.matmul(wt, c, out=dx[n0].reshape(groups, Cg, L))
+        else:
+            db = dxbuf[:, :, :m * L]
+            np.matmul(wt, c, out=db)
+            _to_samples(dx[n0:n1], db, m, C)
+        xg = _batch_rows(x3, n0, n1, groups, xbuf)
+        part = np.matmul(c, xg.swapaxes(-1, -2))        # (G, Fg * K, Cg)
+        dwt = part if dwt is None else dwt + part
+    # dwt[g, f * K + k', c] = dW[g * Fg + f, c, K - 1 - k']
+    dw = dwt.reshape(groups, Fg, K, Cg)[:, :, ::-1].swapaxes(2, 3)
+    return dx.reshape(x.shape), np.ascontiguousarray(dw).reshape((F, Cg) + tuple(kernel))
