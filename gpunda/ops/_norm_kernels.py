@@ -58,14 +58,21 @@ def _acc(x):
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
+def _plane(xp, v, B):
+    """Per-channel values ``v`` (C,) as one (C * B) plane: broadcast over the leading axis
+    of an (A, C * B) array, NumPy runs A loops of C * B cells instead of A * C loops of B
+    (several times faster on small maps)."""
+    return xp.repeat(v, B) if B > 1 else v
+
+
 def batch_stats(xp, x, ax):
-    """(mean, var, x - mean) over every axis but ``ax`` (two passes: no E[x^2] - mean^2
-    cancellation)."""
+    """(mean, var, x - mean as (A, C, B)) over every axis but ``ax`` (two passes: no
+    E[x^2] - mean^2 cancellation)."""
     A, C, B = _split(x.shape, ax)
     n = A * B
     x3 = _acc(x).reshape(A, C, B)
     mean = channel_sum(xp, x3, 1) / n
-    xc = x3 - mean.reshape(1, C, 1)
+    xc = (x3.reshape(A, C * B) - _plane(xp, mean, B)).reshape(A, C, B)
     var = channel_dot(xp, xc, xc) / n
     return mean, var, xc
 
@@ -78,10 +85,11 @@ def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
     mean, var, xc = batch_stats(xp, x, ax)
     r = 1 / xp.sqrt(var + eps)
     scale = r if fix_gamma else _acc(gamma) * r
-    C = x.shape[ax]
-    xc *= scale.reshape(1, C, 1)
-    xc += _acc(beta).reshape(1, C, 1)
-    return xc.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
+    A, C, B = xc.shape
+    out = xc.reshape(A, C * B)
+    out *= _plane(xp, scale, B)
+    out += _plane(xp, _acc(beta), B)
+    return out.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
 
 
 def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=None):
@@ -99,17 +107,16 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
         _, var, xc = batch_stats(xp, x, ax)
         r = 1 / xp.sqrt(var + eps)
     else:
-        xc = _acc(x).reshape(A, C, B) - mean.reshape(1, C, 1)
+        xc = (_acc(x).reshape(A, C * B) - _plane(xp, mean, B)).reshape(A, C, B)
     g3 = _acc(g).reshape(A, C, B)
     dbeta = channel_sum(xp, g3, 1)
     dgamma = channel_dot(xp, g3, xc) * r
     gr = r if fix_gamma else _acc(gamma) * r
-    bs = (1, C, 1)
-    dx = xc
-    dx *= (-r * dgamma / n).reshape(bs)
-    dx += g3
-    dx -= (dbeta / n).reshape(bs)
-    dx *= gr.reshape(bs)
+    dx = xc.reshape(A, C * B)
+    dx *= _plane(xp, -r * dgamma / n, B)
+    dx += g3.reshape(A, C * B)
+    dx -= _plane(xp, dbeta / n, B)
+    dx *= _plane(xp, gr, B)
     dt = x.dtype
     return (dx.reshape(x.shape).astype(dt, copy=False), dgamma.astype(dt, copy=False),
             dbeta.astype(dt, copy=False))
