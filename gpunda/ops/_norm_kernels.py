@@ -58,7 +58,7 @@ def _acc(x):
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
-def _plane(xp, v, B):
+def channel_plane(xp, v, B):
     """Per-channel values ``v`` (C,) as one (C * B) plane: broadcast over the leading axis
     of an (A, C * B) array, NumPy runs A loops of C * B cells instead of A * C loops of B
     (several times faster on small maps)."""
@@ -72,7 +72,7 @@ def batch_stats(xp, x, ax):
     n = A * B
     x3 = _acc(x).reshape(A, C, B)
     mean = channel_sum(xp, x3, 1) / n
-    xc = (x3.reshape(A, C * B) - _plane(xp, mean, B)).reshape(A, C, B)
+    xc = (x3.reshape(A, C * B) - channel_plane(xp, mean, B)).reshape(A, C, B)
     var = channel_dot(xp, xc, xc) / n
     return mean, var, xc
 
@@ -87,8 +87,8 @@ def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
     scale = r if fix_gamma else _acc(gamma) * r
     A, C, B = xc.shape
     out = xc.reshape(A, C * B)
-    out *= _plane(xp, scale, B)
-    out += _plane(xp, _acc(beta), B)
+    out *= channel_plane(xp, scale, B)
+    out += channel_plane(xp, _acc(beta), B)
     return out.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
 
 
@@ -107,16 +107,16 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
         _, var, xc = batch_stats(xp, x, ax)
         r = 1 / xp.sqrt(var + eps)
     else:
-        xc = (_acc(x).reshape(A, C * B) - _plane(xp, mean, B)).reshape(A, C, B)
+        xc = (_acc(x).reshape(A, C * B) - channel_plane(xp, mean, B)).reshape(A, C, B)
     g3 = _acc(g).reshape(A, C, B)
     dbeta = channel_sum(xp, g3, 1)
     dgamma = channel_dot(xp, g3, xc) * r
     gr = r if fix_gamma else _acc(gamma) * r
     dx = xc.reshape(A, C * B)
-    dx *= _plane(xp, -r * dgamma / n, B)
+    dx *= channel_plane(xp, -r * dgamma / n, B)
     dx += g3.reshape(A, C * B)
-    dx -= _plane(xp, dbeta / n, B)
-    dx *= _plane(xp, gr, B)
+    dx -= channel_plane(xp, dbeta / n, B)
+    dx *= channel_plane(xp, gr, B)
     dt = x.dtype
     return (dx.reshape(x.shape).astype(dt, copy=False), dgamma.astype(dt, copy=False),
             dbeta.astype(dt, copy=False))

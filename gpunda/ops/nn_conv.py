@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ..base import GpundaError
+from ._norm_kernels import channel_plane
 from ._util import require_same_dtype
 from .. import autograd as _ag
 from ._conv_kernels import (conv_backward, conv_forward, conv_out as _conv_out, data_grad,
@@ -128,7 +129,12 @@ def _convolution(xp, p, x, w, b=None):
         if tuple(b.shape) != (F,):
             raise GpundaError(f"Operator Convolution: input bias has shape {tuple(b.shape)}, "
                               f"expected ({F},)")
-        y += b.reshape(_bias_shape(F, len(kernel)))
+        if y.flags.c_contiguous:      # one plane per sample (_norm_kernels.channel_plane)
+            P = math.prod(y.shape[2:])
+            rows = y.reshape(y.shape[0], F * P)
+            rows += channel_plane(xp, b, P)
+        else:
+            y += b.reshape(_bias_shape(F, len(kernel)))
     return y
 
 
