@@ -1,27 +1,35 @@
-"""2x2 stride-2 max/sum pooling and its max-pool gradient, for NumPy (used by nn_conv).
+"""2x2 stride-2 pooling and its max-pool gradient, for NumPy (used by nn_conv).
 
-# NOTE [2x2 pooling on flat runs]
+# NOTE [2x2 pooling in cell planes]
 NumPy pays per innermost run of a strided view, and the cells of 2x2 windows taken as
-four strided slices give runs of only out_w elements: on the 4x4 and 8x8 maps of a
-small CNN, the four gathers, compares and strided stores cost more than the arithmetic.
-With the data contiguous and flat, horizontal neighbours are the even and odd elements
-of ONE long stride-2 run, and after pairing them the two rows of a window are the two
-halves of one row of the half-width result. The forward pairs rows first (two long
-runs); the gradient pairs neighbours first, which keeps MXNet's tie order: a window's
-first maximum in row-major order gets the gradient (top row before bottom, left before
-right), as a row-then-column choice gives.
+four strided slices of an (N, C, H, W) array are runs of only W/2 elements: on the 4x4
+and 8x8 maps of a small CNN, gathering, comparing and storing them costs several
+times the arithmetic. The max-pool gradient therefore gathers the data ONCE into four
+contiguous cell planes laid out (row in window, column in window, out column, rows):
+each plane's runs are a whole column of windows long (N * C * H/2 cells), so the copy
+runs W long loops instead of N * C * H/2 short ones. The routing is then contiguous
+element-wise work on planes, and one copy scatters the four gradient planes back.
+
+The forward pairs the two rows of each window as the halves of one row of twice the
+width, then neighbours in the flat result (two long runs).
+
+The gradient goes to the first maximum of each window in row-major order, as MXNet's:
+the top row unless the bottom row's larger value is strictly larger, then the left
+cell unless the right one is strictly larger.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 
-def applies(kernel, stride, pad, extra, x):
-    """Whether pooling of ``x`` has 2x2 windows of stride 2 that tile it exactly."""
-    return (kernel == (2, 2) and stride == (2, 2) and not any(pad) and not any(extra)
-            and x.ndim == 4 and x.shape[2] % 2 == 0 and x.shape[3] % 2 == 0)
+def applies(kernel, stride, pad, extra, shape):
+    """Whether pooling over ``shape`` has 2x2 windows of stride 2 that tile it exactly."""
+    return (tuple(kernel) == (2, 2) and tuple(stride) == (2, 2) and not any(pad)
+            and not any(extra) and len(shape) == 4 and shape[2] % 2 == 0
+            and shape[3] % 2 == 0)
 
 
 def pool_2x2(xp, x, ufunc):
@@ -32,35 +40,59 @@ def pool_2x2(xp, x, ufunc):
     return ufunc(pair[0::2], pair[1::2]).reshape(N, C, H // 2, W // 2)
 
 
+def _planes(a):
+    """``a`` (N, C, H, W) as (row in window, column in window, W/2, N * C * H/2) views."""
+    N, C, H, W = a.shape
+    return a.reshape(N * C * H // 2, 2, W // 2, 2).transpose(1, 3, 2, 0)
+
+
+# the planar route is for maps whose windows make short runs (at most 4 to a row); its
+# scatter index costs 8 bytes a cell, cached per shape
+_MAX_OUT_W = 4
+_MAX_CELLS = 1 << 20
+
+
+@functools.lru_cache(maxsize=8)
+def _scatter_index(shape):
+    """For each cell of data of ``shape`` in its own order, its position in the planes."""
+    order = np.ascontiguousarray(_planes(np.arange(math.prod(shape)).reshape(shape)))
+    index = np.empty(order.size, dtype=np.intp)
+    index[order.reshape(-1)] = np.arange(order.size)
+    index.flags.writeable = False
+    return index
+
+
 def route_max_2x2(x, h):
-    """The max-pooling gradient: ``h`` (N, C, H/2, W/2) sent to the first maximum of
-    each 2x2 window of ``x``; None when ``x`` holds NaN (the general route gives such
-    a window no gradient, as MXNet's does) or is not floating point."""
-    if x.dtype.kind != "f" or math.isnan(float(np.add.reduce(x, axis=None))):
-        return None
+    """The max-pooling gradient ``h`` (N, C, H/2, W/2) sent to the first maximum of
+    each 2x2 window of ``x`` (NOTE above). None where the planar route does not apply:
+    wide maps, whose windows already make long runs; ``x`` holding NaN (the general
+    route gives such a window no gradient, as MXNet's does); ``h`` not finite (its
+    products with the masks would be NaN where the general route has zeros)."""
     N, C, H, W = x.shape
-    OW = W // 2
-    flat = np.ascontiguousarray(x).reshape(-1)
-    left, right = flat[0::2], flat[1::2]
-    go_right = right > left                         # ties keep the left cell
-    pairs = np.maximum(left, right).reshape(-1, 2, OW)
-    go_down = pairs[:, 1] > pairs[:, 0]             # ties keep the top row
-    h = h.reshape(-1, OW)
-    dx = np.empty(x.shape, dtype=np.result_type(h.dtype, x.dtype))
-    half = np.empty(pairs.shape, dtype=dx.dtype)    # the gradient of each row pair
-    out = dx.reshape(-1)
-    if math.isfinite(float(np.add.reduce(h, axis=None))):
-        # multiplying by a mask is twice as fast as np.where, and exact for finite h
-        np.multiply(h, go_down, out=half[:, 1])
-        np.subtract(h, half[:, 1], out=half[:, 0])
-        half = half.reshape(-1)
-        np.multiply(half, go_right, out=out[1::2])
-        np.subtract(half, out[1::2], out=out[0::2])
-    else:
-        zero = dx.dtype.type(0)
-        np.copyto(half[:, 1], np.where(go_down, h, zero))
-        np.copyto(half[:, 0], np.where(go_down, zero, h))
-        half = half.reshape(-1)
-        np.copyto(out[1::2], np.where(go_right, half, zero))
-        np.copyto(out[0::2], np.where(go_right, zero, half))
+    R, OW = N * C * H // 2, W // 2
+    if x.dtype.kind != "f" or OW > _MAX_OUT_W or x.size > _MAX_CELLS or \
+            not math.isfinite(float(np.add.reduce(h, axis=None))):
+        return None
+    cells = np.empty((2, 2, OW, R), dtype=x.dtype)
+    np.copyto(cells, _planes(x))
+    top = np.maximum(cells[0, 0], cells[0, 1])
+    bottom = np.maximum(cells[1, 0], cells[1, 1])
+    # a NaN anywhere makes a row maximum NaN (an inf and a -inf only send such data to
+    # the general route too)
+    if math.isnan(float(np.add.reduce(top, axis=None)) + float(np.add.reduce(bottom, axis=None))):
+        return None
+    hp = np.empty((OW, R), dtype=h.dtype)
+    np.copyto(hp, h.reshape(R, OW).T)
+    dt = np.result_type(h.dtype, x.dtype)
+    g = np.empty((2, 2, OW, R), dtype=dt)
+    # a gradient times a 0/1 mask, and the rest by subtraction: exact for finite h
+    np.multiply(hp, bottom > top, out=g[1, 0])
+    np.subtract(hp, g[1, 0], out=g[0, 0])
+    for row in (0, 1):
+        np.multiply(g[row, 0], cells[row, 1] > cells[row, 0], out=g[row, 1])
+        g[row, 0] -= g[row, 1]
+    dx = np.empty(x.shape, dtype=dt)
+    # a gather by index: a strided store into the planes' view runs 2-cell loops ("clip":
+    # the indices are in range, and "raise" would buffer the output)
+    np.take(g.reshape(-1), _scatter_index(x.shape), out=dx.reshape(-1), mode="clip")
     return dx

@@ -315,3 +315,32 @@ def test_same_convolutions_take_flat_rows_and_others_the_row_grid(rng, monkeypat
         y.backward()
         assert taken == routes, (pad, taken)
         taken.clear()
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 6, 8), (2, 3, 4, 4), (1, 1, 2, 2)])
+def test_planar_2x2_max_pool_route_matches_the_strided_route(rng, shape):
+    from gpunda.ops import _pool_kernels, nn_conv
+    x = np.maximum(rng.standard_normal(shape), 0).astype(np.float32)    # many ties
+    x[0, 0, 0, :2] = -np.inf
+    out = (shape[2] // 2, shape[3] // 2)
+    g = rng.standard_normal(shape[:2] + out).astype(np.float32)
+    planar = _pool_kernels.route_max_2x2(x, g)
+    assert planar is not None
+    strided = nn_conv._route_disjoint(np, x, g, (2, 2), (2, 2), (0, 0), out, (0, 0))
+    np.testing.assert_array_equal(planar, strided)
+
+
+def test_planar_2x2_max_pool_route_leaves_nan_data_and_non_finite_gradients(rng):
+    from gpunda.ops import _pool_kernels
+    x = rng.standard_normal((2, 2, 4, 4))
+    g = rng.standard_normal((2, 2, 2, 2))
+    assert _pool_kernels.route_max_2x2(x, g) is not None
+    bad_x = x.copy()
+    bad_x[1, 1, 3, 2] = np.nan
+    assert _pool_kernels.route_max_2x2(bad_x, g) is None
+    bad_g = g.copy()
+    bad_g[0, 1, 1, 0] = np.inf
+    assert _pool_kernels.route_max_2x2(x, bad_g) is None
+    wide = rng.standard_normal((1, 1, 2, 2 * _pool_kernels._MAX_OUT_W + 2))
+    assert _pool_kernels.route_max_2x2(wide, rng.standard_normal((1, 1, 1, wide.shape[3] // 2))) \
+        is None
