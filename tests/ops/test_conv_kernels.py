@@ -302,8 +302,8 @@ def test_same_convolutions_take_flat_rows_and_others_the_row_grid(rng, monkeypat
                 taken.append(_tag)
                 return _real(*a, **k)
             monkeypatch.setattr(mod, fn, spy)
-    x = nd.array(rng.standard_normal((2, 3, 6, 6)))
-    w = nd.array(rng.standard_normal((4, 3, 3, 3)))
+    x = nd.array(rng.standard_normal((2, 3, 6, 6)), ctx=mx.cpu())   # the NumPy kernels
+    w = nd.array(rng.standard_normal((4, 3, 3, 3)), ctx=mx.cpu())
     # the valid convolution's data gradient would need more columns than col2im's, so
     # it runs apart from the weight gradient (transposed_pad)
     for pad, routes in (((1, 1), ["flat.forward", "flat.backward"]),
