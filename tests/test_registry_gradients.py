@@ -189,6 +189,7 @@ SPECS = {
     "_copyto": dict(params={"ctx": mx.cpu(0)}),
     "_getitem": dict(inputs=[U(3, 4)], params={"key": (slice(0, 2), slice(1, 3))}),
     "softmax_cross_entropy": dict(inputs=[U(2, 3), K([2, 0])]),
+    "_softmax_ce_loss": dict(inputs=[U(3, 4), K([2, 0, 5])]),     # 5: clipped to class 3
     "fill_element_0index": dict(inputs=[U(2, 3), U(2), K([2, 0])]),
     "_contrib_boolean_mask": dict(inputs=[U(3, 2), K([1, 0, 1])]),
     "_contrib_index_copy": dict(inputs=[U(3, 2), K([2, 0]), U(2, 2)]),

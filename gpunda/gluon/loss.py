@@ -137,6 +137,11 @@ class SoftmaxCrossEntropyLoss(Loss):
                                   f"{tuple(label.shape)} does not match pred of shape "
                                   f"{tuple(pred.shape)} ({n} classes on axis {self._axis}); "
                                   f"expected {want} class indices")
+        if F is _ndmod and self._sparse_label and not self._from_logits and pred.ndim == 2 \
+                and self._axis in (-1, 1) and self._batch_axis == 0 and self._weight is None \
+                and sample_weight is None:
+            # (batch, classes) logits: the composite below in one fused op
+            return F._internal._softmax_ce_loss(pred, label)
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:

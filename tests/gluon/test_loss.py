@@ -63,6 +63,33 @@ def test_softmax_ce_gradient_is_softmax_minus_onehot(rng):
     np.testing.assert_allclose(pred.grad.asnumpy(), p - np.eye(4)[label], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_ce_fused_imperative_loss_matches_the_composite(rng, dtype):
+    # imperative (batch, classes) calls take the fused op; the hybridized block runs the
+    # composite graph (log_softmax, pick, mean): values, gradients and second-order
+    # gradients agree, labels out of range clipped alike
+    pred0 = rng.standard_normal((5, 4)).astype(dtype)
+    label = nd.array([1, 0, 3, 7, -2], ctx=CPU, dtype=dtype)
+    head = nd.array(rng.standard_normal(5), ctx=CPU, dtype=dtype)
+    results = []
+    for hybrid in (False, True):
+        fn = L.SoftmaxCrossEntropyLoss()
+        fn.hybridize(hybrid)
+        pred = nd.array(pred0, ctx=CPU, dtype=dtype)
+        pred.attach_grad()
+        with autograd.record():
+            loss = fn(pred, label)
+            g, = autograd.grad(loss, [pred], head_grads=head, create_graph=True)
+            gg = (g * g).sum()
+        gg.backward()
+        results.append((loss.asnumpy(), g.asnumpy(), pred.grad.asnumpy()))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for fused, composite in zip(*results):
+        np.testing.assert_allclose(fused, composite, rtol=tol, atol=tol)
+    ls = _log_softmax(pred0.astype(np.float64))
+    np.testing.assert_allclose(results[0][0], -ls[np.arange(5), [1, 0, 3, 3, 0]], rtol=tol)
+
+
 def test_softmax_ce_bad_label_shape():
     with pytest.raises(GpundaError, match="label of shape"):
         L.SoftmaxCrossEntropyLoss()(_nd(np.zeros((4, 5))), _nd(np.zeros(3)))
