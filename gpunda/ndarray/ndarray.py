@@ -910,6 +910,9 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
     if step == 0:
         raise GpundaError("arange: step=0 is not allowed")
+    if stop is None and infer_range:
+        raise GpundaError(f"arange: infer_range=True takes stop from an output size that only "
+                          f"a graph infers; give stop (start={start})")
     if stop is None:
         start, stop = 0, start
     if repeat != 1 and (not isinstance(repeat, int) or repeat < 1):

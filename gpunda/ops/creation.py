@@ -37,6 +37,11 @@ def _arange(xp, p, ctx):
         raise GpundaError("Operator _arange: step=0 is not allowed")
     stop = p.stop
     start = p.start
+    if stop is None and p.infer_range:
+        # MXNet takes stop from the output size that the graph around infers
+        raise GpundaError(f"Operator _arange: infer_range=True without stop (stop taken from "
+                          f"the inferred output size) is not supported yet; give stop "
+                          f"(start={start}, step={p.step}, repeat={p.repeat})")
     if stop is None:
         start, stop = 0.0, start
     return range_values(xp, start, stop, p.step, p.repeat, p.dtype)

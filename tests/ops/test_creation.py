@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
+from gpunda.base import GpundaError
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
@@ -40,3 +41,14 @@ def test_float32_values_computed_in_float32():
     got = mx.nd.arange(-3.7, 5.2, 0.9, dtype=np.float32).asnumpy()
     want = np.float32(-3.7) + np.arange(10, dtype=np.float32) * np.float32(0.9)
     np.testing.assert_array_equal(got, want)
+
+
+def test_arange_infer_range_without_stop_is_refused_not_empty():
+    # MXNet takes stop from the output size a graph infers (imperatively it has none and
+    # fails); gpunda does not infer it yet and says so, instead of an empty range
+    with pytest.raises(GpundaError, match="infer_range"):
+        mx.nd.arange(0, infer_range=True)
+    s = mx.sym.arange(start=0, stop=None, infer_range=True) + mx.sym.zeros(shape=[5])
+    with pytest.raises(GpundaError, match="not supported yet"):
+        s.bind(ctx=mx.cpu(), args={})
+    np.testing.assert_array_equal(mx.nd.arange(2, 7, infer_range=True).asnumpy(), np.arange(2, 7))
