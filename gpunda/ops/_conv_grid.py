@@ -20,9 +20,10 @@ NaN would be NaN, so data that is not all finite takes the regular im2col route.
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
+
+from ._util import finite
 
 
 # a batch whose columns fit in about the L2 cache goes through as one chunk: one GEMM
@@ -36,12 +37,6 @@ def samples_per_chunk(N, per_sample, chunk_bytes):
     if N * per_sample <= max(chunk_bytes, WHOLE_BATCH_BYTES):
         return N
     return max(1, min(N, chunk_bytes // max(1, per_sample)))
-
-
-def finite(a):
-    """Whether ``a`` holds no inf or NaN (a finite sum; one overflowing to inf only
-    sends the caller the slower, exact way)."""
-    return math.isfinite(float(np.add.reduce(a, axis=None)))
 
 
 def eligible(xp, x, kernel, stride, pad, out_sp):
@@ -132,10 +127,8 @@ def backward(gy, x, wt, kernel, dilate, tpad, groups, chunk_bytes):
     the grid of the transposed convolution (padding ``tpad``), which give dx = W' @ cols
     and dW' = cols @ x_grid.T with x placed on the same grid (zeros in its dropped
     columns) and W' = ``wt`` the flipped, transposed kernel (C, Fg, kh, kw); the caller
-    has checked that geometry (``_conv_kernels.conv_backward``). None when ``gy`` is not
-    all finite (NOTE above)."""
-    if not finite(gy):
-        return None
+    has checked that geometry and that ``gy`` and ``x`` are finite (NOTE above;
+    ``_conv_kernels.conv_backward``)."""
     N, C, H, W = x.shape
     F = gy.shape[1]
     Fg, Cg = F // groups, C // groups

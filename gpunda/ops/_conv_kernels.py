@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..base import GpundaError
-from ._util import matmul
+from ._util import finite, matmul
 from . import _conv_flat as _flat
 from . import _conv_grid as _grid
 
@@ -277,17 +277,19 @@ def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     if gy.size == 0 or x.size == 0:
         return None
     tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
+    if tpad is None:
+        return None
+    on_flat = _flat.eligible(xp, gy, kernel, stride, dilate, tpad)
+    if not on_flat and not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
+        return None
     # dW' multiplies the data by the padding zeros of the gradient's columns, where the
     # sum over the data's columns multiplies the gradient by the data's padding: with an
     # inf in either, one has a NaN the other has not, so non-finite values take the
     # separate gradients (weight_grad sums as MXNet's im2col does)
-    if tpad is None or not _grid.finite(x) or not _grid.finite(gy):
+    if not finite(x) or not finite(gy):
         return None
-    if _flat.eligible(xp, gy, kernel, stride, dilate, tpad):
-        return _flat.backward(gy, x, flipped_kernel(xp, w, groups, x.shape[1]), kernel, dilate,
-                              groups, _CHUNK_BYTES)
-    if not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
-        return None
-    return _grid.backward(gy, x, flipped_kernel(xp, w, groups, x.shape[1]), kernel, dilate,
-                          tpad, groups, _CHUNK_BYTES)
+    wt = flipped_kernel(xp, w, groups, x.shape[1])
+    if on_flat:
+        return _flat.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
+    return _grid.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
 

@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from ._util import finite
+
 
 def applies(kernel, stride, pad, extra, shape):
     """Whether pooling over ``shape`` has 2x2 windows of stride 2 that tile it exactly."""
@@ -70,8 +72,7 @@ def route_max_2x2(x, h):
     products with the masks would be NaN where the general route has zeros)."""
     N, C, H, W = x.shape
     R, OW = N * C * H // 2, W // 2
-    if x.dtype.kind != "f" or OW > _MAX_OUT_W or x.size > _MAX_CELLS or \
-            not math.isfinite(float(np.add.reduce(h, axis=None))):
+    if x.dtype.kind != "f" or OW > _MAX_OUT_W or x.size > _MAX_CELLS or not finite(h):
         return None
     cells = np.empty((2, 2, OW, R), dtype=x.dtype)
     np.copyto(cells, _planes(x))

@@ -1,11 +1,18 @@
 """Small helpers shared by the op families (not ops themselves)."""
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
 
 from ..base import GpundaError
+
+
+def finite(a):
+    """Whether NumPy array ``a`` holds no inf or NaN, by one sum (a finite array whose
+    sum overflows to inf reads as not finite: callers then take their slower, exact way)."""
+    return math.isfinite(float(np.add.reduce(a, axis=None)))
 
 
 def special(xp):
