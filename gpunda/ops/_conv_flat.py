@@ -23,11 +23,9 @@ about _CHUNK_BYTES of columns (NOTE [Convolution in cache-sized chunks]).
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
-from ._conv_grid import samples_per_chunk
+from ._conv_grid import samples_per_chunk, weight_from_flipped
 
 
 def eligible(xp, x, kernel, stride, dilate, pad):
@@ -112,9 +110,19 @@ class _Flat:
                 yield n0, n0 + m, cb.reshape(C * K, m * L)
 
 
-def _to_samples(dst, src, m, rows):
-    """``src`` (G, rows / G, m * L) into ``dst`` (m, rows, L): a transposing copy."""
-    dst[...] = src.reshape(rows, m, -1).swapaxes(0, 1)
+def _product(w, cols, out, n0, n1, groups, buf):
+    """``w`` (G, Rg, Kg) times a chunk's columns, into samples n0:n1 of ``out`` (N, R, L):
+    the GEMM of one sample writes its output itself; several go through ``buf``
+    (G, Rg, b * L) and a transposing copy."""
+    m = n1 - n0
+    R, L = out.shape[1], out.shape[2]
+    c = cols.reshape(groups, -1, m * L)
+    if m == 1:
+        np.matmul(w, c, out=out[n0].reshape(groups, R // groups, L))
+        return
+    part = buf[:, :, :m * L]
+    np.matmul(w, c, out=part)
+    out[n0:n1] = part.reshape(R, m, L).swapaxes(0, 1)
 
 
 def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
@@ -122,21 +130,12 @@ def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     N = x.shape[0]
     F = w.shape[0]
     flat = _Flat(x, kernel, dilate, pad, chunk_bytes)
-    L = flat.L
     wg = w.reshape(groups, F // groups, -1)
-    y = np.empty((N, F, L), dtype=x.dtype)
-    ybuf = None
+    y = np.empty((N, F, flat.L), dtype=x.dtype)
+    ybuf = (np.empty((groups, F // groups, flat.b * flat.L), dtype=y.dtype)
+            if flat.b > 1 else None)
     for n0, n1, cols in flat.chunks(x):
-        m = n1 - n0
-        c = cols.reshape(groups, -1, m * L)
-        if m == 1:      # one sample's product is its output
-            np.matmul(wg, c, out=y[n0].reshape(groups, F // groups, L))
-            continue
-        if ybuf is None:
-            ybuf = np.empty((groups, F // groups, flat.b * L), dtype=y.dtype)
-        yb = ybuf[:, :, :m * L]
-        np.matmul(wg, c, out=yb)
-        _to_samples(y[n0:n1], yb, m, F)
+        _product(wg, cols, y, n0, n1, groups, ybuf)
     return y.reshape(x.shape[:1] + (F,) + x.shape[2:])
 
 
@@ -187,17 +186,9 @@ def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
     dxbuf = np.empty((groups, Cg, b * L), dtype=dx.dtype) if b > 1 else None
     dwt = None
     for n0, n1, cols in flat.chunks(gy):
-        m = n1 - n0
-        c = cols.reshape(groups, Fg * K, m * L)
-        if m == 1:
-            np.matmul(wt, c, out=dx[n0].reshape(groups, Cg, L))
-        else:
-            db = dxbuf[:, :, :m * L]
-            np.matmul(wt, c, out=db)
-            _to_samples(dx[n0:n1], db, m, C)
+        _product(wt, cols, dx, n0, n1, groups, dxbuf)
+        c = cols.reshape(groups, Fg * K, -1)
         xg = _batch_rows(x3, n0, n1, groups, xbuf)
         part = np.matmul(c, xg.swapaxes(-1, -2))        # (G, Fg * K, Cg)
         dwt = part if dwt is None else dwt + part
-    # dwt[g, f * K + k', c] = dW[g * Fg + f, c, K - 1 - k']
-    dw = dwt.reshape(groups, Fg, K, Cg)[:, :, ::-1].swapaxes(2, 3)
-    return dx.reshape(x.shape), np.ascontiguousarray(dw).reshape((F, Cg) + tuple(kernel))
+    return dx.reshape(x.shape), weight_from_flipped(dwt, kernel)

@@ -150,6 +150,13 @@ def backward(gy, x, wt, kernel, dilate, tpad, groups, chunk_bytes):
         xg = xbuf[:, :m].reshape(groups, Cg, m * L)
         part = np.matmul(c, xg.swapaxes(-1, -2))        # (G, Fg * K, Cg)
         dwt = part if dwt is None else dwt + part
-    # dwt[g, f * K + k', c] = dW[g * Fg + f, c, K - 1 - k']
-    dw = dwt.reshape(groups, Fg, K, Cg)[:, :, ::-1].swapaxes(2, 3)
-    return dx, np.ascontiguousarray(dw).reshape((F, Cg) + tuple(kernel))
+    return dx, weight_from_flipped(dwt, kernel)
+
+
+def weight_from_flipped(dwt, kernel):
+    """dW (F, Cg, *kernel) from a fused backward's dW' (G, Fg * K, Cg), which holds
+    dW[g * Fg + f, c, K - 1 - k'] at [g, f * K + k', c] (the flipped kernel's order)."""
+    G, FgK, Cg = dwt.shape
+    K = kernel[0] * kernel[1]
+    dw = dwt.reshape(G, FgK // K, K, Cg)[:, :, ::-1].swapaxes(2, 3)
+    return np.ascontiguousarray(dw).reshape((G * FgK // K, Cg) + tuple(kernel))
