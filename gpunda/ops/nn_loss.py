@@ -9,26 +9,21 @@ Labels are class indices, clipped into range as ``pick``'s default mode does.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import autograd as _ag
 from ..base import GpundaError
+from .indexing import _fix_indices
+from .nn import _softmax_core
 from .registry import OpDef, register
 
 
 def _rows(xp, pred, label):
-    """(row indices, class indices) of each sample's label, clipped as pick's 'clip'."""
+    """(row indices, class indices) of each sample's label, made integers and clipped
+    into range as pick's default mode does."""
     N, C = pred.shape
     if label.size != N:
         raise GpundaError(f"Operator _softmax_ce_loss: label of shape {tuple(label.shape)} "
                           f"does not give one class per row of pred {tuple(pred.shape)}")
-    idx = xp.clip(label.reshape(N), 0, C - 1).astype(np.int64)
-    return xp.arange(N), idx
-
-
-def _log_softmax_rows(xp, x):
-    z = x - x.max(axis=1, keepdims=True)
-    return z, xp.log(xp.exp(z).sum(axis=1, keepdims=True))
+    return xp.arange(N), _fix_indices(xp, label.reshape(N), C, "clip", "_softmax_ce_loss")
 
 
 def _softmax_ce_loss(xp, p, pred, label):
@@ -38,8 +33,7 @@ def _softmax_ce_loss(xp, p, pred, label):
     if pred.shape[1] == 0:
         raise GpundaError("Operator _softmax_ce_loss: pred has no classes")
     rows, idx = _rows(xp, pred, label)
-    z, lse = _log_softmax_rows(xp, pred)
-    return (lse[:, 0] - z[rows, idx]).astype(pred.dtype, copy=False)
+    return (-_softmax_core(xp, pred, 1, True)[rows, idx]).astype(pred.dtype, copy=False)
 
 
 def _grad_softmax_ce_loss(F, p, ins, outs, og):
@@ -47,8 +41,7 @@ def _grad_softmax_ce_loss(F, p, ins, outs, og):
     if isinstance(F, _ag._RawF):     # plain backward: one kernel on the backend arrays
         xp = F._xp
         rows, idx = _rows(xp, pred, label)
-        z, lse = _log_softmax_rows(xp, pred)
-        d = xp.exp(z - lse)
+        d = xp.exp(_softmax_core(xp, pred, 1, True))
         d[rows, idx] -= 1
         d *= g.reshape(-1, 1)
         return [d.astype(pred.dtype, copy=False), None]
