@@ -908,16 +908,10 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
-    if step == 0:
-        raise GpundaError("arange: step=0 is not allowed")
-    if stop is None and infer_range:
-        raise GpundaError(f"arange: infer_range=True takes stop from an output size that only "
-                          f"a graph infers; give stop (start={start})")
-    if stop is None:
-        start, stop = 0, start
+    from ..ops.creation import range_bounds, range_values
+    start, stop = range_bounds("arange", start, stop, step, infer_range)
     if repeat != 1 and (not isinstance(repeat, int) or repeat < 1):
         raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")
-    from ..ops.creation import range_values
     host = range_values(np, start, stop, step, repeat, _dtype_of(dtype))
     return array(host, ctx=ctx, dtype=_dtype_of(dtype))
 

@@ -32,18 +32,21 @@ _mk("_full", lambda xp, p, ctx: xp.full(_shape_ok("_full", p.shape), p.value, p.
     extra=[Param("value", "float", 0.0)], doc="An array filled with `value`.")
 
 
+def range_bounds(where, start, stop, step, infer_range):
+    """(start, stop) of MXNet's arange: no ``stop`` means [0, start). A zero step, and
+    ``infer_range`` without a stop (MXNet takes stop from the output size the graph
+    around infers), are refused."""
+    if step == 0:
+        raise GpundaError(f"{where}: step=0 is not allowed")
+    if stop is None and infer_range:
+        raise GpundaError(f"{where}: infer_range=True without stop (stop taken from the "
+                          f"inferred output size) is not supported yet; give stop "
+                          f"(start={start}, step={step})")
+    return (0.0, start) if stop is None else (start, stop)
+
+
 def _arange(xp, p, ctx):
-    if p.step == 0:
-        raise GpundaError("Operator _arange: step=0 is not allowed")
-    stop = p.stop
-    start = p.start
-    if stop is None and p.infer_range:
-        # MXNet takes stop from the output size that the graph around infers
-        raise GpundaError(f"Operator _arange: infer_range=True without stop (stop taken from "
-                          f"the inferred output size) is not supported yet; give stop "
-                          f"(start={start}, step={p.step}, repeat={p.repeat})")
-    if stop is None:
-        start, stop = 0.0, start
+    start, stop = range_bounds("Operator _arange", p.start, p.stop, p.step, p.infer_range)
     return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
 
 
