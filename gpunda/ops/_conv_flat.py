@@ -36,19 +36,19 @@ def eligible(xp, x, kernel, stride, dilate, pad):
             and all(dilate[i] * (kernel[i] - 1) == 2 * pad[i] for i in range(2)))
 
 
-# data placed for this many bytes of shifted buffers at a time: a few NumPy calls for a
-# whole small batch instead of a few per chunk
-_PLACE_BYTES = 1 << 18
+# the data of this many bytes is placed at a time: one copy for a whole small batch
+# instead of one per chunk
+_PLACE_BYTES = 1 << 21
 
 
 class _Flat:
     """The flat-row layout of one convolution's geometry, with its reused buffers.
 
-    ``bufs[kw]`` (samples, C, run) holds the padded data for kernel column kw, zeroed
-    where that column's shift wraps; ``bufs[-1]`` is the unshifted copy when no kernel
-    column has shift 0 (even widths). The columns of a chunk are then ONE strided copy:
-    tap (kh, kw) of sample n, channel c starts at kw * (buffer size + dw) + n * C * run
-    + c * run + kh * dh * W in the buffers' memory."""
+    ``buf`` (samples, C, run) holds the padded data; tap (kh, kw) of sample n, channel c
+    starts at n * C * run + c * run + kh * dh * W + kw * dw in its memory. The columns of
+    a chunk are ONE strided copy of it, after which the entries that a shift reads
+    across a row's end are zeroed (``wraps``: per kernel column, the output columns
+    whose cell of that shift lies in the neighbouring row)."""
 
     def __init__(self, x, kernel, dilate, pad, chunk_bytes):
         N, C, H, W = x.shape
@@ -59,54 +59,45 @@ class _Flat:
         self.start = pad[1] + pad[0] * W          # where the data begins in a channel run
         per_sample = C * self.K * self.L * x.dtype.itemsize
         self.b = samples_per_chunk(N, per_sample, chunk_bytes)
-        # a whole number of rows per channel, so that one column of every row of every
-        # channel is ONE stride-W slice of a buffer
+        # a whole number of rows per channel, with pad_w spare cells at both ends
         self.run = W * (H + 2 * pad[0] + -(-2 * pad[1] // W))
-        self.shifts = [kw * dilate[1] - pad[1] for kw in range(kernel[1])]
-        nbuf = len(self.shifts) + (0 not in self.shifts)
-        per_place = nbuf * C * self.run * x.dtype.itemsize
+        per_place = C * self.run * x.dtype.itemsize
         # samples placed at a time: whole chunks, as many as fit in _PLACE_BYTES
         self.pb = min(N, max(1, _PLACE_BYTES // max(1, per_place * self.b)) * self.b)
-        self.bufs = np.zeros((nbuf, self.pb, C, self.run), dtype=x.dtype)
-        self.base = self.shifts.index(0) if 0 in self.shifts else nbuf - 1
+        self.buf = np.zeros((self.pb, C, self.run), dtype=x.dtype)
+        self.wraps = []
+        for kw in range(kernel[1]):
+            s = kw * dilate[1] - pad[1]
+            if s:
+                self.wraps.append((kw, slice(0, -s) if s < 0 else slice(W - s, W)))
         self.cbuf = np.empty((C, self.K, self.b, self.L), dtype=x.dtype)
-
-    def _place(self, x, p0, p1):
-        """Samples p0:p1 into the unshifted buffer; each shifted buffer is a copy of it
-        with the columns that its shift wraps zeroed (NOTE above)."""
-        m = p1 - p0
-        a, L, W = self.start, self.L, self.W
-        base = self.bufs[self.base, :m]
-        base[:, :, a:a + L] = x[p0:p1].reshape(m, self.C, L)
-        for kw, s in enumerate(self.shifts):
-            if not s:
-                continue
-            np.copyto(self.bufs[kw, :m], base)
-            flat = self.bufs[kw, :m].reshape(-1)
-            for col in (range(W + s, W) if s < 0 else range(s)):
-                flat[a + col::W] = 0
 
     def _taps(self, n0, m):
         """A view (C, KH, KW, m, L) of every tap of samples n0:n0+m of the placed group
         (built directly: ``as_strided`` costs more than the copy of a small chunk)."""
-        it = self.bufs.itemsize
-        _, pb, C, run = self.bufs.shape
+        it = self.buf.itemsize
+        C, run = self.C, self.run
         dh, dw = self.dilate
-        strides = (run * it, dh * self.W * it, (pb * C * run + dw) * it, C * run * it, it)
-        return np.ndarray((C, self.kernel[0], self.kernel[1], m, self.L), self.bufs.dtype,
-                          buffer=self.bufs, offset=n0 * C * run * it, strides=strides)
+        strides = (run * it, dh * self.W * it, dw * it, C * run * it, it)
+        return np.ndarray((C, self.kernel[0], self.kernel[1], m, self.L), self.buf.dtype,
+                          buffer=self.buf, offset=n0 * C * run * it, strides=strides)
 
     def chunks(self, x):
         """(n0, n1, columns (C * K, (n1 - n0) * H * W)); the buffers are reused."""
-        N, C, K, L = self.N, self.C, self.K, self.L
+        N, C, K, L, W = self.N, self.C, self.K, self.L, self.W
+        KH, KW = self.kernel
+        a = self.start
         for p0 in range(0, N, self.pb):
             p1 = min(N, p0 + self.pb)
-            self._place(x, p0, p1)
+            self.buf[:p1 - p0, :, a:a + L] = x[p0:p1].reshape(p1 - p0, C, L)
             for n0 in range(p0, p1, self.b):
                 m = min(p1, n0 + self.b) - n0
                 cb = self.cbuf[:, :, :m]
-                np.copyto(cb.reshape(C, self.kernel[0], self.kernel[1], m, L),
-                          self._taps(n0 - p0, m))
+                taps = cb.reshape(C, KH, KW, m, L)
+                np.copyto(taps, self._taps(n0 - p0, m))
+                rows = taps.reshape(C, KH, KW, m * self.H, W)
+                for kw, cols in self.wraps:
+                    rows[:, :, kw, :, cols] = 0
                 yield n0, n0 + m, cb.reshape(C * K, m * L)
 
 

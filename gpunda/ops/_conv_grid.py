@@ -127,8 +127,8 @@ def backward(gy, x, wt, kernel, dilate, tpad, groups, chunk_bytes):
     the grid of the transposed convolution (padding ``tpad``), which give dx = W' @ cols
     and dW' = cols @ x_grid.T with x placed on the same grid (zeros in its dropped
     columns) and W' = ``wt`` the flipped, transposed kernel (C, Fg, kh, kw); the caller
-    has checked that geometry and that ``gy`` and ``x`` are finite (NOTE above;
-    ``_conv_kernels.conv_backward``)."""
+    has checked that geometry, and drops the result where ``gy`` or ``x`` is not finite
+    (NOTE above; ``_conv_kernels.conv_backward``)."""
     N, C, H, W = x.shape
     F = gy.shape[1]
     Fg, Cg = F // groups, C // groups

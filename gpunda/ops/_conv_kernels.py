@@ -282,14 +282,19 @@ def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     on_flat = _flat.eligible(xp, gy, kernel, stride, dilate, tpad)
     if not on_flat and not _grid.eligible(xp, gy, kernel, stride, tpad, x.shape[2:]):
         return None
+    wt = flipped_kernel(xp, w, groups, x.shape[1])
     # dW' multiplies the data by the padding zeros of the gradient's columns, where the
     # sum over the data's columns multiplies the gradient by the data's padding: with an
-    # inf in either, one has a NaN the other has not, so non-finite values take the
-    # separate gradients (weight_grad sums as MXNet's im2col does)
-    if not finite(x) or not finite(gy):
-        return None
-    wt = flipped_kernel(xp, w, groups, x.shape[1])
-    if on_flat:
-        return _flat.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
-    return _grid.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
+    # inf in either, one has a NaN the other has not. Every element of both enters dW''s
+    # sums, so a finite dW' (a small array, checked after) means finite inputs, where both
+    # ways agree; otherwise the separate gradients are taken (weight_grad sums as MXNet's
+    # im2col does), and the NaNs of the dropped result raise no warning
+    with np.errstate(invalid="ignore"):
+        if on_flat:
+            dx, dw = _flat.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
+        else:
+            dx, dw = _grid.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
+        if not finite(dw):
+            return None
+    return dx, dw
 
