@@ -69,7 +69,7 @@ class _Flat:
         for kw in range(kernel[1]):
             s = kw * dilate[1] - pad[1]
             if s:
-                self.wraps.append((kw, slice(0, -s) if s < 0 else slice(W - s, W)))
+                self.wraps.append((kw, slice(0, -s) if s < 0 else slice(max(0, W - s), W)))
         self.cbuf = np.empty((C, self.K, self.b, self.L), dtype=x.dtype)
 
     def _taps(self, n0, m):

@@ -23,6 +23,7 @@ import numpy as np
 from ..base import GpundaError
 from ._util import finite, matmul
 from . import _conv_flat as _flat
+from . import _conv_shifted as _shifted
 from . import _conv_grid as _grid
 
 
@@ -177,6 +178,8 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     if x.size == 0 or w.size == 0:
         return xp.zeros((N, F) + out_sp, dtype=x.dtype)
     if _flat.eligible(xp, x, kernel, stride, dilate, pad):
+        if _shifted.eligible(x, kernel, groups):
+            return _shifted.forward(x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
         return _flat.forward(x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
     if _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         return _grid.forward(x, w, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)

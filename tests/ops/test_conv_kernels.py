@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.ops import _conv_flat, _conv_grid, _conv_kernels
+from gpunda.ops import _conv_flat, _conv_grid, _conv_kernels, _conv_shifted
 
 from test_conv import ref_conv
 
@@ -46,6 +46,7 @@ GEOMETRIES = [   # (spatial, kernel, stride, pad, dilate, groups)
     ((7, 6), (3, 3), (1, 1), (2, 1), (2, 1), 2),     # flat rows, dilation and groups
     ((5, 7), (3, 2), (1, 1), (1, 1), (1, 2), 1),     # flat rows, no unshifted column
     ((6, 6), (5, 5), (1, 1), (2, 2), (1, 1), 1),     # flat rows, two-cell shifts
+    ((4, 3), (3, 5), (1, 1), (1, 4), (1, 2), 1),     # flat rows, shifts past the row width
     ((6, 6), (3, 3), (1, 1), (0, 0), (1, 1), 1),     # the row grid
     ((7, 6), (3, 2), (1, 1), (0, 1), (2, 1), 2),     # the grid with dilation and groups
     ((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), 1),     # strided: im2col chunks, col2im
@@ -84,6 +85,54 @@ def test_convolution_paths_match_naive_loops(rng, chunk_bytes, sp, kernel, strid
     dx, dw = ref_conv_grads(x, w, gy, stride, pad, dilate, groups)
     np.testing.assert_allclose(xa.grad.asnumpy(), dx, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(wa.grad.asnumpy(), dw, rtol=1e-10, atol=1e-10)
+
+
+FLAT = [g for g in GEOMETRIES if g[2] == (1, 1) and all(
+    d * (k - 1) == 2 * p for k, p, d in zip(g[1], g[3], g[4]))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("sp,kernel,stride,pad,dilate,groups", FLAT)
+def test_shifted_row_forward_matches_naive_loops(rng, monkeypatch, chunk_bytes, dtype, sp,
+                                                 kernel, stride, pad, dilate, groups):
+    # every "same" geometry, small, with the size thresholds lifted (NOTE [Shifted-row GEMMs])
+    monkeypatch.setattr(_conv_shifted, "_MIN_CELLS", 0)
+    monkeypatch.setattr(_conv_shifted, "_MIN_ROWS", 0)
+    C, Fn, N = 2 * groups, 3 * groups, 3
+    x = rng.standard_normal((N, C) + sp).astype(dtype)
+    w = rng.standard_normal((Fn, C // groups) + kernel).astype(dtype)
+    y = _conv_kernels.conv_forward(np, x, w, kernel, stride, dilate, pad, groups, "t")
+    tol = 1e-10 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(y, ref_conv(x.astype(np.float64), w.astype(np.float64), None,
+                                           stride, pad, dilate, groups), rtol=tol, atol=tol)
+    assert y.dtype == np.dtype(dtype)
+    x_before = x.copy()
+    _conv_kernels.conv_forward(np, x, w, kernel, stride, dilate, pad, groups, "t")
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_large_maps_take_shifted_rows_forward_and_flat_columns_backward(rng, monkeypatch):
+    taken = []
+    for mod, fn in ((_conv_shifted, "forward"), (_conv_flat, "forward"), (_conv_flat, "backward")):
+        real = getattr(mod, fn)
+
+        def spy(*a, _real=real, _tag=f"{mod.__name__.rsplit('.', 1)[1]}.{fn}", **k):
+            taken.append(_tag)
+            return _real(*a, **k)
+        monkeypatch.setattr(mod, fn, spy)
+    for C, sp, want in ((16, (16, 16), "_conv_shifted.forward"), (16, (8, 8), "_conv_flat.forward"),
+                        (4, (16, 16), "_conv_flat.forward")):
+        x = nd.array(rng.standard_normal((2, C) + sp), ctx=mx.cpu())
+        w = nd.array(rng.standard_normal((8, C, 3, 3)), ctx=mx.cpu())
+        x.attach_grad()
+        w.attach_grad()
+        with mx.autograd.record():
+            y = nd.Convolution(x, w, no_bias=True, num_filter=8, kernel=(3, 3), pad=(1, 1))
+        y.backward()
+        assert taken == [want, "_conv_flat.backward"], (C, sp, taken)
+        np.testing.assert_allclose(y.asnumpy(), ref_conv(x.asnumpy(), w.asnumpy(), None, (1, 1),
+                                                         (1, 1), (1, 1), 1), rtol=1e-4, atol=1e-4)
+        taken.clear()
 
 
 def test_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chunk_bytes):
