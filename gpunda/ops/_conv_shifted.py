@@ -20,6 +20,8 @@ flat route, where the two GEMMs share one set of columns.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ._conv_grid import samples_per_chunk
@@ -38,27 +40,53 @@ def eligible(x, kernel, groups):
             and x.shape[1] // groups * kernel[1] >= _MIN_ROWS)
 
 
+# per thread, the last few buffers by shape: their margins stay zero from one call to
+# the next (only the data and its wrapped cells are written), and a fresh multi-MB
+# array costs more than the copies themselves
+_CACHE = threading.local()
+_CACHED = 4
+
+
+def _buffer(shape, dtype, where):
+    """A zeroed buffer of ``shape``, or the last one of this thread with that shape and
+    the same data cells ``where`` (so zero outside them)."""
+    bufs = getattr(_CACHE, "bufs", None)
+    if bufs is None:
+        bufs = _CACHE.bufs = {}
+    key = (shape, np.dtype(dtype), where)
+    buf = bufs.pop(key, None)
+    if buf is None:
+        buf = np.zeros(shape, dtype=dtype)
+        while len(bufs) >= _CACHED:
+            bufs.pop(next(iter(bufs)))
+    bufs[key] = buf                          # most recently used last
+    return buf
+
+
 def _shifted(x, kernel, dilate, pad):
     """(buf (N, C, KW, ld), ld, e): buf[n, c, kw, e + kh * dh * W + q] is the data cell
     that output cell q reads at tap (kh, kw), zero where that cell is padding."""
     N, C, H, W = x.shape
     L = H * W
+    KW = kernel[1]
     ph, pw = pad
+    dw = dilate[1]
     e = pw                                   # spare cells: shifts reach pw either way
     ld = L + 2 * ph * W + 2 * e
-    buf = np.empty((N, C, kernel[1], ld), dtype=x.dtype)
-    src = x.reshape(N, C, L)
-    for kw in range(kernel[1]):
-        s = kw * dilate[1] - pw
-        a = e + ph * W - s                   # where data cell 0 lies in this copy
-        row = buf[:, :, kw]
-        row[:, :, :a] = 0
-        row[:, :, a + L:] = 0
-        row[:, :, a:a + L] = src
+    # copy kw holds data cell 0 at a(kw) = e + ph * W - (kw * dw - pw): one strided
+    # view writes all KW copies
+    a0 = e + ph * W + pw
+    buf = _buffer((N, C, KW, ld), x.dtype, (a0, dw))
+    it = buf.itemsize
+    copies = np.ndarray((N, C, KW, L), buf.dtype, buffer=buf, offset=a0 * it,
+                        strides=(C * KW * ld * it, KW * ld * it, (ld - dw) * it, it))
+    np.copyto(copies, x.reshape(N, C, 1, L))
+    for kw in range(KW):
+        s = kw * dw - pw
         if s:
             # the cells that this shift reads only across a row's end (last -s columns
             # for s < 0, first s for s > 0) are read by no output cell in range
-            cells = row[:, :, a:a + L].reshape(N, C, H, W)
+            cells = copies[:, :, kw].reshape(N, C, H, W)
             cells[..., slice(max(0, W + s), W) if s < 0 else slice(0, s)] = 0
     return buf, ld, e
 

@@ -106,9 +106,15 @@ def test_shifted_row_forward_matches_naive_loops(rng, monkeypatch, chunk_bytes, 
     np.testing.assert_allclose(y, ref_conv(x.astype(np.float64), w.astype(np.float64), None,
                                            stride, pad, dilate, groups), rtol=tol, atol=tol)
     assert y.dtype == np.dtype(dtype)
-    x_before = x.copy()
-    _conv_kernels.conv_forward(np, x, w, kernel, stride, dilate, pad, groups, "t")
-    np.testing.assert_array_equal(x, x_before)
+    # the buffers are kept for the next call of that shape: nothing of this call's data
+    # may reach the next one's output, and the data passed in stays as it was
+    x2 = (100 * rng.standard_normal(x.shape)).astype(dtype)
+    x2_before = x2.copy()
+    y2 = _conv_kernels.conv_forward(np, x2, w, kernel, stride, dilate, pad, groups, "t")
+    np.testing.assert_array_equal(x2, x2_before)
+    np.testing.assert_allclose(y2, ref_conv(x2.astype(np.float64), w.astype(np.float64), None,
+                                            stride, pad, dilate, groups),
+                               rtol=tol, atol=100 * tol)
 
 
 def test_large_maps_take_shifted_rows_forward_and_flat_columns_backward(rng, monkeypatch):
