@@ -293,7 +293,9 @@ def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     # ways agree; otherwise the separate gradients are taken (weight_grad sums as MXNet's
     # im2col does), and the NaNs of the dropped result raise no warning
     with np.errstate(invalid="ignore"):
-        if on_flat:
+        if on_flat and _shifted.eligible(gy, kernel, groups):
+            dx, dw = _shifted.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
+        elif on_flat:
             dx, dw = _flat.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
         else:
             dx, dw = _grid.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)

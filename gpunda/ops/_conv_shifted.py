@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from ._conv_grid import samples_per_chunk
+from ._conv_grid import samples_per_chunk, weight_from_flipped
 
 # maps of fewer cells: the flat route's column copy is short and its one long-K GEMM
 # is faster than KH short ones (measured: even on 8x8 maps of 64 channels)
@@ -91,32 +91,83 @@ def _shifted(x, kernel, dilate, pad):
     return buf, ld, e
 
 
+class _Rows:
+    """The shifted copies of ``a`` (N, C, H, W) and, per chunk of samples, the view
+    (m, KH, G, Cg * KW, H * W) of every kernel row's GEMM input."""
+
+    def __init__(self, a, kernel, dilate, pad, groups):
+        self.N, self.C, self.H, self.W = a.shape
+        self.kernel, self.dh, self.G = kernel, dilate[0], groups
+        self.buf, self.ld, self.e = _shifted(a, kernel, dilate, pad)
+
+    def view(self, n0, m):
+        KH, KW = self.kernel
+        C, ld, it = self.C, self.ld, self.buf.itemsize
+        Cg = C // self.G
+        return np.ndarray((m, KH, self.G, Cg * KW, self.H * self.W), self.buf.dtype,
+                          buffer=self.buf, offset=(n0 * C * KW * ld + self.e) * it,
+                          strides=(C * KW * ld * it, self.dh * self.W * it,
+                                   Cg * KW * ld * it, ld * it, it))
+
+
+def _by_kernel_row(w, groups):
+    """``w`` (F, C/G, KH, KW) as (KH, G, F/G, C/G * KW): kernel row kh's weights of rows
+    (c, kw)."""
+    F, Cg, KH, KW = w.shape
+    wk = np.ascontiguousarray(w.reshape(groups, F // groups, Cg, KH, KW).transpose(3, 0, 1, 2, 4))
+    return wk.reshape(KH, groups, F // groups, Cg * KW)
+
+
+def _sum_rows(wk, rows, part, out):
+    """out (m, G, Fg, L) = the sum over kernel rows of ``wk`` @ ``rows``, through
+    ``part`` (m, KH, G, Fg, L)."""
+    np.matmul(wk, rows, out=part)
+    np.add(part[:, 0], part[:, 1], out=out)
+    for kh in range(2, part.shape[1]):
+        out += part[:, kh]
+
+
 def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     """Convolution of ``x`` (N, C, H, W) with ``w`` (F, C/G, kh, kw), no bias."""
     N, C, H, W = x.shape
     F = w.shape[0]
-    KH, KW = kernel
-    G = groups
-    Fg, Cg = F // G, C // G
     L = H * W
-    buf, ld, e = _shifted(x, kernel, dilate, pad)
-    it = buf.itemsize
-    # rows (c, kw) of kernel row kh, per group: (KH, G, Fg, Cg * KW)
-    wk = np.ascontiguousarray(w.reshape(G, Fg, Cg, KH, KW).transpose(3, 0, 1, 2, 4))
-    wk = wk.reshape(KH, G, Fg, Cg * KW)
-    y = np.empty((N, G, Fg, L), dtype=np.result_type(x.dtype, w.dtype))
-    b = samples_per_chunk(N, KH * F * L * y.itemsize, chunk_bytes)
-    part = np.empty((b, KH, G, Fg, L), dtype=y.dtype)
-    dh = dilate[0]
+    rows = _Rows(x, kernel, dilate, pad, groups)
+    wk = _by_kernel_row(w, groups)
+    y = np.empty((N, groups, F // groups, L), dtype=np.result_type(x.dtype, w.dtype))
+    b = samples_per_chunk(N, kernel[0] * F * L * y.itemsize, chunk_bytes)
+    part = np.empty((b,) + wk.shape[:3] + (L,), dtype=y.dtype)
     for n0 in range(0, N, b):
         m = min(N, n0 + b) - n0
-        rows = np.ndarray((m, KH, G, Cg * KW, L), buf.dtype, buffer=buf,
-                          offset=(n0 * C * KW * ld + e) * it,
-                          strides=(C * KW * ld * it, dh * W * it, Cg * KW * ld * it, ld * it, it))
-        p = part[:m]
-        np.matmul(wk, rows, out=p)
-        out = y[n0:n0 + m]
-        np.add(p[:, 0], p[:, 1], out=out)
-        for kh in range(2, KH):
-            out += p[:, kh]
+        _sum_rows(wk, rows.view(n0, m), part[:m], y[n0:n0 + m])
     return y.reshape(N, F, H, W)
+
+
+def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
+    """(dx, dW) from ONE set of shifted copies, those of ``gy`` for the transposed
+    convolution (kernel ``wt``: the flipped, transposed (C, Fg, kh, kw)): dx as the
+    forward above, and dW' = sum over samples of rows(n, kh) @ x[n].T, as the flat
+    route's dW' = cols @ x.T with the columns in place."""
+    N, C, H, W = x.shape
+    F = gy.shape[1]
+    G = groups
+    Cg = C // G
+    L = H * W
+    KH, KW = kernel
+    pad = tuple(dilate[i] * (kernel[i] - 1) // 2 for i in range(2))
+    rows = _Rows(gy, kernel, dilate, pad, G)
+    wk = _by_kernel_row(wt, G)
+    dx = np.empty((N, G, Cg, L), dtype=np.result_type(gy.dtype, wt.dtype))
+    b = samples_per_chunk(N, KH * C * L * dx.itemsize, chunk_bytes)
+    part = np.empty((b,) + wk.shape[:3] + (L,), dtype=dx.dtype)
+    xt = x.reshape(N, 1, G, Cg, L).swapaxes(-1, -2)
+    dwt = None          # (KH, G, Fg * KW, Cg)
+    for n0 in range(0, N, b):
+        m = min(N, n0 + b) - n0
+        r = rows.view(n0, m)
+        _sum_rows(wk, r, part[:m], dx[n0:n0 + m])
+        d = np.matmul(r, xt[n0:n0 + m]).sum(axis=0)
+        dwt = d if dwt is None else dwt + d
+    # to the flat route's (G, Fg * K, Cg): rows (f, kh, kw) per group
+    dwt = dwt.reshape(KH, G, F // G, KW, Cg).transpose(1, 2, 0, 3, 4).reshape(G, -1, Cg)
+    return dx.reshape(x.shape), weight_from_flipped(dwt, kernel)

@@ -117,25 +117,43 @@ def test_shifted_row_forward_matches_naive_loops(rng, monkeypatch, chunk_bytes, 
                                rtol=tol, atol=100 * tol)
 
 
-def test_large_maps_take_shifted_rows_forward_and_flat_columns_backward(rng, monkeypatch):
+@pytest.mark.parametrize("sp,kernel,stride,pad,dilate,groups", FLAT)
+def test_shifted_row_fused_backward_matches_naive_loops(rng, monkeypatch, chunk_bytes, sp,
+                                                        kernel, stride, pad, dilate, groups):
+    monkeypatch.setattr(_conv_shifted, "_MIN_CELLS", 0)
+    monkeypatch.setattr(_conv_shifted, "_MIN_ROWS", 0)
+    C, Fn, N = 2 * groups, 3 * groups, 3
+    x = rng.standard_normal((N, C) + sp)
+    w = rng.standard_normal((Fn, C // groups) + kernel)
+    gy = rng.standard_normal((N, Fn) + sp)
+    dx, dw = _conv_kernels.conv_backward(np, gy, x, w, kernel, stride, dilate, pad, groups)
+    rdx, rdw = ref_conv_grads(x, w, gy, stride, pad, dilate, groups)
+    np.testing.assert_allclose(dx, rdx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(dw, rdw, rtol=1e-10, atol=1e-10)
+
+
+def test_large_maps_take_the_shifted_rows(rng, monkeypatch):
     taken = []
-    for mod, fn in ((_conv_shifted, "forward"), (_conv_flat, "forward"), (_conv_flat, "backward")):
+    for mod, fn in ((_conv_shifted, "forward"), (_conv_shifted, "backward"),
+                    (_conv_flat, "forward"), (_conv_flat, "backward")):
         real = getattr(mod, fn)
 
-        def spy(*a, _real=real, _tag=f"{mod.__name__.rsplit('.', 1)[1]}.{fn}", **k):
+        def spy(*a, _real=real, _tag=f"{mod.__name__.rsplit('_', 1)[1]}.{fn}", **k):
             taken.append(_tag)
             return _real(*a, **k)
         monkeypatch.setattr(mod, fn, spy)
-    for C, sp, want in ((16, (16, 16), "_conv_shifted.forward"), (16, (8, 8), "_conv_flat.forward"),
-                        (4, (16, 16), "_conv_flat.forward")):
+    # the forward's rows are the data's channels times KW, the backward's the gradient's
+    for C, sp, want in ((16, (16, 16), ["shifted.forward", "shifted.backward"]),
+                        (16, (8, 8), ["flat.forward", "flat.backward"]),
+                        (8, (16, 16), ["flat.forward", "shifted.backward"])):
         x = nd.array(rng.standard_normal((2, C) + sp), ctx=mx.cpu())
-        w = nd.array(rng.standard_normal((8, C, 3, 3)), ctx=mx.cpu())
+        w = nd.array(rng.standard_normal((16, C, 3, 3)), ctx=mx.cpu())
         x.attach_grad()
         w.attach_grad()
         with mx.autograd.record():
-            y = nd.Convolution(x, w, no_bias=True, num_filter=8, kernel=(3, 3), pad=(1, 1))
+            y = nd.Convolution(x, w, no_bias=True, num_filter=16, kernel=(3, 3), pad=(1, 1))
         y.backward()
-        assert taken == [want, "_conv_flat.backward"], (C, sp, taken)
+        assert taken == want, (C, sp, taken)
         np.testing.assert_allclose(y.asnumpy(), ref_conv(x.asnumpy(), w.asnumpy(), None, (1, 1),
                                                          (1, 1), (1, 1), 1), rtol=1e-4, atol=1e-4)
         taken.clear()
