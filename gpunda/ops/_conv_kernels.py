@@ -233,8 +233,10 @@ def transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape):
     if any(s != 1 for s in stride):
         return None
     tpad = tuple(dilate[i] * (kernel[i] - 1) - pad[i] for i in range(nd))
-    if min(tpad, default=0) < 0 or any(out_sp[i] + pad[i] - tpad[i] != data_shape[2 + i]
-                                       for i in range(nd)):
+    # the transposed convolution's output, out + 2 * tpad - d * (k - 1), is the data
+    if min(tpad, default=0) < 0 or any(
+            out_sp[i] + 2 * tpad[i] - dilate[i] * (kernel[i] - 1) != data_shape[2 + i]
+            for i in range(nd)):
         return None
     if F * math.prod(data_shape[2:]) > 2 * data_shape[1] * math.prod(out_sp):
         return None

@@ -177,10 +177,40 @@ def test_weight_gradient_keeps_inf_where_the_naive_sum_has_it(rng, chunk_bytes):
 
 def test_row_grid_fused_backward_declines_a_gradient_that_is_not_finite(rng):
     x = rng.standard_normal((2, 2, 6, 6))
-    w = rng.standard_normal((2, 2, 3, 3))
-    gy = rng.standard_normal((2, 2, 4, 4))
-    gy[0, 1, 0, 0] = np.nan
+    w = rng.standard_normal((1, 2, 3, 3))
+    gy = rng.standard_normal((2, 1, 4, 4))
+    assert _conv_kernels.conv_backward(np, gy, x, w, (3, 3), (1, 1), (1, 1), (0, 0), 1) is not None
+    gy[0, 0, 0, 0] = np.nan
     assert _conv_kernels.conv_backward(np, gy, x, w, (3, 3), (1, 1), (1, 1), (0, 0), 1) is None
+
+
+def test_valid_convolution_takes_the_fused_row_grid_backward(rng, monkeypatch):
+    # a "valid" convolution's data gradient is the "full" one of the output gradient:
+    # the row grid's fused backward covers it where its columns are few enough
+    taken = []
+    real = _conv_grid.backward
+
+    def spy(*a, **k):
+        taken.append("grid.backward")
+        return real(*a, **k)
+    monkeypatch.setattr(_conv_grid, "backward", spy)
+    x = rng.standard_normal((2, 4, 6, 7))
+    w = rng.standard_normal((2, 4, 3, 3))
+    xa, wa = nd.array(x, dtype="float64"), nd.array(w, dtype="float64")
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Convolution(xa, wa, no_bias=True, num_filter=2, kernel=(3, 3))
+    gy = rng.standard_normal(y.shape)
+    y.backward(nd.array(gy, dtype="float64"))
+    assert taken == ["grid.backward"]
+    rdx, rdw = ref_conv_grads(x, w, gy, (1, 1), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(xa.grad.asnumpy(), rdx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wa.grad.asnumpy(), rdw, rtol=1e-10, atol=1e-10)
+    # alone (where the fused backward declines), the data gradient is the "full"
+    # convolution of the output gradient
+    dx = _conv_kernels.data_grad(np, gy, w, (3, 3), (1, 1), (1, 1), (0, 0), 1, x.shape)
+    np.testing.assert_allclose(dx, rdx, rtol=1e-10, atol=1e-10)
 
 
 def _assert_same_non_finite(got, ref):
