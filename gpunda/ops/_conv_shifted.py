@@ -1,22 +1,29 @@
-"""The forward of a stride-1 2-D "same" convolution on large maps as GEMMs that read
-the data in place, for NumPy (used by _conv_kernels).
+"""Stride-1 2-D "same" convolution on large maps as GEMMs that read the data in
+place, for NumPy (used by _conv_kernels): the forward, and the fused backward.
 
 # NOTE [Shifted-row GEMMs]
 On flat rows (NOTE [Flat-row columns]) tap (kh, kw) of channel c is one contiguous run
 of H * W cells, starting kh * dh * W + kw * dw into the channel's padded run. Give each
 kernel column kw a copy of the data shifted by its column shift (wrapped cells zeroed,
-as the flat route's columns have them): in a buffer (N, C, KW, ld), the runs of kernel
-row kh for every (c, kw) are then rows of ONE matrix with leading dimension ld, and
-BLAS reads them where they lie. The convolution is KH GEMMs per sample, each with
+as the flat route's columns have them): in a buffer (samples, C, KW, ld), the runs of
+kernel row kh for every (c, kw) are then rows of ONE matrix with leading dimension ld,
+and BLAS reads them where they lie. The convolution is KH GEMMs per sample, each with
 C * KW of the C * KH * KW rows of the flat route's columns, summed:
 
     y[n] = sum over kh of W[kh] (F, C * KW) @ rows(n, kh) (C * KW, H * W)
 
-which trades the column copy (KH * KW times the data, a third of a 3x3 forward's time
+This trades the column copy (KH * KW times the data: a third of a 3x3 forward's time
 on 32x32 maps) for KW copies of the data, GEMMs a factor KH shorter in their inner
-dimension and the sum of KH partial outputs that stay in the L2 cache. That pays on
-maps of at least _MIN_CELLS cells, whose column copy is long; the backward keeps the
-flat route, where the two GEMMs share one set of columns.
+dimension, and the sum of KH partial outputs that stay in the L2 cache. The fused
+backward makes the shifted copies of the output gradient once: dx is the forward
+above with the flipped kernel, and dW' = sum over n of rows(n, kh) @ x[n].T is the
+flat route's cols @ x.T with the columns read in place.
+
+It pays on maps of at least _MIN_CELLS cells with at least _MIN_ROWS rows per kernel
+row (measured: 20% off a ResNet 32x32 or 16x16 forward, 10-15% off its backward;
+slower on 8x8 maps, where the column copy is short). The copies are made for groups
+of samples of about _FILL_BYTES (a small batch at once), into a buffer kept per
+thread and shape whose margins stay zero.
 """
 from __future__ import annotations
 
@@ -40,6 +47,9 @@ def eligible(x, kernel, groups):
             and x.shape[1] // groups * kernel[1] >= _MIN_ROWS)
 
 
+# the shifted copies of this many bytes of samples are made at a time (a whole small
+# batch at once; large inputs in groups, so the copies stay a few MB whatever the input)
+_FILL_BYTES = 8 << 20
 # per thread, the last few buffers by shape: their margins stay zero from one call to
 # the next (only the data and its wrapped cells are written), and a fresh multi-MB
 # array costs more than the copies themselves
@@ -63,51 +73,58 @@ def _buffer(shape, dtype, where):
     return buf
 
 
-def _shifted(x, kernel, dilate, pad):
-    """(buf (N, C, KW, ld), ld, e): buf[n, c, kw, e + kh * dh * W + q] is the data cell
-    that output cell q reads at tap (kh, kw), zero where that cell is padding."""
-    N, C, H, W = x.shape
-    L = H * W
-    KW = kernel[1]
-    ph, pw = pad
-    dw = dilate[1]
-    e = pw                                   # spare cells: shifts reach pw either way
-    ld = L + 2 * ph * W + 2 * e
-    # copy kw holds data cell 0 at a(kw) = e + ph * W - (kw * dw - pw): one strided
-    # view writes all KW copies
-    a0 = e + ph * W + pw
-    buf = _buffer((N, C, KW, ld), x.dtype, (a0, dw))
-    it = buf.itemsize
-    copies = np.ndarray((N, C, KW, L), buf.dtype, buffer=buf, offset=a0 * it,
-                        strides=(C * KW * ld * it, KW * ld * it, (ld - dw) * it, it))
-    np.copyto(copies, x.reshape(N, C, 1, L))
-    for kw in range(KW):
-        s = kw * dw - pw
-        if s:
-            # the cells that this shift reads only across a row's end (last -s columns
-            # for s < 0, first s for s > 0) are read by no output cell in range
-            cells = copies[:, :, kw].reshape(N, C, H, W)
-            cells[..., slice(max(0, W + s), W) if s < 0 else slice(0, s)] = 0
-    return buf, ld, e
-
-
 class _Rows:
-    """The shifted copies of ``a`` (N, C, H, W) and, per chunk of samples, the view
-    (m, KH, G, Cg * KW, H * W) of every kernel row's GEMM input."""
+    """The shifted copies of ``a`` (N, C, H, W), made for a group of samples at a time:
+    buf[n, c, kw, e + kh * dh * W + q] is the data cell that output cell q reads at tap
+    (kh, kw), zero where that cell is padding; ``view`` gives a chunk's GEMM inputs."""
 
-    def __init__(self, a, kernel, dilate, pad, groups):
-        self.N, self.C, self.H, self.W = a.shape
-        self.kernel, self.dh, self.G = kernel, dilate[0], groups
-        self.buf, self.ld, self.e = _shifted(a, kernel, dilate, pad)
+    def __init__(self, a, kernel, dilate, pad, groups, chunk):
+        N, C, H, W = a.shape
+        self.a, self.C, self.H, self.W = a, C, H, W
+        self.kernel, self.dh, self.dw, self.G = kernel, dilate[0], dilate[1], groups
+        self.pw = pad[1]
+        self.e = pad[1]                      # spare cells: shifts reach pw either way
+        self.ld = H * W + 2 * pad[0] * W + 2 * self.e
+        # copy kw holds data cell 0 at a(kw) = e + ph * W - (kw * dw - pw)
+        self.a0 = self.e + pad[0] * W + pad[1]
+        per = C * kernel[1] * self.ld * a.itemsize
+        # samples filled at a time: whole chunks, as many as fit in _FILL_BYTES
+        self.group = min(N, max(1, _FILL_BYTES // max(1, per * chunk)) * chunk)
+        self.buf = _buffer((self.group, C, kernel[1], self.ld), a.dtype, (self.a0, self.dw))
 
-    def view(self, n0, m):
+    def fill(self, p0, p1):
+        """Samples p0:p1 into the buffer: ONE strided view writes every kernel column's
+        copy, then each shift's wrapped cells are zeroed."""
+        m, C, H, W, KW, ld = p1 - p0, self.C, self.H, self.W, self.kernel[1], self.ld
+        L = H * W
+        it = self.buf.itemsize
+        copies = np.ndarray((m, C, KW, L), self.buf.dtype, buffer=self.buf, offset=self.a0 * it,
+                            strides=(C * KW * ld * it, KW * ld * it, (ld - self.dw) * it, it))
+        np.copyto(copies, self.a[p0:p1].reshape(m, C, 1, L))
+        for kw in range(KW):
+            s = kw * self.dw - self.pw
+            if s:
+                # the cells that this shift reads only across a row's end (last -s
+                # columns for s < 0, first s for s > 0) are read by no output cell in range
+                cells = copies[:, :, kw].reshape(m, C, H, W)
+                cells[..., slice(max(0, W + s), W) if s < 0 else slice(0, s)] = 0
+
+    def chunks(self, N, b):
+        """(n0, m, view (m, KH, G, Cg * KW, H * W) of kernel row kh's GEMM inputs) for
+        chunks of ``b`` samples, the groups filled in turn."""
         KH, KW = self.kernel
         C, ld, it = self.C, self.ld, self.buf.itemsize
         Cg = C // self.G
-        return np.ndarray((m, KH, self.G, Cg * KW, self.H * self.W), self.buf.dtype,
-                          buffer=self.buf, offset=(n0 * C * KW * ld + self.e) * it,
-                          strides=(C * KW * ld * it, self.dh * self.W * it,
-                                   Cg * KW * ld * it, ld * it, it))
+        strides = (C * KW * ld * it, self.dh * self.W * it, Cg * KW * ld * it, ld * it, it)
+        for p0 in range(0, N, self.group):
+            p1 = min(N, p0 + self.group)
+            self.fill(p0, p1)
+            for n0 in range(p0, p1, b):
+                m = min(p1, n0 + b) - n0
+                yield n0, m, np.ndarray((m, KH, self.G, Cg * KW, self.H * self.W),
+                                        self.buf.dtype, buffer=self.buf,
+                                        offset=((n0 - p0) * C * KW * ld + self.e) * it,
+                                        strides=strides)
 
 
 def _by_kernel_row(w, groups):
@@ -132,14 +149,12 @@ def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     N, C, H, W = x.shape
     F = w.shape[0]
     L = H * W
-    rows = _Rows(x, kernel, dilate, pad, groups)
     wk = _by_kernel_row(w, groups)
     y = np.empty((N, groups, F // groups, L), dtype=np.result_type(x.dtype, w.dtype))
     b = samples_per_chunk(N, kernel[0] * F * L * y.itemsize, chunk_bytes)
     part = np.empty((b,) + wk.shape[:3] + (L,), dtype=y.dtype)
-    for n0 in range(0, N, b):
-        m = min(N, n0 + b) - n0
-        _sum_rows(wk, rows.view(n0, m), part[:m], y[n0:n0 + m])
+    for n0, m, rows in _Rows(x, kernel, dilate, pad, groups, b).chunks(N, b):
+        _sum_rows(wk, rows, part[:m], y[n0:n0 + m])
     return y.reshape(N, F, H, W)
 
 
@@ -155,16 +170,13 @@ def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
     L = H * W
     KH, KW = kernel
     pad = tuple(dilate[i] * (kernel[i] - 1) // 2 for i in range(2))
-    rows = _Rows(gy, kernel, dilate, pad, G)
     wk = _by_kernel_row(wt, G)
     dx = np.empty((N, G, Cg, L), dtype=np.result_type(gy.dtype, wt.dtype))
     b = samples_per_chunk(N, KH * C * L * dx.itemsize, chunk_bytes)
     part = np.empty((b,) + wk.shape[:3] + (L,), dtype=dx.dtype)
     xt = x.reshape(N, 1, G, Cg, L).swapaxes(-1, -2)
     dwt = None          # (KH, G, Fg * KW, Cg)
-    for n0 in range(0, N, b):
-        m = min(N, n0 + b) - n0
-        r = rows.view(n0, m)
+    for n0, m, r in _Rows(gy, kernel, dilate, pad, G, b).chunks(N, b):
         _sum_rows(wk, r, part[:m], dx[n0:n0 + m])
         d = np.matmul(r, xt[n0:n0 + m]).sum(axis=0)
         dwt = d if dwt is None else dwt + d

@@ -63,6 +63,7 @@ def chunk_bytes(request, monkeypatch):
     if request.param < 1 << 20:      # no whole-batch chunk for these small arrays either
         monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
         monkeypatch.setattr(_conv_flat, "_PLACE_BYTES", 0)     # and one chunk placed at a time
+        monkeypatch.setattr(_conv_shifted, "_FILL_BYTES", 0)    # or shifted
     return request.param
 
 
