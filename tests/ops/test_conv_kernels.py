@@ -197,13 +197,14 @@ def test_valid_convolution_takes_the_fused_row_grid_backward(rng, monkeypatch):
     monkeypatch.setattr(_conv_grid, "backward", spy)
     x = rng.standard_normal((2, 4, 6, 7))
     w = rng.standard_normal((2, 4, 3, 3))
-    xa, wa = nd.array(x, dtype="float64"), nd.array(w, dtype="float64")
+    xa = nd.array(x, dtype="float64", ctx=mx.cpu())      # the NumPy kernels
+    wa = nd.array(w, dtype="float64", ctx=mx.cpu())
     xa.attach_grad()
     wa.attach_grad()
     with mx.autograd.record():
         y = nd.Convolution(xa, wa, no_bias=True, num_filter=2, kernel=(3, 3))
     gy = rng.standard_normal(y.shape)
-    y.backward(nd.array(gy, dtype="float64"))
+    y.backward(nd.array(gy, dtype="float64", ctx=mx.cpu()))
     assert taken == ["grid.backward"]
     rdx, rdw = ref_conv_grads(x, w, gy, (1, 1), (0, 0), (1, 1), 1)
     np.testing.assert_allclose(xa.grad.asnumpy(), rdx, rtol=1e-10, atol=1e-10)
