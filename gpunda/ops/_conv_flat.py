@@ -9,17 +9,17 @@ below (and pad_w spare cells at both ends). Kernel position (kh, kw) then reads 
 contiguous run of H * W cells at offset kh * dh * W + kw * dw, and output cell q of
 the run is input cell q shifted by (kh * dh - pad_h, kw * dw - pad_w): right except
 where the column shift s = kw * dw - pad_w leaves the row, which the run reads as a
-cell of the neighbouring row. Those are the last -s columns (s < 0) or the first s
-columns (s > 0) of the data, read by no other output cell of that shift; so each
-shift has its own copy of the padded data with those columns zeroed, and every
-column entry is exact (a zero, never a wrapped cell).
+cell of the neighbouring row: the first -s output columns (s < 0) or the last s
+(s > 0). The columns of a chunk are one strided copy of the placed data, after which
+those entries of each shift are zeroed, so every column entry is exact (a zero,
+never a wrapped cell).
 
 Against the padded-row grid (NOTE [Row-grid columns]) this drops the row-by-row
 placement of the data into padded rows, the row-by-row extraction of the output from
 the grid (a GEMM over one sample writes the output itself) and the extra grid columns
-of the GEMM (2 per row: 6% on 32x32 maps, 25% on 8x8). The data is placed once per
-distinct column shift (kw copies of long runs). The batch goes through in chunks of
-about _CHUNK_BYTES of columns (NOTE [Convolution in cache-sized chunks]).
+of the GEMM (2 per row: 6% on 32x32 maps, 25% on 8x8). The data is placed once, for
+about _PLACE_BYTES of samples at a time. The batch goes through in chunks of about
+_CHUNK_BYTES of columns (NOTE [Convolution in cache-sized chunks]).
 """
 from __future__ import annotations
 
@@ -159,15 +159,15 @@ def weight_grad(gy, x, kernel, dilate, pad, groups, chunk_bytes):
     return dw
 
 
-def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
+def backward(gy, x, wt, kernel, dilate, pad, groups, chunk_bytes):
     """(dx, dW) from ONE set of columns, those of ``gy`` for the transposed convolution
-    (the same "same" padding, kernel ``wt``: the flipped, transposed (C, Fg, kh, kw)):
-    dx = W' @ cols, and dW' = cols @ x.T (no grid: x is already in the flat layout)."""
+    (the same "same" padding ``pad``, kernel ``wt``: the flipped, transposed
+    (C, Fg, kh, kw)): dx = W' @ cols, and dW' = cols @ x.T (no grid: x is already in the
+    flat layout)."""
     N, C, H, W = x.shape
     F = gy.shape[1]
     Fg, Cg = F // groups, C // groups
     K = kernel[0] * kernel[1]
-    pad = tuple(dilate[i] * (kernel[i] - 1) // 2 for i in range(2))
     flat = _Flat(gy, kernel, dilate, pad, chunk_bytes)
     L, b = flat.L, flat.b
     wt = wt.reshape(groups, Cg, Fg * K)

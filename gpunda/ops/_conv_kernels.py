@@ -277,8 +277,8 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
 
 def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     """(dx, dW) of a convolution in one pass over the output gradient's columns where
-    flat rows (stride-1 2-D "same" convolution on NumPy) or the row grid (other stride-1
-    2-D ones) apply and the data and gradient are finite, else None."""
+    flat or shifted rows (stride-1 2-D "same" convolution on NumPy) or the row grid
+    (other stride-1 2-D ones) apply and the data and gradient are finite, else None."""
     if gy.size == 0 or x.size == 0:
         return None
     tpad = transposed_pad(kernel, stride, dilate, pad, gy.shape[1], gy.shape[2:], x.shape)
@@ -296,9 +296,9 @@ def conv_backward(xp, gy, x, w, kernel, stride, dilate, pad, groups):
     # im2col does), and the NaNs of the dropped result raise no warning
     with np.errstate(invalid="ignore"):
         if on_flat and _shifted.eligible(gy, kernel, groups):
-            dx, dw = _shifted.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
+            dx, dw = _shifted.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
         elif on_flat:
-            dx, dw = _flat.backward(gy, x, wt, kernel, dilate, groups, _CHUNK_BYTES)
+            dx, dw = _flat.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
         else:
             dx, dw = _grid.backward(gy, x, wt, kernel, dilate, tpad, groups, _CHUNK_BYTES)
         if not finite(dw):

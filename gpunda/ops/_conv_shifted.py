@@ -75,18 +75,18 @@ def _buffer(shape, dtype, where):
 
 class _Rows:
     """The shifted copies of ``a`` (N, C, H, W), made for a group of samples at a time:
-    buf[n, c, kw, e + kh * dh * W + q] is the data cell that output cell q reads at tap
-    (kh, kw), zero where that cell is padding; ``view`` gives a chunk's GEMM inputs."""
+    buf[n, c, kw, pw + kh * dh * W + q] is the data cell that output cell q reads at tap
+    (kh, kw), zero where that cell is padding; ``chunks`` gives the GEMM inputs."""
 
     def __init__(self, a, kernel, dilate, pad, groups, chunk):
         N, C, H, W = a.shape
         self.a, self.C, self.H, self.W = a, C, H, W
         self.kernel, self.dh, self.dw, self.G = kernel, dilate[0], dilate[1], groups
+        # pw spare cells at both ends of a run: the column shifts reach pw either way
         self.pw = pad[1]
-        self.e = pad[1]                      # spare cells: shifts reach pw either way
-        self.ld = H * W + 2 * pad[0] * W + 2 * self.e
-        # copy kw holds data cell 0 at a(kw) = e + ph * W - (kw * dw - pw)
-        self.a0 = self.e + pad[0] * W + pad[1]
+        self.ld = H * W + 2 * pad[0] * W + 2 * self.pw
+        # copy kw holds data cell 0 at a(kw) = pw + ph * W - (kw * dw - pw)
+        self.a0 = 2 * self.pw + pad[0] * W
         per = C * kernel[1] * self.ld * a.itemsize
         # samples filled at a time: whole chunks, as many as fit in _FILL_BYTES
         self.group = min(N, max(1, _FILL_BYTES // max(1, per * chunk)) * chunk)
@@ -123,7 +123,7 @@ class _Rows:
                 m = min(p1, n0 + b) - n0
                 yield n0, m, np.ndarray((m, KH, self.G, Cg * KW, self.H * self.W),
                                         self.buf.dtype, buffer=self.buf,
-                                        offset=((n0 - p0) * C * KW * ld + self.e) * it,
+                                        offset=((n0 - p0) * C * KW * ld + self.pw) * it,
                                         strides=strides)
 
 
@@ -158,9 +158,10 @@ def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     return y.reshape(N, F, H, W)
 
 
-def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
+def backward(gy, x, wt, kernel, dilate, pad, groups, chunk_bytes):
     """(dx, dW) from ONE set of shifted copies, those of ``gy`` for the transposed
-    convolution (kernel ``wt``: the flipped, transposed (C, Fg, kh, kw)): dx as the
+    convolution (its "same" padding ``pad``, kernel ``wt``: the flipped, transposed
+    (C, Fg, kh, kw)): dx as the
     forward above, and dW' = sum over samples of rows(n, kh) @ x[n].T, as the flat
     route's dW' = cols @ x.T with the columns in place."""
     N, C, H, W = x.shape
@@ -169,7 +170,6 @@ def backward(gy, x, wt, kernel, dilate, groups, chunk_bytes):
     Cg = C // G
     L = H * W
     KH, KW = kernel
-    pad = tuple(dilate[i] * (kernel[i] - 1) // 2 for i in range(2))
     wk = _by_kernel_row(wt, G)
     dx = np.empty((N, G, Cg, L), dtype=np.result_type(gy.dtype, wt.dtype))
     b = samples_per_chunk(N, KH * C * L * dx.itemsize, chunk_bytes)
