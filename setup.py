@@ -2,7 +2,7 @@
 ``gpunda_mxnet_alias.pth`` at the top of the installed tree, next to the gpunda package.
 
 Python runs that one line at start-up; it does nothing unless ``GPUNDA_AS_MXNET``
-is set (then ``import mxnet`` gives gpunda; see README.md and gpunda/_alias.py).
+is set (then ``import mxnet`` gives gpunda; see README.md and gpunda/_tools/alias.py).
 Plain and editable installs both carry it.
 """
 import os

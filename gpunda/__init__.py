@@ -19,7 +19,7 @@ from gpunda import ndarray as nd
 from gpunda import random
 from gpunda import name, attribute, runtime
 
-for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
+for _m in ("symbol", "gluon", "model", "optimizer", "lr_scheduler",
            "metric", "initializer", "kvstore", "io", "recordio"):
     try:
         __import__(f"{__name__}.{_m}")
@@ -29,8 +29,7 @@ for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
 
 if "symbol" in dir():
     sym = symbol  # noqa: F821
-if "cached_op" in dir():
-    from gpunda.cached_op import CachedOp  # noqa: E402
+from gpunda._engine.cached_op import CachedOp  # noqa: E402
 if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
@@ -66,6 +65,6 @@ _LAZY_MODULES.update(np_symbol="symbol.numpy")     # MXNet's mx.np_symbol: np Sy
 def install_mxnet_alias():
     """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
     mxnet itself; call it before the first ``import mxnet``. Returns the alias module.
-    See gpunda/_alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
-    from gpunda._alias import install_mxnet_alias as _install
+    See gpunda/_tools/alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
+    from gpunda._tools.alias import install_mxnet_alias as _install
     return _install()

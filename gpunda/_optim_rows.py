@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 
 
 def op_params(opt, lr, wd, **extra):
-    """The parameter record the formulas of ``ops/optim.py`` take."""
+    """The parameter record the formulas of ``ops/optimizer/updates.py`` take."""
     clip = opt.clip_gradient
     return SimpleNamespace(lr=lr, wd=wd, rescale_grad=opt.rescale_grad,
                            clip_gradient=-1.0 if clip is None else float(clip), **extra)
@@ -30,12 +30,12 @@ def _dense_of(arr):
     """(backend dense array, is_copy) of an NDArray."""
     if arr.stype == "default":
         return arr._data, False
-    from gpunda.ops.sparse_ops import to_dense
+    from gpunda.ops.sparse.ops import to_dense
     return to_dense(arr._data), True
 
 
 def _store(arr, dense):
-    from gpunda.ops.sparse_ops import to_stype
+    from gpunda.ops.sparse.ops import to_stype
     arr._data._rebind(to_stype(dense, arr.stype))
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from gpunda._optim_rows import op_params, run_update
-from gpunda.ops import optim as _ops
+from gpunda.ops.optimizer import updates as _ops
 from gpunda.optimizer import SGD, Optimizer, _xp, register
 
 

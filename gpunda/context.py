@@ -279,3 +279,6 @@ def shares_memory_space(a, b):
 
 
 from gpunda.base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)
+
+from gpunda._core import hooks as _hooks  # noqa: E402
+_hooks.num_gpus = num_gpus      # the C-API stand-in's MXGetGPUCount (NOTE [Upward hooks])

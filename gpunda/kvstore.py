@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.context import cpu
 from gpunda.kvstore_base import KVStoreBase, KVStoreServer

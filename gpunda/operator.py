@@ -7,7 +7,7 @@ the argument, output and auxiliary-state names and infers shapes, dtypes and sto
 ``create_operator`` returns the ``CustomOp`` whose ``forward``/``backward`` do the work on
 NDArrays.
 
-In gpunda ``Custom`` is one registry op (``ops/custom.py``) whose body calls back here, so the
+In gpunda ``Custom`` is one registry op (``ops/control_flow/custom.py``) whose body calls back here, so the
 imperative path, Symbol/Executor, CachedOp and autograd all serve custom operators. The
 operator instance a forward call created is the one its backward uses (MXNet's op state); a
 call replayed from a static CachedOp buffer whose instance is gone gets a fresh one.
@@ -179,7 +179,7 @@ _DMLC_KINDS = {"bool": "boolean", "shape": "Shape(tuple)", "shape_none": "Shape(
 
 
 # ---------------------------------------------------------------------------
-# the runtime the registry's Custom op calls (ops/custom.py)
+# the runtime the registry's Custom op calls (ops/control_flow/custom.py)
 
 _PROP_CACHE = {}
 
@@ -187,8 +187,8 @@ _PROP_CACHE = {}
 def prop_for(p):
     """The prop instance for a call's params (one per op_type and keyword set)."""
     info = getattr(p, "info", None)
-    if info is not None:        # _Native / _NDArray: a NumpyOp or NDArrayOp (_legacy_op.py)
-        from gpunda._legacy_op import prop_for_info
+    if info is not None:        # _Native / _NDArray: a NumpyOp or NDArrayOp (_frontend/legacy_op.py)
+        from gpunda._frontend.legacy_op import prop_for_info
         return prop_for_info(info, p)
     extra = p._extra
     key = (p.op_type, tuple(sorted(extra.items())))
@@ -316,7 +316,7 @@ def _user_error(where, e):
 
 def run_forward(p, inputs, ctx):
     """Run the custom op's forward on NDArray ``inputs``; returns the output NDArrays."""
-    from gpunda import autograd as ag
+    from gpunda._engine import autograd as ag
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     if len(inputs) != n_args + n_aux:
@@ -357,7 +357,7 @@ def run_forward(p, inputs, ctx):
 
 def run_backward(p, inputs, outs, ograds, ctx):
     """Run the custom op's backward; returns one gradient NDArray per input (None for aux)."""
-    from gpunda import autograd as ag
+    from gpunda._engine import autograd as ag
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     args, aux = list(inputs[:n_args]), list(inputs[n_args:])
@@ -392,7 +392,63 @@ def run_backward(p, inputs, outs, ograds, ctx):
 
 
 # MXNet's deprecated PythonOp interface, built on the Custom runtime above
-from gpunda._legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402
+# ---------------------------------------------------------------------------
+# The Custom op's calls (gpunda/ops/control_flow/custom.py declares the op; its forward
+# and gradient run here, on NDArrays)
+
+def _nd_context(arrays):
+    """The Context of raw backend arrays (the CPU for NumPy; the array's GPU for CuPy)."""
+    from gpunda.context import cpu, gpu
+    for a in arrays:
+        if a is None:
+            continue
+        a = getattr(a, "data", a) if not isinstance(a, np.ndarray) and hasattr(a, "indices") else a
+        dev = getattr(a, "device", None)
+        if isinstance(a, np.ndarray) or dev is None or isinstance(dev, str):
+            return cpu()
+        return gpu(int(dev.id))
+    from gpunda.context import current_context
+    return current_context()
+
+
+def _as_nd(raws, ctx):
+    from gpunda.ndarray.sparse import _wrap
+    return [None if r is None else _wrap(r, ctx) for r in raws]
+
+
+def custom_forward(p, arrays, ctx):
+    """A Custom op's forward on backend arrays (dense, or sparse storage with ``ctx`` None)."""
+    if ctx is None:
+        ctx = _nd_context(arrays)
+    outs = run_forward(p, _as_nd(arrays, ctx), ctx)
+    raws = tuple(o._data for o in outs)
+    return raws[0] if len(raws) == 1 else raws
+
+
+def custom_gradient(p, ins, outs, ograds):
+    """A Custom op's gradient rule: raw arrays on the plain backward, NDArrays (recorded as a
+    once-differentiable node) under create_graph."""
+    from gpunda.ndarray.ndarray import NDArray
+    from gpunda._engine import autograd as ag
+    from gpunda.autograd import _ONCE_OP, _once_rule
+    raw = not isinstance(outs[0], NDArray)
+    if raw:
+        ctx = _nd_context(list(ins) + list(outs))
+        ins_nd, outs_nd, og_nd = _as_nd(ins, ctx), _as_nd(outs, ctx), _as_nd(ograds, ctx)
+    else:
+        ctx = outs[0]._ctx
+        ins_nd, outs_nd, og_nd = list(ins), list(outs), list(ograds)
+    grads = run_backward(p, ins_nd, outs_nd, og_nd, ctx)
+    if raw:
+        return [None if g is None else g._data for g in grads]
+    real = [g for g in grads if g is not None]
+    if real:
+        ag.record_node(_ONCE_OP, None, ins_nd + [g for g in og_nd if g is not None], real,
+                       rule=_once_rule(f"Custom operator {p.op_type!r}"))
+    return grads
+
+
+from gpunda._frontend.legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402
 
 # MXNet's operator module has no __all__, so ``from mxnet.operator import *`` also brings
 # the ctypes and C-API names it imports; MXNet code (its own test_operator.py) relies on them
@@ -418,3 +474,4 @@ __all__ += [
     "c_int_p", "c_str", "c_void_p", "cast", "check_call", "collections", "context", "ctypes",
     "ctypes2numpy_shared", "is_np_array", "mx_float", "mx_int", "mx_uint", "pointer",
     "py_str", "symbol", "traceback", "warnings"]
+

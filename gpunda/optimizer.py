@@ -19,10 +19,10 @@ import pickle
 
 import numpy as np
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 from gpunda._optim_rows import op_params, run_update
 from gpunda.base import GpundaError
-from gpunda.ops import optim as _ops
+from gpunda.ops.optimizer import updates as _ops
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Signum",
            "Updater", "get_updater", "create", "register"]
@@ -353,7 +353,7 @@ class SGD(Optimizer):
 
 
 def _xp(arr):
-    from gpunda.ops.sparse_ops import xp_of
+    from gpunda.ops.sparse.ops import xp_of
     return xp_of(arr)
 
 

@@ -10,7 +10,7 @@
 How it hooks in: while it runs, each op's ``OpDef.compute`` is swapped for a
 timing wrapper, and the places that hold a compute directly (the NDArray
 operator closures, CachedOp plan steps) are pointed at it (NOTE [Swapping
-computes] in imperative.py). Stopping or pausing puts the original functions
+computes] in _engine/imperative.py). Stopping or pausing puts the original functions
 back, so a profiler that is off costs nothing per op. On a GPU the wrapper
 waits for the op's kernels, so times are device times, not launch times.
 The trace uses MXNet's event kinds: ops "B"/"E" in category "operator",
@@ -205,7 +205,8 @@ def _timed(op, orig, cat, memory):
 
 def _install_hooks():
     from gpunda.ops.registry import all_ops
-    from gpunda import imperative, cached_op
+    from gpunda._engine import imperative
+    from gpunda._engine import cached_op
     cfg = _s.config
     imperative_on = cfg["profile_all"] or cfg["profile_imperative"]
     symbolic_on = cfg["profile_all"] or cfg["profile_symbolic"]
@@ -227,7 +228,8 @@ def _install_hooks():
 def _remove_hooks():
     if not _s.hooked:
         return
-    from gpunda import imperative, cached_op
+    from gpunda._engine import imperative
+    from gpunda._engine import cached_op
     for op, orig in _originals.items():
         op.compute = orig
     _originals.clear()

@@ -1,7 +1,8 @@
 """Random numbers (``mx.random``): per-context generators and samplers.
 
-Each context has its own generator, so ``seed(n, ctx)`` makes that device's
-draws reproducible without touching the others (``ctx='all'`` seeds every one).
+Each context has its own generator (gpunda/backends/generators.py), so ``seed(n, ctx)``
+makes that device's draws reproducible without touching the others (``ctx='all'`` seeds
+every one).
 """
 from __future__ import annotations
 
@@ -10,45 +11,12 @@ import numpy as np
 from gpunda.base import GpundaError, numeric_types
 from gpunda.context import Context, current_context
 from gpunda.base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
+from gpunda.backends.generators import generator as _generator, seed  # noqa: F401
 
 __all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
            "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial",
            "uniform_like", "normal_like", "exponential_like", "gamma_like", "poisson_like",
            "negative_binomial_like", "generalized_negative_binomial_like"]
-
-_gens = {}
-_global_seed = None
-
-
-def _generator(ctx):
-    g = _gens.get(ctx)
-    if g is None:
-        g = _gens[ctx] = _make(ctx, _global_seed)
-    return g
-
-
-def _make(ctx, s):
-    if ctx.device_type == "gpu":
-        xp = ctx.backend.xp
-        with ctx.backend.device_scope():
-            return xp.random.RandomState(s)
-    return np.random.RandomState(s)
-
-
-def seed(seed_state, ctx="all"):
-    """Seed the generator of ``ctx`` (or of every context with ``ctx='all'``)."""
-    global _global_seed
-    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)):
-        raise GpundaError(f"random.seed: seed_state={seed_state!r} must be an integer")
-    s = int(seed_state) % (2 ** 32)
-    if ctx == "all":
-        _global_seed = s
-        for c in list(_gens):
-            _gens[c] = _make(c, s)
-        return
-    c = Context(ctx)
-    # mix in the device so gpu(0) and cpu(0) do not draw the same numbers
-    _gens[c] = _make(c, (s + 1000003 * c.device_typeid + 7919 * c.device_id) % (2 ** 32))
 
 
 def _call(opname, shape, dtype, ctx, out, **params):

@@ -121,10 +121,8 @@ def set_module(module):
 
 
 def _np_array_available():
-    if importlib.util.find_spec(f"{__package__}.numpy") is None:
-        return False
-    # the placeholder that only imports (gpunda/_not_built.py) does not count
-    return not getattr(importlib.import_module(f"{__package__}.numpy"), "NOT_BUILT", False)
+    # find_spec locates the front end without importing it (it sits above this layer)
+    return importlib.util.find_spec(f"{__package__}.numpy") is not None
 
 
 class _NumpyArrayScope:

@@ -1,11 +1,12 @@
-"""Out of device memory (gpunda/_oom.py), on the test stand-in GPU with a memory cap."""
+"""Out of device memory (gpunda/_engine/oom.py), on the test stand-in GPU with a memory cap."""
 import gc
 
 import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda import _oom, autograd, gluon, nd
+from gpunda import autograd, gluon, nd
+from gpunda._engine import oom as _oom
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""mx.operator's deprecated PythonOp / NumpyOp / NDArrayOp (gpunda/_legacy_op.py).
+"""mx.operator's deprecated PythonOp / NumpyOp / NDArrayOp (gpunda/_frontend/legacy_op.py).
 
 References: NumPy softmax and its cross-entropy gradient (y - onehot), finite
 differences, and MXNet 1.9.1's observed behaviour (warnings, node names, attrs, the

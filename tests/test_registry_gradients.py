@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda import autograd as ag
+from gpunda._engine import autograd as ag   # the engine module: a test spies on its _record
 from gpunda.ops.registry import all_ops
 from gpunda.test_utils import assert_almost_equal
 

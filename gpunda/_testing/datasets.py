@@ -252,8 +252,8 @@ def get_im2rec_path(home_env="MXNET_HOME"):
     if home_env in os.environ:
         root = os.environ[home_env]
     else:
-        import gpunda
-        root = os.path.dirname(gpunda.__file__)
+        # the package's folder (this module is gpunda/_testing/datasets.py)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for candidate in (os.path.join(root, "tools", "im2rec.py"),
                       os.path.join(root, "..", "..", "tools", "im2rec.py")):
         if os.path.isfile(candidate):

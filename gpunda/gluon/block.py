@@ -627,7 +627,7 @@ class HybridBlock(Block):
         return {k: v.var() for k, v in self._reg_params.items()}
 
     def _build_cache(self, *args):
-        from gpunda.cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         data, out = self._get_graph(*args)
         data_names = {d.name: i for i, d in enumerate(data)}
         params = self.collect_params()
@@ -776,7 +776,7 @@ def _have_cached_op():
     global _HAVE_CACHED_OP
     if _HAVE_CACHED_OP is None:
         try:
-            from gpunda.cached_op import CachedOp  # noqa: F401
+            from gpunda._engine.cached_op import CachedOp  # noqa: F401
             from gpunda import symbol
             _HAVE_CACHED_OP = hasattr(symbol, "var") and hasattr(symbol, "Group")
         except ImportError:

@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from gpunda import autograd
+from gpunda._engine import autograd as _engine_autograd
 from gpunda.gluon import _np_mode
 from gpunda import initializer
 from gpunda.base import GpundaError
@@ -473,7 +474,7 @@ class Parameter:
         for i, g in enumerate(self._grad):
             with g.context.backend.device_scope():
                 g._data[...] = 0
-            autograd.bump_version(g)
+            _engine_autograd.bump_version(g)
             self._mark_grad_used(i)
 
     def var(self):

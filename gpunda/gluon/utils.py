@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 from gpunda import ndarray as nd
 from gpunda.base import GpundaError
 from gpunda.context import Context

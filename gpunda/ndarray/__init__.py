@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpunda import ops as _ops  # registers the op families
-from gpunda import imperative as _imp
+from gpunda._engine import imperative as _imp
 from gpunda.ndarray import _op
 from gpunda.ndarray import register as _register
 from gpunda.ndarray.ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
@@ -37,6 +37,20 @@ _export_public()
 from gpunda.ndarray import sparse  # noqa: F401,E402
 from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
 from gpunda.ndarray.io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
+from gpunda.ndarray._dlpack import from_managed_tensor_pointer as _from_dlpack_pointer  # noqa: E402
+from gpunda._core import hooks as _hooks  # noqa: E402
+
+# what the layers below call on NDArrays (NOTE [Upward hooks] in gpunda/_core/hooks.py)
+_hooks.register_ndarray(NDArray, _new, __import__("sys").modules[__name__], sparse._wrap)
+_hooks.from_dlpack_pointer = _from_dlpack_pointer
+
+
+def _python_operators():
+    from gpunda import operator as _operator_module
+    return _operator_module
+
+
+_hooks.python_operators = _python_operators
 
 
 def _prefixed_namespace(name, prefixes):
@@ -74,7 +88,7 @@ gen_contrib, gen_linalg, gen_sparse = contrib, linalg, sparse
 def __getattr__(name):
     # CachedOp lives above ndarray in the import order (it needs Symbol): load it on use
     if name == "CachedOp":
-        from gpunda.cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         return CachedOp
     if name in ("np", "numpy", "npx"):     # F.np / F.npx of an imperative hybrid_forward
         import importlib

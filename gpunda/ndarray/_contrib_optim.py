@@ -1,6 +1,6 @@
 """``nd.contrib`` front ends of MXNet's AdamW and multi-tensor LAMB ops: they take
 lists of weights and states, interleave them per tensor and pass a Python
-``rescale_grad`` as the one-element array the ops read (ops/optim_lamb_adamw.py)."""
+``rescale_grad`` as the one-element array the ops read (ops/optimizer/lamb_adamw.py)."""
 from __future__ import annotations
 
 

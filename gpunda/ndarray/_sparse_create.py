@@ -25,9 +25,9 @@ import numpy as np
 
 from gpunda.base import GpundaError, integer_types
 from gpunda.context import current_context
-from gpunda.ops import sparse_ops as _so
+from gpunda.ops.sparse import ops as _so
 from gpunda.ops.registry import parse_dtype
-from gpunda.ops.sparse_ops import CSRData, RSPData, INDEX, to_stype
+from gpunda.ops.sparse.ops import CSRData, RSPData, INDEX, to_stype
 from gpunda.ndarray.ndarray import NDArray, _ctx_of, _check_shape
 from gpunda.ndarray.ndarray import zeros as _dense_zeros
 from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray, _wrap, _CLS

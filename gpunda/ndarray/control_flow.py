@@ -4,7 +4,7 @@ code). The symbolic forms are in gpunda/symbol/control_flow.py."""
 from __future__ import annotations
 
 from gpunda.base import GpundaError
-from gpunda._nesting import flatten, regroup as _regroup
+from gpunda._core.nesting import flatten, regroup as _regroup
 from gpunda.ndarray.ndarray import NDArray
 
 __all__ = ["foreach", "while_loop", "cond"]

@@ -11,13 +11,13 @@ import weakref
 
 import numpy as np
 
-from gpunda import autograd as _ag
-from gpunda import imperative as _imp
+from gpunda._engine import autograd as _ag
+from gpunda._engine import imperative as _imp
 from gpunda.ops.registry import get_op
 from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
 from gpunda.context import Context, current_context, cpu, shares_memory_space
-from gpunda import _deferred
-from gpunda._deferred import Poisoned as _Poisoned
+from gpunda._core import deferred as _deferred
+from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -56,7 +56,7 @@ class NDArray:
         if handle is None:
             raise GpundaError("NDArray(handle=...) needs a handle; create arrays with "
                               "nd.array, nd.zeros, nd.empty, ...")
-        from gpunda._capi import take_handle
+        from gpunda._core.capi import take_handle
         src = take_handle(handle)
         self._data, self._ctx = src._data, src._ctx
 
@@ -97,7 +97,7 @@ class NDArray:
         # ctypes reads this when the array is passed as a pointer: MXNet code casts the
         # arrays its monitor callbacks get (``ctypes.cast(arr, NDArrayHandle)``) and
         # wraps them again with ``NDArray(handle)``
-        from gpunda._capi import lend_handle
+        from gpunda._core.capi import lend_handle
         return lend_handle(self)
 
     @property
@@ -414,7 +414,7 @@ class NDArray:
         if type(self) is not NDArray or (_is_rec() and self._ag is not None) \
                 or set(kwargs) - {"reverse"}:
             return _op.Reshape(self, shape=shape, **kwargs)
-        from gpunda.ops.matrix import infer_reshape
+        from gpunda.ops.tensor.matrix import infer_reshape
         try:
             new_shape = infer_reshape(self.shape, tuple(shape), bool(kwargs.get("reverse")))
         except GpundaError as e:    # MXNet's NDArray.reshape raises ValueError here
@@ -819,7 +819,7 @@ def array(source_array, ctx=None, dtype=None):
     try:
         return _new(ctx.backend.from_host(host), ctx)
     except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
-        from gpunda import _oom
+        from gpunda._engine import oom as _oom
         if not _oom.is_oom(e, ctx):
             raise
         return _new(_oom.retry(lambda: ctx.backend.from_host(host), ctx,
@@ -848,7 +848,7 @@ def _make(where, shape, ctx, dtype, fill):
         try:
             return _new(fill(xp, shape, dt), ctx)
         except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
-            from gpunda import _oom
+            from gpunda._engine import oom as _oom
             if not _oom.is_oom(e, ctx):
                 raise
             return _new(_oom.retry(lambda: fill(xp, shape, dt), ctx,
@@ -908,7 +908,7 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
-    from gpunda.ops.creation import range_bounds, range_values
+    from gpunda.ops.tensor.creation import range_bounds, range_values
     start, stop = range_bounds("arange", start, stop, step, infer_range)
     if repeat != 1 and (not isinstance(repeat, int) or repeat < 1):
         raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")

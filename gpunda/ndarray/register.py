@@ -8,7 +8,7 @@ further positional values fill params in declaration order, ``out=`` and
 """
 from __future__ import annotations
 
-from gpunda import imperative as _imp
+from gpunda._engine import imperative as _imp
 from gpunda.base import GpundaError
 from gpunda.ops.registry import all_names, fill_positional_params
 

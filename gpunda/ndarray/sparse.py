@@ -2,7 +2,7 @@
 
 ``CSRNDArray`` (2-D compressed rows) and ``RowSparseNDArray`` (a subset of rows
 of an array of any rank >= 1) are NDArray subclasses whose ``_data`` slot holds
-a storage holder (``CSRData`` / ``RSPData`` from gpunda/ops/sparse_ops.py).
+a storage holder (``CSRData`` / ``RSPData`` from gpunda/ops/sparse/ops.py).
 
 Dispatch: ``imperative.invoke_parsed`` sends every call with a sparse input to
 ``_sparse_invoke``: it looks the input stypes up in ``op.sparse`` (NOTE [Sparse
@@ -34,14 +34,14 @@ import types
 
 import numpy as np
 
-from gpunda import autograd as _ag
-from gpunda import imperative as _imp
+from gpunda._engine import autograd as _ag
+from gpunda._engine import imperative as _imp
 from gpunda.base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
 from gpunda.base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
 from gpunda.context import Context, current_context
-from gpunda.ops import sparse_ops as _so
+from gpunda.ops.sparse import ops as _so
 from gpunda.ops.registry import get_op, parse_dtype
-from gpunda.ops.sparse_ops import CSRData, RSPData, to_stype, to_dense, stype_of
+from gpunda.ops.sparse.ops import CSRData, RSPData, to_stype, to_dense, stype_of
 from gpunda.ndarray.ndarray import NDArray, _new
 from gpunda.ndarray.ndarray import array as _dense_array
 

@@ -6,9 +6,8 @@ Each functions module adds one ``from .X import *`` line at the end. A name MXNe
 that no module defined would raise NotBuiltError; all of them are built now, so any
 other name is one MXNet 1.9.1 lacks as well, and ``__getattr__`` says so.
 """
-from gpunda._not_built import absent_module_getattr
+from gpunda._core.not_built import absent_module_getattr
 
-NOT_BUILT = False     # util.set_np() checks this
 
 from gpunda.numpy import multiarray  # noqa: E402
 from gpunda.numpy.multiarray import ndarray  # noqa: E402,F401

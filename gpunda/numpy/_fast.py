@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from gpunda import imperative as _imp
-from gpunda import autograd as _ag
+from gpunda._engine import imperative as _imp
+from gpunda._engine import autograd as _ag
 from gpunda.ops.registry import get_op
 
 __all__ = []

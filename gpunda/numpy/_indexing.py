@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.context import shares_memory_space
 from gpunda.ndarray import ndarray as _nd_mod

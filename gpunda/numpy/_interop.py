@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from gpunda import autograd as _ag
+from gpunda._engine import autograd as _ag
 from gpunda.ndarray.ndarray import NDArray
 
 __all__ = ["array_function", "array_ufunc"]

@@ -1,4 +1,4 @@
-"""``mx.np`` array manipulation (ops in ops/np_manip.py): shape changes, joining and
+"""``mx.np`` array manipulation (ops in ops/numpy/manip.py): shape changes, joining and
 splitting, tiling, flipping, padding, triangles/diagonals, take/where, insert/delete."""
 from __future__ import annotations
 

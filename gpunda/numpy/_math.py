@@ -1,5 +1,5 @@
 """``mx.np`` element-wise functions: unary math, binary arithmetic with broadcasting,
-comparisons, logical and bitwise functions (ops in ops/np_elemwise.py)."""
+comparisons, logical and bitwise functions (ops in ops/numpy/elemwise.py)."""
 from __future__ import annotations
 
 import functools
@@ -120,7 +120,7 @@ def _make_binary(name, ops):
         return invoke(rop or sop, [x2], out=out, **_scalar_kw(x1))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"NumPy's ``{name}`` with broadcasting; dtypes follow MXNet's np rules "
-                 f"(NOTE [np dtype rules] in ops/np_elemwise.py).")
+                 f"(NOTE [np dtype rules] in ops/numpy/elemwise.py).")
     return f
 
 

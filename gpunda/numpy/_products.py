@@ -1,5 +1,5 @@
 """``mx.np`` products: dot, matmul, tensordot, einsum, inner, outer, vdot, kron
-(ops in ops/np_linalg.py, differentiable through einsum)."""
+(ops in ops/numpy/linalg.py, differentiable through einsum)."""
 from __future__ import annotations
 
 import numbers

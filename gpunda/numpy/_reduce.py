@@ -1,4 +1,4 @@
-"""``mx.np`` reductions (ops in ops/np_reduce.py): sum, prod, mean, std, var, max/min,
+"""``mx.np`` reductions (ops in ops/numpy/reduce.py): sum, prod, mean, std, var, max/min,
 argmax/argmin, all/any, cumsum, and the NaN-ignoring variants MXNet provides."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``mx.np`` sorting and searching (ops in ops/np_sort.py): sort, argsort, unique,
+"""``mx.np`` sorting and searching (ops in ops/numpy/sort.py): sort, argsort, unique,
 nonzero, argwhere, flatnonzero."""
 from __future__ import annotations
 

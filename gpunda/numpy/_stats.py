@@ -1,4 +1,4 @@
-"""``mx.np`` statistics and numerical helpers (ops in ops/np_stats.py): average,
+"""``mx.np`` statistics and numerical helpers (ops in ops/numpy/stats.py): average,
 percentile/quantile/median, histogram, bincount, diff/ediff1d, polyval, windows,
 unravel_index, diag_indices_from, shares_memory."""
 from __future__ import annotations

@@ -52,7 +52,7 @@ def make_fallback(name, onp_func=None, where="mx.np"):
     f = onp_func or _resolve(name)
 
     def fallback(*args, **kwargs):
-        from gpunda import autograd
+        from gpunda._engine import autograd
         if autograd.is_recording():
             raise ValueError(f"Falling back to NumPy operator {name} with autograd active is "
                              f"not supported. Please consider moving the operator to the "

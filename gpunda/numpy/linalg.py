@@ -1,7 +1,7 @@
 """``mx.np.linalg``: norms, decompositions, inverses and solvers on ``mx.np.ndarray``.
 
 Differentiable where MXNet is: inv/det/slogdet/cholesky/eigh reuse the ``_linalg_*``
-ops of ``nd.linalg``; svd/solve/pinv are ``_npi_*`` ops (ops/np_linalg.py); norm and
+ops of ``nd.linalg``; svd/solve/pinv are ``_npi_*`` ops (ops/numpy/linalg.py); norm and
 tensorinv/tensorsolve are compositions. eig/eigvals run NumPy's LAPACK on the host
 (no gradient, as in MXNet); cond, lstsq, matrix_power, matrix_rank, multi_dot and qr are
 MXNet's fallbacks to official NumPy (``fallback_linalg``).

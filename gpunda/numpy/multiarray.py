@@ -33,8 +33,8 @@ import threading
 
 import numpy as _onp
 
-from gpunda import imperative as _imp
-from gpunda import autograd as _ag
+from gpunda._engine import imperative as _imp
+from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.ndarray.ndarray import NDArray
 from gpunda.ndarray import ndarray as _nd_mod

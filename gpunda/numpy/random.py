@@ -2,7 +2,7 @@
 (``mx.random.seed`` makes them reproducible). Distribution parameters may be numbers or
 arrays (broadcast with ``size``); normal, uniform, lognormal, exponential, rayleigh,
 weibull, pareto, gumbel and logistic are differentiable in their array parameters, as
-in MXNet (ops in ops/np_random.py)."""
+in MXNet (ops in ops/numpy/random.py)."""
 from __future__ import annotations
 
 import numbers

@@ -1,12 +1,12 @@
 """``npx.random``: MXNet's samplers beyond NumPy's (``bernoulli`` and the batch samplers
-``uniform_n``/``normal_n``, ops in ops/np_random.py) and ``seed`` (shared with
+``uniform_n``/``normal_n``, ops in ops/numpy/random.py) and ``seed`` (shared with
 ``mx.random``)."""
 from __future__ import annotations
 
 import numbers
 
 from gpunda import random as _mx_random
-from gpunda._not_built import missing_module_getattr
+from gpunda._core.not_built import missing_module_getattr
 
 __all__ = ["seed", "bernoulli", "uniform_n", "normal_n"]
 

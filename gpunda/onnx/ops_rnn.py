@@ -1,7 +1,7 @@
 """Converter: the fused RNN op (rnn_relu, rnn_tanh, lstm, gru; stacked, bidirectional).
 
 ONNX's RNN/LSTM/GRU nodes are one layer each, so a stack becomes a chain of nodes. The
-flat MXNet parameter vector (NOTE [RNN parameter layout] in ops/rnn.py) is cut into
+flat MXNet parameter vector (NOTE [RNN parameter layout] in ops/nn/rnn.py) is cut into
 ONNX's W, R, B per layer at export time, with the gates reordered: MXNet's LSTM gates
 are (i, f, g, o), ONNX's (i, o, f, c); MXNet's GRU gates (r, z, n), ONNX's (z, r, h).
 MXNet's GRU applies the reset gate after the recurrent matmul: linear_before_reset=1.
@@ -22,7 +22,7 @@ def _gates(a, mode):
 
 @register("RNN")
 def rnn(g, node):
-    from gpunda.ops.rnn import param_layout
+    from gpunda.ops.nn.rnn import param_layout
     p = node.p
     if p.projection_size:
         raise g.unsupported(node, "projection_size (LSTMP)")

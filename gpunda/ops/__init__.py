@@ -1,21 +1,26 @@
-"""Operator families. Importing this package registers every op."""
+"""The operator layer: the registry (ops/registry.py) and the op families, one subpackage per
+family as in MXNet's src/operator (tensor, nn, contrib, vision, numpy, random, image,
+quantization, sparse, optimizer, control_flow), with the CPU fast kernels in ops/kernels.
+Importing this package registers every op, family by family in the order below (a later
+family may alias an earlier one's op).
+"""
 from gpunda.ops import registry
 from gpunda.ops.registry import OpDef, Param, register, get_op, all_ops
 
-from gpunda.ops import elemwise  # noqa: F401
-
-_families = ["np_elemwise", "np_reduce", "np_manip", "np_linalg", "np_random", "np_sort", "np_stats", "reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
-             "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",
-             "vision", "vision_resample", "vision_sampling", "nn_norm", "amp", "nn_im2col",
-             "crop", "contrib_nlp", "random_pdf", "fft", "count_sketch", "quantize", "random_unique",
-             "detection_box", "multibox", "proposal", "vision_rroi", "correlation", "deformable",
-             "deformable_psroi", "control_flow", "np_creation", "np_extension", "optim_multi",
-             "optim_lamb_adamw", "contrib_misc", "hawkes", "dgl_graph", "np_indexing",
-             "quantized_nn", "quantized_math", "quantized_rnn", "contrib_backward",
-             "dgl_sampling", "nn_loss"]
-for _f in _families:
-    try:
-        __import__(f"{__name__}.{_f}")
-    except ModuleNotFoundError as _e:   # a family not written yet
-        if _e.name != f"{__name__}.{_f}":
-            raise
+_FAMILY_MODULES = [
+    "tensor.elemwise", "numpy.elemwise", "numpy.reduce", "numpy.manip", "numpy.linalg",
+    "numpy.random", "numpy.sort", "numpy.stats", "tensor.reduce", "tensor.matrix",
+    "tensor.indexing", "tensor.linalg", "random.samplers", "nn.basic", "optimizer.updates",
+    "sparse.ops", "control_flow.custom", "tensor.creation", "nn.rnn", "nn.sequence",
+    "image.transforms", "image.color", "nn.ctc", "vision.roi", "vision.resample",
+    "vision.sampling", "nn.norm", "tensor.amp", "nn.im2col", "nn.crop", "contrib.nlp",
+    "random.pdf", "contrib.fft", "contrib.count_sketch", "quantization.quantize",
+    "random.unique", "vision.detection_box", "vision.multibox", "vision.proposal",
+    "vision.rroi", "vision.correlation", "vision.deformable", "vision.deformable_psroi",
+    "control_flow.loops", "numpy.creation", "numpy.extension", "optimizer.multi",
+    "optimizer.lamb_adamw", "contrib.misc", "contrib.hawkes", "contrib.dgl_graph",
+    "numpy.indexing", "quantization.nn", "quantization.math", "quantization.rnn",
+    "contrib.backward", "contrib.dgl_sampling", "nn.loss",
+]
+for _m in _FAMILY_MODULES:
+    __import__(f"{__name__}.{_m}")

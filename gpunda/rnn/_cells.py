@@ -1,6 +1,6 @@
 """Legacy symbolic RNN cells (``mx.rnn``): cells that build Symbol graphs step by step.
 
-The fused cell packs its weights in the layout of the ``RNN`` op (gpunda/ops/rnn.py,
+The fused cell packs its weights in the layout of the ``RNN`` op (gpunda/ops/nn/rnn.py,
 ``param_layout``); ``unpack_weights``/``pack_weights`` convert between that flat vector and
 the per-gate ``<prefix><l|r><layer>_<i2h|h2h><gate>_<weight|bias>`` arrays the unrolled
 cells use, so a fused model and its ``unfuse()``d twin share checkpoints.

@@ -5,7 +5,7 @@ import warnings
 from gpunda import ndarray as _nd
 from gpunda import symbol
 from gpunda.base import GpundaError
-from gpunda.ops.rnn import param_layout
+from gpunda.ops.nn.rnn import param_layout
 from gpunda.rnn._cells import BaseRNNCell, RNNCell, LSTMCell, GRUCell, _normalize_sequence
 
 _GATE_NAMES = {"rnn_relu": ("",), "rnn_tanh": ("",), "lstm": ("_i", "_f", "_c", "_o"),

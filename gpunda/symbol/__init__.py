@@ -149,3 +149,13 @@ contrib.rand_zipfian = _rand_zipfian
 from gpunda.symbol import _contrib_names  # noqa: E402
 _contrib_names.extend(contrib, _symbol)
 symbol = _symbol
+
+# what the layers below call on Symbols (NOTE [Upward hooks] in gpunda/_core/hooks.py)
+from gpunda._core import hooks as _hooks  # noqa: E402
+from gpunda.symbol.infer import infer_graph as _infer_graph  # noqa: E402
+from gpunda.symbol.trace import symbol_from_tape as _symbol_from_tape  # noqa: E402
+_hooks.Symbol = Symbol
+_hooks.infer_graph = _infer_graph
+_hooks.var_shape = _symbol._var_shape
+_hooks.var_dtype = _symbol._var_dtype
+_hooks.symbol_from_tape = _symbol_from_tape

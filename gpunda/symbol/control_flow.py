@@ -1,5 +1,5 @@
 """``sym.contrib.foreach``, ``while_loop`` and ``cond``: Python bodies traced into
-subgraphs of one ``_foreach`` / ``_while_loop`` / ``_cond`` node (ops/control_flow.py).
+subgraphs of one ``_foreach`` / ``_while_loop`` / ``_cond`` node (ops/control_flow/loops.py).
 
 As in MXNet, a body is called on fresh variables inside
 ``AttrScope(__subgraph_name__=<unique name>)``, so every node it creates carries
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 
-from gpunda._nesting import flatten, regroup as _regroup
+from gpunda._core.nesting import flatten, regroup as _regroup
 from gpunda.attribute import AttrScope, current as _current_attrs
 from gpunda.base import GpundaError
 from gpunda import name as _name
-from gpunda.ops.control_flow import with_subgraphs
+from gpunda.ops.control_flow.loops import with_subgraphs
 from gpunda.ops.registry import get_op
 from gpunda.symbol.shape_rules import _RULES
 from gpunda.symbol.symbol import Symbol, _Node, topo_order

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda._deferred import Poisoned as _Poisoned
+from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -49,7 +49,7 @@ class Executor:
     def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None,
                  _cached_op=None, _outputs=None):
         from gpunda.context import current_context, Context
-        from gpunda.cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         from gpunda.symbol.optimize import optimize, concretize_shapes, bound_dtypes_win
         self._symbol = sym
         self._ctx = Context(ctx) if ctx is not None else current_context()
@@ -129,8 +129,8 @@ class Executor:
         self._monitor = (callback, bool(monitor_all), None)
 
     def _run_monitor(self, is_train):
-        from gpunda import autograd
-        from gpunda.cached_op import CachedOp
+        from gpunda._engine import autograd
+        from gpunda._engine.cached_op import CachedOp
         callback, monitor_all, cop = self._monitor
         sym = self._optimized
         internals = sym.get_internals()
@@ -207,7 +207,7 @@ class Executor:
         return self.outputs
 
     def _run(self, is_train, record):
-        from gpunda import autograd
+        from gpunda._engine import autograd
         from gpunda.ndarray.ndarray import NDArray
         inputs = []
         names = self.__dict__.get("_input_names")
@@ -255,7 +255,7 @@ class Executor:
         if hit is not None and hit[0] is a and hit[1] is grad and hit[2] == req \
                 and hit[3]._data is a._data:
             return hit[3]
-        from gpunda import autograd
+        from gpunda._engine import autograd
         from gpunda.ndarray.ndarray import NDArray, _new
         if type(a) is NDArray:
             w = _new(a._data, a._ctx)
@@ -272,7 +272,7 @@ class Executor:
         As in MXNet, a backward may follow a forward with ``is_train=False`` (or no
         forward at all): the forward is then run again under recording first.
         """
-        from gpunda import autograd
+        from gpunda._engine import autograd
         from gpunda.ndarray.ndarray import NDArray
         if not any(r != "null" for r in self._grad_req.values()):
             return

@@ -83,7 +83,7 @@ def _dummy_eye(shape, dtype):
 
 
 def _run_dummy(node, in_shapes, in_types):
-    from gpunda import autograd as ag
+    from gpunda._engine import autograd as ag
     from gpunda.context import cpu
     op, p = node.op, node.p
     prev = ag.set_training(False)

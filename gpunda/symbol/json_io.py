@@ -166,7 +166,7 @@ def from_json(text):
                               f"gpunda does not have") from None
         p = params_from_attrs(op, attrs, len(ins), f"load_json: node {k} ({name!r})")
         if subs:
-            from gpunda.ops.control_flow import with_subgraphs
+            from gpunda.ops.control_flow.loops import with_subgraphs
             p = with_subgraphs(p, [from_json(json.dumps(sg)) for sg in subs])
         names = op.input_names(p)
         if not op.variadic and len(names) != len(ins):

@@ -113,7 +113,7 @@ def fully_connected(p, ins, outs):
 
 
 def convolution(p, ins, outs):
-    from gpunda.ops.nn_conv import _conv_geo
+    from gpunda.ops.nn.conv import _conv_geo
     ins = list(ins)
     data, out = ins[0], outs[0]
     kernel = tuple(p.kernel)

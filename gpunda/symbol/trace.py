@@ -18,7 +18,7 @@ __all__ = ["symbol_from_tape"]
 def symbol_from_tape(x):
     """A Symbol computing ``x`` (an NDArray or list of them) from its recorded inputs."""
     from gpunda.ndarray.ndarray import NDArray
-    from gpunda.cached_op import CACHED_SYMBOL_OPDEF, CachedOpCall
+    from gpunda._engine.cached_op import CACHED_SYMBOL_OPDEF, CachedOpCall
     heads = [x] if isinstance(x, NDArray) else list(x)
     for i, h in enumerate(heads):
         if not isinstance(h, NDArray):

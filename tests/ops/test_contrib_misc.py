@@ -1,5 +1,5 @@
-"""IdentityAttachKLSparseReg, _contrib_SparseEmbedding (ops/contrib_misc.py) and
-_contrib_hawkesll (ops/hawkes.py) against NumPy references and MXNet 1.9.1's values."""
+"""IdentityAttachKLSparseReg, _contrib_SparseEmbedding (ops/contrib/misc.py) and
+_contrib_hawkesll (ops/contrib/hawkes.py) against NumPy references and MXNet 1.9.1's values."""
 import math
 
 import numpy as np

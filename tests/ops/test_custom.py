@@ -1,4 +1,4 @@
-"""Loss heads make_loss / MakeLoss (gpunda/ops/custom.py): values pass through; the
+"""Loss heads make_loss / MakeLoss (gpunda/ops/control_flow/custom.py): values pass through; the
 gradient is the loss's own, as MXNet 1.9.1 computes it (values observed on MXNet)."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The contrib detection ops (ops/detection_box.py, multibox.py, proposal.py,
+"""The contrib detection ops (ops/vision/detection_box.py, multibox.py, proposal.py,
 vision_rroi.py) against loop-by-loop NumPy references written here from MXNet 1.9.1's
 CPU kernels; values of real MXNet for fixed inputs are in test_detection_mxnet.py."""
 import numpy as np

@@ -1,11 +1,11 @@
-"""The blocked greedy NMS walk (ops/_detection_util.py: greedy_keep, block_keep) and
+"""The blocked greedy NMS walk (ops/vision/_detection_util.py: greedy_keep, block_keep) and
 box_nms on many boxes (blocks, class segments, chains, ties), against a plain NumPy
 greedy NMS written here: one kept box at a time, in priority order."""
 import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.ops._detection_util import block_keep, greedy_keep
+from gpunda.ops.vision._detection_util import block_keep, greedy_keep
 
 nd = mx.nd
 

@@ -1,4 +1,4 @@
-"""csr graph ops of ops/dgl_graph.py against MXNet 1.9.1's outputs and a dense reference."""
+"""csr graph ops of ops/contrib/dgl_graph.py against MXNet 1.9.1's outputs and a dense reference."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""DGL neighbour samplers and dgl_graph_compact (gpunda/ops/dgl_sampling.py): the properties
+"""DGL neighbour samplers and dgl_graph_compact (gpunda/ops/contrib/dgl_sampling.py): the properties
 MXNet 1.9.1's test_dgl_graph.py checks, plus a check of every sampled edge against the
 graph, the breadth-first hops and repeatability under mx.random.seed."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""contrib.fft / contrib.ifft (gpunda/ops/fft.py) and contrib.count_sketch against NumPy;
+"""contrib.fft / contrib.ifft (gpunda/ops/contrib/fft.py) and contrib.count_sketch against NumPy;
 gradients by finite differences in tests/test_registry_gradients.py."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Shape ops (gpunda/ops/matrix.py): forward against index-level NumPy references,
+"""Shape ops (gpunda/ops/tensor/matrix.py): forward against index-level NumPy references,
 MXNet's documented examples, errors, finite-difference gradients, second order."""
 import itertools
 

@@ -1,4 +1,4 @@
-"""Multi-tensor optimizer ops (ops/optim_multi.py, ops/optim_lamb_adamw.py) against NumPy
+"""Multi-tensor optimizer ops (ops/optimizer/multi.py, ops/optimizer/lamb_adamw.py) against NumPy
 transcriptions of MXNet's update formulas, and against values MXNet 1.9.1 printed."""
 import numpy as np
 import pytest

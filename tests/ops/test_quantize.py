@@ -1,4 +1,4 @@
-"""contrib.quantize / quantize_v2 / dequantize / requantize (gpunda/ops/quantize.py)
+"""contrib.quantize / quantize_v2 / dequantize / requantize (gpunda/ops/quantization/quantize.py)
 against MXNet's reference kernels written in NumPy, and the values of MXNet's
 test_operator::test_quantization_op."""
 import numpy as np

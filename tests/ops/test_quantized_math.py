@@ -1,4 +1,4 @@
-"""Quantized elemwise add/mul, quantize_asym, calibrate_entropy (gpunda/ops/quantized_math.py),
+"""Quantized elemwise add/mul, quantize_asym, calibrate_entropy (gpunda/ops/quantization/math.py),
 mx.contrib.quant's threshold search, the contrib backward_* ops and the names MXNet's
 nd/sym.contrib modules re-export; against NumPy formulas and MXNet 1.9.1's values."""
 import numpy as np

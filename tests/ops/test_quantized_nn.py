@@ -1,4 +1,4 @@
-"""MXNet's quantized layers (gpunda/ops/quantized_nn.py, quantized_rnn.py) against NumPy
+"""MXNet's quantized layers (gpunda/ops/quantization/nn.py, quantized_rnn.py) against NumPy
 references of MXNet's formulas and values observed on MXNet 1.9.1's CPU wheel."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""random_pdf_* (gpunda/ops/random_pdf.py) against scipy.stats densities and the
+"""random_pdf_* (gpunda/ops/random/pdf.py) against scipy.stats densities and the
 examples of MXNet's documentation; gradients are checked by finite differences in
 tests/test_registry_gradients.py."""
 import numpy as np

@@ -3,7 +3,7 @@
 Each layer keeps one parameter per gate matrix, named as MXNet names them
 (``l0_i2h_weight``, ``r1_h2h_bias``, ``l0_h2r_weight`` for LSTMP), so a ``.params`` file saved
 by MXNet loads; every call concatenates them into the op's flat vector in the order of NOTE
-[RNN parameter layout] (gpunda/ops/rnn.py).
+[RNN parameter layout] (gpunda/ops/nn/rnn.py).
 """
 from __future__ import annotations
 

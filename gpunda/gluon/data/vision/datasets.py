@@ -217,7 +217,7 @@ def imread(path, flag=1):
     """An image file as an HWC uint8 NDArray, RGB (flag=1) or grey (flag=0), as
     MXNet's ``image.imread``."""
     from gpunda import ndarray as nd
-    from gpunda.ops.image import load_cv2
+    from gpunda.ops.image.transforms import load_cv2
     cv2 = load_cv2("image.imread")
     if not os.path.exists(path):
         raise GpundaError(f"image.imread: {path} does not exist")
@@ -350,7 +350,7 @@ class ImageRecordDataset(Dataset):
 
     def __getitem__(self, idx):
         from gpunda import ndarray as nd
-        from gpunda.ops.image import load_cv2
+        from gpunda.ops.image.transforms import load_cv2
         cv2 = load_cv2("ImageRecordDataset")
         header, buf = self._recordio.unpack(self._record.read_idx(self._record.keys[idx]))
         img = cv2.imdecode(np.frombuffer(buf, dtype=np.uint8),

@@ -1,0 +1,2 @@
+"""Machinery shared by the front ends (ndarray, symbol, numpy): MXNet's legacy Python operator
+interface."""

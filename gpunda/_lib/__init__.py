@@ -1,0 +1,1 @@
+"""Library-layer machinery behind public MXNet modules: the metric classes behind ``mx.metric``."""

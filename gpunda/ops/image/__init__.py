@@ -1,0 +1,1 @@
+"""Image ops (MXNet's src/operator/image): transforms and colour jitter."""

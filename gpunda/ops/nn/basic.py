@@ -1,0 +1,1031 @@
+"""Neural-network ops: FullyConnected, activations, normalisation, softmax family,
+Dropout, Embedding, loss outputs; convolution and pooling live in ``nn_conv.py``.
+
+Gradient rules follow NOTE [Gradient rules] in registry.py and use only F ops,
+so they are differentiable again. Linear ops whose gradient needs a dedicated
+kernel (FullyConnected, Embedding, convolution) get hidden ``_*_grad`` ops whose
+own rules are expressed with the forward op and each other (they are linear in
+each input).
+
+Shape inference for Symbol: ops with parameters carry
+``infer_shape(p, in_shapes) -> (in_shapes_completed, out_shapes)``. ``in_shapes``
+is a list with one entry per input name (``op.input_names(p)``), each a tuple or
+None when unknown. Given the data shape the function fills in the parameter
+shapes (weight, bias, gamma, moving stats, label...) as MXNet does and returns
+the shapes of *all* outputs (hidden ones included). When the data shape is
+unknown it returns ``(in_shapes, None)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpunda._core import modes as _modes
+from gpunda.ops.raw import RawF
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype
+from gpunda.ops.kernels import norm as _nk
+from gpunda.ops.kernels.norm import _acc
+from gpunda.ops.nn import conv as nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
+from gpunda.backends.generators import generator as _generator
+
+# ---------------------------------------------------------------------------
+# channel-axis helpers (hidden ops; adjoint of each other)
+
+
+def _axis_sum(xp, p, x):
+    ax = norm_axis(p.axis, x.ndim, "_nn_axis_sum")
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    if not red:
+        return x.copy()
+    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.size:
+        return _nk.channel_sum(xp, x, ax)     # GEMVs: NumPy's reduce over these axes is slow
+    return x.sum(axis=red)
+
+
+def _axis_bcast(xp, p, v):
+    shape = tuple(p.like_shape)
+    ax = norm_axis(p.axis, len(shape), "_nn_axis_bcast")
+    b = [1] * len(shape)
+    b[ax] = v.shape[0]
+    return xp.broadcast_to(v.reshape(b), shape).copy()
+
+
+register(OpDef("_nn_axis_sum", _axis_sum, params=[Param("axis", "int", 1)],
+               gradient=lambda F, p, i, o, g: [F._nn_axis_bcast(g[0], axis=p.axis,
+                                                                like_shape=i[0].shape)],
+               save=("inputs",), hidden=True, family="nn",
+               doc="Sum over every axis but `axis` (shape (C,))."))
+register(OpDef("_nn_axis_bcast", _axis_bcast,
+               params=[Param("axis", "int", 1), Param("like_shape", "shape")],
+               gradient=lambda F, p, i, o, g: [F._nn_axis_sum(g[0], axis=p.axis)],
+               save=(), hidden=True, family="nn",
+               doc="Broadcast a (C,) vector along `axis` into `like_shape`."))
+
+
+def _kshape(shape, axes):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _chan_shape(shape, ax):
+    return tuple(d if i == ax else 1 for i, d in enumerate(shape))
+
+# ---------------------------------------------------------------------------
+# FullyConnected
+
+
+def _fc_2d(x, flatten):
+    if flatten:
+        return x.reshape(x.shape[0], -1)    # 1-D data (n,) is n rows of one feature, as MXNet
+    return x.reshape(-1, x.shape[-1])
+
+
+def _fully_connected(xp, p, x, w, b=None):
+    if b is None:
+        require_same_dtype("FullyConnected", ("data", "weight"), x, w)
+    else:
+        require_same_dtype("FullyConnected", ("data", "weight", "bias"), x, w, b)
+    x2 = _fc_2d(x, p.flatten)
+    H = p.num_hidden
+    if tuple(w.shape) != (H, x2.shape[1]):
+        raise GpundaError(f"Operator FullyConnected: input weight has shape {tuple(w.shape)}, "
+                          f"expected {(H, x2.shape[1])} for data {tuple(x.shape)} "
+                          f"(num_hidden={H}, flatten={p.flatten})")
+    y = matmul(xp, x2, w.T)
+    if b is not None:
+        if tuple(b.shape) not in ((H,), (H, 1)):    # MXNet accepts both bias shapes
+            raise GpundaError(f"Operator FullyConnected: input bias has shape {tuple(b.shape)}, "
+                              f"expected ({H},) or ({H}, 1)")
+        y += b.reshape(H)
+    if p.flatten:
+        return y.reshape(x.shape[0], H)
+    return y.reshape(tuple(x.shape[:-1]) + (H,))
+
+
+def _grad_fc(F, p, ins, outs, og, need=None):
+    x, w = ins[0], ins[1]
+    g = og[0]
+    # the first layer's data rarely needs a gradient: skip that GEMM when nobody asks
+    res = [F._fc_data_grad(g, w, flatten=p.flatten, data_shape=x.shape)
+           if need is None or need[0] else None,
+           F._fc_weight_grad(g, x, flatten=p.flatten) if need is None or need[1] else None]
+    if not p.no_bias:
+        gb = sum_to_shape(F, g, (p.num_hidden,))
+        res.append(gb if ins[2].ndim == 1 else F.reshape(gb, shape=(p.num_hidden, 1)))
+    return res
+
+
+def _infer_fc(p, in_shapes):
+    data = in_shapes[0]
+    shapes = list(in_shapes)
+    if data is None:
+        return shapes, None
+    k = math.prod(data[1:]) if p.flatten else data[-1]
+    shapes[1] = (p.num_hidden, k)
+    if not p.no_bias and shapes[2] != (p.num_hidden, 1):
+        shapes[2] = (p.num_hidden,)
+    out = (data[0], p.num_hidden) if p.flatten else tuple(data[:-1]) + (p.num_hidden,)
+    return shapes, [out]
+
+
+register(OpDef(
+    "FullyConnected", _fully_connected,
+    params=[Param("num_hidden", "int"), Param("no_bias", "bool", False),
+            Param("flatten", "bool", True)],
+    inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
+    gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="gemm",
+    family="nn", doc="y = x W^T + b; x is flattened to 2-D (flatten=True) or uses its last axis."))
+
+
+def _fc_data_grad(xp, p, g, w):
+    g2 = g.reshape(-1, w.shape[0])
+    return matmul(xp, g2, w).reshape(tuple(p.data_shape))
+
+
+def _fc_weight_grad(xp, p, g, x):
+    H = g.shape[-1] if not p.flatten else g.reshape(g.shape[0], -1).shape[1]
+    return matmul(xp, g.reshape(-1, H).T, _fc_2d(x, p.flatten))
+
+
+register(OpDef(
+    "_fc_data_grad", _fc_data_grad, inputs=("ograd", "weight"),
+    params=[Param("flatten", "bool", True), Param("data_shape", "shape")],
+    gradient=lambda F, p, i, o, g: [
+        F.FullyConnected(g[0], i[1], no_bias=True, num_hidden=i[1].shape[0], flatten=p.flatten),
+        F._fc_weight_grad(i[0], g[0], flatten=p.flatten)],
+    save=("inputs",), hidden=True, capture="gemm", family="nn",
+    doc="FullyConnected gradient with respect to data."))
+register(OpDef(
+    "_fc_weight_grad", _fc_weight_grad, inputs=("ograd", "data"),
+    params=[Param("flatten", "bool", True)],
+    gradient=lambda F, p, i, o, g: [
+        F.FullyConnected(i[1], g[0], no_bias=True, num_hidden=g[0].shape[0], flatten=p.flatten),
+        F._fc_data_grad(i[0], g[0], flatten=p.flatten, data_shape=i[1].shape)],
+    save=("inputs",), hidden=True, capture="gemm", family="nn",
+    doc="FullyConnected gradient with respect to weight."))
+
+# ---------------------------------------------------------------------------
+# Activation, LeakyReLU
+
+
+def _softrelu(xp, x):
+    return (xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))).astype(x.dtype, copy=False)
+
+
+def _sigmoid(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _activation(xp, p, x):
+    t = p.act_type
+    if t == "relu":
+        return xp.maximum(x, 0).astype(x.dtype, copy=False)
+    if t == "sigmoid":
+        return _sigmoid(xp, x)
+    if t == "tanh":
+        return xp.tanh(x)
+    if t == "softrelu":
+        return _softrelu(xp, x)
+    return x / (1 + xp.abs(x))
+
+
+def _grad_activation(F, p, ins, outs, og):
+    t, x, y, g = p.act_type, ins[0], outs[0], og[0]
+    if t == "relu":
+        return [g * F._greater_scalar(x, scalar=0.0)]
+    if t == "sigmoid":
+        return [g * y * (1 - y)]
+    if t == "tanh":
+        return [g * (1 - y * y)]
+    if t == "softrelu":
+        return [g * F.sigmoid(x)]
+    return [g / F.square(1 + F.abs(x))]
+
+
+register(OpDef(
+    "Activation", _activation,
+    params=[Param("act_type", "enum", choices=("relu", "sigmoid", "tanh", "softrelu", "softsign"))],
+    gradient=_grad_activation, save=("inputs", "outputs"), family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="Element-wise activation: relu, sigmoid, tanh, softrelu (log(1+e^x)), softsign."))
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2 * math.pi)
+
+
+def _prelu_gamma_shape(gshape, xshape):
+    """Where a multi-dim gamma sits in data (MXNet's expand_shape): gamma's dims, read from
+    the right, cover data's first two axes (equal or 1); every other axis is 1."""
+    out, s = [1] * len(xshape), len(gshape) - 1
+    for i in range(len(xshape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gshape[s] in (xshape[i], 1):
+            out[i] = gshape[s]
+            s -= 1
+    if s != -1:
+        raise GpundaError(f"Operator LeakyReLU: cannot broadcast gamma of shape "
+                          f"{tuple(gshape)} to data of shape {tuple(xshape)}")
+    return tuple(out)
+
+
+def _gamma_b(xp, gamma, x):
+    if gamma.ndim > 1:
+        return gamma.reshape(_prelu_gamma_shape(gamma.shape, x.shape))
+    if gamma.size == 1 or x.ndim < 2:
+        return gamma.reshape(-1)[0:1] if gamma.size == 1 else gamma
+    if gamma.shape[0] != x.shape[1]:
+        raise GpundaError(f"Operator LeakyReLU: input gamma has shape {tuple(gamma.shape)}, "
+                          f"expected ({x.shape[1]},) or (1,) for data {tuple(x.shape)}")
+    return gamma.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+
+def _leaky_relu(xp, p, x, *rest, ctx=None):
+    # num_outputs depends on act_type, so the result is always a tuple
+    r = _leaky_one(xp, p, x, rest, ctx)
+    return r if isinstance(r, tuple) else (r,)
+
+
+def _leaky_one(xp, p, x, rest, ctx):
+    t = p.act_type
+    from gpunda.ops._util import special
+    if t == "leaky":
+        return xp.where(x > 0, x, x * x.dtype.type(p.slope))
+    if t == "prelu":
+        return xp.where(x > 0, x, x * _gamma_b(xp, rest[0], x)).astype(x.dtype, copy=False)
+    if t == "elu":
+        return xp.where(x > 0, x, p.slope * xp.expm1(xp.minimum(x, 0))).astype(x.dtype, copy=False)
+    if t == "selu":
+        return (_SELU_LAMBDA * xp.where(x > 0, x, _SELU_ALPHA * xp.expm1(xp.minimum(x, 0)))).astype(
+            x.dtype, copy=False)
+    if t == "gelu":
+        return (0.5 * x * (1 + special(xp).erf(x * _SQRT_HALF))).astype(x.dtype, copy=False)
+    # rrelu: random negative slope while training, the mean slope otherwise
+    if _modes.is_training():
+        slope = _generator(ctx).uniform(p.lower_bound, p.upper_bound, size=x.shape)
+        slope = xp.asarray(slope).astype(x.dtype)
+    else:
+        slope = xp.full(x.shape, (p.lower_bound + p.upper_bound) / 2, dtype=x.dtype)
+    return xp.where(x > 0, x, x * slope), slope
+
+
+def _grad_leaky(F, p, ins, outs, og):
+    t, x, g = p.act_type, ins[0], og[0]
+    pos = F._greater_scalar(x, scalar=0.0)
+    neg = 1 - pos
+    if t == "leaky":
+        return [g * (pos + neg * p.slope)]
+    if t == "prelu":
+        gamma = ins[1]
+        if gamma.ndim > 1:
+            gshape = _prelu_gamma_shape(gamma.shape, x.shape)
+            gb = F._reshape_exact(gamma, shape=gshape)
+            dgamma = F._reshape_exact(sum_to_shape(F, g * x * neg, gshape),
+                                      shape=tuple(gamma.shape))
+            return [g * (pos + F.broadcast_mul(neg, gb)), dgamma]
+        if gamma.shape[0] == 1 or x.ndim < 2:
+            gb = gamma
+            dgamma = sum_to_shape(F, g * x * neg, gamma.shape)
+        else:
+            gb = F._nn_axis_bcast(gamma, axis=1, like_shape=_chan_shape(x.shape, 1))
+            dgamma = F._nn_axis_sum(g * x * neg, axis=1)
+        return [g * (pos + neg * gb), dgamma]
+    if t == "elu":
+        return [g * (pos + neg * p.slope * F.exp(F._minimum_scalar(x, scalar=0.0)))]
+    if t == "selu":
+        return [g * _SELU_LAMBDA * (pos + neg * _SELU_ALPHA * F.exp(F._minimum_scalar(x, scalar=0.0)))]
+    if t == "gelu":
+        return [g * (0.5 * (1 + F.erf(x * _SQRT_HALF)) + x * F.exp(x * x * -0.5) * _INV_SQRT_2PI)]
+    return [g * (pos + neg * outs[1])]
+
+
+def _infer_leaky(p, in_shapes):
+    shapes = list(in_shapes)
+    d = shapes[0]
+    if d is None:
+        return shapes, None
+    if p.act_type == "prelu" and shapes[1] is None:
+        shapes[1] = (d[1],) if len(d) > 1 else (1,)
+    return shapes, [d, d] if p.act_type == "rrelu" else [d]
+
+
+register(OpDef(
+    "LeakyReLU", _leaky_relu,
+    params=[Param("act_type", "enum", "leaky",
+                  choices=("elu", "gelu", "leaky", "prelu", "rrelu", "selu")),
+            Param("slope", "float", 0.25), Param("lower_bound", "float", 0.125),
+            Param("upper_bound", "float", 0.334)],
+    inputs=lambda p: ("data", "gamma") if p.act_type == "prelu" else ("data",),
+    num_outputs=lambda p: 2 if p.act_type == "rrelu" else 1, num_visible=1,
+    gradient=_grad_leaky, save=("inputs", "outputs"), infer_shape=_infer_leaky,
+    wants_ctx=True, family="nn",
+    doc="Leaky ReLU family: leaky, prelu (learned gamma per channel), elu, selu, gelu, rrelu."))
+
+# ---------------------------------------------------------------------------
+# softmax family
+
+
+def _temp(p):
+    return 1.0 if p.temperature is None else p.temperature
+
+
+def _softmax_core(xp, x, axis, log):
+    if x.size == 0:     # nothing to normalise (and max has no identity on an empty axis)
+        return xp.exp(x)
+    m = x.max(axis=axis, keepdims=True)
+    z = x - m
+    e = xp.exp(z)
+    s = e.sum(axis=axis, keepdims=True)
+    if log:
+        return z - xp.log(s)
+    return e / s
+
+
+def _softmax_prep(xp, p, x, opname):
+    ax = norm_axis(p.axis, x.ndim, opname)
+    if p.dtype is not None:
+        x = x.astype(p.dtype)
+    t = _temp(p)
+    if t != 1.0:
+        x = x / x.dtype.type(t)
+    return x, ax
+
+
+def _length_mask(xp, x, length, ax, opname):
+    """True where the position along ``ax`` is below ``length`` (``use_length=True``).
+
+    ``length`` has the shape of ``x`` without ``ax``, as in MXNet."""
+    want = tuple(d for i, d in enumerate(x.shape) if i != ax)
+    if tuple(length.shape) != want:
+        raise GpundaError(f"Operator {opname}: input length has shape {tuple(length.shape)}, "
+                          f"expected {want} (data shape {tuple(x.shape)} without axis {ax})")
+    pos = xp.arange(x.shape[ax]).reshape(_chan_shape(x.shape, ax))
+    return pos < xp.expand_dims(length, ax).astype(np.int64)
+
+
+def _masked_softmax(xp, p, x, length, opname, log):
+    x, ax = _softmax_prep(xp, p, x, opname)
+    mask = _length_mask(xp, x, length, ax, opname)
+    # masked cells get the lowest finite value, so a row with length 0 stays finite;
+    # they are set to 0 in the output, as MXNet does
+    low = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    y = _softmax_core(xp, xp.where(mask, x, low), ax, log)
+    return xp.where(mask, y, 0).astype(y.dtype, copy=False)
+
+
+def _softmax(xp, p, x, length=None):
+    if p.use_length:
+        return _masked_softmax(xp, p, x, length, "softmax", False)
+    x, ax = _softmax_prep(xp, p, x, "softmax")
+    return _softmax_core(xp, x, ax, False)
+
+
+def _log_softmax(xp, p, x, length=None):
+    if p.use_length:
+        return _masked_softmax(xp, p, x, length, "log_softmax", True)
+    x, ax = _softmax_prep(xp, p, x, "log_softmax")
+    return _softmax_core(xp, x, ax, True)
+
+
+def _sum_keep(F, t, ax):
+    return F._sum_to(t, shape=_kshape(t.shape, (ax,)))
+
+
+def _cast_back(F, g, x):
+    return g if g.dtype == x.dtype else F.Cast(g, dtype=x.dtype)
+
+
+def _grad_softmax(F, p, ins, outs, og):
+    x, y, g = ins[0], outs[0], og[0]
+    ax = norm_axis(p.axis, x.ndim, "softmax")
+    # masked cells (use_length) have y = 0, so they get no gradient and add nothing
+    gx = y * (g - _sum_keep(F, g * y, ax))
+    t = _temp(p)
+    if t != 1.0:
+        gx = gx / t
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
+
+
+def _grad_log_softmax(F, p, ins, outs, og):
+    x, y, g = ins[0], outs[0], og[0]
+    ax = norm_axis(p.axis, x.ndim, "log_softmax")
+    if p.use_length:
+        mask = F._length_mask_op(x, ins[1], axis=ax)
+        g = g * mask
+        gx = (g - F.exp(y) * mask * _sum_keep(F, g, ax))
+    else:
+        gx = g - F.exp(y) * _sum_keep(F, g, ax)
+    t = _temp(p)
+    if t != 1.0:
+        gx = gx / t
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
+
+
+_SOFTMAX_PARAMS = [Param("axis", "int", -1), Param("temperature", "float", None),
+                   Param("dtype", "dtype", None), Param("use_length", "bool", False)]
+_same = (lambda p, s: (list(s), None if s[0] is None else [s[0]]))
+
+
+def _softmax_inputs(p):
+    return ("data", "length") if p.use_length else ("data",)
+
+
+register(OpDef("softmax", _softmax, params=_SOFTMAX_PARAMS, gradient=_grad_softmax,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
+               save=("inputs", "outputs"), family="nn", infer_shape=_same,
+               doc="Softmax along `axis` (default -1), optionally with a temperature; with "
+                   "use_length=True only the first `length` cells count, the rest give 0."))
+register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_grad_log_softmax,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
+               save=("inputs", "outputs"), family="nn", infer_shape=_same,
+               doc="Log of softmax along `axis`, computed stably; use_length as softmax."))
+
+
+def _softmin(xp, p, x, length=None):
+    # softmin(x) = softmax(-x): the negation happens before the dtype cast and temperature
+    if p.use_length:
+        return _masked_softmax(xp, p, -x, length, "softmin", False)
+    x, ax = _softmax_prep(xp, p, -x, "softmin")
+    return _softmax_core(xp, x, ax, False)
+
+
+def _grad_softmin(F, p, ins, outs, og):
+    x, y, g = ins[0], outs[0], og[0]
+    ax = norm_axis(p.axis, x.ndim, "softmin")
+    gx = -(y * (g - _sum_keep(F, g * y, ax)))
+    t = _temp(p)
+    if t != 1.0:
+        gx = gx / t
+    return [_cast_back(F, gx, x)] + ([None] if p.use_length else [])
+
+
+register(OpDef("softmin", _softmin, params=_SOFTMAX_PARAMS, gradient=_grad_softmin,
+               inputs=_softmax_inputs, no_grad_inputs=("length",),
+               save=("inputs", "outputs"), family="nn", infer_shape=_same,
+               doc="Softmin along `axis`: softmax of -x (temperature, dtype, use_length as "
+                   "softmax)."))
+register(OpDef(
+    "_length_mask_op", lambda xp, p, x, length: _length_mask(xp, x, length, p.axis, "softmax")
+    .astype(x.dtype), inputs=("data", "length"), params=[Param("axis", "int")], nondiff=True,
+    save=(), hidden=True, family="nn",
+    doc="1 where the position along `axis` is below `length`, else 0 (softmax use_length)."))
+
+
+def _softmax_activation(xp, p, x):
+    if p.mode == "channel":
+        if x.ndim < 2:
+            raise GpundaError(f"Operator SoftmaxActivation: mode='channel' needs data with at "
+                              f"least 2 dimensions, got shape {tuple(x.shape)}")
+        return _softmax_core(xp, x, 1, False)
+    return _softmax_core(xp, x.reshape(x.shape[0], -1), 1, False).reshape(x.shape)
+
+
+def _grad_softmax_activation(F, p, ins, outs, og):
+    y, g = outs[0], og[0]
+    axes = (1,) if p.mode == "channel" else tuple(range(1, y.ndim))
+    return [y * (g - F._sum_to(g * y, shape=_kshape(y.shape, axes)))]
+
+
+register(OpDef("SoftmaxActivation", _softmax_activation,
+               params=[Param("mode", "enum", "instance", choices=("instance", "channel"))],
+               gradient=_grad_softmax_activation, save=("outputs",), family="nn",
+               infer_shape=_same,
+               doc="Softmax per instance (over all but the batch axis) or per channel (axis 1)."))
+
+
+def _onehot(xp, p, label):
+    idx = label.astype(np.int64)
+    oh = (idx[..., None] == xp.arange(p.depth)).astype(p.dtype)
+    ax = p.axis
+    if ax != -1:
+        oh = xp.moveaxis(oh, -1, ax)
+    return oh
+
+
+register(OpDef("_nn_onehot", _onehot, inputs=("label",),
+               params=[Param("depth", "int"), Param("axis", "int", -1),
+                       Param("dtype", "dtype", np.dtype("float32"))],
+               nondiff=True, hidden=True, family="nn",
+               doc="One-hot encoding of (float) labels; the class axis is inserted at `axis`."))
+
+
+def _softmax_ce(xp, p, x, label):
+    if x.ndim != 2 or label.shape != (x.shape[0],):
+        raise GpundaError(f"Operator softmax_cross_entropy: data must be 2-D (batch, classes) and "
+                          f"label 1-D (batch,), got data {tuple(x.shape)} and label "
+                          f"{tuple(label.shape)}")
+    ls = _softmax_core(xp, x, 1, True)
+    idx = xp.clip(label.astype(np.int64), 0, x.shape[1] - 1)
+    picked = xp.take_along_axis(ls, idx[:, None], axis=1)
+    return (-picked.sum()).reshape(1).astype(x.dtype)
+
+
+register(OpDef(
+    "softmax_cross_entropy", _softmax_ce, inputs=("data", "label"),
+    gradient=lambda F, p, i, o, g: [
+        (F.softmax(i[0], axis=1) - F._nn_onehot(i[1], depth=i[0].shape[1], dtype=i[0].dtype)) * g[0],
+        None],
+    save=("inputs",), family="nn",
+    infer_shape=lambda p, s: ([s[0], s[1] if s[1] is not None or s[0] is None else (s[0][0],)],
+                              None if s[0] is None else [(1,)]),
+    doc="Sum over the batch of the cross entropy of softmax(data) and integer labels."))
+
+# ---------------------------------------------------------------------------
+# SoftmaxOutput and regression outputs (MXNet's built-in loss gradients)
+
+
+def _so_view(p, dshape):
+    """(A, C, B) view of data in which axis 1 is the class axis, for each mode."""
+    if p.multi_output:
+        if len(dshape) < 2:
+            raise GpundaError(f"Operator SoftmaxOutput: multi_output needs data with at least "
+                              f"2 dimensions, got {tuple(dshape)}")
+        return (dshape[0], dshape[1], math.prod(dshape[2:]))
+    if p.preserve_shape:
+        return (math.prod(dshape[:-1]), dshape[-1], 1)
+    return (dshape[0], math.prod(dshape[1:]), 1)
+
+
+def _so_label(p, label, view, dshape):
+    A, C, B = view
+    if label.size != A * B:
+        raise GpundaError(f"Operator SoftmaxOutput: input label has shape {tuple(label.shape)} "
+                          f"({label.size} values), expected {A * B} labels for data "
+                          f"{tuple(dshape)}")
+    return label.reshape(A, B)
+
+
+def _softmax_output(xp, p, x, label):
+    view = _so_view(p, x.shape)
+    if tuple(label.shape) != tuple(x.shape):
+        _so_label(p, label, view, x.shape)
+    return _softmax_core(xp, x.reshape(view), 1, False).reshape(x.shape)
+
+
+def _so_norm(xp, p, label2, dshape, spatial=1):
+    """The divisor of the gradient; ``spatial``: the positions per sample of index labels,
+    which MXNet's multi_output backward also divides by unless normalization='valid'."""
+    if p.normalization == "batch":
+        return float(dshape[0]) * spatial
+    if p.normalization == "valid":
+        if p.use_ignore:
+            # stays on the device (no host sync, so CUDA-graph capture keeps working)
+            return xp.maximum((label2 != p.ignore_label).sum(), 1).astype(np.float64)
+        return float(max(label2.size, 1))
+    return float(spatial)
+
+
+def _so_keep(xp, p, label2, dtype):
+    if p.use_ignore:
+        return (label2 != p.ignore_label).astype(dtype)[:, None, :]
+    return None
+
+
+def _so_grad(xp, p, out, label):
+    """(softmax - onehot(label)) * grad_scale / normalizer; ignored labels get 0."""
+    view = _so_view(p, out.shape)
+    if tuple(label.shape) == tuple(out.shape):      # probability labels
+        return ((out - label) * (p.grad_scale / _so_norm(xp, p, label.reshape(view[0], -1), out.shape))
+                ).astype(out.dtype, copy=False)
+    lab = _so_label(p, label, view, out.shape)
+    y = out.reshape(view)
+    A, C, B = view
+    idx = lab.astype(np.int64)
+    oh = (idx[:, None, :] == xp.arange(C)[None, :, None]).astype(out.dtype)
+    if p.smooth_alpha:
+        oh = oh * (1 - p.smooth_alpha) + (1 - oh) * (p.smooth_alpha / max(C - 1, 1))
+    g = y - oh
+    keep = _so_keep(xp, p, lab, out.dtype)
+    if keep is not None:
+        g = g * keep
+    g = g * (p.grad_scale / _so_norm(xp, p, lab, out.shape, B if p.multi_output else 1))
+    return g.reshape(out.shape).astype(out.dtype, copy=False)
+
+
+def _so_scale(xp, p, h, label):
+    """The linear part of _softmax_output_grad (for its own gradient)."""
+    view = _so_view(p, h.shape)
+    if tuple(label.shape) == tuple(h.shape):
+        return h * (p.grad_scale / _so_norm(xp, p, label.reshape(view[0], -1), h.shape))
+    lab = _so_label(p, label, view, h.shape)
+    g = h.reshape(view)
+    keep = _so_keep(xp, p, lab, h.dtype)
+    if keep is not None:
+        g = g * keep
+    spatial = view[2] if p.multi_output else 1
+    return (g * (p.grad_scale / _so_norm(xp, p, lab, h.shape, spatial))).reshape(
+        h.shape).astype(h.dtype, copy=False)
+
+
+_SO_PARAMS = [Param("grad_scale", "float", 1.0), Param("ignore_label", "float", -1.0),
+              Param("multi_output", "bool", False), Param("use_ignore", "bool", False),
+              Param("preserve_shape", "bool", False),
+              Param("normalization", "enum", "null", choices=("null", "batch", "valid")),
+              Param("out_grad", "bool", False, "accepted, ignored"),
+              Param("smooth_alpha", "float", 0.0)]
+
+
+def _so_kw(p):
+    return {k.name: getattr(p, k.name) for k in _SO_PARAMS if k.name != "out_grad"}
+
+
+def _infer_so(p, in_shapes):
+    shapes = list(in_shapes)
+    d = shapes[0]
+    if d is None:
+        return shapes, None
+    if shapes[1] is None:
+        if p.multi_output:
+            shapes[1] = (d[0],) + tuple(d[2:])
+        elif p.preserve_shape:
+            shapes[1] = tuple(d[:-1])
+        else:
+            shapes[1] = (d[0],)
+    return shapes, [d]
+
+
+register(OpDef(
+    "SoftmaxOutput", _softmax_output, inputs=("data", "label"), params=_SO_PARAMS,
+    aliases=("Softmax",),
+    gradient=lambda F, p, i, o, g: [F._softmax_output_grad(o[0], i[1], **_so_kw(p)), None],
+    save=("inputs", "outputs"), infer_shape=_infer_so, family="nn",
+    doc="Softmax forward; backward is MXNet's built-in (softmax - onehot(label)) * grad_scale / "
+        "normalizer, ignoring the head gradient."))
+register(OpDef(
+    "_softmax_output_grad", _so_grad, inputs=("out", "label"),
+    params=[s for s in _SO_PARAMS if s.name != "out_grad"],
+    gradient=lambda F, p, i, o, g: [F._softmax_output_scale(g[0], i[1], **_so_kw(p)), None],
+    save=("inputs",), hidden=True, family="nn", doc="SoftmaxOutput's gradient."))
+register(OpDef(
+    "_softmax_output_scale", _so_scale, inputs=("ograd", "label"),
+    params=[s for s in _SO_PARAMS if s.name != "out_grad"],
+    gradient=lambda F, p, i, o, g: [F._softmax_output_scale(g[0], i[1], **_so_kw(p)), None],
+    save=("inputs",), hidden=True, family="nn",
+    doc="Masking and scaling of SoftmaxOutput's gradient (self-adjoint)."))
+
+
+def _reg_label(opname, label, out):
+    if label.size != out.size:
+        raise GpundaError(f"Operator {opname}: input label has shape {tuple(label.shape)}, "
+                          f"expected {tuple(out.shape)} (same size as data)")
+    return label.reshape(out.shape)
+
+
+def _reg_scale(p, label):
+    per = label.size // label.shape[0] if label.ndim and label.shape[0] else 1
+    return p.grad_scale / max(per, 1)
+
+
+def _make_regression(name, fwd, kind):
+    def compute(xp, p, x, label):
+        _reg_label(name, label, x)
+        return fwd(xp, x)
+
+    def grad(F, p, ins, outs, og):
+        return [F._regression_output_grad(outs[0], ins[1], kind=kind, grad_scale=p.grad_scale),
+                None]
+
+    def infer(p, in_shapes):
+        shapes = list(in_shapes)
+        if shapes[0] is None:
+            return shapes, None
+        if shapes[1] is None:
+            shapes[1] = shapes[0]
+        return shapes, [shapes[0]]
+
+    register(OpDef(name, compute, inputs=("data", "label"),
+                   params=[Param("grad_scale", "float", 1.0)], gradient=grad,
+                   save=("inputs", "outputs"), infer_shape=infer, family="nn",
+                   doc=f"{name}: forward {kind}; backward is MXNet's built-in loss gradient "
+                       f"(scaled by grad_scale / outputs per sample), ignoring the head gradient."))
+
+
+def _regression_grad(xp, p, out, label):
+    lab = _reg_label("_regression_output_grad", label, out)
+    d = out - lab
+    if p.kind == "mae":
+        d = xp.sign(d)
+    return (d * _reg_scale(p, label)).astype(out.dtype, copy=False)
+
+
+register(OpDef(
+    "_regression_output_grad", _regression_grad, inputs=("out", "label"),
+    params=[Param("kind", "enum", choices=("linear", "logistic", "mae")),
+            Param("grad_scale", "float", 1.0)],
+    gradient=lambda F, p, i, o, g: [
+        None if p.kind == "mae" else g[0] * _reg_scale(p, i[1]), None],
+    save=("inputs",), hidden=True, family="nn", doc="Regression outputs' loss gradient."))
+_make_regression("LinearRegressionOutput", lambda xp, x: x.copy(), "linear")
+_make_regression("LogisticRegressionOutput", _sigmoid, "logistic")
+_make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
+
+
+# ---------------------------------------------------------------------------
+# Dropout
+
+
+def _dropout(xp, p, x, ctx=None):
+    if not 0 <= p.p <= 1:
+        raise GpundaError(f"Operator Dropout: parameter p={p.p} must be in [0, 1]")
+    active = p.mode == "always" or _modes.is_training()
+    if not active or p.p == 0:
+        return x.copy(), xp.ones_like(x)
+    mshape = list(x.shape)
+    for a in (p.axes or ()):
+        mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
+    if p.p >= 1:    # MXNet's mask is 0 * 1/(1 - p) = NaN: the output is NaN, as in MXNet
+        mask = xp.full(mshape, np.nan, dtype=x.dtype)
+    else:
+        u = xp.asarray(_generator(ctx).uniform(0.0, 1.0, size=tuple(mshape)))
+        mask = (u >= p.p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p.p))
+    mask = xp.broadcast_to(mask, x.shape)
+    return x * mask, mask.copy()
+
+
+register(OpDef(
+    "Dropout", _dropout,
+    params=[Param("p", "float", 0.5), Param("mode", "enum", "training", choices=("training", "always")),
+            Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")],
+    num_outputs=2, num_visible=1, wants_ctx=True, random=True, output_names=("output", "mask"),
+    gradient=lambda F, p, i, o, g: [g[0] * o[1]], save=("outputs",),
+    capture="random numbers (cuRAND)", family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0], s[0]]),
+    doc="Zero elements with probability p and scale the rest by 1/(1-p) while training "
+        "(or always with mode='always'); identity otherwise. `axes` shares the mask along them."))
+
+# ---------------------------------------------------------------------------
+# Embedding
+
+
+def _embedding(xp, p, data, weight):
+    if tuple(weight.shape) != (p.input_dim, p.output_dim):
+        raise GpundaError(f"Operator Embedding: input weight has shape {tuple(weight.shape)}, "
+                          f"expected ({p.input_dim}, {p.output_dim})")
+    idx = xp.clip(data.astype(np.int64), 0, p.input_dim - 1)
+    return weight[idx]
+
+
+def _scatter_rows(xp, out, idx, vals):
+    if xp is np:
+        np.add.at(out, idx, vals)
+    else:
+        out.scatter_add(idx, vals)
+
+
+def _embedding_wgrad(xp, p, data, g):
+    idx = xp.clip(data.astype(np.int64), 0, p.input_dim - 1).reshape(-1)
+    dw = xp.zeros((p.input_dim, p.output_dim), dtype=g.dtype)
+    _scatter_rows(xp, dw, idx, g.reshape(-1, p.output_dim))
+    return dw
+
+
+def _infer_embedding(p, in_shapes):
+    shapes = list(in_shapes)
+    shapes[1] = (p.input_dim, p.output_dim)
+    if shapes[0] is None:
+        return shapes, None
+    return shapes, [tuple(shapes[0]) + (p.output_dim,)]
+
+
+register(OpDef(
+    "Embedding", _embedding, inputs=("data", "weight"),
+    params=[Param("input_dim", "int"), Param("output_dim", "int"),
+            Param("dtype", "dtype", np.dtype("float32")),
+            Param("sparse_grad", "bool", False, "accepted; the gradient is dense")],
+    gradient=lambda F, p, i, o, g: [
+        None, F._embedding_weight_grad(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
+    save=("inputs",), infer_shape=_infer_embedding, family="nn",
+    doc="Rows of weight picked by (float) indices in data (clipped to [0, input_dim-1])."))
+register(OpDef(
+    "_contrib_SparseEmbedding", _embedding, inputs=("data", "weight"),
+    params=[Param("input_dim", "int"), Param("output_dim", "int"),
+            Param("dtype", "dtype", np.dtype("float32")),
+            Param("sparse_grad", "bool", False, "accepted; the gradient is row_sparse anyway")],
+    gradient=lambda F, p, i, o, g: [
+        None, F._embedding_rsp_grad(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
+    save=("inputs",), infer_shape=_infer_embedding, family="nn",
+    doc="Embedding whose weight gradient is row_sparse (only the rows looked up), for\n"
+        "row_sparse weights updated lazily (MXNet's contrib.SparseEmbedding)."))
+register(OpDef(
+    "_embedding_weight_grad", _embedding_wgrad, inputs=("data", "ograd"),
+    params=[Param("input_dim", "int"), Param("output_dim", "int")],
+    gradient=lambda F, p, i, o, g: [
+        None, F.Embedding(i[0], g[0], input_dim=p.input_dim, output_dim=p.output_dim)],
+    save=("inputs",), hidden=True, family="nn",
+    doc="Embedding's weight gradient: scatter-add of the output gradient rows."))
+
+# ---------------------------------------------------------------------------
+# BatchNorm, LayerNorm, InstanceNorm
+
+
+def _check_vec(opname, name, v, C):
+    if tuple(v.shape) != (C,):
+        raise GpundaError(f"Operator {opname}: input {name} has shape {tuple(v.shape)}, "
+                          f"expected ({C},)")
+
+
+def _bn_training(p):
+    return _modes.is_training() and not p.use_global_stats
+
+
+def _batch_norm(xp, p, x, gamma, beta, mm, mv):
+    ax = norm_axis(p.axis, x.ndim, "BatchNorm")
+    C = x.shape[ax]
+    for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", mm), ("moving_var", mv)):
+        _check_vec("BatchNorm", name, v, C)
+    bshape = _chan_shape(x.shape, ax)
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    training = _bn_training(p)
+    if training and x.size:
+        out, mean, var, r = _nk.batch_norm_train(xp, x, gamma, beta, ax, p.eps, p.fix_gamma)
+    else:
+        xa = _acc(x)
+        if training:
+            mean = xa.mean(axis=red)
+            var = ((xa - mean.reshape(bshape)) ** 2).mean(axis=red)
+        else:
+            mean, var = _acc(mm), _acc(mv)
+        r = 1 / xp.sqrt(var + p.eps)
+        scale = r if p.fix_gamma else _acc(gamma) * r
+        out = (xa - mean.reshape(bshape)) * scale.reshape(bshape) + _acc(beta).reshape(bshape)
+        out = out.astype(x.dtype, copy=False)
+    if training:
+        # moving stats are written last, once nothing can fail any more
+        mom = p.momentum
+        mm[...] = mm * mom + mean.astype(x.dtype) * (1 - mom)
+        mv[...] = mv * mom + var.astype(x.dtype) * (1 - mom)
+    # the third output is 1/sqrt(var + eps), as MXNet's (its "var" output holds the
+    # inverse standard deviation, batch or moving, on CPU and with cuDNN alike)
+    return out, mean.astype(x.dtype), r.astype(x.dtype)
+
+
+def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=None):
+    """d/dx of ((x - mean) / sqrt(var + eps)) * gamma over ``axes`` (batch statistics)."""
+    ks = _kshape(x.shape, axes)
+    n = float(math.prod(x.shape[a] for a in axes))
+    mean = F._sum_to(x, shape=ks) / n
+    xc = x - mean
+    var = F._sum_to(xc * xc, shape=ks) / n
+    r = F.rsqrt(var + eps)
+    xhat = xc * r
+    gx = g if gamma_b is None else g * gamma_b
+    dx = r * (gx - F._sum_to(gx, shape=ks) / n - xhat * (F._sum_to(gx * xhat, shape=ks) / n))
+    if og_mean is not None:
+        dx = dx + og_mean / n
+    if og_var is not None:
+        dx = dx + og_var * xc * (2.0 / n)
+    if og_std is not None:
+        dx = dx + og_std * xhat / n
+    return dx, xhat
+
+
+def _grad_batch_norm(F, p, ins, outs, og):
+    x, gamma = ins[0], ins[1]
+    g = og[0]
+    ax = norm_axis(p.axis, x.ndim, "BatchNorm")
+    cs = _chan_shape(x.shape, ax)
+
+    if _bn_training(p) and not p.output_mean_var and isinstance(F, RawF) and x.size:
+        # plain backward: the fused kernel (the composite below is the differentiable form)
+        # the forward's batch statistics, where their dtype holds them exactly
+        saved = dict(mean=outs[1], r=outs[2]) if x.dtype in (np.float32, np.float64) else {}
+        dx, dgamma, dbeta = _nk.batch_norm_train_backward(F._xp, x, g, gamma, ax, p.eps,
+                                                          p.fix_gamma, **saved)
+        if p.fix_gamma:
+            dgamma = F._xp.zeros_like(gamma)
+        return [dx, dgamma, dbeta, None, None]
+
+    def bc(v):
+        return F._nn_axis_bcast(v, axis=ax, like_shape=cs)
+    gamma_b = None if p.fix_gamma else bc(gamma)
+    if _bn_training(p):
+        axes = tuple(i for i in range(x.ndim) if i != ax)
+        extra = {}
+        if p.output_mean_var:
+            # output 2 is r = (var + eps)^-1/2, so dr/dvar = -r^3 / 2
+            r = outs[2]
+            extra = dict(og_mean=bc(og[1]), og_var=bc(og[2] * (r * r * r) * -0.5))
+        dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps, **extra)
+    else:
+        # the moving stats as used by the forward (hidden outputs): the aux inputs
+        # themselves may have been updated since by another training-mode call
+        r = bc(outs[2])
+        xhat = (x - bc(outs[1])) * r
+        dx = g * r if gamma_b is None else g * (gamma_b * r)
+    dgamma = F.zeros_like(gamma) if p.fix_gamma else F._nn_axis_sum(g * xhat, axis=ax)
+    return [dx, dgamma, F._nn_axis_sum(g, axis=ax), None, None]
+
+
+def _infer_bn(p, in_shapes):
+    shapes = list(in_shapes)
+    d = shapes[0]
+    if d is None:
+        return shapes, None
+    C = d[norm_axis(p.axis, len(d), "BatchNorm")]
+    for i in range(1, 5):
+        shapes[i] = (C,)
+    return shapes, [d, (C,), (C,)]
+
+
+register(OpDef(
+    "BatchNorm", _batch_norm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
+            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
+            Param("output_mean_var", "bool", False), Param("axis", "int", 1),
+            Param("cudnn_off", "bool", False, "accepted, ignored"),
+            Param("min_calib_range", "float", None, "accepted, ignored"),
+            Param("max_calib_range", "float", None, "accepted, ignored")],
+    num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), output_names=("output", "mean", "var"),
+    gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn, family="nn",
+    aliases=("BatchNorm_v1",),
+    doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "
+        "use_global_stats) it uses batch statistics and updates moving_mean/moving_var in place."))
+
+
+def _layer_norm(xp, p, x, gamma, beta):
+    ax = norm_axis(p.axis, x.ndim, "LayerNorm")
+    C = x.shape[ax]
+    _check_vec("LayerNorm", "gamma", gamma, C)
+    _check_vec("LayerNorm", "beta", beta, C)
+    xa = _acc(x)
+    mean = xa.mean(axis=ax, keepdims=True)
+    var = ((xa - mean) ** 2).mean(axis=ax, keepdims=True)
+    std = xp.sqrt(var + p.eps)
+    cs = _chan_shape(x.shape, ax)
+    out = (xa - mean) / std * _acc(gamma).reshape(cs) + _acc(beta).reshape(cs)
+    return out.astype(x.dtype, copy=False), mean.astype(x.dtype), std.astype(x.dtype)
+
+
+def _grad_layer_norm(F, p, ins, outs, og):
+    x, gamma, beta = ins
+    g = og[0]
+    ax = norm_axis(p.axis, x.ndim, "LayerNorm")
+    gamma_b = F._nn_axis_bcast(gamma, axis=ax, like_shape=_chan_shape(x.shape, ax))
+    extra = dict(og_mean=og[1], og_std=og[2]) if p.output_mean_var else {}
+    dx, xhat = _norm_grad(F, x, g, gamma_b, (ax,), p.eps, **extra)
+    return [dx, F._nn_axis_sum(g * xhat, axis=ax), F._nn_axis_sum(g, axis=ax)]
+
+
+def _infer_ln(p, in_shapes):
+    shapes = list(in_shapes)
+    d = shapes[0]
+    if d is None:
+        return shapes, None
+    ax = norm_axis(p.axis, len(d), "LayerNorm")
+    shapes[1] = shapes[2] = (d[ax],)
+    ks = _kshape(d, (ax,))
+    return shapes, [d, ks, ks]
+
+
+register(OpDef(
+    "LayerNorm", _layer_norm, inputs=("data", "gamma", "beta"),
+    params=[Param("axis", "int", -1), Param("eps", "float", 1e-5),
+            Param("output_mean_var", "bool", False)],
+    num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
+    gradient=_grad_layer_norm, save=("inputs",), infer_shape=_infer_ln, family="nn",
+    doc="Layer normalisation over `axis`; outputs (out, mean, std) with mean/std keepdims."))
+
+
+def _instance_norm(xp, p, x, gamma, beta):
+    if x.ndim < 3:
+        raise GpundaError(f"Operator InstanceNorm: input data must have at least 3 dimensions, "
+                          f"got shape {tuple(x.shape)}")
+    C = x.shape[1]
+    _check_vec("InstanceNorm", "gamma", gamma, C)
+    _check_vec("InstanceNorm", "beta", beta, C)
+    red = tuple(range(2, x.ndim))
+    xa = _acc(x)
+    mean = xa.mean(axis=red, keepdims=True)
+    var = ((xa - mean) ** 2).mean(axis=red, keepdims=True)
+    cs = _chan_shape(x.shape, 1)
+    out = (xa - mean) / xp.sqrt(var + p.eps) * _acc(gamma).reshape(cs) + _acc(beta).reshape(cs)
+    return (out.astype(x.dtype, copy=False), mean.reshape(x.shape[:2]).astype(x.dtype),
+            var.reshape(x.shape[:2]).astype(x.dtype))
+
+
+def _grad_instance_norm(F, p, ins, outs, og):
+    x, gamma, beta = ins
+    g = og[0]
+    gamma_b = F._nn_axis_bcast(gamma, axis=1, like_shape=_chan_shape(x.shape, 1))
+    dx, xhat = _norm_grad(F, x, g, gamma_b, tuple(range(2, x.ndim)), p.eps)
+    return [dx, F._nn_axis_sum(g * xhat, axis=1), F._nn_axis_sum(g, axis=1)]
+
+
+def _infer_in(p, in_shapes):
+    shapes = list(in_shapes)
+    d = shapes[0]
+    if d is None:
+        return shapes, None
+    shapes[1] = shapes[2] = (d[1],)
+    return shapes, [d, tuple(d[:2]), tuple(d[:2])]
+
+
+register(OpDef(
+    "InstanceNorm", _instance_norm, inputs=("data", "gamma", "beta"),
+    params=[Param("eps", "float", 1e-3)], num_outputs=3, num_visible=1,
+    gradient=_grad_instance_norm, save=("inputs",), infer_shape=_infer_in, family="nn",
+    doc="Instance normalisation over the spatial axes of each (sample, channel)."))

@@ -1,0 +1,1 @@
+"""Quantized ops (MXNet's src/operator/quantization)."""

@@ -1,0 +1,1 @@
+"""Random samplers, their PDFs and unique sampling (MXNet's src/operator/random)."""

@@ -1,0 +1,1 @@
+"""Ops on csr and row_sparse storage."""
