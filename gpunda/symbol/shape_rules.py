@@ -342,6 +342,23 @@ def slice_axis(p, ins, outs):
     return ins, [out]
 
 
+def where(p, ins, outs):
+    """MXNet's WhereOpShape: x, y and the output share one shape; the condition has it
+    too, or is 1-D over its first axis."""
+    cond, x, y = ins
+    s = merge(merge(x, y, "where x and y"), outs[0], "where output")
+    if s is not None and cond is not None:
+        if len(cond) == len(s):
+            s = cond = merge(s, cond, "where condition")
+        elif len(cond) == 1 and len(s) >= 1:
+            d = merge((s[0],), cond, "where condition (1-D: the first axis of x)")[0]
+            cond, s = (d,), (d,) + tuple(s[1:])
+        else:
+            raise GpundaError(f"where: condition shape {_show(cond)} must equal the shape "
+                              f"of x {_show(s)} or be 1-D over its first axis")
+    return [cond, s, s], [s]
+
+
 def creation(p, ins, outs):
     """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
     graph around says (MXNet's ``sym.ones(shape=(-1, -1))``); outside NumPy-shape mode a 0
@@ -360,7 +377,7 @@ _RULES = {
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
     "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
-    "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
+    "where": where, "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
 }
 
 
