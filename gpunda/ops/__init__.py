@@ -19,3 +19,6 @@ for _f in _families:
     except ModuleNotFoundError as _e:   # a family not written yet
         if _e.name != f"{__name__}.{_f}":
             raise
+
+from . import _mxnet_aliases  # noqa: E402
+_mxnet_aliases.apply()        # MXNet's other names for the ops above

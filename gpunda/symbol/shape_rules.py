@@ -183,6 +183,25 @@ def concat(p, ins, outs):
     return [put(d) for d in sizes][:n], [put(total)]
 
 
+def rnn_param_concat(p, ins, outs):
+    """``_rnn_param_concat`` (MXNet's RNNParamConcatShape): Concat's rule, and when several
+    inputs have an unknown size on the axis (the weights of the first layer with the input
+    size deferred), they share what the output leaves, equally."""
+    ins, outs = concat(p, ins, outs)
+    out = outs[0]
+    if out is None or any(s is None for s in ins):
+        return ins, outs
+    ax = p.dim + len(out) if p.dim < 0 else p.dim
+    open_ = [k for k, s in enumerate(ins) if s[ax] < 0]
+    if len(open_) > 1 and out[ax] >= 0:
+        left = out[ax] - sum(s[ax] for s in ins if s[ax] >= 0)
+        if left >= 0 and left % len(open_) == 0:
+            ins = list(ins)
+            for k in open_:
+                ins[k] = ins[k][:ax] + (left // len(open_),) + ins[k][ax + 1:]
+    return ins, outs
+
+
 def slice_channel(p, ins, outs):
     n = p.num_outputs
     data = ins[0]
@@ -373,7 +392,7 @@ _RULES = {
     "Reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation,
     "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
-    "Concat": concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
+    "Concat": concat, "_rnn_param_concat": rnn_param_concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
     "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
