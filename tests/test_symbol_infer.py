@@ -202,3 +202,8 @@ def test_where_shape_rule():
     assert w.infer_shape(x=(2, 5), c=(2,)) == ([(2,), (2, 5), (2, 5)], [(2, 5)], [])
     with pytest.raises(GpundaError, match="where"):
         s.infer_shape(x=(4, 3), c=(3,))
+    # nothing is said until the condition is wholly known (MXNet's test_where_partial_shape)
+    assert s.infer_shape_partial(x=(4, 3))[1] == [()]
+    assert w.infer_shape_partial(c=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert w.infer_shape_partial(c=(0,), x=(2, 2), y=(2, 2))[1] == [()]
+    assert (w + sym.var("z")).infer_shape_partial(z=(4, 3))[0] == [(), (), (), (4, 3)]

@@ -363,10 +363,13 @@ def slice_axis(p, ins, outs):
 
 def where(p, ins, outs):
     """MXNet's WhereOpShape: x, y and the output share one shape; the condition has it
-    too, or is 1-D over its first axis."""
+    too, or is 1-D over its first axis. MXNet 1.9.1 says nothing until the condition's
+    shape is wholly known (its test_where_partial_shape)."""
     cond, x, y = ins
+    if not known(cond):
+        return ins, outs
     s = merge(merge(x, y, "where x and y"), outs[0], "where output")
-    if s is not None and cond is not None:
+    if s is not None:
         if len(cond) == len(s):
             s = cond = merge(s, cond, "where condition")
         elif len(cond) == 1 and len(s) >= 1:
