@@ -8,7 +8,7 @@ JSON still writes the canonical name, as MXNet's does.
 """
 from __future__ import annotations
 
-from .registry import add_alias
+from gpunda.ops.registry import add_alias
 
 __all__ = ["apply"]
 
