@@ -66,3 +66,24 @@ def _np_diagonal(a, offset=0, axis1=0, axis2=1):
 
 def _np_diagflat(v, k=0):
     """mx.np.diagflat"""
+
+
+# MXNet's other names of the reductions and of repeat (aliases of the ops above)
+def _np_amax(a, axis=None, out=None, keepdims=False):
+    """mx.np.amax"""
+
+
+def _np_amin(a, axis=None, out=None, keepdims=False):
+    """mx.np.amin"""
+
+
+def _np_product(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    """mx.np.product"""
+
+
+def _np_sometrue(a, axis=None, out=None, keepdims=False):
+    """mx.np.sometrue"""
+
+
+def _np_repeat(a, repeats, axis=None):
+    """mx.np.repeat"""

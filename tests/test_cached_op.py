@@ -443,3 +443,106 @@ def test_out_on_another_cpu_context_is_written():
     cop(nd.ones((2,), ctx=mx.cpu(0)), out=[target])
     assert target.asnumpy().tolist() == [2.0, 2.0]
     assert target.context == mx.cpu(1)
+
+
+# -- unknown dimensions (NOTE [Unknown dimensions]) ----------------------------------------
+# Expected values recorded from MXNet 1.9.1: a 0 in the shape of zeros/ones inside a graph is
+# "unknown", filled from the graph's inputs when the CachedOp runs.
+
+def _begin_state_lstm():
+    from gpunda.gluon import HybridBlock, rnn
+
+    class LM(HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.rnn = rnn.LSTM(4, input_size=3)
+
+        def hybrid_forward(self, F, x):
+            st = self.rnn.begin_state(batch_size=0, func=F.zeros)
+            return self.rnn(x, st)[0]
+    net = LM()
+    net.initialize(mx.init.Constant(0.1))
+    net.hybridize()
+    return net
+
+
+def test_unknown_batch_in_begin_state_is_the_data_batch():
+    net = _begin_state_lstm()
+    x = nd.array(np.arange(36).reshape(6, 2, 3) / 36.0)
+    out = net(x)
+    want = [0.008609, 0.02814, 0.056571, 0.093026, 0.137034, 0.188062]   # MXNet 1.9.1
+    assert out.shape == (6, 2, 4)
+    np.testing.assert_allclose(out[:, 1].asnumpy(), np.repeat(np.array(want)[:, None], 4, 1),
+                               rtol=1e-4, atol=1e-6)
+    # a new batch size: the state's shape follows it
+    assert net(x[:, :1]).shape == (6, 1, 4)
+    assert net(x).shape == (6, 2, 4)
+
+
+def test_unknown_dims_with_deferred_init_through_where():
+    from gpunda.gluon import HybridBlock, nn
+
+    class W(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.dense = nn.Dense(3)        # in_units from graph shape inference
+
+        def hybrid_forward(self, F, x):
+            h = self.dense(x)
+            return F.where(h > 0, h, F.ones(shape=(0, 3)) * -1)
+    w = W()
+    w.initialize(mx.init.Constant(0.5))
+    w.hybridize()
+    out = w(nd.array([[1, 2], [-3, -4]]))
+    assert out.asnumpy().tolist() == [[1.5, 1.5, 1.5], [-1.0, -1.0, -1.0]]
+    assert w.dense.weight.shape == (3, 2)
+
+
+def test_unknown_dims_in_gru_cell_unroll():
+    from gpunda.gluon import HybridBlock, rnn
+
+    class Cell(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.cell = rnn.GRUCell(3)
+
+        def hybrid_forward(self, F, x):
+            st = self.cell.begin_state(func=F.zeros, batch_size=0)
+            out, _ = self.cell.unroll(2, x, begin_state=st, layout="NTC", merge_outputs=True)
+            return out
+    c = Cell()
+    c.initialize(mx.init.Constant(0.2))
+    c.hybridize()
+    out = c(nd.array(np.arange(8).reshape(2, 2, 2) / 8.0)).asnumpy()
+    want = [[0.012341, 0.066458], [0.098245, 0.198333]]       # MXNet 1.9.1
+    np.testing.assert_allclose(out, np.repeat(np.array(want)[:, :, None], 3, 2), rtol=1e-4)
+
+
+@pytest.mark.parametrize("flags", FLAGS)
+def test_unknown_dims_in_executor_and_cached_op(flags):
+    s = sym.var("x") * sym.ones(shape=(0, 0))
+    e = s.bind(mx.cpu(), {"x": nd.ones((2, 3)) * 2})
+    assert e.forward()[0].asnumpy().tolist() == [[2.0] * 3] * 2
+    cop = mx.CachedOp(sym.var("x") + sym.random.uniform(shape=(0, 4)) * 0, flags)
+    assert cop(nd.ones((3, 4))).shape == (3, 4)
+    assert cop(nd.ones((3, 4))).shape == (3, 4)       # a static plan's second call
+    if ("static_shape", True) not in flags:
+        assert cop(nd.ones((5, 4))).shape == (5, 4)
+
+
+def test_unknown_dims_the_graph_does_not_determine():
+    # MXNet 1.9.1 fails too (its _zeros "inferring shapes failed")
+    cop = mx.CachedOp(sym.dot(sym.var("x"), sym.zeros(shape=(0, 4))))
+    with pytest.raises(GpundaError, match=r"_zeros.*\(0, 4\).*unknown"):
+        cop(nd.ones((2, 3)))
+
+
+def test_zero_dims_are_literal_under_np_shape():
+    from gpunda import util
+    x = sym.var("x")
+    with util.np_shape(True):
+        cop = mx.CachedOp(sym.concat(x, sym.zeros(shape=(0, 3)), dim=0))
+        assert cop(nd.ones((2, 3))).shape == (2, 3)

@@ -151,3 +151,29 @@ def test_ops_without_params_ignore_keyword_arguments_as_mxnet():
     np.testing.assert_array_equal(nd.relu(a, foo=3).asnumpy(), [1.0, 0.0])
     with pytest.raises(mx.GpundaError, match="unknown parameter foo"):
         nd.sum(a, foo=3)
+
+
+def test_positional_none_is_an_absent_input():
+    # MXNet 1.9.1's generated nd functions list every input an op can take (FullyConnected's
+    # bias even with no_bias=True); a positional None there is an absent input, and
+    # positional values after the input slots fill parameters. Values from MXNet 1.9.1.
+    nd = mx.nd
+    x, w = nd.ones((2, 3)), nd.ones((1, 3)) * 0.5
+    for out in [nd.FullyConnected(x, w, None, no_bias=True, num_hidden=1, flatten=False),
+                nd.FullyConnected(x, w, None, no_bias=True, num_hidden=1),
+                nd.FullyConnected(x, w, None, 1, True)]:
+        assert out.asnumpy().tolist() == [[1.5], [1.5]]
+    assert nd.FullyConnected(x, w, nd.ones((1,)), 1).asnumpy().tolist() == [[2.5], [2.5]]
+    conv = nd.Convolution(nd.ones((1, 1, 3, 3)), nd.ones((2, 1, 2, 2)), None, kernel=(2, 2),
+                          num_filter=2, no_bias=True)
+    assert float(conv.sum().asscalar()) == 32.0
+    np.testing.assert_allclose(nd.softmax(x, None, axis=1).asnumpy(), 1 / 3, rtol=1e-6)
+    np.testing.assert_allclose(
+        nd.LeakyReLU(x * -1, None, act_type="leaky", slope=0.1).asnumpy(), -0.1, rtol=1e-6)
+    r = nd.RNN(nd.ones((2, 1, 2)), nd.ones((4 * 3 * (2 + 3 + 2),)) * 0.1, nd.zeros((1, 1, 3)),
+               nd.zeros((1, 1, 3)), None, state_size=3, num_layers=1, mode="lstm")
+    np.testing.assert_allclose(r.asnumpy()[:, 0, 0], [0.13388, 0.22594], rtol=1e-4)
+    # a single-input op: the None is its first parameter (sum's axis), as in MXNet
+    assert nd.sum(x, None).asnumpy().tolist() == [6.0]
+    with pytest.raises(mx.base.MXNetError, match="expects 2 inputs"):
+        nd.dot(x, None)

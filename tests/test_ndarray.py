@@ -392,3 +392,28 @@ def test_unknown_legacy_shapes_need_np_shape(make):
     with mx.np_shape():
         assert make(()).shape == () and make((0, 4)).shape == (0, 4)
     assert nd.empty((0,)).shape == (0,)
+
+
+def test_broadcast_methods_line_up_trailing_axes():
+    # MXNet 1.9.1's NDArray.broadcast_to / broadcast_like methods prepend axes of length 1
+    # (the ops do not); answers recorded from MXNet 1.9.1
+    a = mx.nd.array(np.arange(4))
+    b = mx.nd.zeros((2, 3, 4))
+    r = a.broadcast_like(b)
+    assert r.shape == (2, 3, 4) and r[1, 2].asnumpy().tolist() == [0, 1, 2, 3]
+    c = mx.nd.array(np.arange(3)).reshape((3, 1)).broadcast_like(b)
+    assert c[0, :, 0].asnumpy().tolist() == [0, 1, 2]
+    assert mx.nd.array([[1], [2]]).broadcast_to((3, 2, 2)).asnumpy().tolist() == \
+        [[[1, 1], [2, 2]]] * 3
+    assert a.broadcast_to((0, 4)).shape == (1, 4)      # the op's 0: keep the size
+    for src, shape in [((4,), (2, 3)), ((1, 1, 4), (3, 4)), ((1, 4), (3, 0))]:
+        with pytest.raises(ValueError, match="broadcast"):
+            mx.nd.ones(src).broadcast_to(shape)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.broadcast_like(a, b)                     # the op keeps MXNet's strict rule
+    x = mx.nd.ones((4,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x.broadcast_like(b)
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [6, 6, 6, 6]

@@ -189,3 +189,21 @@ def test_shape_inference_of_value_checking_ops_uses_valid_stand_ins():
     assert out == [(4, 4, 1, 1)]
     ex = s.bind(mx.cpu(), {"a": mx.nd.array(np.full((4, 4, 1, 1), 4.0))})
     np.testing.assert_allclose(ex.forward()[0].asnumpy(), 2.0)
+
+
+def test_where_shape_rule():
+    # MXNet 1.9.1's WhereOpShape: x, y and the output share a shape; the condition has it or
+    # is 1-D over the first axis. Answers recorded from MXNet 1.9.1.
+    s = sym.where(sym.var("c"), sym.var("x"), sym.zeros(shape=(0, 0)))
+    assert s.infer_shape(x=(4, 3), c=(4,)) == ([(4,), (4, 3)], [(4, 3)], [])
+    assert s.infer_shape(x=(4, 3), c=(4, 3)) == ([(4, 3), (4, 3)], [(4, 3)], [])
+    assert s.infer_shape(x=(4, 3)) == (None, None, None)     # the condition stays unknown
+    w = sym.where(sym.var("c"), sym.var("x"), sym.var("y"))
+    assert w.infer_shape(x=(2, 5), c=(2,)) == ([(2,), (2, 5), (2, 5)], [(2, 5)], [])
+    with pytest.raises(GpundaError, match="where"):
+        s.infer_shape(x=(4, 3), c=(3,))
+    # nothing is said until the condition is wholly known (MXNet's test_where_partial_shape)
+    assert s.infer_shape_partial(x=(4, 3))[1] == [()]
+    assert w.infer_shape_partial(c=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert w.infer_shape_partial(c=(0,), x=(2, 2), y=(2, 2))[1] == [()]
+    assert (w + sym.var("z")).infer_shape_partial(z=(4, 3))[0] == [(), (), (), (4, 3)]

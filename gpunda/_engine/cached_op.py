@@ -213,6 +213,8 @@ class CachedOpCall:
 
 def _run_symbol_node(xp, p, *arrays, ctx=None):
     cop = p.cop
+    if cop._open_shapes:
+        cop._resolve_open_shapes([a.shape for a in arrays], [a.dtype for a in arrays])
     vals = cop._run_plain(xp, ctx, list(arrays), keep=False)
     out = [cop._head_value(vals, h, xp) for h in cop._heads]
     return out[0] if len(out) == 1 else tuple(out)
@@ -239,6 +241,17 @@ def refresh_step_computes(choose):
     for cop in list(_live):
         for st in cop._steps:
             st.compute = choose(st.op)
+
+
+def _may_be_open(n):
+    """Whether node ``n`` is an input-less op whose ``shape`` parameter may have unknown
+    dimensions (0 in legacy shape mode, -1 under np_shape; a sampler's () too)."""
+    if n.inputs:
+        return False
+    shape = getattr(n.p, "shape", None)
+    if not isinstance(shape, tuple):
+        return False
+    return any(d <= 0 for d in shape) or (not shape and n.op.random)
 
 
 class CachedOp:
@@ -274,6 +287,7 @@ class CachedOp:
             slot[(id(n), 0)] = k
         nslots = len(inputs)
         steps = []
+        open_shapes = []
         for n in order:
             if n.op is None:
                 continue
@@ -282,7 +296,12 @@ class CachedOp:
                 slot[(id(n), i)] = s
             nslots += n.nout
             steps.append(_Step(n, [slot[(id(c), i)] for c, i in n.inputs], outs))
+            if _may_be_open(n):
+                open_shapes.append((steps[-1], n.p, id(n)))
         self._steps = steps
+        # creation steps whose shape may hold unknown dimensions (NOTE [Unknown dimensions])
+        self._open_shapes = open_shapes
+        self._resolved = OrderedDict()    # (np_shape, input shapes) -> params per open step
         _live.add(self)
         self._nslots = nslots
         self._nin = len(inputs)
@@ -404,6 +423,8 @@ class CachedOp:
                 raise GpundaError(f"CachedOp: out= must hold exactly {self.num_outputs} "
                                   f"NDArray(s), got {len(outs_list)}")
         self._stats["calls"] += 1
+        if self._open_shapes:
+            self._resolve_open_shapes([a.shape for a in args], [a.dtype for a in args])
         if sparse:
             res = self._run_imperative(args)
         else:
@@ -469,6 +490,33 @@ class CachedOp:
         self._graphs.clear()
         self._graph_calls.clear()
         return held
+
+    def _resolve_open_shapes(self, shapes, dtypes):
+        """Give each open creation step the shape the graph infers for these input shapes.
+
+        NOTE [Unknown dimensions]: in MXNet's legacy shape semantics a 0 in the ``shape`` of
+        ``zeros``/``ones``/``full`` or a sampler inside a graph (and -1 under np_shape)
+        means "unknown": shape inference fills it from the ops around (an RNN cell's
+        ``begin_state(batch_size=0)`` takes the batch size from the data). When the
+        CachedOp runs, the input shapes are known, so the graph's shape inference (the
+        Symbol's, done once per input signature) decides those steps' shapes."""
+        from gpunda.util import is_np_shape
+        key = (is_np_shape(),) + tuple(tuple(s) for s in shapes)
+        params = self._resolved.get(key)
+        if params is None:
+            ids = [i for _, _, i in self._open_shapes]
+            names = self._input_names
+            got = self._sym._infer_open_shapes(dict(zip(names, map(tuple, shapes))),
+                                               dict(zip(names, map(np.dtype, dtypes))), ids)
+            params = [p if got.get(i) is None or tuple(got[i]) == tuple(p.shape)
+                      else p.replace(shape=tuple(got[i])) for _, p, i in self._open_shapes]
+            self._resolved[key] = params
+            if len(self._resolved) > 16:
+                self._resolved.popitem(last=False)
+        else:
+            self._resolved.move_to_end(key)
+        for (st, _, _), p in zip(self._open_shapes, params):
+            st.p = p
 
     def _head_value(self, vals, h, xp):
         v = vals[h]

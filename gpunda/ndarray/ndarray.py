@@ -439,16 +439,27 @@ class NDArray:
         return _op.ones_like(self)
 
     def broadcast_to(self, shape):
-        """This array broadcast to ``shape``; shapes that do not fit raise ValueError."""
+        """This array broadcast to ``shape``; shapes that do not fit raise ValueError.
+
+        As MXNet's method (looser than the ``broadcast_to`` op): an array with fewer
+        dimensions lines up with the trailing ones of ``shape`` (NumPy's rule)."""
         from gpunda.ndarray import _op
+        shape = tuple(shape)
+        cur = self.shape
+        padded = (1,) * (len(shape) - len(cur)) + cur
+        if len(shape) < len(cur) or any(c != s and c != 1 for c, s in zip(padded, shape)):
+            raise GpundaValueError(f"broadcast_to: operands could not be broadcast together "
+                                   f"with remapped shapes [original->remapped]: {cur} and "
+                                   f"requested shape {shape}")
+        src = self.reshape(padded) if padded != cur else self
         try:
-            return _op.broadcast_to(self, shape=shape)
+            return _op.broadcast_to(src, shape=shape)
         except GpundaError as e:    # MXNet's method checks the shapes itself: ValueError
             raise GpundaValueError(str(e)) from None
 
     def broadcast_like(self, other):
-        from gpunda.ndarray import _op
-        return _op.broadcast_like(self, other)
+        """This array broadcast to ``other``'s shape, as ``broadcast_to(other.shape)``."""
+        return self.broadcast_to(other.shape)
 
     def expand_dims(self, axis, inplace=False):
         """A new axis at ``axis``; ``inplace=True`` gives a view sharing this memory."""

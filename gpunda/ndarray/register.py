@@ -28,9 +28,13 @@ def make_function(op, fname):
     def fn(*args, out=None, name=None, **kwargs):
         inputs = []
         extra = []
+        skipped = 0
         for a in args:
             if isinstance(a, NDArray) and not extra:
                 inputs.append(a)
+            elif a is None and inputs and not extra and \
+                    len(inputs) + skipped < _input_slots(op):
+                skipped += 1    # an absent optional input: FullyConnected(x, w, None, ...)
             elif isinstance(a, (list, tuple)) and a and all(isinstance(v, NDArray) for v in a) \
                     and op.variadic and not extra and not inputs:
                 inputs.extend(a)
@@ -87,6 +91,46 @@ def make_function(op, fname):
     fn.__module__ = "gpunda.ndarray"
     fn.op = op
     return fn
+
+
+_SLOTS = {}
+
+
+def _input_slots(op):
+    """How many inputs MXNet's generated function for ``op`` takes positionally: all the
+    inputs the op can have (MXNet's signature lists them all, ``bias`` of FullyConnected
+    with ``no_bias=True`` included); a positional None there is an absent input. Ops with
+    a variable number of inputs (Concat) take none as absent."""
+    n = _SLOTS.get(op.name)
+    if n is None:
+        n = _SLOTS[op.name] = _count_slots(op)
+    return n
+
+
+def _count_slots(op):
+    if not op.variadic:
+        return len(op.inputs)
+    if op.key_var_num_args:
+        return 0
+    from gpunda.ops.registry import REQUIRED, Params
+    values = {s.name: (None if s.default is REQUIRED else s.default) for s in op.params}
+
+    def count(vals):
+        try:
+            return len(op.inputs(Params(vals, {})))
+        except Exception:   # a configuration the input rule cannot read
+            return -1
+    # the inputs a param switches on (no_bias=False, mode='lstm', use_sequence_length=True)
+    best = count(values)
+    for spec in op.params:
+        options = spec.choices if spec.choices else (
+            (False, True) if spec.kind == "bool" else ())
+        for v in options:
+            trial = dict(values, **{spec.name: v})
+            n = count(trial)
+            if n > best:
+                best, values = n, trial
+    return max(best, 0)
 
 
 def _missing(op, names, inputs):

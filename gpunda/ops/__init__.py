@@ -24,3 +24,6 @@ _FAMILY_MODULES = [
 ]
 for _m in _FAMILY_MODULES:
     __import__(f"{__name__}.{_m}")
+
+from gpunda.ops import _mxnet_aliases  # noqa: E402
+_mxnet_aliases.apply()        # MXNet's other names for the ops above

@@ -466,6 +466,19 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+def add_alias(alias, name):
+    """Register ``alias`` as another name of the op registered as ``name``."""
+    op = get_op(name)
+    have = _REGISTRY.get(alias)
+    if have is op:
+        return op
+    if have is not None:
+        raise GpundaError(f"op alias {alias!r} of {op.name!r} is already {have.name!r}")
+    op.aliases = op.aliases + (alias,)
+    _REGISTRY[alias] = op
+    return op
+
+
 def get_op(name) -> OpDef:
     """The OpDef registered as ``name`` (or alias); GpundaError for an unknown name."""
     op = _REGISTRY.get(name)

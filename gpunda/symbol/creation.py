@@ -247,7 +247,9 @@ def _populate(namespace):
         fn = make_function(opdef, fname)
         _made[fname] = fn
         setattr(op, fname, fn)
-        if not fname.startswith("_") and not opdef.hidden and fname not in namespace:
+        # a public alias of a hidden op is public (MXNet's ``cumsum`` of ``_np_cumsum``)
+        public = not opdef.hidden or fname != opdef.name
+        if not fname.startswith("_") and public and fname not in namespace:
             namespace[fname] = fn
         if fname.startswith("_") or opdef.hidden:
             continue

@@ -17,7 +17,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.symbol.shape_rules import known, merge, rule_for
 
-__all__ = ["infer_graph", "to_internal", "to_public", "parse_shape_attr"]
+__all__ = ["infer_graph", "to_internal", "to_public", "parse_shape_attr", "open_shapes"]
 
 _MAX_PASSES = 8
 
@@ -276,3 +276,33 @@ def infer_graph(sym, given_shapes, given_types, var_shape):
         if not st.changed:
             break
     return st.shapes, st.types
+
+
+def open_shapes(sym, given_shapes, given_types, ids, var_shape):
+    """{id(node): shape} for the input-less nodes in ``ids`` (creation ops and samplers
+    whose ``shape`` may hold unknown dimensions) once the graph's inputs have the given
+    actual shapes; a node whose own shape is complete in the current mode is left out.
+    GpundaError names a node whose unknown dimensions the graph does not determine."""
+    from gpunda.util import is_np_shape
+    np_mode = is_np_shape()
+    want = set(ids)
+    nodes = [n for n in sym._topo() if id(n) in want]
+    todo = []
+    for n in nodes:
+        # zeros(shape=()) is a scalar (shape_rules.creation); a sampler's () is unknown
+        own = () if not n.p.shape and not n.op.random else to_internal(n.p.shape, np_mode)
+        if not known(own):
+            todo.append((n, own))
+    if not todo:
+        return {}
+    shapes, _ = infer_graph(sym, given_shapes, given_types, var_shape)
+    out = {}
+    for n, own in todo:
+        s = shapes.get((id(n), 0))
+        if not known(s):
+            raise GpundaError(
+                f"infer_shape: node {n.name!r} (operator {n.op.name}) has shape "
+                f"{to_public(own, np_mode)} with unknown dimensions that the graph does not "
+                f"determine for inputs {dict(given_shapes)}")
+        out[id(n)] = s
+    return out

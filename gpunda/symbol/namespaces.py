@@ -53,6 +53,7 @@ def build(lookup, Symbol):
     for short in _MXNET_SPARSE:
         for full in (f"_sparse_{short}", short):
             if full in names:
-                setattr(sp, short, lookup(full))
+                # nodes named by the short name, as MXNet's (sym.sparse.abs makes abs0)
+                setattr(sp, short, lookup(full, short.lower()) if full != short else lookup(full))
                 break
     return mods

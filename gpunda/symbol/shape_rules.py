@@ -183,6 +183,25 @@ def concat(p, ins, outs):
     return [put(d) for d in sizes][:n], [put(total)]
 
 
+def rnn_param_concat(p, ins, outs):
+    """``_rnn_param_concat`` (MXNet's RNNParamConcatShape): Concat's rule, and when several
+    inputs have an unknown size on the axis (the weights of the first layer with the input
+    size deferred), they share what the output leaves, equally."""
+    ins, outs = concat(p, ins, outs)
+    out = outs[0]
+    if out is None or any(s is None for s in ins):
+        return ins, outs
+    ax = p.dim + len(out) if p.dim < 0 else p.dim
+    open_ = [k for k, s in enumerate(ins) if s[ax] < 0]
+    if len(open_) > 1 and out[ax] >= 0:
+        left = out[ax] - sum(s[ax] for s in ins if s[ax] >= 0)
+        if left >= 0 and left % len(open_) == 0:
+            ins = list(ins)
+            for k in open_:
+                ins[k] = ins[k][:ax] + (left // len(open_),) + ins[k][ax + 1:]
+    return ins, outs
+
+
 def slice_channel(p, ins, outs):
     n = p.num_outputs
     data = ins[0]
@@ -342,6 +361,26 @@ def slice_axis(p, ins, outs):
     return ins, [out]
 
 
+def where(p, ins, outs):
+    """MXNet's WhereOpShape: x, y and the output share one shape; the condition has it
+    too, or is 1-D over its first axis. MXNet 1.9.1 says nothing until the condition's
+    shape is wholly known (its test_where_partial_shape)."""
+    cond, x, y = ins
+    if not known(cond):
+        return ins, outs
+    s = merge(merge(x, y, "where x and y"), outs[0], "where output")
+    if s is not None:
+        if len(cond) == len(s):
+            s = cond = merge(s, cond, "where condition")
+        elif len(cond) == 1 and len(s) >= 1:
+            d = merge((s[0],), cond, "where condition (1-D: the first axis of x)")[0]
+            cond, s = (d,), (d,) + tuple(s[1:])
+        else:
+            raise GpundaError(f"where: condition shape {_show(cond)} must equal the shape "
+                              f"of x {_show(s)} or be 1-D over its first axis")
+    return [cond, s, s], [s]
+
+
 def creation(p, ins, outs):
     """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
     graph around says (MXNet's ``sym.ones(shape=(-1, -1))``); outside NumPy-shape mode a 0
@@ -356,11 +395,11 @@ _RULES = {
     "Reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation,
     "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
-    "Concat": concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
+    "Concat": concat, "_rnn_param_concat": rnn_param_concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
     "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
-    "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
+    "where": where, "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
 }
 
 

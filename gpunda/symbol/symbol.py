@@ -464,6 +464,12 @@ class Symbol(SymbolOperators):
         from gpunda.symbol.executor import simple_bind
         return simple_bind(self, ctx, grad_req, type_dict, kwargs)
 
+    def _infer_open_shapes(self, shapes, dtypes, ids):
+        """For a CachedOp run (NOTE [Unknown dimensions] in cached_op.py): the inferred
+        output shape of each node in ``ids`` given every input's actual shape and dtype."""
+        from gpunda.symbol.infer import open_shapes
+        return open_shapes(self, shapes, dtypes, ids, _var_shape)
+
     def gradient(self, wrt):
         raise GpundaError("Symbol.gradient is not supported (MXNet 1.x does not implement it "
                           "either); use autograd or Executor.backward")

@@ -1,6 +1,7 @@
 """Shape ops (gpunda/ops/tensor/matrix.py): forward against index-level NumPy references,
 MXNet's documented examples, errors, finite-difference gradients, second order."""
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -746,3 +747,60 @@ def test_diag_offset_outside_the_matrix_raises():
     for k in (5, -4):
         with pytest.raises(GpundaError, match=f"k={k}"):
             mx.nd.diag(x, k=k)
+
+
+# MXNet 1.9.1's export of gluon.rnn.LSTM(2, input_size=3), hybridized: its weights joined by
+# _rnn_param_concat before the fused RNN op
+_LSTM_EXPORT = (
+    '{"nodes":[{"op":"null","name":"data0","inputs":[]},{"op":"null","name":"lstm0_l0_i2h'
+    '_weight","attrs":{"__dtype__":"0","__lr_mult__":"1.0","__shape__":"(8, 3)","__storag'
+    'e_type__":"0","__wd_mult__":"1.0"},"inputs":[]},{"op":"Reshape","name":"lstm0_reshap'
+    'e0","attrs":{"shape":"-1"},"inputs":[[1,0,0]]},{"op":"null","name":"lstm0_l0_h2h_wei'
+    'ght","attrs":{"__dtype__":"0","__lr_mult__":"1.0","__shape__":"(8, 2)","__storage_ty'
+    'pe__":"0","__wd_mult__":"1.0"},"inputs":[]},{"op":"Reshape","name":"lstm0_reshape1",'
+    '"attrs":{"shape":"-1"},"inputs":[[3,0,0]]},{"op":"null","name":"lstm0_l0_i2h_bias","'
+    'attrs":{"__dtype__":"0","__init__":"zeros","__lr_mult__":"1.0","__shape__":"(8,)","_'
+    '_storage_type__":"0","__wd_mult__":"1.0"},"inputs":[]},{"op":"Reshape","name":"lstm0'
+    '_reshape2","attrs":{"shape":"-1"},"inputs":[[5,0,0]]},{"op":"null","name":"lstm0_l0_'
+    'h2h_bias","attrs":{"__dtype__":"0","__init__":"zeros","__lr_mult__":"1.0","__shape__'
+    '":"(8,)","__storage_type__":"0","__wd_mult__":"1.0"},"inputs":[]},{"op":"Reshape","n'
+    'ame":"lstm0_reshape3","attrs":{"shape":"-1"},"inputs":[[7,0,0]]},{"op":"_rnn_param_c'
+    'oncat","name":"lstm0__rnn_param_concat0","attrs":{"dim":"0","num_args":"4"},"inputs"'
+    ':[[2,0,0],[4,0,0],[6,0,0],[8,0,0]]},{"op":"null","name":"data1","inputs":[]},{"op":"'
+    'null","name":"data2","inputs":[]},{"op":"RNN","name":"lstm0_rnn0","attrs":{"bidirect'
+    'ional":"False","lstm_state_clip_max":"None","lstm_state_clip_min":"None","lstm_state'
+    '_clip_nan":"False","mode":"lstm","num_layers":"1","p":"0","projection_size":"None","'
+    'state_outputs":"True","state_size":"2","use_sequence_length":"False"},"inputs":[[0,0'
+    ',0],[9,0,0],[10,0,0],[11,0,0]]}],"arg_nodes":[0,1,3,5,7,10,11],"node_row_ptr":[0,1,2'
+    ',3,4,5,6,7,8,9,10,11,12,15],"heads":[[12,0,0]],"attrs":{"mxnet_version":["int",10901'
+    ']}}'
+)
+
+
+def test_rnn_param_concat_loads_from_an_mxnet_export():
+    import warnings
+    s = mx.sym.load_json(_LSTM_EXPORT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sb = mx.gluon.SymbolBlock(s, [mx.sym.var("data0"), mx.sym.var("data1"),
+                                      mx.sym.var("data2")])
+    sb.initialize(mx.init.Constant(0.1))
+    out = sb(mx.nd.ones((2, 1, 3)), mx.nd.zeros((1, 1, 2)), mx.nd.zeros((1, 1, 2)))
+    out = out if isinstance(out, (list, tuple)) else [out]
+    # MXNet 1.9.1's answer
+    np.testing.assert_allclose(out[0].asnumpy().ravel(), [0.17427, 0.17427, 0.286345, 0.286345],
+                               rtol=1e-5)
+    node = [n for n in json.loads(s.tojson())["nodes"] if n["name"] == "lstm0__rnn_param_concat0"]
+    assert node[0]["op"] == "_rnn_param_concat"
+
+
+def test_rnn_param_concat_joins_and_infers_like_concat():
+    a, b = mx.nd.array([1, 2]), mx.nd.array([3])
+    assert mx.nd._internal._rnn_param_concat(a, b, dim=0, num_args=2).asnumpy().tolist() == [1, 2, 3]
+    s = mx.sym._internal._rnn_param_concat(mx.sym.var("a"), mx.sym.var("b"), dim=0, num_args=2)
+    # unknown input sizes follow from the output's (the RNN op's parameter size), shared
+    # equally when several are unknown; MXNet 1.9.1's answers
+    s = s + mx.sym.var("c")
+    assert s.infer_shape(a=(2,), b=(0,), c=(5,))[0] == [(2,), (3,), (5,)]
+    assert s.infer_shape(a=(0,), b=(0,), c=(6,))[0] == [(3,), (3,), (6,)]
+    assert s.infer_shape(a=(0,), b=(4,), c=(6,))[0] == [(2,), (4,), (6,)]

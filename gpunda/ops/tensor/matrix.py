@@ -535,6 +535,14 @@ _reg("Concat", _concat, aliases=("concat",),
      params=[Param("num_args", "int", doc="number of inputs"),
              Param("dim", "int", 1, "axis to join along")],
      gradient=_g_concat, save=("inputs",), doc="Join arrays along an existing axis `dim`.")
+# what MXNet's gluon.rnn layers join their flattened weights with (so in every export of an
+# LSTM/GRU layer): Concat's kernel, its own name in graphs
+_reg("_rnn_param_concat", _concat, aliases=("_npi_rnn_param_concat",), hidden=True,
+     inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args)), key_var_num_args="num_args",
+     params=[Param("num_args", "int", doc="number of inputs"),
+             Param("dim", "int", 1, "axis to join along")],
+     gradient=_g_concat, save=("inputs",),
+     doc="Join RNN parameters along `dim` (Concat, as MXNet's gluon.rnn layers name it).")
 
 
 def _stack(xp, p, *xs):
