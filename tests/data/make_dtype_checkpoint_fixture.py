@@ -11,6 +11,10 @@ Run with /work/mxref/bin/python (mxnet 1.9.1) from any directory. Models:
 * ``ew_float16`` / ``ew_int32``: data declared float16 / int32 -> data * w + b -> relu
   (elementwise: MXNet's CPU FullyConnected runs neither dtype).
 
+``softmax_float32``: a legacy training checkpoint, data -> FullyConnected(3) ->
+SoftmaxOutput (its json holds ``softmax_label``), for the ONNX export given data and
+label shapes; ``softmax.npz`` holds its input ``x`` and MXNet's output ``out``.
+
 ``records.npz`` holds, per ``model/path``: ``dtypes`` ("name:dtype" strings, sorted),
 ``out`` (the forward's output for ``model/x``) or ``error`` (the exception class name).
 Each path runs in a fresh process, so that an asynchronous MXNet error of one path
@@ -67,6 +71,21 @@ def make():
         x = rng.uniform(-1, 1, (2, 4)) if dt != "int32" else rng.randint(-3, 4, (2, 4))
         xs[model + "/x"] = x.astype(dt)
     np.savez(os.path.join(HERE, "inputs.npz"), **xs)
+
+
+def make_softmax():
+    import mxnet as mx
+    rng = np.random.RandomState(31)
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc1")
+    out = mx.sym.SoftmaxOutput(fc, name="softmax")
+    mod = mx.mod.Module(out, data_names=["data"], label_names=["softmax_label"])
+    mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
+    mod.init_params(mx.init.Uniform(1))
+    mod.save_checkpoint(os.path.join(HERE, "softmax_float32"), 0)
+    x = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.zeros((2,))]), is_train=False)
+    np.savez(os.path.join(HERE, "softmax.npz"), x=x, out=mod.get_outputs()[0].asnumpy())
 
 
 def run_path(model, path):
@@ -148,6 +167,7 @@ def main():
         print("RECORD " + json.dumps(rec))
         os._exit(0)         # skip MXNet's shutdown hook, which re-raises async errors
     make()
+    make_softmax()
     out = {}
     for model in MODELS:
         for path in PATHS:
