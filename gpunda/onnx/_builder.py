@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["GraphBuilder", "ConversionError"]
 
@@ -117,8 +117,8 @@ class GraphBuilder:
         if n.op is None:
             return self.weights.get(n.name)
         # computed from parameters only (gluon's RNN layers concatenate theirs): evaluate
-        from ..symbol.symbol import Symbol
-        from .. import ndarray as nd
+        from gpunda.symbol.symbol import Symbol
+        from gpunda import ndarray as nd
         sub = Symbol([(n, k)])
         names = sub.list_inputs()
         if not all(m in self.weights for m in names):
@@ -135,7 +135,7 @@ class GraphBuilder:
             outputs = [self.fresh(f"{hint}_{op_type.lower()}") for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
         if op_type in _ORT_FLOAT32_ONLY:    # a float64 form ONNX Runtime runs
-            from ._ort_double import float64_form
+            from gpunda.onnx._ort_double import float64_form
             done = float64_form(self, op_type, inputs, outputs, attrs)
             if done is not None:
                 return done
