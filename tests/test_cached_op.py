@@ -207,8 +207,14 @@ def test_out_argument(rng):
     r = cop(a, b, out=[o1, o2])
     assert r[0] is o1
     np.testing.assert_array_equal(o1.asnumpy(), _chain_nd(a, b)[0].asnumpy())
-    with pytest.raises(GpundaError, match="exactly 2"):
+    # MXNet 1.9.1's wording, which its tests and users match on
+    with pytest.raises(GpundaError, match=r"CachedOp expects 2 outputs, but 1 was given\."):
         cop(a, b, out=[o1])
+    one = mx.CachedOp(y)
+    with pytest.raises(GpundaError, match=r"CachedOp expects 1 outputs, but 2 was given\."):
+        one(a, b, out=[o1, o2])
+    with pytest.raises(GpundaError, match=r"CachedOp expects 1 outputs, but 0 was given\."):
+        one(a, b, out=[])
 
 
 def test_input_as_output_and_hidden_outputs(rng):
@@ -253,9 +259,12 @@ def test_errors(rng):
     x = sym.var("x")
     with pytest.raises(GpundaError, match="duplicate argument name 'x'"):
         mx.CachedOp(x + sym.var("x"))
+    # a variable's declared dtype does not bind the call: MXNet 1.9.1 runs
+    # CachedOp(exp(var(t, dtype=float64))) on float32 [0, 1] as float32 -> [1, 2.7182817]
     typed = mx.CachedOp(sym.exp(sym.var("t", dtype="float64")))
-    with pytest.raises(GpundaError, match="dtype float32.*float64"):
-        typed(a)
+    got = typed(nd.array([0.0, 1.0]))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.asnumpy(), [1.0, 2.7182817459106445], rtol=1e-6)
     with pytest.raises(GpundaError, match="CachedOp node 'bad'"):
         mx.CachedOp(sym.dot(sym.var("p"), sym.var("q"), name="bad"))(a, b)
 

@@ -410,18 +410,18 @@ class CachedOp:
                                   f"but input 0 ({self._input_names[0]}) is on {ctx}")
             if a.stype != "default":
                 sparse = True
-            dt = self._declared_dtypes[k]
-            if dt is not None and a._data.dtype != dt:
-                raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) has dtype "
-                                  f"{a._data.dtype.name} but the symbol declares {dt.name}")
+            # a variable's declared dtype (__dtype__) does not bind the call: as MXNet's,
+            # the arrays' dtypes drive the graph (a float32-declared weight loaded as
+            # float64 runs as float64); the ops check the dtypes they combine
         if ctx is None:
             from gpunda.context import current_context
             ctx = default_ctx or current_context()
         if out is not None:
             outs_list = [out] if isinstance(out, NDArray) else list(out)
             if len(outs_list) != self.num_outputs:
-                raise GpundaError(f"CachedOp: out= must hold exactly {self.num_outputs} "
-                                  f"NDArray(s), got {len(outs_list)}")
+                raise GpundaError(f"CachedOp expects {self.num_outputs} outputs, but "
+                                  f"{len(outs_list)} was given. (out= must hold one NDArray "
+                                  f"per output of the symbol)")
         self._stats["calls"] += 1
         if self._open_shapes:
             self._resolve_open_shapes([a.shape for a in args], [a.dtype for a in args])

@@ -19,6 +19,8 @@ import copy
 import re
 import threading
 import warnings
+
+import numpy as np
 from collections import OrderedDict
 
 from gpunda import name as _name
@@ -799,6 +801,27 @@ def _common_prefix(names):
     return prefix
 
 
+def _infer_param_types(inputs, out):
+    """The dtypes of ``out``'s arguments and auxiliary states, inferred (as MXNet does) from
+    the dtypes the input variables declare; all float32 when an input declares none or the
+    graph does not settle every dtype."""
+    n_arg, n_aux = len(out.list_arguments()), len(out.list_auxiliary_states())
+    known = {}
+    for s in inputs:
+        t = s.infer_type()[0]
+        if not t:
+            break
+        known[s.name] = t[0]
+    else:
+        try:
+            arg_types, _, aux_types = out.infer_type(**known)
+        except GpundaError:
+            arg_types = aux_types = None
+        if arg_types is not None and len(arg_types) == n_arg and len(aux_types) == n_aux:
+            return arg_types, aux_types
+    return [np.float32] * n_arg, [np.float32] * n_aux
+
+
 class SymbolBlock(HybridBlock):
     """A HybridBlock made from a Symbol: ``outputs`` computed from variables ``inputs``.
 
@@ -846,12 +869,15 @@ class SymbolBlock(HybridBlock):
                 raise GpundaError(f"SymbolBlock: input symbols must be variables, but {s.name} "
                                   f"is the output of an operator")
             input_names.add(s.name)
-        for n in out.list_arguments():
+        # each Parameter takes the dtype the graph gives it from the inputs' dtypes (a
+        # float64 checkpoint's weights are float64), float32 where that cannot be inferred
+        arg_types, aux_types = _infer_param_types(syms, out)
+        for n, t in zip(out.list_arguments(), arg_types):
             if n not in input_names:
-                self.params.get(n, allow_deferred_init=True)
-        for n in out.list_auxiliary_states():
+                self.params.get(n, allow_deferred_init=True, dtype=t)
+        for n, t in zip(out.list_auxiliary_states(), aux_types):
             if n not in input_names:
-                self.params.get(n, grad_req="null", allow_deferred_init=True)
+                self.params.get(n, grad_req="null", allow_deferred_init=True, dtype=t)
         from gpunda.symbol.symbol import _STYPE_TO_CODE
         rsp = str(_STYPE_TO_CODE["row_sparse"])
         for node in out.get_internals():

@@ -17,7 +17,8 @@ from gpunda import autograd
 from gpunda._engine import autograd as _engine_autograd
 from gpunda.gluon import _np_mode
 from gpunda import initializer
-from gpunda.base import GpundaError
+from gpunda.base import (GpundaAssertionError, GpundaError, GpundaTypeError,
+                         GpundaValueError)
 from gpunda.context import Context, cpu, current_context
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
@@ -361,8 +362,9 @@ class Parameter:
             ok = len(self.shape) == len(data.shape) and all(
                 a in (0, b) for a, b in zip(self._shape, data.shape))
             if not ok:
-                raise GpundaError(f"Parameter {self.name!r}: failed loading, its shape is "
-                                  f"{self.shape} but the loaded array has shape {data.shape}")
+                raise GpundaAssertionError(
+                    f"Parameter {self.name!r}: failed loading, its shape is {self.shape} but "
+                    f"the loaded array has shape {data.shape}")
             self._shape = tuple(b if a == 0 else a for a, b in zip(self._shape, data.shape))
         else:
             self._shape = tuple(data.shape)
@@ -376,7 +378,8 @@ class Parameter:
                     raise GpundaError(f"Parameter {self.name!r}: dtype_source="
                                       f"{dtype_source!r} must be 'current' or 'saved'")
             else:
-                raise GpundaError(
+                # an AssertionError too, as MXNet's (code loading checkpoints catches it)
+                raise GpundaAssertionError(
                     f"Parameter {self.name!r}: failed loading, its dtype is "
                     f"{np.dtype(self.dtype).name} but the loaded array is "
                     f"{np.dtype(data.dtype).name}; pass cast_dtype=True to convert")
@@ -461,8 +464,11 @@ class Parameter:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
         else:
-            raise GpundaError(f"Parameter {self.name!r}: cannot reset context because it has "
-                              f"not been initialized")
+            # a ValueError, as MXNet's: callers (GluonCV's model builders) catch it to
+            # skip parameters that initialize() or load_parameters() will place later
+            raise GpundaValueError(f"Cannot reset context for Parameter {self.name!r} because "
+                                   f"it has not been initialized. Call initialize(ctx=...) "
+                                   f"first; a deferred one then takes the new context")
 
     def zero_grad(self):
         """Set the gradient buffers to 0 (does not count as a fresh gradient)."""
@@ -547,6 +553,13 @@ class ParameterDict:
     """
 
     def __init__(self, prefix="", shared=None):
+        if shared is not None and not isinstance(shared, ParameterDict):
+            # (MXNet fails later with AttributeError: 'dict' object has no attribute '_params')
+            raise GpundaTypeError(
+                f"ParameterDict: shared (a block's params=) must be a ParameterDict whose "
+                f"Parameters are shared, e.g. another block's collect_params(), got "
+                f"{type(shared).__name__}; to load arrays such as load_checkpoint's arg_params "
+                f"use collect_params().load_dict(arrays)")
         self._prefix = prefix
         self._params = OrderedDict()
         self._shared = shared

@@ -17,6 +17,12 @@ class ConversionError(GpundaError):
     """A node of the Symbol cannot be expressed in ONNX (message names node and op)."""
 
 
+# ONNX ops that ONNX Runtime's CPU kernels take in float32 only (see _ort_double)
+_ORT_FLOAT32_ONLY = frozenset((
+    "Softplus", "Softsign", "Elu", "Selu", "HardSigmoid", "ThresholdedRelu", "Tan", "Sinh",
+    "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Asin", "Acos", "Atan"))
+
+
 class GraphBuilder:
     """State of one export: names, shapes and dtypes of entries, nodes and initializers."""
 
@@ -128,6 +134,11 @@ class GraphBuilder:
         if isinstance(outputs, int):
             outputs = [self.fresh(f"{hint}_{op_type.lower()}") for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
+        if op_type in _ORT_FLOAT32_ONLY:    # a float64 form ONNX Runtime runs
+            from gpunda.onnx._ort_double import float64_form
+            done = float64_form(self, op_type, inputs, outputs, attrs)
+            if done is not None:
+                return done
         self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
                                                 name=self.fresh(f"{hint}/{op_type}"), **attrs))
         return outputs[0] if len(outputs) == 1 else list(outputs)

@@ -84,18 +84,33 @@ def _load_inputs(sym, params):
     return sym, weights
 
 
-def _graph_inputs(sym, weights, in_shapes, in_types):
+def _graph_inputs(sym, weights, in_shapes, in_types, dynamic_input_shapes=None):
     """(name, shape, dtype) of the data inputs: every input of ``sym`` without a value in
-    params, except the label of the last node, in the order of ``list_inputs``."""
+    params, except the label of the last node, in the order of ``list_inputs``; and the
+    dynamic_input_shapes of those.
+
+    The per-input lists may also hold an entry for that label (a legacy checkpoint's
+    ``SoftmaxOutput`` label, as its ``label_shapes`` were given): it is dropped with the
+    label, as MXNet's exporter drops the label input."""
     internals = sym.get_internals().list_outputs()
     label = None
     if internals:
         last = internals[-1]
         label = (last[:-len("_output")] if last.endswith("_output") else last) + "_label"
-    names = [n for n in sym.list_inputs() if n not in weights and n != label]
+    unbound = [n for n in sym.list_inputs() if n not in weights]
+    names = [n for n in unbound if n != label]
     if in_shapes is None:
         in_shapes = []
     in_shapes = [tuple(s) for s in in_shapes]
+    if len(unbound) > len(names) and len(in_shapes) == len(unbound):
+        at = unbound.index(label)
+
+        def drop(seq):
+            if isinstance(seq, (list, tuple)) and len(seq) == len(unbound):
+                return [v for k, v in enumerate(seq) if k != at]
+            return seq
+        in_shapes, in_types = drop(in_shapes), drop(in_types)
+        dynamic_input_shapes = drop(dynamic_input_shapes)
     if not isinstance(in_types, (list, tuple)):
         in_types = [in_types] * len(in_shapes)
     if len(in_types) != len(in_shapes):
@@ -109,8 +124,11 @@ def _graph_inputs(sym, weights, in_shapes, in_types):
                           f"{[m for m in missing]} or in_shapes is too short")
     if len(names) < len(in_shapes):
         raise GpundaError(f"export_model: {len(in_shapes)} in_shapes given but the symbol "
-                          f"has {len(names)} data input(s) {names}")
-    return [(n, s, np.dtype(t)) for n, s, t in zip(names, in_shapes, in_types)]
+                          f"has {len(names)} data input(s) {names}"
+                          + (f" (and the label {label!r}, which is not exported)"
+                             if len(unbound) > len(names) else ""))
+    return ([(n, s, np.dtype(t)) for n, s, t in zip(names, in_shapes, in_types)],
+            dynamic_input_shapes)
 
 
 def _infer(sym, inputs, weights):
@@ -213,7 +231,8 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
     ``onnx.checker`` unless ``check`` is False."""
     from onnx import helper, numpy_helper
     sym, weights = _load_inputs(sym, params)
-    inputs = _graph_inputs(sym, weights, in_shapes, in_types)
+    inputs, dynamic_input_shapes = _graph_inputs(sym, weights, in_shapes, in_types,
+                                                 dynamic_input_shapes)
     shapes, dtypes = _infer(sym, inputs, weights)
     if dynamic:
         dyn = dynamic_input_shapes or [[None] * len(s) for _, s, _ in inputs]

@@ -632,3 +632,33 @@ def test_symbol_compose_in_place():
     s._compose(a=b + 1)
     assert s.list_arguments() == ["b"]
     np.testing.assert_allclose(s.eval(b=mx.nd.ones(2))[0].asnumpy(), [4, 4])
+
+
+def test_reset_ctx_of_uninitialized_parameter_is_a_value_error_as_mxnet():
+    # GluonCV's model builders (get_faster_rcnn, ...) call reset_ctx on every parameter
+    # and skip the uninitialised ones with `except ValueError`. MXNet 1.9.1 on this net:
+    # the two never-initialised ones raise "Cannot reset context for Parameter
+    # 'dense0_weight' because it has not been initialized."; the initialised and the
+    # deferred ones move to cpu(1), and every parameter ends on cpu(1) after a forward
+    with mx.name.NameManager():
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(3, in_units=2), nn.Dense(2))
+        net[0].initialize(ctx=mx.cpu(0))
+        net[1].initialize(ctx=mx.cpu(0))      # deferred: in_units unknown
+        net.add(nn.Dense(1))                  # never initialised
+    skipped = []
+    for v in net.collect_params().values():
+        try:
+            v.reset_ctx(mx.cpu(1))
+        except ValueError as e:
+            assert isinstance(e, GpundaError)
+            assert str(e).startswith(f"Cannot reset context for Parameter {v.name!r} because "
+                                     f"it has not been initialized.")
+            skipped.append(v.name)
+    assert skipped == ["dense0_weight", "dense0_bias"]
+    assert net[1].weight.list_ctx() == [mx.cpu(1)]     # the deferred one took the context
+    net[2].initialize(ctx=mx.cpu(1))
+    y = net(nd.ones((4, 2), ctx=mx.cpu(1)))
+    assert y.context == mx.cpu(1)
+    assert all(p.list_ctx() == [mx.cpu(1)] for p in net.collect_params().values())

@@ -225,3 +225,73 @@ def test_import_flatten_other_axes(tmp_path):
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), str(path))
     x = np.random.RandomState(4).uniform(size=(2, 3, 4, 5)).astype(np.float32)
     check_all(path, {"x": x}, [x.reshape(6, 20), x.reshape(1, 120)])
+
+
+DTYPE_CKPT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "dtype_ckpt")
+
+
+def test_legacy_softmax_checkpoint_with_data_and_label_shapes(tmp_path):
+    # a checkpoint saved by real MXNet 1.9.1's Module (FullyConnected -> SoftmaxOutput,
+    # its json holds softmax_label); MXNet's exporter takes in_shapes for data and label
+    # and drops the label input. softmax.npz: MXNet's output on x.
+    sym, args, auxs = mx.model.load_checkpoint(os.path.join(DTYPE_CKPT, "softmax_float32"), 0)
+    assert sym.list_inputs()[-1] == "softmax_label"
+    ref = np.load(os.path.join(DTYPE_CKPT, "softmax.npz"))
+    for k, kw in enumerate([dict(in_types=np.float32),
+                            dict(in_types=[np.float32, np.float32]),
+                            dict(in_types=np.float32, dynamic=True,
+                                 dynamic_input_shapes=[(None, 4), (None,)])]):
+        path = str(tmp_path / f"softmax{k}.onnx")
+        mx.onnx.export_model(sym, dict(args, **auxs), [(2, 4), (2,)], onnx_file_path=path,
+                             **kw)
+        sess = onnx.load(path)
+        assert [i.name for i in sess.graph.input
+                if i.name not in {t.name for t in sess.graph.initializer}] == ["data"]
+        np.testing.assert_allclose(run_ort(path, {"data": ref["x"]})[0], ref["out"],
+                                   rtol=1e-6, atol=1e-7)
+    with pytest.raises(GpundaError, match=r"3 in_shapes.*\['data'\].*softmax_label"):
+        mx.onnx.export_model(sym, dict(args, **auxs), [(2, 4), (2,), (2,)],
+                             onnx_file_path=str(tmp_path / "bad.onnx"))
+
+
+def test_float64_activations_export_in_forms_onnxruntime_runs(tmp_path):
+    # ONNX Runtime has float32-only kernels for Softplus, Softsign, Elu, Selu, HardSigmoid,
+    # Sinh, Cosh, Tan, Asinh, Acosh, Atanh: a float64 export builds them from ops it runs
+    # in float64, with float64 accuracy (NumPy is the reference)
+    x = S.var("data")
+    cases = [
+        (S.Activation(x, act_type="softrelu"), lambda v: np.logaddexp(0, v)),
+        (S.Activation(x, act_type="softsign"), lambda v: v / (1 + np.abs(v))),
+        (S.LeakyReLU(x, act_type="elu", slope=0.25), lambda v: np.where(v > 0, v, 0.25 * np.expm1(v))),
+        (S.LeakyReLU(x, act_type="selu"),
+         lambda v: 1.0507009873554805 * np.where(v > 0, v, 1.6732632423543772 * np.expm1(v))),
+        (S.hard_sigmoid(x, alpha=0.25, beta=0.5), lambda v: np.clip(0.25 * v + 0.5, 0, 1)),
+        (S.sinh(x), np.sinh), (S.cosh(x), np.cosh), (S.tan(x), np.tan),
+        (S.arcsinh(x), np.arcsinh), (S.arccosh(x * x + 1.5), lambda v: np.arccosh(v * v + 1.5)),
+        (S.arctanh(x * 0.03), lambda v: np.arctanh(v * 0.03)),
+    ]
+    v = np.concatenate([[-30.0, -1.5, -0.3, 0.0], np.linspace(0.2, 30.0, 8)]).reshape(3, 4)
+    path = str(tmp_path / "act64.onnx")
+    mx.onnx.export_model(S.Group([c[0] for c in cases]), {}, [(3, 4)], np.float64, path)
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert not ops & {"Softplus", "Softsign", "Elu", "Selu", "HardSigmoid", "Sinh", "Cosh",
+                      "Tan", "Asinh", "Acosh", "Atanh"}
+    got = run_ort(path, {"data": v})
+    for k, ((_, ref), g) in enumerate(zip(cases, got)):
+        assert g.dtype == np.float64
+        # (absolute 1e-15: softplus(-30) = 9.36e-14 is log(1 + e^-30), rounded at 1 + e^-30)
+        np.testing.assert_allclose(g, ref(v), rtol=1e-12, atol=1e-15, err_msg=f"case {k}")
+    # float32 keeps the single ONNX op
+    path32 = str(tmp_path / "act32.onnx")
+    mx.onnx.export_model(cases[0][0], {}, [(3, 4)], np.float32, path32)
+    assert [n.op_type for n in onnx.load(path32).graph.node] == ["Softplus"]
+    np.testing.assert_allclose(run_ort(path32, {"data": v.astype(np.float32)})[0],
+                               np.logaddexp(0, v), rtol=1e-6)
+
+
+def test_float64_node_without_runnable_form_is_named_at_export(tmp_path):
+    # ONNX Runtime has no float64 Erf and no exact form from its float64 ops: say so
+    with pytest.warns(UserWarning, match=r"node 'myerf' \(op erf\).*Erf on float64.*ONNX "
+                                         r"Runtime has no kernel"):
+        mx.onnx.export_model(S.erf(S.var("data"), name="myerf"), {}, [(3,)], np.float64,
+                             str(tmp_path / "erf.onnx"))
