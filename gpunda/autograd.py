@@ -28,6 +28,7 @@ from operator import attrgetter
 import numpy as np
 
 from .base import GpundaError
+from .context import shares_memory_space
 from . import _deferred
 
 from .base import (MXCallbackList, c_array, c_array_buf, c_handle_array, check_call,
@@ -1029,7 +1030,7 @@ def mark_variables(variables, gradients, grad_reqs="write"):
         if g.shape != v.shape:
             raise GpundaError(f"{where}: gradients[{i}] has shape {g.shape} but "
                               f"variables[{i}] has shape {v.shape}")
-        if g._ctx != v._ctx:
+        if not shares_memory_space(g._ctx, v._ctx):    # host contexts are one, as in MXNet
             raise GpundaError(f"{where}: gradients[{i}] is on {g._ctx} but variables[{i}] is "
                               f"on {v._ctx}")
     for v, g, r in zip(vs, gs, reqs):

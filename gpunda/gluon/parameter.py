@@ -46,6 +46,13 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+
+def _memory_key(ctx):
+    """The memory a context names, as MXNet's Parameter finds its copies: cpu(i),
+    cpu_pinned(i) and cpu_shared(i) are one (the host; device_typeid 1, 3, 5), gpu(i) another."""
+    return ctx.device_typeid & 1, ctx.device_id
+
+
 class Parameter:
     """A weight of a Block: value and gradient on one or more contexts.
 
@@ -175,7 +182,7 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = current_context()
-            idx = self._ctx_map.get(Context(ctx))
+            idx = self._ctx_map.get(_memory_key(Context(ctx)))
             if idx is not None:
                 return arr_list[idx]
             raise GpundaError(
@@ -320,7 +327,9 @@ class Parameter:
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
-        self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
+        self._ctx_map = {}
+        for i, c in enumerate(self._ctx_list):
+            self._ctx_map.setdefault(_memory_key(c), i)
         nd = _nd()
         with autograd.pause():
             if getattr(data, "stype", "default") != "default":
