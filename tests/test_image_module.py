@@ -94,3 +94,28 @@ def test_create_augmenter_order_and_output():
     assert '"resizeaug"' in augs[0].dumps()
     with pytest.raises(GpundaError, match="rand_resize"):
         mx.image.CreateAugmenter((3, 8, 8), rand_resize=True)
+
+
+def test_image_functions_and_iterators_give_np_arrays_in_numpy_mode(tmp_path):
+    # MXNet 1.9.1 under npx.set_np(): imread/imdecode/imresize/resize_short/ImageIter batches
+    # are mxnet.numpy.ndarray (its image functions run their _npi ops); outside, NDArray
+    import cv2
+    from gpunda import np as mnp
+    img = np.random.RandomState(2).randint(0, 255, (7, 9, 3)).astype("uint8")
+    cv2.imwrite(str(tmp_path / "x.png"), img[:, :, ::-1])
+    buf = (tmp_path / "x.png").read_bytes()
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        got = [mx.image.imread(str(tmp_path / "x.png")), mx.image.imdecode(buf),
+               mx.image.imresize(mnp.array(img, dtype="uint8"), 4, 3),
+               mx.image.resize_short(mnp.array(img, dtype="uint8"), 4),
+               mx.image.ResizeAug(4)(mnp.array(img, dtype="uint8"))]
+        assert all(type(g) is mnp.ndarray for g in got)
+        it = mx.image.ImageIter(2, (3, 7, 9), imglist=[[1.0, "x.png"], [0.0, "x.png"]],
+                                path_root=str(tmp_path))
+        batch = it.next()
+        assert type(batch.data[0]) is mnp.ndarray and type(batch.label[0]) is mnp.ndarray
+    np.testing.assert_array_equal(got[0].asnumpy(), img)
+    np.testing.assert_array_equal(batch.data[0].asnumpy()[1], img.transpose(2, 0, 1))
+    assert batch.label[0].asnumpy().tolist() == [1.0, 0.0]
+    assert type(mx.image.imdecode(buf)) is mx.nd.NDArray
+    assert type(mx.image.imresize(mx.nd.array(img, dtype="uint8"), 4, 3)) is mx.nd.NDArray

@@ -510,8 +510,7 @@ class Parameter:
             self._data = [d.astype(self._dtype) for d in self._data]
             if self._grad is None:
                 return
-            nd = _nd()
-            self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=self._dtype) for d in self._data]
+            self._grad = [g.astype(self._dtype) for g in self._grad]    # flavour kept
             autograd.mark_variables(self._data, self._grad, self.grad_req)
             self._seen = [g._version for g in self._grad]
 
@@ -523,6 +522,8 @@ class Constant(Parameter):
         nd = _nd()
         if not isinstance(value, nd.NDArray):
             value = nd.array(value)
+            if _np_mode.is_np_array():       # NumPy semantics: an mx.np value, as MXNet's
+                value = value.as_np_ndarray()
         self.value = value
 
         class _Init(initializer.Initializer):
