@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from .base import NotImplementedForGpunda
+from gpunda.base import NotImplementedForGpunda
 
 __all__ = ["KVStoreBase", "KVStoreServer", "TestStore"]
 

@@ -10,9 +10,9 @@ import random
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError, numeric_types
-from ..util import is_np_array
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError, numeric_types
+from gpunda.util import is_np_array
 
 __all__ = ["imread", "imdecode", "imresize", "copyMakeBorder", "scale_down", "resize_short",
            "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
@@ -39,7 +39,7 @@ def _np_flavour(src=None):
     image functions then run their ``_npi`` ops) or for an ``mx.np.ndarray`` source."""
     if is_np_array():
         return True
-    from ..numpy import ndarray as np_ndarray
+    from gpunda.numpy import ndarray as np_ndarray
     return isinstance(src, np_ndarray)
 
 
@@ -219,4 +219,4 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
     return center_crop(src, size, interp)
 
 
-from .rotate import imrotate, random_rotate  # noqa: E402
+from gpunda.image.rotate import imrotate, random_rotate  # noqa: E402

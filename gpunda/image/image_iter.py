@@ -19,12 +19,12 @@ import random
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError, numeric_types
-from ..util import is_np_array as _np_mode
-from ..io.io import DataBatch, DataIter
-from .augmenters import CreateAugmenter
-from .image import imdecode
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError, numeric_types
+from gpunda.util import is_np_array as _np_mode
+from gpunda.io.io import DataBatch, DataIter
+from gpunda.image.augmenters import CreateAugmenter
+from gpunda.image.image import imdecode
 
 __all__ = ["ImageIter"]
 
@@ -103,7 +103,7 @@ class ImageIter(DataIter):
                               f"'pad', 'discard' or 'roll_over'")
         if int(batch_size) < 1:
             raise GpundaError(f"{name}: batch_size={batch_size} must be >= 1")
-        from .. import recordio
+        from gpunda import recordio
         self.imgidx = None
         if path_imgrec:
             if path_imgidx:
@@ -180,7 +180,7 @@ class ImageIter(DataIter):
         """(label, encoded image bytes) of the next sample; StopIteration at the end."""
         if not self._allow_read:
             raise StopIteration
-        from .. import recordio
+        from gpunda import recordio
         if self.seq is not None:
             if self.cur >= self.num_image:
                 if self.last_batch_handle != "discard":
@@ -287,7 +287,7 @@ class ImageIter(DataIter):
 
     def _new_batch(self):
         if _np_mode():      # NumPy semantics: batches of mx.np.ndarray, as MXNet's
-            from .. import numpy as mnp
+            from gpunda import numpy as mnp
             return mnp.zeros(self.provide_data[0][1]), mnp.empty(self.provide_label[0][1])
         return (nd.zeros(self.provide_data[0][1]), nd.empty(self.provide_label[0][1]))
 

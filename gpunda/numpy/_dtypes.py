@@ -30,7 +30,7 @@ def resolve_dtype(dt, where, default=default_float):
     MXNet's (NumPy's) dtype check does."""
     if dt is None:
         return default
-    from ..base import np_dtype
+    from gpunda.base import np_dtype
     try:
         d = np_dtype(dt)
     except (TypeError, ValueError):
