@@ -56,6 +56,23 @@ def require(cond, where, what, value, rule):
         raise GpundaError(f"{where}: {what}={value!r} {rule}")
 
 
+def np_dtype(value):
+    """``numpy.dtype(value)`` read as MXNet 1.9.1 read it on NumPy < 1.24, on any NumPy.
+
+    An object that is not a type, dtype or name but carries a ``dtype`` (an NDArray or
+    ``mx.np.ndarray``, whose ``.dtype`` is a NumPy scalar type) stands for that dtype:
+    ``out.astype(label)`` casts to label's dtype. NumPy 2 refuses a ``.dtype`` that is not
+    a dtype instance (1.25/1.26 warn), so it is unwrapped here first. A NumPy array is
+    refused as NumPy always refused it (TypeError)."""
+    if isinstance(value, (np.dtype, type, str)) or value is None:
+        return np.dtype(value)
+    if not isinstance(value, (np.ndarray, np.generic)):
+        inner = getattr(value, "dtype", None)
+        if inner is not None and inner is not value:
+            return np_dtype(inner)
+    return np.dtype(value)
+
+
 # -- the rest of MXNet's ``mxnet.base`` -------------------------------------------
 
 __all__ += ["data_dir", "data_dir_default", "error_types", "register_error", "c2pyerror",

@@ -64,7 +64,10 @@ class Context(metaclass=_ContextMeta):
     ``Context.default_ctx`` (deprecated in MXNet) reads or sets that default.
     """
 
-    __slots__ = ("device_type", "device_id", "device_typeid", "_xp", "_backend", "_old")
+    # _plain: where an op's outputs land when its first input is here: cpu_pinned(i) and
+    # cpu_shared(i) do not propagate (MXNet's GetContext), they give cpu(i); else itself
+    __slots__ = ("device_type", "device_id", "device_typeid", "_xp", "_backend", "_old",
+                 "_plain")
     _interned: dict = {}
     _lock = threading.Lock()
     default_ctx = _DefaultCtx()
@@ -94,11 +97,14 @@ class Context(metaclass=_ContextMeta):
                 ctx.device_typeid = _DEVTYPE2ID[device_type]
                 ctx._backend = None
                 ctx._xp = None
+                ctx._plain = ctx if device_type in ("cpu", "gpu") else None
                 if device_type != "gpu":
                     from gpunda.backends import cpu_backend
                     ctx._backend = cpu_backend()
                     ctx._xp = ctx._backend.xp
                 cls._interned[key] = ctx
+        if ctx._plain is None:
+            ctx._plain = cls("cpu", device_id)
         return ctx
 
     def __reduce__(self):

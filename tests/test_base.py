@@ -1,5 +1,6 @@
 """mxnet.base surface: data_dir, the error registry, ctypes helpers, the C-API stand-in."""
 import ctypes
+import json
 import os
 
 import pytest
@@ -156,3 +157,36 @@ def test_pythonapi_capsule_result_types_set_at_import():
     # would otherwise truncate the pointer to a C int
     assert ctypes.pythonapi.PyCapsule_GetPointer.restype is ctypes.c_void_p
     assert ctypes.pythonapi.PyCapsule_New.restype is ctypes.py_object
+
+
+# -- dtype forms: what MXNet 1.9.1 (NumPy 1.23) accepted as a dtype, on any NumPy ------
+
+def test_np_dtype_reads_the_forms_mxnet_accepted():
+    import numpy as np
+    label = mx.nd.array([1, 2], dtype="int32")     # .dtype is numpy.int32 (a type)
+    assert base.np_dtype(label) == np.int32
+    assert base.np_dtype(mx.np.array([1], dtype="float16")) == np.float16
+    for form, want in [(np.float16, "float16"), (np.dtype("int64"), "int64"), ("uint8", "uint8"),
+                       (float, "float64"), (np.int32(7), "int32")]:
+        assert base.np_dtype(form) == np.dtype(want)
+    with pytest.raises(TypeError):      # NumPy never read an array as a dtype
+        base.np_dtype(np.array([1.0], dtype="float16"))
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")   # NumPy 1.25/1.26 warn on this form
+def test_an_array_passed_as_dtype_means_its_dtype():
+    # Sockeye's loss does out.astype(label, copy=False); MXNet 1.9.1 gives label's dtype
+    import numpy as np
+    out, label = mx.nd.array([1.5, 2.5]), mx.nd.array([1, 2], dtype="int32")
+    got = out.astype(label, copy=False)
+    assert got.dtype == np.int32 and got.asnumpy().tolist() == [1, 2]
+    assert mx.nd.zeros((2,), dtype=label).dtype == np.int32
+    assert mx.nd.array([1, 2], dtype=label).dtype == np.int32
+    assert mx.nd.cast(out, dtype=label).dtype == np.int32
+    assert mx.np.zeros((2,), dtype=label).dtype == np.int32
+    assert mx.np.array([1.0, 2.0]).astype(label).dtype == np.int32
+    s = mx.sym.cast(mx.sym.var("x"), dtype=label)
+    assert json.loads(s.tojson())["nodes"][1]["attrs"] == {"dtype": "int32"}   # as MXNet writes
+    assert s.eval(x=out)[0].dtype == np.int32
+    with pytest.raises(TypeError):      # a NumPy array is refused, as MXNet's NumPy did
+        out.astype(np.array([1.0], dtype="float16"))

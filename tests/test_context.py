@@ -72,7 +72,8 @@ def test_cpu_contexts_share_memory_as_in_mxnet(other):
     b = mx.nd.array([10.0, 20.0], ctx=other)
     assert (a + b).asnumpy().tolist() == [11.0, 22.0]
     assert (a + b).context == mx.cpu(0)
-    assert (b - a).context == other
+    # the first input's context, but cpu_pinned(i)/cpu_shared(i) do not propagate: cpu(i)
+    assert (b - a).context == (other if other.device_type == "cpu" else mx.cpu(0))
     assert mx.nd.concat(a, b, dim=0).asnumpy().tolist() == [1.0, 2.0, 10.0, 20.0]
     out = mx.nd.zeros((2,), ctx=other)
     mx.nd.elemwise_mul(a, a, out=out)
@@ -293,3 +294,57 @@ def test_device_type_tables_as_mxnet():
     assert mx.Context.devtype2str == {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
     assert mx.Context.devstr2type == {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     assert mx.Context.devtype2str[mx.cpu(3).device_typeid] == "cpu"
+
+
+@pytest.mark.parametrize("host", [mx.cpu_pinned(0), mx.Context("cpu_shared", 0)])
+def test_pinned_and_shared_are_cpu_memory_as_in_mxnet(host):
+    # recorded from MXNet 1.9.1: an op whose first input is on cpu_pinned(0)/cpu_shared(0)
+    # gives cpu(0) (MXNet's GetContext: non-default contexts do not propagate); copies keep
+    # the target; a gradient buffer is zeros_like's (cpu(0)); Parameters on cpu(0) serve
+    # inputs on cpu_shared(0)/cpu_pinned(0) (DataLoader batches with workers) and back
+    a = mx.nd.array([1.0, 2.0], ctx=mx.cpu(0))
+    b = mx.nd.array([3.0, 4.0], ctx=host)
+    assert (b + a).context == mx.cpu(0) and (b * 2).context == mx.cpu(0)
+    assert mx.nd.dot(b.reshape((1, 2)), a.reshape((2, 1))).context == mx.cpu(0)
+    assert mx.nd.exp(b).context == mx.cpu(0)
+    assert (mx.np.ones((2,), ctx=host) + mx.np.ones((2,))).ctx == mx.cpu(0)
+    assert mx.nd.zeros((2,), ctx=host).context == host        # no input: the asked context
+    assert a.copyto(host).context == host and a.as_in_context(host).context == host
+    assert b.as_in_context(mx.cpu(0)).context == mx.cpu(0)
+    assert b.reshape((2, 1)).context == host                   # a view keeps its array's
+    x = mx.nd.array([1.0, 2.0], ctx=host)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (x * a).sum()
+    y.backward()
+    assert x.grad.context == mx.cpu(0) and x.grad.asnumpy().tolist() == [1.0, 2.0]
+
+    net = mx.gluon.nn.Dense(3, in_units=2)
+    net.initialize(mx.init.One(), ctx=mx.cpu(0))
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    with mx.autograd.record():
+        out = net(b.reshape((1, 2)))
+    out.backward()
+    trainer.step(1)
+    assert out.context == mx.cpu(0) and out.asnumpy().tolist() == [[7.0, 7.0, 7.0]]
+    assert net.weight.data(host) is net.weight.data(mx.cpu(0))
+    assert net.weight.data().asnumpy().tolist() == [[-0.5, -1.0]] * 3
+    with pytest.raises(mx.GpundaError, match=r"cpu\(1\)"):     # cpu(1) is another device id
+        net.weight.data(mx.cpu(1))
+    p = mx.gluon.Parameter("w", shape=(2,))
+    p.initialize(ctx=host)
+    assert p.data(mx.cpu(0)).context == host and p.list_ctx() == [host]
+
+
+def test_dataloader_workers_batch_on_cpu_shared_as_in_mxnet():
+    ds = mx.gluon.data.ArrayDataset(mx.nd.ones((4, 2)), mx.nd.arange(4))
+    for thread_pool in (False, True):      # MXNet 1.9.1: both pools give cpu_shared(0)
+        loader = mx.gluon.data.DataLoader(ds, batch_size=2, num_workers=1,
+                                          thread_pool=thread_pool)
+        ctxs = {arr.context for batch in loader for arr in batch}
+        assert ctxs == {mx.Context("cpu_shared", 0)}
+    net = mx.gluon.nn.Dense(2)
+    net.initialize(ctx=mx.cpu(0))
+    net.hybridize()
+    for x, _ in loader:                    # parameters found for cpu_shared inputs
+        assert net(x).shape == (2, 2)

@@ -94,3 +94,80 @@ def test_create_augmenter_order_and_output():
     assert '"resizeaug"' in augs[0].dumps()
     with pytest.raises(GpundaError, match="rand_resize"):
         mx.image.CreateAugmenter((3, 8, 8), rand_resize=True)
+
+
+def test_image_functions_and_iterators_give_np_arrays_in_numpy_mode(tmp_path):
+    # MXNet 1.9.1 under npx.set_np(): imread/imdecode/imresize/resize_short/ImageIter batches
+    # are mxnet.numpy.ndarray (its image functions run their _npi ops); outside, NDArray
+    import cv2
+    from gpunda import np as mnp
+    img = np.random.RandomState(2).randint(0, 255, (7, 9, 3)).astype("uint8")
+    cv2.imwrite(str(tmp_path / "x.png"), img[:, :, ::-1])
+    buf = (tmp_path / "x.png").read_bytes()
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        got = [mx.image.imread(str(tmp_path / "x.png")), mx.image.imdecode(buf),
+               mx.image.imresize(mnp.array(img, dtype="uint8"), 4, 3),
+               mx.image.resize_short(mnp.array(img, dtype="uint8"), 4),
+               mx.image.ResizeAug(4)(mnp.array(img, dtype="uint8"))]
+        assert all(type(g) is mnp.ndarray for g in got)
+        it = mx.image.ImageIter(2, (3, 7, 9), imglist=[[1.0, "x.png"], [0.0, "x.png"]],
+                                path_root=str(tmp_path))
+        batch = it.next()
+        assert type(batch.data[0]) is mnp.ndarray and type(batch.label[0]) is mnp.ndarray
+    np.testing.assert_array_equal(got[0].asnumpy(), img)
+    np.testing.assert_array_equal(batch.data[0].asnumpy()[1], img.transpose(2, 0, 1))
+    assert batch.label[0].asnumpy().tolist() == [1.0, 0.0]
+    assert type(mx.image.imdecode(buf)) is mx.nd.NDArray
+    assert type(mx.image.imresize(mx.nd.array(img, dtype="uint8"), 4, 3)) is mx.nd.NDArray
+
+
+def test_opencv_is_a_dependency_loaded_on_first_use():
+    # MXNet's wheel bundles OpenCV: a plain install of gpunda brings opencv-python-headless,
+    # and `import gpunda` stays free of it until an image function runs
+    import os
+    import subprocess
+    import sys
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        deps = tomllib.load(f)["project"]["dependencies"]
+    assert any(d.startswith("opencv-python-headless") for d in deps)
+    code = ("import sys, gpunda as mx; mx.nd.ones((2,)).asnumpy(); "
+            "assert 'cv2' not in sys.modules; "
+            "r = mx.image.imresize(mx.nd.ones((4, 6, 3), dtype='uint8'), 3, 2); "
+            "assert r.shape == (2, 3, 3) and 'cv2' in sys.modules")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_opencv_results_are_mxnets():
+    # recorded from MXNet 1.9.1 (tests/data/make_image_module_fixture.py); it links OpenCV
+    # 3.4.2: bicubic (interp=2) uint8 pixels may differ by 1 from a newer OpenCV's, the
+    # other interpolations are exact
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                        "image_module_mxnet191.npz")
+    ref = np.load(path)
+    img = ref["img"]
+    ok, png = cv2.imencode(".png", img[:, :, ::-1])
+    src = mx.image.imdecode(png.tobytes())
+    np.testing.assert_array_equal(src.asnumpy(), img)
+    T = mx.gluon.data.vision.transforms
+    for interp in range(5):
+        got = {f"imresize_up_{interp}": mx.image.imresize(src, 47, 40, interp=interp),
+               f"imresize_down_{interp}": mx.image.imresize(src, 12, 9, interp=interp),
+               f"resize_short_{interp}": mx.image.resize_short(src, 16, interp=interp),
+               f"T_resize_{interp}": T.Resize((13, 17), interpolation=interp)(src),
+               f"T_resize_keep_{interp}": T.Resize(15, keep_ratio=True,
+                                                   interpolation=interp)(src)}
+        for k, v in got.items():
+            want = ref[k]
+            assert v.shape == want.shape and v.dtype == want.dtype, k
+            diff = np.abs(v.asnumpy().astype(np.int16) - want.astype(np.int16))
+            assert diff.max() <= (1 if interp == 2 else 0), (k, diff.max())
+    np.testing.assert_array_equal(mx.image.center_crop(src, (10, 8))[0].asnumpy(),
+                                  ref["center_crop"])
+    np.testing.assert_array_equal(T.CenterCrop((10, 8))(src).asnumpy(), ref["T_center_crop"])

@@ -429,3 +429,14 @@ def test_sym_histogram_with_edges_or_count_and_range():
     np.testing.assert_array_equal(h2[0].asnumpy(), [3, 2])
     with pytest.raises(ValueError, match="null range"):
         mx.sym.histogram(a=data, bins=3)
+
+
+def test_numpy_scalar_params_are_written_as_mxnet_writes_them():
+    # on NumPy 2 repr(np.float64(1.5)) is 'np.float64(1.5)'; MXNet 1.9.1 writes '1.5' (recorded)
+    s = sym.clip(sym.var("x"), np.float32(0.5), np.float64(1.5))
+    assert json.loads(s.tojson())["nodes"][1]["attrs"] == {"a_max": "1.5", "a_min": "0.5"}
+    out = sym.load_json(s.tojson()).eval(x=mx.nd.array([0.0, 1.0, 9.0]))[0]
+    assert out.asnumpy().tolist() == [0.5, 1.0, 1.5]
+    r = sym.reshape(sym.var("x"), shape=(np.int32(3), np.int64(2)))
+    assert json.loads(r.tojson())["nodes"][1]["attrs"] == {"shape": "(3, 2)"}
+    assert sym.load_json(r.tojson()).infer_shape(x=(6,))[1] == [(3, 2)]

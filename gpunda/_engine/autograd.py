@@ -30,6 +30,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks
+from gpunda.context import shares_memory_space
 from gpunda.ops.raw import RawF as _RawF, raw_namespace as _raw_namespace
 
 from gpunda._core.modes import (  # noqa: F401  (re-exported: the public API)
@@ -883,7 +884,7 @@ def mark_variables(variables, gradients, grad_reqs="write"):
         if g.shape != v.shape:
             raise GpundaError(f"{where}: gradients[{i}] has shape {g.shape} but "
                               f"variables[{i}] has shape {v.shape}")
-        if g._ctx != v._ctx:
+        if not shares_memory_space(g._ctx, v._ctx):    # host contexts are one, as in MXNet
             raise GpundaError(f"{where}: gradients[{i}] is on {g._ctx} but variables[{i}] is "
                               f"on {v._ctx}")
     for v, g, r in zip(vs, gs, reqs):

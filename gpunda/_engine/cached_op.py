@@ -404,7 +404,7 @@ class CachedOp:
                 raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) must be an "
                                   f"NDArray, got {type(a).__name__}")
             if ctx is None:
-                ctx = a._ctx
+                ctx = a._ctx._plain     # cpu_shared(i)/cpu_pinned(i) inputs give cpu(i) outputs
             elif not shares_memory_space(a._ctx, ctx):   # host memory is one
                 raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) is on {a._ctx} "
                                   f"but input 0 ({self._input_names[0]}) is on {ctx}")

@@ -138,6 +138,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
                         return _sparse_invoke(op, inputs, p, out)
                     _check_inputs(op, p, inputs)
                 arrays.append(x._data)
+        ctx = ctx._plain        # outputs of cpu_pinned/cpu_shared inputs are on cpu(i)
     else:
         if ctx is None:
             ctx = getattr(p, "ctx", None)
@@ -244,7 +245,7 @@ def unary_fn(op, general, cls=None):
                     else:
                         o = _alloc(cls)
                         o._data = r
-                        o._ctx = ctx
+                        o._ctx = ctx._plain
                         if diff and x._ag is not None and _is_rec():
                             _record1(op, dp, x, o)
                         return o
@@ -275,7 +276,7 @@ def binary_fn(op, other=None, cls=None):
                 else:
                     o = _alloc(cls)
                     o._data = r
-                    o._ctx = ctx
+                    o._ctx = ctx._plain
                     if diff and _is_rec():
                         _record2(op, dp, a, b, o)
                     return o
@@ -304,7 +305,7 @@ def fast_scalar(op, x, s):
         else:
             o = _alloc(_NDArray)
             o._data = r
-            o._ctx = ctx
+            o._ctx = ctx._plain
             if x._ag is not None and _is_rec() and not op.nondiff:
                 _record1(op, p, x, o)
             return o

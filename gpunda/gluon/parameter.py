@@ -48,6 +48,13 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+
+def _memory_key(ctx):
+    """The memory a context names, as MXNet's Parameter finds its copies: cpu(i),
+    cpu_pinned(i) and cpu_shared(i) are one (the host; device_typeid 1, 3, 5), gpu(i) another."""
+    return ctx.device_typeid & 1, ctx.device_id
+
+
 class Parameter:
     """A weight of a Block: value and gradient on one or more contexts.
 
@@ -177,7 +184,7 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = current_context()
-            idx = self._ctx_map.get(Context(ctx))
+            idx = self._ctx_map.get(_memory_key(Context(ctx)))
             if idx is not None:
                 return arr_list[idx]
             raise GpundaError(
@@ -322,7 +329,9 @@ class Parameter:
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
-        self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
+        self._ctx_map = {}
+        for i, c in enumerate(self._ctx_list):
+            self._ctx_map.setdefault(_memory_key(c), i)
         nd = _nd()
         with autograd.pause():
             if getattr(data, "stype", "default") != "default":
@@ -508,8 +517,7 @@ class Parameter:
             self._data = [d.astype(self._dtype) for d in self._data]
             if self._grad is None:
                 return
-            nd = _nd()
-            self._grad = [nd.zeros(d.shape, ctx=d.context, dtype=self._dtype) for d in self._data]
+            self._grad = [g.astype(self._dtype) for g in self._grad]    # flavour kept
             autograd.mark_variables(self._data, self._grad, self.grad_req)
             self._seen = [g._version for g in self._grad]
 
@@ -521,6 +529,8 @@ class Constant(Parameter):
         nd = _nd()
         if not isinstance(value, nd.NDArray):
             value = nd.array(value)
+            if _np_mode.is_np_array():       # NumPy semantics: an mx.np value, as MXNet's
+                value = value.as_np_ndarray()
         self.value = value
 
         class _Init(initializer.Initializer):

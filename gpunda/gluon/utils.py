@@ -46,6 +46,8 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
         raise GpundaError("split_and_load: ctx_list is empty")
     if not isinstance(data, nd.NDArray):
         data = nd.array(data, ctx=ctx_list[0])
+        if is_np_array():       # NumPy semantics: mx.np.ndarray parts, as MXNet's
+            data = data.as_np_ndarray()
     if len(ctx_list) == 1:
         return [data.as_in_context(ctx_list[0])]
     slices = split_data(data, len(ctx_list), batch_axis, even_split)

@@ -12,6 +12,7 @@ import numpy as np
 
 from gpunda import ndarray as nd
 from gpunda.base import GpundaError, numeric_types
+from gpunda.util import is_np_array
 
 __all__ = ["imread", "imdecode", "imresize", "copyMakeBorder", "scale_down", "resize_short",
            "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
@@ -33,6 +34,15 @@ def _host(src, where):
     return src.asnumpy()
 
 
+def _np_flavour(src=None):
+    """Whether a result goes back as an ``mx.np.ndarray``: under NumPy semantics (MXNet's
+    image functions then run their ``_npi`` ops) or for an ``mx.np.ndarray`` source."""
+    if is_np_array():
+        return True
+    from gpunda.numpy import ndarray as np_ndarray
+    return isinstance(src, np_ndarray)
+
+
 def _result(res, src, img, out):
     """OpenCV's result as an HWC NDArray on ``src``'s context (written into ``out``)."""
     if res.ndim == 2:           # OpenCV drops a single channel
@@ -41,7 +51,7 @@ def _result(res, src, img, out):
     if out is not None:
         out[:] = res
         return out
-    return res
+    return res.as_np_ndarray() if _np_flavour(src) else res
 
 
 def _interp(interp, where):
@@ -78,7 +88,7 @@ def imdecode(buf, flag=1, to_rgb=1, out=None):
     if out is not None:
         out[:] = res
         return out
-    return res
+    return res.as_np_ndarray() if _np_flavour() else res
 
 
 def imread(filename, flag=1, to_rgb=1, out=None):

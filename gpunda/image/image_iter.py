@@ -21,6 +21,7 @@ import numpy as np
 
 from gpunda import ndarray as nd
 from gpunda.base import GpundaError, numeric_types
+from gpunda.util import is_np_array as _np_mode
 from gpunda.io.io import DataBatch, DataIter
 from gpunda.image.augmenters import CreateAugmenter
 from gpunda.image.image import imdecode
@@ -35,7 +36,8 @@ _log = logging.getLogger(__name__)
 def _label_array(values, dtype):
     """Labels as an NDArray of ``dtype``; text from a .lst is read as numbers first, so that
     '3.000000' (what im2rec writes) gives 3 for an integer dtype too."""
-    return nd.array(np.asarray(values, dtype=np.float64).astype(dtype), dtype=dtype)
+    res = nd.array(np.asarray(values, dtype=np.float64).astype(dtype), dtype=dtype)
+    return res.as_np_ndarray() if _np_mode() else res
 
 
 def read_image_list(path, dtype):
@@ -243,6 +245,8 @@ class ImageIter(DataIter):
 
     def postprocess_data(self, datum):
         """HWC image -> CHW, as it goes into the batch."""
+        if _np_mode():
+            return datum.transpose(2, 0, 1)
         return nd.transpose(datum, axes=(2, 0, 1))
 
     def _store_label(self, batch_label, i, label):
@@ -282,6 +286,9 @@ class ImageIter(DataIter):
         return i
 
     def _new_batch(self):
+        if _np_mode():      # NumPy semantics: batches of mx.np.ndarray, as MXNet's
+            from gpunda import numpy as mnp
+            return mnp.zeros(self.provide_data[0][1]), mnp.empty(self.provide_label[0][1])
         return (nd.zeros(self.provide_data[0][1]), nd.empty(self.provide_label[0][1]))
 
     def next(self):

@@ -297,7 +297,7 @@ class NDArray:
             g = sparse.zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
         else:
             g = _new(self._ctx.backend.xp.zeros(self.shape, self._data.dtype) if self._ctx._xp is not np
-                     else np.zeros(self.shape, self._data.dtype), self._ctx)
+                     else np.zeros(self.shape, self._data.dtype), self._ctx._plain)  # zeros_like's
         _ag.mark_variables([self], [g], grad_req)
 
     @property

@@ -30,9 +30,10 @@ def resolve_dtype(dt, where, default=default_float):
     MXNet's (NumPy's) dtype check does."""
     if dt is None:
         return default
+    from gpunda.base import np_dtype
     try:
-        d = _onp.dtype(dt)
-    except TypeError:
+        d = np_dtype(dt)
+    except (TypeError, ValueError):
         raise TypeError(f"{where}: data type {dt!r} not understood") from None
     if d.name not in _SUPPORTED:
         raise TypeError(f"{where}: dtype {d.name} is not supported by mx.np (supported: "

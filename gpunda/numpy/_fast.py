@@ -51,7 +51,7 @@ def scalar_call(op, x, s):
         else:
             o = _alloc(_cls)
             o._data = r
-            o._ctx = ctx
+            o._ctx = ctx._plain
             if x._ag is not None and _is_rec() and not op.nondiff:
                 _record1(op, p, x, o)
             return o

@@ -38,7 +38,10 @@ def _first_ctx(args, kwargs):
 
 
 def _resolve(name):
-    f = getattr(_onp, name, None)
+    import warnings
+    with warnings.catch_warnings():     # NumPy 1.2x warns on a name it removed (np.mirr)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        f = getattr(_onp, name, None)
     if f is None:     # removed from NumPy 2 (financial functions, trapz, msort, in1d...)
         alt = {"trapz": "trapezoid", "in1d": "isin", "msort": None}.get(name)
         f = getattr(_onp, alt, None) if alt else None

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
            "Params", "fill_positional_params"]
@@ -59,8 +59,8 @@ def parse_dtype(value, where="dtype"):
         raise GpundaError(f"{where}: dtype={value!r} is not a dtype gpunda knows; "
                           f"valid: {', '.join(_MX_DTYPES)}")
     try:
-        dt = np.dtype(value)
-    except TypeError:
+        dt = np_dtype(value)
+    except (TypeError, ValueError):
         raise GpundaError(f"{where}: dtype={value!r} is not a dtype") from None
     if dt.name not in _MX_DTYPES:
         raise GpundaError(f"{where}: dtype={dt.name!r} is not supported; valid: {', '.join(_MX_DTYPES)}")
@@ -232,10 +232,10 @@ def to_attr_string(value):
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if value is None:
         return "None"
+    if isinstance(value, (np.integer, np.floating)):   # before float: np.float64 is one
+        return repr(value.item())
     if isinstance(value, float):
         return repr(value)
-    if isinstance(value, (np.integer, np.floating)):
-        return repr(value.item())
     return str(value)
 
 

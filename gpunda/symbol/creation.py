@@ -47,7 +47,10 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
         else:
             params[k2] = v
     p = op.parse_params(params)
-    attrs.update({k: _attr_str(v) for k, v in params.items()})
+    for k, v in params.items():     # a dtype given as a type or an array is written by name
+        spec = op.param_map.get(k)
+        attrs[k] = _attr_str(getattr(p, k) if spec is not None and spec.kind == "dtype" and
+                             v is not None and not isinstance(v, str) else v)
     # automatic names follow the name the op was called by, as MXNet's do (sym.split
     # gives split0, sym.SliceChannel slicechannel0)
     nm = _name.current().get(name, hint or op.name.lower())

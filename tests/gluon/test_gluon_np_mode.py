@@ -117,3 +117,76 @@ def test_deferred_shapes_report_minus_one_in_np_shape_mode():
     assert d.weight.shape == (3, 0)
     with mx.util.np_shape(True):
         assert d.weight.shape == (3, -1)
+
+
+# -- NumPy semantics reach every array Gluon hands out (MXNet 1.9.1's is_np_array() branches;
+#    each kind below recorded as mxnet.numpy.ndarray from MXNet 1.9.1 under npx.set_np()) ------
+
+def _np_mode():
+    return mx.util.np_shape(True), mx.util.np_array(True)
+
+
+def test_split_and_load_of_host_data_gives_np_parts():
+    shape_scope, array_scope = _np_mode()
+    with shape_scope, array_scope:
+        parts = gluon.utils.split_and_load(onp.arange(8, dtype="float32").reshape(4, 2),
+                                           [mx.cpu(0), mx.cpu(1)])
+    assert [type(p) for p in parts] == [np.ndarray, np.ndarray]
+    assert parts[1].asnumpy().tolist() == [[4.0, 5.0], [6.0, 7.0]]
+    assert type(gluon.utils.split_and_load(onp.ones((2, 2)), [mx.cpu()])[0]) is mx.nd.NDArray
+
+
+@pytest.mark.parametrize("layer", [gluon.rnn.LSTM, gluon.rnn.GRU, gluon.rnn.RNN])
+def test_rnn_layer_states_and_outputs_are_np_arrays(layer):
+    ref = layer(4, input_size=2)
+    ref.initialize(mx.init.Xavier())
+    x = onp.random.RandomState(0).rand(3, 2, 2).astype("float32")
+    ref_out, _ = ref(mx.nd.array(x), ref.begin_state(batch_size=2))
+    shape_scope, array_scope = _np_mode()
+    with shape_scope, array_scope:
+        net = layer(4, input_size=2)
+        net.initialize()
+        for (_, p), (_, q) in zip(sorted(net.collect_params().items()),
+                                  sorted(ref.collect_params().items())):
+            p.set_data(q.data().asnumpy())
+        states = net.begin_state(batch_size=2)
+        assert all(type(s) is np.ndarray for s in states)
+        out, new_states = net(np.array(x), states)
+        assert type(out) is np.ndarray and all(type(s) is np.ndarray for s in new_states)
+        assert type(net(np.array(x))) is np.ndarray          # states made inside
+    onp.testing.assert_allclose(out.asnumpy(), ref_out.asnumpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_parameter_cast_keeps_np_arrays_and_constant_is_np():
+    shape_scope, array_scope = _np_mode()
+    with shape_scope, array_scope:
+        net = nn.Dense(3, in_units=2)
+        net.initialize()
+        net.cast("float16")
+        assert type(net.weight.data()) is np.ndarray and type(net.weight.grad()) is np.ndarray
+        assert net.weight.grad().dtype == onp.float16
+        c = gluon.Constant("c", [1.0, 2.0])
+        assert type(c.value) is np.ndarray
+
+
+def test_vision_transforms_and_image_datasets_give_np_arrays(tmp_path):
+    cv2 = pytest.importorskip("cv2")
+    from gpunda.gluon.data.vision import transforms
+    img = onp.random.RandomState(1).randint(0, 255, (7, 9, 3)).astype("uint8")
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        cv2.imwrite(str(tmp_path / d / "0.png"), img[:, :, ::-1])
+    shape_scope, array_scope = _np_mode()
+    with shape_scope, array_scope:
+        x = np.array(img, dtype="uint8")
+        for t in (transforms.RandomResizedCrop(4), transforms.CenterCrop(4), transforms.Resize(4),
+                  transforms.Compose([transforms.Resize(5), transforms.ToTensor()])):
+            assert type(t(x)) is np.ndarray, t
+        data, label = gluon.data.vision.ImageFolderDataset(str(tmp_path))[1]
+        assert type(data) is np.ndarray and label == 1
+        onp.testing.assert_array_equal(data.asnumpy(), img)
+        batch = next(iter(gluon.data.DataLoader(
+            gluon.data.vision.ImageFolderDataset(str(tmp_path)).transform_first(
+                transforms.ToTensor()), batch_size=2)))
+        assert [type(b) for b in batch] == [np.ndarray, np.ndarray]
+    assert type(gluon.data.vision.ImageFolderDataset(str(tmp_path))[0][0]) is mx.nd.NDArray

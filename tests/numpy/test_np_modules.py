@@ -57,3 +57,16 @@ def test_nd_and_sym_expose_np_and_npx_to_attribute_probes():
     for ns in (mx.nd, mx.sym):
         assert hasattr(ns, "numpy") and hasattr(ns, "np") and hasattr(ns, "npx")
     assert mx.sym.np is mx.sym.numpy
+
+
+def test_import_warns_nothing_on_the_installed_numpy():
+    # NumPy 1.25/1.26 warn (DeprecationWarning) on names they removed (np.mirr, ...) that
+    # mx.np's fallbacks look up; CI runs this on NumPy 1.26 as well as 2.x
+    import subprocess
+    import sys
+    code = ("import gpunda as mx; import gpunda.numpy, gpunda.numpy_extension; "
+            "x = mx.nd.ones((2,)); y = x.astype(mx.nd.ones((1,), dtype='int32')); "
+            "import numpy; assert numpy.dtype(y.dtype) == numpy.int32")
+    r = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -130,8 +130,8 @@ class DataLoader:
         self._prefetch = int(prefetch) if prefetch is not None else 2 * self._num_workers
         self._default = batchify_fn is None
         if batchify_fn is None:
-            batchify_fn = default_mp_batchify_fn if self._num_workers and not thread_pool \
-                else default_batchify_fn
+            # workers of either kind batch on cpu_shared(0), as MXNet 1.9.1's DataLoader
+            batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
         self._batchify_fn = batchify_fn
         if self._num_workers:
             import weakref

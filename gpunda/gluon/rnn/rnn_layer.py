@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpunda import ndarray as _nd
 from gpunda.base import GpundaError
+from gpunda.util import is_np_array
 from gpunda.gluon.block import HybridBlock
 
 __all__ = ["RNN", "LSTM", "GRU"]
@@ -102,11 +103,13 @@ class _RNNLayer(HybridBlock):
             func: creates each state (``nd.zeros``, ``nd.ones``; ``sym.zeros``, ``sym.var``).
             **kwargs: passed to ``func`` (``ctx``, ``dtype``, ...).
         """
+        np_mode = is_np_array()     # NumPy semantics: mx.np states, as MXNet's layers give
         states = []
         for i, info in enumerate(self.state_info(batch_size)):
             info = dict(info or {})
             info.update(kwargs)
-            states.append(func(name=f"{self.prefix}h0_{i}", **info))
+            state = func(name=f"{self.prefix}h0_{i}", **info)
+            states.append(state.as_np_ndarray() if np_mode else state)
         return states
 
     def infer_shape(self, inputs, *args):

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.util import is_np_array
 from gpunda.gluon.data.dataset import Dataset
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
@@ -112,8 +113,8 @@ class MNIST(_LocalDataset):
         if data.shape[0] != label.shape[0]:
             raise GpundaError(f"{type(self).__name__}: {data.shape[0]} images but "
                               f"{label.shape[0]} labels in {self._root}")
-        self._data = nd.array(data.reshape(data.shape[:3] + (1,)), dtype=np.uint8)
-        self._label = label
+        self._data = _as_array(nd.array(data.reshape(data.shape[:3] + (1,)), dtype=np.uint8))
+        self._label = _as_array(nd.array(label, dtype=label.dtype), label)
 
 
 class FashionMNIST(MNIST):
@@ -184,8 +185,9 @@ class CIFAR10(_LocalDataset):
                            f"the binary version ({', '.join(names)}, or the archive "
                            f"{self._archive} from https://www.cs.toronto.edu/~kriz/cifar.html)")
         data, label = zip(*(self._read_batch(os.path.join(folder, n)) for n in names))
-        self._data = nd.array(np.concatenate(data), dtype=np.uint8)
-        self._label = np.concatenate(label)
+        self._data = _as_array(nd.array(np.concatenate(data), dtype=np.uint8))
+        label = np.concatenate(label)
+        self._label = _as_array(nd.array(label, dtype=label.dtype), label)
 
 
 class CIFAR100(CIFAR10):
@@ -213,6 +215,15 @@ class CIFAR100(CIFAR10):
 _EXTS = (".jpg", ".jpeg", ".png")
 
 
+def _as_array(arr, legacy=None):
+    """``arr`` (an NDArray) as user code gets it: an ``mx.np.ndarray`` under NumPy
+    semantics, as MXNet 1.9.1's datasets switch; else ``arr``, or ``legacy`` when given
+    (MNIST's and CIFAR's labels stay NumPy arrays outside NumPy semantics)."""
+    if is_np_array():
+        return arr.as_np_ndarray()
+    return arr if legacy is None else legacy
+
+
 def imread(path, flag=1):
     """An image file as an HWC uint8 NDArray, RGB (flag=1) or grey (flag=0), as
     MXNet's ``image.imread``."""
@@ -225,7 +236,7 @@ def imread(path, flag=1):
     if img is None:
         raise GpundaError(f"image.imread: OpenCV cannot decode {path}")
     img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if flag else img[:, :, None]
-    return nd.array(img, dtype=np.uint8)
+    return _as_array(nd.array(img, dtype=np.uint8))
 
 
 class ImageFolderDataset(Dataset):
@@ -356,7 +367,7 @@ class ImageRecordDataset(Dataset):
         img = cv2.imdecode(np.frombuffer(buf, dtype=np.uint8),
                            cv2.IMREAD_COLOR if self._flag else cv2.IMREAD_GRAYSCALE)
         img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if self._flag else img[:, :, None]
-        img = nd.array(img, dtype=np.uint8)
+        img = _as_array(nd.array(img, dtype=np.uint8))
         if self._transform is not None:
             return self._transform(img, header.label)
         return img, header.label
