@@ -26,7 +26,7 @@ import numpy as np
 from . import autograd as _ag
 from ._optim_rows import run_update
 from .ops import optim as _ops
-from .optimizer import Optimizer, _check, _xp, register
+from .optimizer.optimizer import Optimizer, _check, _xp, register
 
 _NO_LARS_SUFFIXES = ("gamma", "beta", "bias")
 

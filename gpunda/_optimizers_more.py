@@ -12,7 +12,7 @@ import numpy as np
 
 from ._optim_rows import op_params, run_update
 from .ops import optim as _ops
-from .optimizer import SGD, Optimizer, _xp, register
+from .optimizer.optimizer import SGD, Optimizer, _xp, register
 
 
 def _zeros(weight, dtype=None):

@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
-from . import autograd as _ag
-from .base import GpundaError
-from .context import cpu
-from .kvstore_base import KVStoreBase, KVStoreServer
+from .. import autograd as _ag
+from ..base import GpundaError
+from ..context import cpu
+from .base import KVStoreBase, KVStoreServer
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -68,7 +68,7 @@ def _log_sparse_pull_ignored():
 
 
 def _nd_type():
-    from .ndarray import NDArray
+    from ..ndarray import NDArray
     return NDArray
 
 
@@ -274,7 +274,7 @@ class KVStore(KVStoreBase):
         return total
 
     def _reduce_row_sparse(self, parts, stored):
-        from .ndarray import sparse
+        from ..ndarray import sparse
         ctx = stored.context
         dense = parts[0].tostype("default").as_in_context(ctx)
         for p in parts[1:]:
@@ -364,7 +364,7 @@ class KVStore(KVStoreBase):
 
     @staticmethod
     def _pull_rows(stored, target, row_ids):
-        from .ndarray import sparse
+        from ..ndarray import sparse
         rows = np.unique(row_ids.asnumpy().astype(np.int64))
         n = stored.shape[0]
         if rows.size and (rows[0] < 0 or rows[-1] >= n):
@@ -388,7 +388,7 @@ class KVStore(KVStoreBase):
     # -- optimizer on the store ---------------------------------------------------
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` on pushed gradients (every rank applies it to its replica)."""
-        from . import optimizer as opt
+        from .. import optimizer as opt
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
 
@@ -553,3 +553,25 @@ def rank():
 def allreduce_(arrays, kv):
     """Horovod-style helper: sum ``arrays`` in place across the ranks of store ``kv``."""
     kv.allreduce_arrays(_as_list(arrays))
+
+
+# the server-command codes MXNet's KVStore sends to its parameter servers
+_SERVER_COMMANDS = {"kController": 0, "kSetMultiPrecision": 1, "kStopServer": 2, "kSyncMode": 3,
+                    "kSetGradientCompression": 4, "kSetProfilerParams": 5}
+
+
+def _get_kvstore_server_command_type(command):
+    """The integer code of the server command named ``command`` (MXNet's table)."""
+    if command not in _SERVER_COMMANDS:
+        raise GpundaError(f"kvstore: unknown server command {command!r}; known: "
+                          f"{', '.join(_SERVER_COMMANDS)}")
+    return _SERVER_COMMANDS[command]
+
+
+def _updater_wrapper(updater):
+    """MXNet wraps a Python ``updater(key, merged, stored)`` into the callback its C
+    store calls with array handles; gpunda's store holds the NDArrays themselves, so the
+    callback takes them as they are (the fourth argument, a C context, is ignored)."""
+    def updater_handle(key, lhs, rhs, _=None):
+        updater(key, lhs, rhs)
+    return updater_handle
