@@ -12,7 +12,7 @@ _families = ["np_elemwise", "np_reduce", "np_manip", "np_linalg", "np_random", "
              "deformable_psroi", "control_flow", "np_creation", "np_extension", "optim_multi",
              "optim_lamb_adamw", "contrib_misc", "hawkes", "dgl_graph", "np_indexing",
              "quantized_nn", "quantized_math", "quantized_rnn", "contrib_backward",
-             "dgl_sampling", "nn_loss"]
+             "dgl_sampling", "nn_loss", "legacy_aliases"]
 for _f in _families:
     try:
         __import__(f"{__name__}.{_f}")

@@ -466,6 +466,18 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+def add_alias(name, target) -> OpDef:
+    """Register the op named ``target`` under the further name ``name`` as well (MXNet's
+    old spellings, ``_Plus`` for ``elemwise_add``)."""
+    op = get_op(target)
+    if name in _REGISTRY and _REGISTRY[name] is not op:
+        raise GpundaError(f"op {name!r} registered twice")
+    if name not in op.aliases and name != op.name:
+        op.aliases = op.aliases + (name,)
+    _REGISTRY[name] = op
+    return op
+
+
 def get_op(name) -> OpDef:
     """The OpDef registered as ``name`` (or alias); GpundaError for an unknown name."""
     op = _REGISTRY.get(name)

@@ -1,0 +1,57 @@
+"""MXNet modules tied to its C++ library import and name themselves when used; the small
+pure-Python ones (misc, ndarray_doc, symbol_doc) and the op-module names work."""
+import importlib
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+
+
+@pytest.mark.parametrize("path,name", [
+    ("gpunda._ctypes.ndarray", "NDArrayBase"), ("gpunda._ctypes.symbol", "_symbol_creator"),
+    ("gpunda._ffi.function", "get_global_func"), ("gpunda._ffi._ctypes.types", "TypeCode"),
+    ("gpunda.space", "ConfigSpace"), ("gpunda.torch", "_make_torch_function"),
+    ("gpunda._global_var", "_set_ndarray_class")])
+def test_c_library_stubs_raise_naming_themselves(path, name):
+    obj = getattr(importlib.import_module(path), name)
+    with pytest.raises(mx.MXNetError, match=f"{name} is not supported"):
+        obj()
+
+
+def test_misc_factor_scheduler_matches_mxnet():
+    from gpunda.misc import FactorScheduler
+    f = FactorScheduler(2, 0.5)
+    assert [f(i) for i in range(5)] == [0.01, 0.01, 0.005, 0.005, 0.0025]   # MXNet 1.9.1
+    with pytest.raises(ValueError):
+        FactorScheduler(0)
+
+
+def test_doc_builders():
+    from gpunda import ndarray_doc, symbol_doc
+    doc = ndarray_doc._build_doc("Reshape", "Reshapes.", ["data"], ["NDArray-or-Symbol"], ["x"])
+    assert "data : NDArray\n" in doc and "x.reshape((2, 2))" in doc
+    x = mx.sym.Variable("x")
+    assert symbol_doc.SymbolDoc.get_output_shape(mx.sym.FullyConnected(x, num_hidden=3),
+                                                 x=(2, 5)) == {"fullyconnected0_output": (2, 3)}
+
+
+def test_legacy_op_spellings_run_the_op():
+    a, b = mx.nd.array([1, 2]), mx.nd.array([3, 4])
+    # values from MXNet 1.9.1
+    np.testing.assert_array_equal(mx.nd._internal._Plus(a, b).asnumpy(), [4, 6])
+    np.testing.assert_array_equal(mx.nd._internal._GreaterScalar(a, scalar=1.5).asnumpy(), [0, 1])
+    np.testing.assert_array_equal(mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]]), axis=1).asnumpy(),
+                                  [[1, 3], [3, 7]])
+    s = mx.sym._internal._Greater(mx.sym.Variable("x"), mx.sym.Variable("y"))
+    out = s.eval(x=a, y=mx.nd.array([2, 1]))[0]
+    np.testing.assert_array_equal(out.asnumpy(), [0, 1])
+
+
+def test_generated_op_modules():
+    assert mx.nd.gen_random.pdf_normal.op.name == "_random_pdf_normal"
+    assert mx.sym.gen_random.uniform is not None and mx.nd.gen_op.reset_arrays is mx.nd.reset_arrays
+    with pytest.raises(mx.MXNetError, match="_backward_Activation is not supported"):
+        mx.nd._internal._backward_Activation(mx.nd.ones(2))
+    with pytest.raises(mx.MXNetError, match="backward operators"):
+        mx.sym.gen__internal._backward_FullyConnected()
