@@ -55,3 +55,16 @@ def test_generated_op_modules():
         mx.nd._internal._backward_Activation(mx.nd.ones(2))
     with pytest.raises(mx.MXNetError, match="backward operators"):
         mx.sym.gen__internal._backward_FullyConnected()
+
+
+def test_np_op_submodules_are_the_functions():
+    import gpunda.numpy._op as np_op
+    import gpunda.numpy_extension._op as npx_op
+    import gpunda.symbol.numpy._op as sym_np_op
+    assert np_op.sum is mx.np.sum and npx_op.relu is mx.npx.relu
+    x = mx.sym.var("x").as_np_ndarray()
+    out = sym_np_op.sum(x, axis=0).eval(x=mx.nd.array([[1, 2], [3, 4]]).as_np_ndarray())[0]
+    np.testing.assert_array_equal(out.asnumpy(), [4, 6])
+    import gpunda.symbol.numpy_extension as sym_npx
+    y = sym_npx.relu(x).eval(x=mx.nd.array([-1, 2]).as_np_ndarray())[0]
+    np.testing.assert_array_equal(y.asnumpy(), [0, 2])

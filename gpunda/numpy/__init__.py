@@ -30,3 +30,5 @@ from .arrayprint import *  # noqa: E402,F401,F403
 from .io import *  # noqa: E402,F401,F403
 from . import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401
 from . import _internal  # noqa: E402,F401  (F.np._internal: MXNet's _npi ops)
+
+from . import _op, _register, _api_internal  # noqa: E402,F401  (MXNet's submodules of this package)
