@@ -68,3 +68,25 @@ def test_np_op_submodules_are_the_functions():
     import gpunda.symbol.numpy_extension as sym_npx
     y = sym_npx.relu(x).eval(x=mx.nd.array([-1, 2]).as_np_ndarray())[0]
     np.testing.assert_array_equal(y.asnumpy(), [0, 2])
+
+
+@pytest.mark.parametrize("path,name", [
+    ("gpunda.contrib.text.vocab", "Vocabulary"), ("gpunda.rtc", "CudaModule"),
+    ("gpunda.gluon.contrib.cnn", "DeformableConvolution"),
+    ("gpunda.contrib.svrg_optimization.svrg_module", "SVRGModule"),
+    ("gpunda.notebook.callback", "args_wrapper"), ("gpunda.executor_manager", "_split_input_slice")])
+def test_not_built_modules_import_and_name_themselves(path, name):
+    obj = getattr(importlib.import_module(path), name)
+    with pytest.raises(mx.MXNetError, match=f"{name} is not supported: gpunda does not build"):
+        obj()
+
+
+def test_new_modules_stay_out_of_import_gpunda():
+    import subprocess
+    import sys
+    code = ("import sys, gpunda; print(sorted(m for m in ('gpunda.rtc', 'gpunda.notebook', "
+            "'gpunda._ffi', 'gpunda.contrib.text', 'gpunda.symbol_doc', 'gpunda.gluon.contrib.cnn') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
