@@ -10,7 +10,7 @@ NumPy). "numpy+dx" adds the one product autograd computes that the floor skips
 (the gradient of the first layer's input). Times are this process's CPU time by default (``--clock wall``).
 
 A second report (``--mem-steps``, default 1000; 0 skips it) trains the demo
-CNN (``gpunda.demo.build_model``, hybridized) for that many steps and compares
+CNN (``gpunda._tools.demo.build_model``, hybridized) for that many steps and compares
 the resident set size at step 100 and at the end: growth under 5% means the
 training loop does not leak. It is a benchmark report, not a test.
 
@@ -71,7 +71,7 @@ def _rss_bytes():
 
 def memory_flatness(steps, batch=64, ctx=None):
     """RSS at step 100 and at ``steps`` of demo-CNN training (hybridized)."""
-    from gpunda.demo import build_model
+    from gpunda._tools.demo import build_model
     ctx = ctx or mx.current_context()
     r = np.random.default_rng(7)
     xs = [nd.array(r.standard_normal((batch, 1, 8, 8)).astype(np.float32), ctx=ctx)

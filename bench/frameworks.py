@@ -234,7 +234,7 @@ class Gpunda(Framework):
     def _cnn(self, hybrid):
         mx = self.mx
         try:
-            from gpunda import demo
+            from gpunda._tools import demo
             net = demo.build_model()
         except Exception as e:   # noqa: BLE001
             raise Unavailable(f"demo model not usable: {e}")

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import base
-from .base import GpundaError, MXNetError
-from . import context
-from .context import Context, Device, cpu, gpu, cpu_pinned, current_context, num_gpus, gpu_memory_info
-from . import util
-from .util import is_np_array, is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: F401
-from . import autograd
-from . import ndarray
-from . import ndarray as nd
-from . import random
-from . import name, attribute, runtime
+from gpunda import base
+from gpunda.base import GpundaError, MXNetError
+from gpunda import context
+from gpunda.context import Context, Device, cpu, gpu, cpu_pinned, current_context, num_gpus, gpu_memory_info
+from gpunda import util
+from gpunda.util import is_np_array, is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: F401
+from gpunda import autograd
+from gpunda import ndarray
+from gpunda import ndarray as nd
+from gpunda import random
+from gpunda import name, attribute, runtime
 
 for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
            "metric", "initializer", "kvstore", "io", "recordio"):
@@ -30,17 +30,17 @@ for _m in ("symbol", "cached_op", "gluon", "model", "optimizer", "lr_scheduler",
 if "symbol" in dir():
     sym = symbol  # noqa: F821
 if "cached_op" in dir():
-    from .cached_op import CachedOp  # noqa: E402
+    from gpunda._engine.cached_op import CachedOp  # noqa: E402
 if "kvstore" in dir():
     kv = kvstore  # noqa: F821
 if "initializer" in dir():
     init = initializer  # noqa: F821
 
 # MXNet's top-level names from util, attribute and the small modules
-from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402
+from gpunda.util import (is_np_shape, set_np_shape, np_shape, use_np_shape,  # noqa: E402
                    is_np_array, np_array, use_np_array, use_np)
-from .attribute import AttrScope  # noqa: E402
-from . import error, libinfo, engine  # noqa: E402
+from gpunda.attribute import AttrScope  # noqa: E402
+from gpunda import error, libinfo, engine  # noqa: E402
 rnd = random
 
 
@@ -72,5 +72,5 @@ def install_mxnet_alias():
     """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
     mxnet itself; call it before the first ``import mxnet``. Returns the alias module.
     See gpunda/_alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
-    from ._alias import install_mxnet_alias as _install
+    from gpunda._tools.alias import install_mxnet_alias as _install
     return _install()

@@ -73,7 +73,7 @@ def main(argv=None):
         parser.error(f"unknown command {cmd!r}")
     if cmd == "run":
         # before any logging set-up of ours: the script configures logging itself
-        from gpunda import _runscript
+        from gpunda._tools import runscript as _runscript
         return _runscript.main(rest)
     if cmd == "info":
         _info_parser().parse_args(rest)
@@ -83,15 +83,15 @@ def main(argv=None):
         if cmd == "info":
             return info(rest)
         if cmd == "demo":
-            from gpunda import demo
+            from gpunda._tools import demo
             return demo.main(rest)
         if cmd == "im2rec":
-            from gpunda import _im2rec
+            from gpunda._tools import im2rec as _im2rec
             return _im2rec.main(rest)
         if cmd == "export-onnx":
             from gpunda.onnx import _cli
             return _cli.main(rest)
-        from gpunda import _inspect
+        from gpunda._tools import inspect as _inspect
         return _inspect.main(rest)
     except KeyboardInterrupt:
         return 130

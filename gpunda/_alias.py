@@ -240,7 +240,7 @@ def _install(reason):
     if finder is not None and loaded in (None, finder.root):
         return finder
     if loaded is not None and not is_alias(loaded):
-        from .base import GpundaError
+        from gpunda.base import GpundaError
         raise GpundaError(f"{reason}: a real MXNet is already imported (from "
                           f"{getattr(loaded, '__file__', '?')}); install the gpunda alias before "
                           f"the first `import mxnet`")

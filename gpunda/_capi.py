@@ -18,7 +18,7 @@ import ctypes
 import os
 import weakref
 
-from .base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError, NotImplementedForGpunda
 
 # As MXNet's base.py: code that handles DLPack capsules through ctypes.pythonapi (MXNet's
 # own tests do) relies on these result types being set at import.
@@ -161,7 +161,7 @@ class _Lib:
 
     def MXNDArrayFromDLPack(self, dlpack, out):
         """``dlpack`` is a pointer to a DLManagedTensor; ownership moves to the new array."""
-        from .ndarray._dlpack import from_managed_tensor_pointer
+        from gpunda.ndarray._dlpack import from_managed_tensor_pointer
         ptr = dlpack.value if isinstance(dlpack, ctypes.c_void_p) else int(dlpack)
         _out_pointer(out).value = new_handle(from_managed_tensor_pointer(ptr)).value
         return 0
@@ -169,12 +169,12 @@ class _Lib:
     MXNDArrayFromDLPackEx = None   # replaced below: same call with a transient flag
 
     def MXNDArrayWaitAll(self):
-        from .ndarray import waitall
+        from gpunda.ndarray import waitall
         waitall()
         return 0
 
     def MXGetGPUCount(self, out):
-        from .context import num_gpus
+        from gpunda.context import num_gpus
         _out_pointer(out).value = num_gpus()
         return 0
 

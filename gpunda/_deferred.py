@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["DeferredOpError", "Poisoned", "Failure", "undefined_like"]
 

@@ -17,7 +17,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 _SHUFFLE_SEED = 100   # tools/im2rec.py seeds its shuffle with 100: same lists as MXNet's
 _WINDOW = 1024        # images encoded ahead of the writer
@@ -96,7 +96,7 @@ def read_list(path):
 
 def encode_image(args, item):
     """The packed record of one list item, or None (reported) if it cannot be read."""
-    from . import recordio
+    from gpunda import recordio
     fullpath = os.path.join(args.root, item[1])
     label = item[2:] if len(item) > 3 and args.pack_label else item[2]
     header = recordio.IRHeader(0, label, item[0], 0)
@@ -132,7 +132,7 @@ def encode_image(args, item):
 
 def write_record(args, lst_path, working_dir):
     """Pack the images of one .lst into ``<name>.rec`` + ``<name>.idx`` in working_dir."""
-    from . import recordio
+    from gpunda import recordio
     name = os.path.splitext(os.path.basename(lst_path))[0]
     record = recordio.MXIndexedRecordIO(os.path.join(working_dir, name + ".idx"),
                                         os.path.join(working_dir, name + ".rec"), "w")

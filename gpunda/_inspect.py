@@ -16,7 +16,7 @@ import os
 import struct
 import sys
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 _ND_MAGIC = struct.pack("<Q", 0x112)
 
@@ -48,7 +48,7 @@ def _fmt_shape(shape):
 def inspect_ndarray_file(path, full_hash=False, out=None):
     """Print the arrays of an NDArray file."""
     out = out or sys.stdout
-    from .ndarray.io import load_raw
+    from gpunda.ndarray.io import load_raw
     records, names = load_raw(path)
     versions = sorted({f"V{r.version}" for r in records})
     kind = "dict" if names is not None else "list"
@@ -77,7 +77,7 @@ def inspect_ndarray_file(path, full_hash=False, out=None):
 
 def _load_symbol(text):
     try:
-        from . import symbol as sym
+        from gpunda import symbol as sym
         return sym.load_json(text), None
     except ImportError as e:
         return None, f"gpunda.symbol is not available ({e})"

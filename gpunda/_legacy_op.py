@@ -31,8 +31,8 @@ import warnings
 
 import numpy as np
 
-from .base import GpundaError
-from .operator import CustomOp, CustomOpProp
+from gpunda.base import GpundaError
+from gpunda.operator import CustomOp, CustomOpProp
 
 __all__ = ["PythonOp", "NumpyOp", "NDArrayOp", "prop_for_info"]
 
@@ -111,7 +111,7 @@ class NumpyOp(PythonOp):
     def get_symbol(self, *args, **kwargs):
         """The ``_Native`` Symbol node calling this op on input Symbols ``args``/``kwargs``
         (``name=`` names the node; missing inputs become variables ``<name>_<arg>``)."""
-        from .symbol import _internal
+        from gpunda.symbol import _internal
         return _internal._Native(*args, info=self._token(),
                                  need_top_grad=bool(self.need_top_grad()), **kwargs)
 
@@ -126,7 +126,7 @@ class NDArrayOp(PythonOp):
 
     def get_symbol(self, *args, **kwargs):
         """The ``_NDArray`` Symbol node calling this op on input Symbols ``args``/``kwargs``."""
-        from .symbol import _internal
+        from gpunda.symbol import _internal
         return _internal._NDArray(*args, info=self._token(), **kwargs)
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):

@@ -12,8 +12,8 @@ from collections import OrderedDict
 
 import numpy as _np
 
-from . import registry as _registry
-from .base import GpundaAssertionError, numeric_types, string_types
+from gpunda import registry as _registry
+from gpunda.base import GpundaAssertionError, numeric_types, string_types
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes",
            "create", "register", "alias", "np"]

@@ -5,7 +5,7 @@ import math
 
 import numpy as _np
 
-from ._metric_base import EvalMetric, alias, check_label_shapes, host, register, reject
+from gpunda._lib.metric_base import EvalMetric, alias, check_label_shapes, host, register, reject
 
 __all__ = ["Accuracy", "TopKAccuracy", "F1", "MCC", "PCC"]
 

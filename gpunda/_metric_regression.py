@@ -6,7 +6,7 @@ import math
 
 import numpy as _np
 
-from ._metric_base import EvalMetric, alias, as_list, check_label_shapes, host, register, reject
+from gpunda._lib.metric_base import EvalMetric, alias, as_list, check_label_shapes, host, register, reject
 
 __all__ = ["MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "Perplexity",
            "PearsonCorrelation", "Loss", "Torch", "Caffe"]

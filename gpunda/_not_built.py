@@ -6,7 +6,7 @@ use must say plainly that the feature is missing, naming it.
 """
 from __future__ import annotations
 
-from .base import NotImplementedForGpunda
+from gpunda.base import NotImplementedForGpunda
 
 
 class NotBuiltError(NotImplementedForGpunda, AttributeError):

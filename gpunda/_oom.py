@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import weakref
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["is_oom", "free_caches", "oom_error", "track_cached_op", "stats"]
 
-from .base import gpunda_log as _log
+from gpunda.base import gpunda_log as _log
 _cached_ops = weakref.WeakSet()
 _stats = {"ooms": 0, "recovered": 0, "freed_cached_ops": 0}
 

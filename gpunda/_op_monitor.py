@@ -95,7 +95,7 @@ def step_names(steps):
 
 def report(steps, monitor, vals, ctx):
     """Call the monitor's callback for every step of one run (slot values ``vals``)."""
-    from .ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     callback, monitor_all, names = monitor
     for st, (in_names, out_names) in zip(steps, names):
         opname = st.op.name.encode()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from . import autograd as _ag
+from gpunda import autograd as _ag
 
 
 def op_params(opt, lr, wd, **extra):
@@ -30,12 +30,12 @@ def _dense_of(arr):
     """(backend dense array, is_copy) of an NDArray."""
     if arr.stype == "default":
         return arr._data, False
-    from .ops.sparse_ops import to_dense
+    from gpunda.ops.sparse.ops import to_dense
     return to_dense(arr._data), True
 
 
 def _store(arr, dense):
-    from .ops.sparse_ops import to_stype
+    from gpunda.ops.sparse.ops import to_stype
     arr._data._rebind(to_stype(dense, arr.stype))
 
 

@@ -23,16 +23,16 @@ import warnings
 
 import numpy as np
 
-from . import autograd as _ag
-from ._optim_rows import run_update
-from .ops import optim as _ops
-from .optimizer.optimizer import Optimizer, _check, _xp, register
+from gpunda import autograd as _ag
+from gpunda._optim_rows import run_update
+from gpunda.ops.optimizer import updates as _ops
+from gpunda.optimizer.optimizer import Optimizer, _check, _xp, register
 
 _NO_LARS_SUFFIXES = ("gamma", "beta", "bias")
 
 
 def _nd():
-    from . import ndarray
+    from gpunda import ndarray
     return ndarray
 
 

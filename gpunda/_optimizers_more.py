@@ -10,13 +10,13 @@ import math
 
 import numpy as np
 
-from ._optim_rows import op_params, run_update
-from .ops import optim as _ops
-from .optimizer.optimizer import SGD, Optimizer, _xp, register
+from gpunda._optim_rows import op_params, run_update
+from gpunda.ops.optimizer import updates as _ops
+from gpunda.optimizer.optimizer import SGD, Optimizer, _xp, register
 
 
 def _zeros(weight, dtype=None):
-    from . import ndarray as nd
+    from gpunda import ndarray as nd
     return nd.zeros(weight.shape, ctx=weight.context,
                     dtype=weight.dtype if dtype is None else dtype)
 
@@ -207,7 +207,7 @@ class SGLD(Optimizer):
         return None
 
     def update(self, index, weight, grad, state):
-        from .ndarray import random as _rnd
+        from gpunda.ndarray import random as _rnd
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         p = op_params(self, lr, wd)
@@ -272,4 +272,4 @@ class Test(Optimizer):
 
 
 # LARS and LBSGD live in their own module; re-exported here for gpunda.optimizer
-from ._optimizers_lars import LARS, LBSGD  # noqa: E402,F401
+from gpunda._optimizers_lars import LARS, LBSGD  # noqa: E402,F401

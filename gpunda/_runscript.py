@@ -161,7 +161,7 @@ def main(argv):
     """Entry of ``python -m gpunda run``; never returns normally when the script
     raises (the exit status is the script's)."""
     module, script, args = _split(list(argv))
-    from ._alias import ENV_VAR, install_mxnet_alias
+    from gpunda._tools.alias import ENV_VAR, install_mxnet_alias
     install_mxnet_alias(reason="python -m gpunda run")
     os.environ[ENV_VAR] = "1"
     if module is not None:

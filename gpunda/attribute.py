@@ -4,8 +4,8 @@ from __future__ import annotations
 import collections
 import threading
 
-from .base import _ClassPropertyMeta, classproperty, with_metaclass
-from .name import _deprecated
+from gpunda.base import _ClassPropertyMeta, classproperty, with_metaclass
+from gpunda.name import _deprecated
 
 __all__ = ["AttrScope", "current"]
 

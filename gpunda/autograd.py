@@ -27,10 +27,10 @@ from operator import attrgetter
 
 import numpy as np
 
-from .base import GpundaError
-from . import _deferred
+from gpunda.base import GpundaError
+from gpunda._core import deferred as _deferred
 
-from .base import (MXCallbackList, c_array, c_array_buf, c_handle_array, check_call,
+from gpunda.base import (MXCallbackList, c_array, c_array_buf, c_handle_array, check_call,
                    string_types)
 
 # MXNet's module has no __all__, so ``from mxnet.autograd import *`` also brings the
@@ -44,10 +44,10 @@ __all__ = ["is_recording", "is_training", "set_recording", "set_training", "reco
 def __getattr__(name):
     # NDArray and Symbol live in higher layers that import this module: look them up late
     if name == "NDArray":
-        from .ndarray.ndarray import NDArray
+        from gpunda.ndarray.ndarray import NDArray
         return NDArray
     if name == "Symbol":
-        from .symbol import Symbol
+        from gpunda.symbol import Symbol
         return Symbol
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -387,8 +387,8 @@ def record_assign(target, key, value):
     takes the value's place in the graph; any other key would be an in-place
     slice assignment, which cannot be recorded and raises.
     """
-    from .ndarray import _op
-    from .imperative import write_outputs
+    from gpunda.ndarray import _op
+    from gpunda._engine.imperative import write_outputs
     keys = key if isinstance(key, tuple) else (key,)
     whole = False
     if all(isinstance(k, (slice, int, np.integer, type(None), type(Ellipsis))) for k in keys):
@@ -468,7 +468,7 @@ def _collect(head_nodes):
 
 
 def _as_list(x, where, what):
-    from .ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if isinstance(x, NDArray):
         return [x], True
     try:
@@ -485,7 +485,7 @@ class _RawF:
         self._xp, self._ctx = xp, ctx
 
     def __getattr__(self, name):
-        from .ops.registry import get_op
+        from gpunda.ops.registry import get_op
         if name.startswith("__"):
             raise AttributeError(name)
         op = get_op(name)
@@ -545,7 +545,7 @@ def _parse_head(heads, head_grads, where="backward"):
 
 
 def _check_heads(heads, head_grads, where):
-    from .ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     head_list, hg_list = _parse_head(heads, head_grads, where)
     if not head_list:
         raise GpundaError(f"{where}: heads is empty")
@@ -601,7 +601,7 @@ def _check_heads(heads, head_grads, where):
             with _Scope(False, None):
                 hg_list[i] = g = g.tostype("default")
         if g.shape != h.shape:
-            from .imperative import invoke
+            from gpunda._engine.imperative import invoke
             with _Scope(False, None):     # exact shapes: zero dims are sizes, not copy codes
                 flat = invoke("_reshape_exact", [g], shape=(g.size,))
                 if g.size != h.size:
@@ -612,7 +612,7 @@ def _check_heads(heads, head_grads, where):
 
 def _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode, where):
     """Core of backward/grad. Returns gradients for ``variables`` (or None for backward)."""
-    from .ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     head_list, hg_list = _check_heads(heads, head_grads, where)
     var_entries = None
     if variables is not None:
@@ -635,7 +635,7 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
 
 def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_graph,
                    create_graph, train_mode, where):
-    from .ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     nodes, leaves = _collect([e[0] for e in heads_e])
     if not leaves:
         # parts freed by an earlier backward are constants (MXNet records nothing on them);
@@ -714,7 +714,7 @@ def _no_rule_error(node):
 
 def _rule_failed(node, err):
     name = node.op.name if node is not None and node.op is not None else "?"
-    from . import _oom
+    from gpunda._engine import oom as _oom
     ctx = getattr(node, "ctx", None) if node is not None else None
     if _oom.is_oom(err, ctx):
         _oom.free_caches(ctx)
@@ -816,8 +816,8 @@ def _walk_raw(nodes, train_mode):
 def _walk_nd(nodes, train_mode):
     """``_walk_raw`` for ``create_graph=True``: rules run on NDArrays through the nd
     namespace while recording, so the gradients are themselves differentiable."""
-    from . import ndarray as F
-    from .ndarray.ndarray import _new
+    from gpunda import ndarray as F
+    from gpunda.ndarray.ndarray import _new
     _set_train(train_mode)
     cur_train = train_mode
     node = None
@@ -876,7 +876,7 @@ def _accumulate(inputs, grads):
 def _walk_nd_mixing(nodes, train_mode):
     """``_walk_nd``, where rules may meet mx.np outputs with legacy seeds (NOTE: both are
     dense NDArrays; only user calls must not mix the two flavours)."""
-    from .imperative import _mixing
+    from gpunda._engine.imperative import _mixing
     prev = _mixing.allowed
     _mixing.allowed = True
     try:
@@ -891,14 +891,14 @@ def _zeros(node, i, as_nd):
     xp = node.ctx.backend.xp
     z = xp.zeros(shape, dtype)
     if as_nd:
-        from .ndarray.ndarray import _new
+        from gpunda.ndarray.ndarray import _new
         return _new(z, node.ctx)
     return z
 
 
 def _gather(variables, var_entries, create_graph, head_list, hg_list):
     """The gradients ``grad()`` returns, as fresh NDArrays."""
-    from .ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     # never hand back the caller's own head gradient buffer, nor one buffer twice
     # (x + y passes the same gradient array to both)
     seeds = {id(h._data) for h in head_list}
@@ -937,7 +937,7 @@ _const = []
 
 def _constant_op():
     if not _const:
-        from .ops.registry import OpDef
+        from gpunda.ops.registry import OpDef
         _const.append(OpDef("_constant_gradient", None, save=(), doc="A gradient value that "
                             "does not depend on the variables (its derivative is zero)."))
     return _const[0]
@@ -988,7 +988,7 @@ def _write_grads(leaves, where):
 
 def _write_sparse(leaf, buf, g):
     """A dense gradient into a sparse gradient buffer (``attach_grad(stype=...)``)."""
-    from .ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     xp = buf._ctx.backend.xp
     dense = _new(xp.zeros(buf.shape, buf.dtype) if g is None else g.astype(buf.dtype), buf._ctx)
     if leaf.grad_req == "add":
@@ -1005,7 +1005,7 @@ def mark_variables(variables, gradients, grad_reqs="write"):
     ``grad_reqs`` is 'write', 'add' or 'null', one value or one per variable.
     Everything is checked before any variable is marked.
     """
-    from .ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     where = "mark_variables"
     vs, _ = _as_list(variables, where, "variables")
     gs, _ = _as_list(gradients, where, "gradients")
@@ -1065,7 +1065,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 def get_symbol(x):
     """The recorded history of ``x`` as a Symbol."""
     try:
-        from .symbol.trace import symbol_from_tape
+        from gpunda.symbol.trace import symbol_from_tape
     except ImportError as e:
         raise GpundaError(f"get_symbol: gpunda.symbol is not available ({e})") from None
     return symbol_from_tape(x)
@@ -1099,5 +1099,5 @@ class Function:
         raise NotImplementedError
 
     def __call__(self, *inputs):
-        from .ops.custom import call_function
+        from gpunda.ops.control_flow.custom import call_function
         return call_function(self, inputs)

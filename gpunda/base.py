@@ -116,7 +116,7 @@ def c2pyerror(err_msg):
 
 def get_last_ffi_error():
     """The error the last failing ``_LIB`` call left, as its registered class."""
-    from ._capi import _LIB
+    from gpunda._core.capi import _LIB
     msg, err_type = c2pyerror(py_str(_LIB.MXGetLastError()))
     if err_type is not None and err_type.startswith("mxnet.error."):
         err_type = err_type[len("mxnet.error."):]
@@ -126,7 +126,7 @@ def get_last_ffi_error():
 def check_call(ret):
     """Raise the last C-API error when a ``_LIB`` call returned non-zero."""
     if ret != 0:
-        from ._capi import _LIB
+        from gpunda._core.capi import _LIB
         if not _LIB.MXGetLastError():
             raise GpundaError(f"check_call: a C-API call returned {ret!r}")
         raise get_last_ffi_error()
@@ -261,14 +261,14 @@ def _as_list(obj):
     return obj if isinstance(obj, (list, tuple)) else [obj]
 
 
-from ._capi import (  # noqa: E402  (ctypes names, after the error classes they use)
+from gpunda._core.capi import (  # noqa: E402  (ctypes names, after the error classes they use)
     c_str, c_str_array, c_array, c_array_buf, c_handle_array, ctypes2buffer, ctypes2numpy_shared,
     mx_uint, mx_int, mx_float, mx_float_p, NDArrayHandle, FunctionHandle, OpHandle, CachedOpHandle,
     SymbolHandle, ExecutorHandle, DataIterCreatorHandle, DataIterHandle, KVStoreHandle,
     RecordIOHandle, RtcHandle, CudaModuleHandle, CudaKernelHandle, ProfileHandle, DLPackHandle,
     _LIB)
-from ._capi import MXCallbackList  # noqa: E402
-from . import libinfo  # noqa: E402
+from gpunda._core.capi import MXCallbackList  # noqa: E402
+from gpunda import libinfo  # noqa: E402
 __version__ = libinfo.__version__
 
 

@@ -24,14 +24,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _oom
-from . import autograd as _ag
-from .base import GpundaError
-from .imperative import write_outputs
-from ._deferred import DeferredOpError, failed_input, poison_outputs
-from .context import shares_memory_space
-from .ops._util import capture_gemm as _capture_gemm
-from .ops.registry import OpDef
+from gpunda._engine import oom as _oom
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda._engine.imperative import write_outputs
+from gpunda._core.deferred import DeferredOpError, failed_input, poison_outputs
+from gpunda.context import shares_memory_space
+from gpunda.ops._util import capture_gemm as _capture_gemm
+from gpunda.ops.registry import OpDef
 
 __all__ = ["CachedOp"]
 
@@ -250,7 +250,7 @@ class CachedOp:
     """
 
     def __init__(self, sym, flags=()):
-        from .symbol import Symbol
+        from gpunda.symbol import Symbol
         if not isinstance(sym, Symbol):
             raise GpundaError(f"CachedOp: sym must be a Symbol, got {type(sym).__name__}")
         self._sym = sym
@@ -267,7 +267,7 @@ class CachedOp:
         self._flags = _parse_flags(flags, len(inputs))
         self._input_names = names
         self._declared_dtypes = []
-        from .symbol.symbol import _var_dtype
+        from gpunda.symbol.symbol import _var_dtype
         for n in inputs:
             self._declared_dtypes.append(_var_dtype(n, {}))
         slot = {}
@@ -373,7 +373,7 @@ class CachedOp:
     def __call__(self, *args, out=None, default_ctx=None):
         if self._freed:
             raise GpundaError("CachedOp: this CachedOp was freed (free()); create a new one")
-        from .ndarray.ndarray import NDArray, _new
+        from gpunda.ndarray.ndarray import NDArray, _new
         if len(args) == 1 and isinstance(args[0], (list, tuple)) and self._nin != 1:
             args = tuple(args[0])
         if len(args) != self._nin:
@@ -397,7 +397,7 @@ class CachedOp:
                 raise GpundaError(f"CachedOp: input {k} ({self._input_names[k]}) has dtype "
                                   f"{a._data.dtype.name} but the symbol declares {dt.name}")
         if ctx is None:
-            from .context import current_context
+            from gpunda.context import current_context
             ctx = default_ctx or current_context()
         if out is not None:
             outs_list = [out] if isinstance(out, NDArray) else list(out)
@@ -438,7 +438,7 @@ class CachedOp:
         if recording or self._monitor is not None:
             vals = self._run_plain(xp, ctx, arrays, keep=True)
             if self._monitor is not None:
-                from ._op_monitor import report
+                from gpunda._engine.op_monitor import report
                 report(self._steps, self._monitor, vals, ctx)
             return (vals if recording else None), [self._head_value(vals, h, xp)
                                                     for h in self._heads]
@@ -457,7 +457,7 @@ class CachedOp:
         if callback is not None and not callable(callback):
             raise GpundaError(f"CachedOp: register_op_hook callback={callback!r} must be "
                               f"callable or None")
-        from ._op_monitor import step_names
+        from gpunda._engine.op_monitor import step_names
         self._monitor = None if callback is None else (callback, bool(monitor_all),
                                                        step_names(self._steps))
 
@@ -530,7 +530,7 @@ class CachedOp:
             if failed is not None:      # a library refused a Poisoned input: same as reading it
                 r = poison_outputs(failed, ins, lambda a: self._rerun_step(st, xp, ctx, a))
                 return r[0] if st.seq1 and isinstance(r, (tuple, list)) else r
-            from .imperative import _op_error
+            from gpunda._engine.imperative import _op_error
             err = _op_error(st.op, [_Shape(x) for x in ins], st.p, e)
             raise GpundaError(f"CachedOp node {st.name!r}: {err}") from e
 
@@ -584,7 +584,7 @@ class CachedOp:
 
     def _run_imperative(self, args):
         """Sparse inputs: run each step through the dispatcher (storage fallback and all)."""
-        from .imperative import invoke_parsed
+        from gpunda._engine.imperative import invoke_parsed
         vals = list(args) + [None] * (self._nslots - self._nin)
         for st in self._steps:
             r = invoke_parsed(st.op, tuple(vals[s] for s in st.ins), st.p)
@@ -702,7 +702,7 @@ class _Shape:
 
 def _cached_backward(F, p, ins, outs, ograds):
     cop, vals, req, ctx = p.cop, p.vals, p.req, p.ctx
-    from . import ndarray as nd
+    from gpunda import ndarray as nd
     create = F is nd
     steps = cop._steps
     if create:
@@ -764,7 +764,7 @@ _cached_backward.reads_ograds = _cached_reads_ograd
 
 def _rerecord(cop, vals, ins, ctx):
     """Recorded NDArrays for every slot: the steps put on the tape over the saved values."""
-    from .ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     nd_vals = list(ins) + [None] * (cop._nslots - cop._nin)
     for st in cop._steps:
         inputs = tuple(nd_vals[s] for s in st.ins)
@@ -1059,7 +1059,7 @@ class _CupyGraphs:
     """CUDA-graph primitives over CuPy (GPU only)."""
 
     def __init__(self, ctx):
-        from .backends import _cuda_gemm
+        from gpunda.backends import _cuda_gemm
         cupy = self.cp = ctx.backend.xp     # cupy (or the test stand-in's module)
         with ctx.backend.device_scope():
             self.stream = cupy.cuda.Stream(non_blocking=True)

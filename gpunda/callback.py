@@ -31,7 +31,7 @@ def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
 def do_checkpoint(prefix, period=1):
     """Epoch-end callback: ``mx.model.save_checkpoint(prefix, epoch + 1, ...)`` every
     ``period`` epochs (so the files are numbered from 1)."""
-    from .model import save_checkpoint
+    from gpunda.model import save_checkpoint
     period = _period(period)
 
     def _callback(iter_no, sym, arg, aux):

@@ -11,12 +11,12 @@ import os
 import threading
 import warnings
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["Context", "Device", "cpu", "gpu", "cpu_pinned", "current_context",
            "num_gpus", "gpu_memory_info", "default_device_choice"]
 
-from .base import gpunda_log as _log
+from gpunda.base import gpunda_log as _log
 
 _DEVTYPE2ID = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 _DEVID2TYPE = {v: k for k, v in _DEVTYPE2ID.items()}
@@ -95,7 +95,7 @@ class Context(metaclass=_ContextMeta):
                 ctx._backend = None
                 ctx._xp = None
                 if device_type != "gpu":
-                    from .backends import cpu_backend
+                    from gpunda.backends import cpu_backend
                     ctx._backend = cpu_backend()
                     ctx._xp = ctx._backend.xp
                 cls._interned[key] = ctx
@@ -115,7 +115,7 @@ class Context(metaclass=_ContextMeta):
         """The backend object (array module, sparse module, copies, memory)."""
         b = self._backend
         if b is None:
-            from .backends import gpu_backend
+            from gpunda.backends import gpu_backend
             b = gpu_backend(self.device_id)   # raises GpundaError when unusable
             self._xp = b.xp
             self._backend = b
@@ -181,7 +181,7 @@ def gpu(device_id=0):
 
 def num_gpus():
     """Number of usable GPUs (CUDA ordinals visible to this process)."""
-    from .backends import discovery
+    from gpunda.backends import discovery
     return discovery.usable_gpu_count()
 
 
@@ -208,7 +208,7 @@ def _reset_default_for_tests():
 
 
 def _choose_default():
-    from .backends import discovery
+    from gpunda.backends import discovery
     raw = os.environ.get("GPUNDA_DEFAULT_DEVICE", "auto")
     val = raw.strip().lower()
     require_gpu = os.environ.get("GPUNDA_REQUIRE_GPU", "0").strip() not in ("", "0", "false", "no")
@@ -278,4 +278,4 @@ def shares_memory_space(a, b):
     return a is b or (a.device_type != "gpu" and b.device_type != "gpu")
 
 
-from .base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)
+from gpunda.base import check_call, classproperty, with_metaclass  # noqa: E402,F401  (in MXNet's module)

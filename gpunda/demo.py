@@ -37,7 +37,7 @@ def load_digits(seed=0, test_fraction=0.2):
 
 def build_model():
     """The demo CNN: (Conv3x3 -> BatchNorm -> ReLU -> MaxPool2) x 2 -> Dense(10)."""
-    from .gluon import nn
+    from gpunda.gluon import nn
     net = nn.HybridSequential(prefix="digits_")
     with net.name_scope():
         net.add(nn.Conv2D(16, kernel_size=3, padding=1, in_channels=1),
@@ -53,8 +53,8 @@ def build_model():
 
 
 def _device(spec):
-    from . import context
-    from .base import GpundaError
+    from gpunda import context
+    from gpunda.base import GpundaError
     s = spec.strip().lower()
     if s == "auto":
         return context.current_context()
@@ -110,7 +110,7 @@ class _Progress:
 
 
 def _accuracy(net, x, y, ctx, batch=512):
-    from . import ndarray as nd
+    from gpunda import ndarray as nd
     correct = 0
     for i in range(0, len(x), batch):
         out = net(nd.array(x[i:i + batch], ctx=ctx))
@@ -120,8 +120,8 @@ def _accuracy(net, x, y, ctx, batch=512):
 
 def _train_steps(net, trainer, loss_fn, batches, ctx):
     """Run one training step per (x, y) host batch; returns the summed loss."""
-    from . import autograd
-    from . import ndarray as nd
+    from gpunda import autograd
+    from gpunda import ndarray as nd
     total = None
     for xb, yb in batches:
         data = nd.array(xb, ctx=ctx)
@@ -182,12 +182,12 @@ def _parser():
 
 def main(argv=None):
     """Command-line entry: returns 0 when the test accuracy reaches 97%, else 1 (saying why)."""
-    from . import gluon, lr_scheduler, random as mxrandom
-    from .base import GpundaError
+    from gpunda import gluon, lr_scheduler, random as mxrandom
+    from gpunda.base import GpundaError
 
     p = _parser()
     args = p.parse_args(argv)
-    from . import kvstore as kvs
+    from gpunda import kvstore as kvs
     kv = kvs.create(args.kvstore)       # raises for a misspelt type, naming the valid ones
     rank, nworkers = kv.rank, kv.num_workers
     say = print if rank == 0 else (lambda *a, **k: None)
@@ -229,7 +229,7 @@ def main(argv=None):
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         total_loss, seen, correct = 0.0, 0, 0
-        from . import autograd
+        from gpunda import autograd
         for i, (data, label) in enumerate(loader):
             data = data.as_in_context(ctx)
             label = label.as_in_context(ctx)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["set_bulk_size", "bulk"]
 

@@ -1,7 +1,7 @@
 """MXNet's ``mx.error``: structured error classes, registered by name."""
 from __future__ import annotations
 
-from .base import MXNetError, register_error
+from gpunda.base import MXNetError, register_error
 
 __all__ = ["MXNetError", "register", "InternalError"]
 

@@ -13,12 +13,12 @@ import threading
 
 import numpy as np
 
-from . import autograd as _ag
-from .base import GpundaError, GpundaTypeError
-from .context import current_context, Context, shares_memory_space
-from .ops.registry import OpDef, get_op
-from ._deferred import DeferredOpError, failed_input as _failed_input
-from ._deferred import poison_outputs as _poison_outputs
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError, GpundaTypeError
+from gpunda.context import current_context, Context, shares_memory_space
+from gpunda.ops.registry import OpDef, get_op
+from gpunda._core.deferred import DeferredOpError, failed_input as _failed_input
+from gpunda._core.deferred import poison_outputs as _poison_outputs
 
 __all__ = ["invoke", "invoke_parsed"]
 
@@ -346,13 +346,13 @@ def write_outputs(targets, outs, where, inputs=()):
 
 
 def _is_oom(e, ctx):
-    from . import _oom
+    from gpunda._engine import oom as _oom
     return _oom.is_oom(e, ctx)
 
 
 def _retry_after_oom(op, inputs, p, ctx, xp, arrays, err):
     """Out of device memory in ``op``: free gpunda's caches, compute once more (gpunda/_oom.py)."""
-    from . import _oom
+    from gpunda._engine import oom as _oom
 
     def run():
         if op.wants_ctx:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
            "Uniform", "Normal", "Xavier", "MSRAPrelu", "Orthogonal", "Mixed", "Load",
@@ -88,8 +88,8 @@ def _fill(arr, host):
 def _rng():
     # the CPU generator that mx.random.seed() controls, so seeding makes
     # initialisation reproducible as in MXNet
-    from . import random as _r
-    from .context import cpu
+    from gpunda import random as _r
+    from gpunda.context import cpu
     return _r._generator(cpu())
 
 
@@ -375,7 +375,7 @@ class Load:
 
     def __init__(self, param, default_init=None, verbose=False):
         if isinstance(param, str):
-            from . import ndarray as nd
+            from gpunda import ndarray as nd
             param = nd.load(param)
         self.param = {}
         for name, arr in param.items():
@@ -417,7 +417,7 @@ class FusedRNN(Initializer):
         self._bidirectional, self._forget_bias = bidirectional, forget_bias
 
     def _init_weight(self, desc, arr):
-        from .rnn import FusedRNNCell
+        from gpunda.rnn import FusedRNNCell
         cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode,
                             self._bidirectional, forget_bias=self._forget_bias, prefix="")
         inner = self._init or getattr(desc, "global_init", None)

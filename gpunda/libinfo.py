@@ -1,7 +1,7 @@
 """MXNet's ``mx.libinfo``: where libmxnet lives. gpunda is pure Python and has no library."""
 from __future__ import annotations
 
-from .base import NotImplementedForGpunda
+from gpunda.base import NotImplementedForGpunda
 
 __all__ = ["find_lib_path", "find_include_path", "find_conf_path", "__version__"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError, NotImplementedForGpunda
 
 __all__ = ["load"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolyScheduler",
            "CosineScheduler"]

@@ -9,12 +9,12 @@ _metric_regression.py.
 """
 from __future__ import annotations
 
-from . import ndarray, registry  # noqa: F401 -- module names MXNet's metric module has
-from .base import numeric_types, string_types  # noqa: F401
-from ._metric_base import (EvalMetric, CompositeEvalMetric, CustomMetric, check_label_shapes,
+from gpunda import ndarray, registry  # noqa: F401 -- module names MXNet's metric module has
+from gpunda.base import numeric_types, string_types  # noqa: F401
+from gpunda._lib.metric_base import (EvalMetric, CompositeEvalMetric, CustomMetric, check_label_shapes,
                            create, register, alias, np)
-from ._metric_classification import Accuracy, TopKAccuracy, F1, MCC, PCC
-from ._metric_regression import (MAE, MSE, RMSE, CrossEntropy, NegativeLogLikelihood,
+from gpunda._lib.metric_classification import Accuracy, TopKAccuracy, F1, MCC, PCC
+from gpunda._lib.metric_regression import (MAE, MSE, RMSE, CrossEntropy, NegativeLogLikelihood,
                                  Perplexity, PearsonCorrelation, Loss, Torch, Caffe)
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes", "create",

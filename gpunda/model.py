@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_params", "params_path", "symbol_path"]
 
@@ -46,7 +46,7 @@ def load_params(prefix, epoch, ctx=None):
         ``(arg_params, aux_params)``: dicts name -> NDArray with the ``arg:``/``aux:``
         prefixes removed, on ``ctx`` (default cpu).
     """
-    from .ndarray import load
+    from gpunda.ndarray import load
     fname = params_path(prefix, epoch)
     save_dict = load(fname, ctx=ctx)
     if not isinstance(save_dict, dict):
@@ -66,7 +66,7 @@ def load_checkpoint(prefix, epoch):
     Example:
         >>> sym, args, auxs = mx.model.load_checkpoint('resnet', 0)
     """
-    from . import symbol as _sym
+    from gpunda import symbol as _sym
     symbol = _sym.load(symbol_path(prefix))
     arg_params, aux_params = load_params(prefix, epoch)
     return symbol, arg_params, aux_params
@@ -80,7 +80,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
             ``aux:<name>`` in that order. Each file is replaced atomically.
         remove_amp_cast: passed to ``Symbol.save`` when it accepts it.
     """
-    from .ndarray import NDArray, save
+    from gpunda.ndarray import NDArray, save
     fname = params_path(prefix, epoch)
     save_dict = {}
     for kind, params in (("arg", arg_params), ("aux", aux_params)):

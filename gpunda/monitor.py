@@ -13,13 +13,13 @@ import logging
 import re
 from math import sqrt
 
-from .base import py_str
+from gpunda.base import py_str
 
 __all__ = ["Monitor"]
 
 
 def _norm_stat(x):
-    from . import ndarray
+    from gpunda import ndarray
     return ndarray.norm(x) / sqrt(x.size)
 
 
@@ -74,7 +74,7 @@ class Monitor:
 
     def toc(self):
         """End the batch: add the arguments and aux states, return ``[(step, name, text)]``."""
-        from .ndarray import NDArray
+        from gpunda.ndarray import NDArray
         if not self.activated:
             return []
         self._wait()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from .base import _ClassPropertyMeta, classproperty, with_metaclass
+from gpunda.base import _ClassPropertyMeta, classproperty, with_metaclass
 
 __all__ = ["NameManager", "Prefix", "current"]
 

@@ -12,8 +12,8 @@ _SUBMODULES = ("_linalg_", "_random_")
 def _get_builtin_op(op_name):
     """The ``mx.np`` (``_np_*``) or ``mx.npx`` (``_npx_*``) function of ``op_name``;
     None for other names; ValueError when no function implements the op."""
-    from . import numpy as mx_np
-    from . import numpy_extension as mx_npx
+    from gpunda import numpy as mx_np
+    from gpunda import numpy_extension as mx_npx
     if op_name.startswith("_np_"):
         root, rest = mx_np, op_name[len("_np_"):]
     elif op_name.startswith("_npx_"):
@@ -35,7 +35,7 @@ def _get_builtin_op(op_name):
 
 
 def _register_op_signatures():
-    from . import _numpy_op_doc
+    from gpunda import _numpy_op_doc
     for name in dir(_numpy_op_doc):
         try:
             op = _get_builtin_op(name)

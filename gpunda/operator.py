@@ -21,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
            "get_operator_arguments", "PythonOp", "NumpyOp", "NDArrayOp", "OperatorArguments"]
@@ -154,14 +154,14 @@ OperatorArguments = namedtuple("OperatorArguments", ["narg", "names", "types"])
 
 def get_all_registered_operators():
     """Names of every registered operator (built-in and custom)."""
-    from .ops.registry import all_names
+    from gpunda.ops.registry import all_names
     return sorted(set(all_names()) | set(_PROPS))
 
 
 def get_operator_arguments(op_name):
     """``OperatorArguments(narg, names, types)`` of a built-in operator's parameters."""
-    from .ops.registry import get_op
-    from .ops.registry import REQUIRED
+    from gpunda.ops.registry import get_op
+    from gpunda.ops.registry import REQUIRED
     op = get_op(op_name)
     inputs = [] if op.variadic else list(op.inputs)
     names = inputs + [s.name for s in op.params]
@@ -188,7 +188,7 @@ def prop_for(p):
     """The prop instance for a call's params (one per op_type and keyword set)."""
     info = getattr(p, "info", None)
     if info is not None:        # _Native / _NDArray: a NumpyOp or NDArrayOp (_legacy_op.py)
-        from ._legacy_op import prop_for_info
+        from gpunda._frontend.legacy_op import prop_for_info
         return prop_for_info(info, p)
     extra = p._extra
     key = (p.op_type, tuple(sorted(extra.items())))
@@ -301,10 +301,10 @@ def _recall(out_raw):
 
 
 def _zeros(shape, dtype, stype, ctx):
-    from .ndarray import ndarray as _nd
+    from gpunda.ndarray import ndarray as _nd
     if stype == _DEFAULT:
         return _nd.zeros(shape, ctx=ctx, dtype=dtype)
-    from .ndarray import sparse
+    from gpunda.ndarray import sparse
     return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
@@ -316,7 +316,7 @@ def _user_error(where, e):
 
 def run_forward(p, inputs, ctx):
     """Run the custom op's forward on NDArray ``inputs``; returns the output NDArrays."""
-    from . import autograd as ag
+    from gpunda import autograd as ag
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     if len(inputs) != n_args + n_aux:
@@ -357,7 +357,7 @@ def run_forward(p, inputs, ctx):
 
 def run_backward(p, inputs, outs, ograds, ctx):
     """Run the custom op's backward; returns one gradient NDArray per input (None for aux)."""
-    from . import autograd as ag
+    from gpunda import autograd as ag
     prop = prop_for(p)
     n_args, n_out, n_aux = _counts(prop)
     args, aux = list(inputs[:n_args]), list(inputs[n_args:])
@@ -392,7 +392,7 @@ def run_backward(p, inputs, outs, ograds, ctx):
 
 
 # MXNet's deprecated PythonOp interface, built on the Custom runtime above
-from ._legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402
+from gpunda._frontend.legacy_op import NDArrayOp, NumpyOp, PythonOp  # noqa: E402
 
 # MXNet's operator module has no __all__, so ``from mxnet.operator import *`` also brings
 # the ctypes and C-API names it imports; MXNet code (its own test_operator.py) relies on them
@@ -405,11 +405,11 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p,  # 
                     c_int, c_void_p, cast, pointer)
 from threading import Lock  # noqa: E402
 
-from . import context, symbol  # noqa: E402
-from .base import (MXCallbackList, NDArrayHandle, OpHandle, c_array, c_array_buf,  # noqa: E402
+from gpunda import context, symbol  # noqa: E402
+from gpunda.base import (MXCallbackList, NDArrayHandle, OpHandle, c_array, c_array_buf,  # noqa: E402
                    c_str, check_call, ctypes2numpy_shared, mx_float, mx_int, mx_uint, py_str)
-from .ndarray import NDArray  # noqa: E402
-from .util import is_np_array  # noqa: E402
+from gpunda.ndarray import NDArray  # noqa: E402
+from gpunda.util import is_np_array  # noqa: E402
 
 c_int_p = POINTER(c_int)
 __all__ += [

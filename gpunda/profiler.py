@@ -30,8 +30,8 @@ import time
 import warnings
 import weakref
 
-from .base import GpundaError
-from .base import c_str, c_str_array, check_call, py_str  # noqa: F401  (MXNet's module has them)
+from gpunda.base import GpundaError
+from gpunda.base import c_str, c_str_array, check_call, py_str  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["set_config", "set_state", "dump", "dumps", "pause", "resume", "Domain", "Task",
            "Frame", "Event", "Counter", "Marker", "scope", "profiler_set_config",
@@ -204,8 +204,9 @@ def _timed(op, orig, cat, memory):
 
 
 def _install_hooks():
-    from .ops.registry import all_ops
-    from . import imperative, cached_op
+    from gpunda.ops.registry import all_ops
+    from gpunda._engine import imperative
+    from gpunda._engine import cached_op
     cfg = _s.config
     imperative_on = cfg["profile_all"] or cfg["profile_imperative"]
     symbolic_on = cfg["profile_all"] or cfg["profile_symbolic"]
@@ -227,7 +228,8 @@ def _install_hooks():
 def _remove_hooks():
     if not _s.hooked:
         return
-    from . import imperative, cached_op
+    from gpunda._engine import imperative
+    from gpunda._engine import cached_op
     for op, orig in _originals.items():
         op.compute = orig
     _originals.clear()

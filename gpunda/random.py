@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import GpundaError, numeric_types
-from .context import Context, current_context
-from .base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
+from gpunda.base import GpundaError, numeric_types
+from gpunda.context import Context, current_context
+from gpunda.base import check_call, integer_types  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["seed", "uniform", "normal", "randint", "shuffle", "randn", "exponential", "gamma",
            "poisson", "negative_binomial", "generalized_negative_binomial", "multinomial",
@@ -54,7 +54,7 @@ def seed(seed_state, ctx="all"):
 def _call(opname, shape, dtype, ctx, out, **params):
     """Scalar parameters: ``opname`` (``_random_<dist>``); NDArray parameters: one
     distribution per element through ``_sample_<dist>``, as MXNet dispatches."""
-    from .ndarray import _op, NDArray
+    from gpunda.ndarray import _op, NDArray
     vals = list(params.values())
     if vals and isinstance(vals[0], NDArray):
         if not all(isinstance(v, NDArray) for v in vals):
@@ -81,7 +81,7 @@ def _call(opname, shape, dtype, ctx, out, **params):
 
 
 def _is_nd(x):
-    from .ndarray import NDArray
+    from gpunda.ndarray import NDArray
     return isinstance(x, NDArray)
 
 
@@ -130,7 +130,7 @@ def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=Non
 def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):
     """Category indices drawn from the distributions in ``data``'s last axis; with
     ``get_prob`` also their log-probabilities."""
-    from .ndarray import _op
+    from gpunda.ndarray import _op
     return _op._sample_multinomial(data, shape=() if shape is None else shape,
                                    get_prob=get_prob, dtype=dtype, out=out)
 
@@ -148,12 +148,12 @@ def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
 
 def shuffle(data, **kwargs):
     """A copy of ``data`` with its first axis randomly permuted."""
-    from .ndarray import _op
+    from gpunda.ndarray import _op
     return _op._shuffle(data, **kwargs)
 
 
 def _like(dist, data, out, **params):
-    from .ndarray import _op
+    from gpunda.ndarray import _op
     return getattr(_op, f"_random_{dist}_like")(data, out=out, **params)
 
 

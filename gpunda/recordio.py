@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack",
            "pack_img", "unpack_img"]

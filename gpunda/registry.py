@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 
-from .base import GpundaAssertionError
+from gpunda.base import GpundaAssertionError
 
 __all__ = ["get_registry", "get_register_func", "get_alias_func", "get_create_func"]
 

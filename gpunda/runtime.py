@@ -12,8 +12,8 @@ from __future__ import annotations
 import collections
 import importlib.util
 
-from .base import GpundaError
-from .base import check_call  # noqa: F401  (MXNet's module has it)
+from gpunda.base import GpundaError
+from gpunda.base import check_call  # noqa: F401  (MXNet's module has it)
 
 __all__ = ["Feature", "Features", "feature_list"]
 
@@ -74,12 +74,12 @@ def _blas_name():
 def _gpu_facts():
     """(CUDA usable, CuPy importable, CUDA graphs, NCCL) without creating a CUDA context
     when there is no GPU."""
-    from .backends import discovery
+    from gpunda.backends import discovery
     n, _ = discovery.probe()
     has_cupy = discovery.cupy_version() is not None
     if not n or not has_cupy:
         return False, has_cupy, False, False
-    from .backends import gpu_backend
+    from gpunda.backends import gpu_backend
     graphs = bool(gpu_backend(0).supports_graphs)
     try:
         from cupy.cuda import nccl

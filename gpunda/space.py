@@ -1,6 +1,6 @@
 """MXNet's TVM operator config spaces (``mxnet.space``); stubs: using one raises
 NotImplementedForGpunda."""
-from ._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=(),
              classes=('ConfigSpace', 'ConfigSpaces', 'OtherOptionEntity', 'OtherOptionSpace'),

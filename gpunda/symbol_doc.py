@@ -2,7 +2,7 @@
 classes), a helper to read a Symbol's output shapes, and the docstring builder."""
 from __future__ import annotations
 
-from .ndarray_doc import _build_doc as _build
+from gpunda.ndarray_doc import _build_doc as _build
 
 __all__ = []
 

@@ -17,27 +17,27 @@ from __future__ import annotations
 
 import sys
 
-from .base import NotImplementedForGpunda
-from .context import Context, current_context  # noqa: F401
-from .ndarray import array  # noqa: F401  (MXNet's test_utils exports it)
-from .runtime import Features  # noqa: F401
-from .symbol import Symbol  # noqa: F401
-from .util import getenv, setenv, use_np  # noqa: F401
+from gpunda.base import NotImplementedForGpunda
+from gpunda.context import Context, current_context  # noqa: F401
+from gpunda.ndarray import array  # noqa: F401  (MXNet's test_utils exports it)
+from gpunda.runtime import Features  # noqa: F401
+from gpunda.symbol import Symbol  # noqa: F401
+from gpunda.util import getenv, setenv, use_np  # noqa: F401
 
-from ._testing.compare import *  # noqa: F401,F403
-from ._testing.compare import __all__ as _compare_all
-from ._testing.datasets import *  # noqa: F401,F403
-from ._testing.datasets import __all__ as _datasets_all
-from ._testing.environ import *  # noqa: F401,F403
-from ._testing.environ import __all__ as _environ_all
-from ._testing.gradients import *  # noqa: F401,F403
-from ._testing.gradients import __all__ as _gradients_all
-from ._testing.random_data import *  # noqa: F401,F403
-from ._testing.random_data import __all__ as _random_all
-from ._testing.runners import *  # noqa: F401,F403
-from ._testing.runners import __all__ as _runners_all
-from ._testing.stats import *  # noqa: F401,F403
-from ._testing.stats import __all__ as _stats_all
+from gpunda._testing.compare import *  # noqa: F401,F403
+from gpunda._testing.compare import __all__ as _compare_all
+from gpunda._testing.datasets import *  # noqa: F401,F403
+from gpunda._testing.datasets import __all__ as _datasets_all
+from gpunda._testing.environ import *  # noqa: F401,F403
+from gpunda._testing.environ import __all__ as _environ_all
+from gpunda._testing.gradients import *  # noqa: F401,F403
+from gpunda._testing.gradients import __all__ as _gradients_all
+from gpunda._testing.random_data import *  # noqa: F401,F403
+from gpunda._testing.random_data import __all__ as _random_all
+from gpunda._testing.runners import *  # noqa: F401,F403
+from gpunda._testing.runners import __all__ as _runners_all
+from gpunda._testing.stats import *  # noqa: F401,F403
+from gpunda._testing.stats import __all__ as _stats_all
 
 #: the gpunda package, as ``mx`` is in MXNet's module
 mx = sys.modules[__name__.rpartition(".")[0]]

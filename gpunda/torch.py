@@ -1,5 +1,5 @@
 """MXNet's Torch plugin (``mxnet.torch``); stubs: MXNet must be built with the plugin."""
-from ._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 _LUAJIT = None
 

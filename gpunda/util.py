@@ -13,7 +13,7 @@ import importlib.util
 import os
 import threading
 
-from .base import GpundaError, NotImplementedForGpunda, c_str, check_call, py_str
+from gpunda.base import GpundaError, NotImplementedForGpunda, c_str, check_call, py_str
 
 __all__ = ["is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array",
            "np_array", "use_np_array", "set_np", "reset_np", "use_np", "getenv", "setenv",
@@ -247,13 +247,13 @@ def wrap_np_binary_func(func):
 
 def get_gpu_count():
     """Number of usable GPUs (honours ``CUDA_VISIBLE_DEVICES``)."""
-    from .context import num_gpus
+    from gpunda.context import num_gpus
     return num_gpus()
 
 
 def get_gpu_memory(gpu_dev_id):
     """(free, total) bytes of GPU ``gpu_dev_id``."""
-    from .context import gpu_memory_info
+    from gpunda.context import gpu_memory_info
     return gpu_memory_info(gpu_dev_id)
 
 
@@ -262,7 +262,7 @@ def get_cuda_compute_capability(ctx):
     if ctx.device_type != "gpu":
         raise ValueError(f"Expecting a gpu context to get cuda compute capability, while "
                          f"received ctx {ctx}")
-    from .backends import discovery
+    from gpunda.backends import discovery
     n, _ = discovery.probe()
     if ctx.device_id >= n:
         raise GpundaError(f"get_cuda_compute_capability: {ctx} does not exist "

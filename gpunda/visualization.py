@@ -28,7 +28,7 @@ def _str2tuple(text):
 
 
 def _check_symbol(symbol, where):
-    from .symbol import Symbol
+    from gpunda.symbol import Symbol
     if not isinstance(symbol, Symbol):
         raise TypeError(f"{where}: symbol must be a Symbol, got {type(symbol).__name__}")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import gpunda
-from gpunda import _alias
+from gpunda._tools import alias as _alias
 from gpunda.base import GpundaError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from gpunda import _alias
+from gpunda._tools import alias as _alias
 
 
 @pytest.fixture

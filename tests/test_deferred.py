@@ -100,12 +100,12 @@ def test_out_argument_reports_at_the_write():
 
 
 def test_library_refusing_a_poisoned_input_still_propagates(monkeypatch):
-    from gpunda import imperative
+    from gpunda._engine import imperative
     from gpunda.ops.registry import get_op
     op = get_op("sqrt")
     real = op.compute
 
-    from gpunda._deferred import Poisoned
+    from gpunda._core.deferred import Poisoned
 
     def picky(xp, p, x):
         if isinstance(x, Poisoned):

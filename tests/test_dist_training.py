@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent('''
         net.add(gluon.nn.Dense(16, activation="relu", in_units=20), gluon.nn.Dense(10, in_units=16))
         shape = (20,)
     else:
-        from gpunda.demo import build_model
+        from gpunda._tools.demo import build_model
         net = build_model()
         shape = (1, 8, 8)
     net.initialize(mx.init.Xavier())

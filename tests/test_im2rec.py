@@ -12,7 +12,7 @@ import pytest
 cv2 = pytest.importorskip("cv2", reason="im2rec needs opencv-python-headless ('gpunda[image]')")
 
 import gpunda as mx  # noqa: E402
-from gpunda._im2rec import main  # noqa: E402
+from gpunda._tools.im2rec import main  # noqa: E402
 
 MAGIC = 0xCED7230A
 

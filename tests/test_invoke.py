@@ -4,7 +4,7 @@ import pytest
 
 import gpunda as mx
 from gpunda import nd
-from gpunda.imperative import invoke
+from gpunda._engine.imperative import invoke
 from gpunda.ops.registry import OpDef, Param, register, get_op, all_ops
 
 # A test op with 3 outputs of which 1 is visible (the BatchNorm pattern).

@@ -470,7 +470,7 @@ def test_symbol_json_is_not_an_ndarray_file():
 
 @pytest.mark.mxnet_fixtures
 def test_inspect_params_file_prints_names_and_manifest_digests(capsys):
-    from gpunda import _inspect
+    from gpunda._tools import inspect as _inspect
     with open(os.path.join(FIX, "cnn-manifest.json")) as f:
         manifest = json.load(f)
     assert _inspect.main([os.path.join(FIX, "cnn-0000.params"), "--full-hash"]) == 0
@@ -484,7 +484,7 @@ def test_inspect_params_file_prints_names_and_manifest_digests(capsys):
 
 @pytest.mark.mxnet_fixtures
 def test_inspect_sparse_and_list_files(capsys):
-    from gpunda import _inspect
+    from gpunda._tools import inspect as _inspect
     assert _inspect.main([os.path.join(FIX, "nd_sparse.nd")]) == 0
     out = capsys.readouterr().out
     assert "csr0" in out and "row_sparse" in out and "stored (5,)" in out
@@ -495,7 +495,7 @@ def test_inspect_sparse_and_list_files(capsys):
 @pytest.mark.mxnet_fixtures
 def test_inspect_symbol_json_with_shapes(capsys):
     pytest.importorskip("gpunda.symbol")
-    from gpunda import _inspect
+    from gpunda._tools import inspect as _inspect
     path = os.path.join(FIX, "mlp-symbol.json")
     assert _inspect.main([path]) == 0
     out = capsys.readouterr().out
@@ -512,7 +512,7 @@ def test_inspect_symbol_json_with_shapes(capsys):
 @pytest.mark.mxnet_fixtures
 def test_inspect_cli_errors(tmp_path, capsys):
     from gpunda import __main__ as cli
-    from gpunda import _inspect
+    from gpunda._tools import inspect as _inspect
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\x00\x01garbage")
     with pytest.raises(GpundaError, match="neither an MXNet NDArray file"):

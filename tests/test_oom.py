@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda import _oom, autograd, gluon, nd
+from gpunda import autograd, gluon, nd
+from gpunda._engine import oom as _oom
 
 
 @pytest.fixture

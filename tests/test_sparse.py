@@ -170,7 +170,7 @@ def test_tostype_every_pair(rng, src, dst):
 
 @pytest.mark.parametrize("stype,cls", [("csr", CSRNDArray), ("row_sparse", RowSparseNDArray)])
 def test_generic_invoke_of_cast_storage_gives_the_sparse_class(stype, cls, rng):
-    from gpunda import imperative
+    from gpunda._engine import imperative
     d = rng.standard_normal((4, 3)).astype(np.float32)
     d[1] = 0
     x = nd.array(d)
@@ -295,7 +295,7 @@ def test_attach_grad_row_sparse():
 
 def test_holder_gradient_protocol():
     # what autograd does with raw storage: accumulate, write, copy
-    from gpunda.ops.sparse_ops import RSPData
+    from gpunda.ops.sparse.ops import RSPData
     a = RSPData(np.int64([0, 2]), np.float32([[1, 1], [2, 2]]), (4, 2))
     b = RSPData(np.int64([2, 3]), np.float32([[1, 0], [5, 5]]), (4, 2))
     s = a + b
@@ -438,7 +438,7 @@ def test_shape_mismatches():
 
 
 def test_check_format_catches_corrupted_parts():
-    from gpunda.ops.sparse_ops import CSRData, RSPData
+    from gpunda.ops.sparse.ops import CSRData, RSPData
     from gpunda.ndarray.sparse import _wrap
     bad = _wrap(CSRData(np.float32([1, 2]), np.int64([0, 5]), np.int64([0, 1, 2]), (2, 3)), mx.cpu())
     bad.check_format(full_check=False)          # sizes are fine

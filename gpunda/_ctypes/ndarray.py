@@ -1,5 +1,5 @@
 """MXNet's ctypes NDArray handle layer; stubs (see ``gpunda._ctypes``)."""
-from .._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=('_imperative_invoke', '_monitor_callback_wrapper'),
              classes=('NDArrayBase', 'CachedOp'),

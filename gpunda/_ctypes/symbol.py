@@ -1,5 +1,5 @@
 """MXNet's ctypes Symbol handle layer; stubs (see ``gpunda._ctypes``)."""
-from .._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=('_set_symbol_class', '_set_np_symbol_class', '_symbol_creator'),
              classes=('SymbolBase',),

@@ -1,5 +1,5 @@
 """MXNet's ``mxnet._ffi.base``: the string and number helpers of its FFI layer."""
-from ..base import integer_types, numeric_types  # noqa: F401
+from gpunda.base import integer_types, numeric_types  # noqa: F401
 
 string_types = (str,)
 

@@ -1,5 +1,5 @@
 """Stubs of MXNet's packed-function registry (``mxnet._ffi.function``)."""
-from .._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 
 def list_global_func_names():

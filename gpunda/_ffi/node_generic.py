@@ -1,5 +1,5 @@
 """Stubs of MXNet's FFI node conversion (``mxnet._ffi.node_generic``)."""
-from .._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=('_scalar_type_inference', 'const', 'convert_to_node'),
              classes=(),

@@ -1,5 +1,5 @@
 """Stubs of MXNet's FFI object base (``mxnet._ffi.object``)."""
-from .._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=(),
              classes=('Object',),

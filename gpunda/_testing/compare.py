@@ -52,7 +52,7 @@ def _tf32_active(ctx):
     if os.environ.get("CUPY_TF32", "0") != "1" or os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
         return False
     try:
-        from .environ import get_cuda_compute_capability
+        from gpunda._testing.environ import get_cuda_compute_capability
         return get_cuda_compute_capability(ctx) >= 80
     except Exception:     # no driver or no such device: then no TF32 either
         return False
@@ -111,11 +111,11 @@ def get_etol(etol=None):
 
 def as_host(x):
     """A NumPy array holding the values of an NDArray, a CuPy array, a number or a sequence."""
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if isinstance(x, NDArray):
         return x.asnumpy()
     if hasattr(x, "__cuda_array_interface__"):
-        from ..ndarray.ndarray import _cuda_to_host
+        from gpunda.ndarray.ndarray import _cuda_to_host
         return _cuda_to_host(x)
     return np.asarray(x)
 

@@ -19,8 +19,8 @@ import zipfile
 
 import numpy as np
 
-from ..base import GpundaError
-from ..io import DataIter
+from gpunda.base import GpundaError
+from gpunda.io import DataIter
 
 __all__ = ["download", "download_model", "get_mnist", "get_mnist_pkl", "get_mnist_ubyte",
            "get_cifar10", "get_mnist_iterator", "get_zip_data", "get_bz2_data",
@@ -202,7 +202,7 @@ def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
     ``softmax_label``; the training set is shuffled; part ``part_index`` of
     ``num_parts`` equal slices; an incomplete last batch is dropped.
     """
-    from ..io import NDArrayIter
+    from gpunda.io import NDArrayIter
     if not 0 <= part_index < num_parts:
         raise GpundaError(f"get_mnist_iterator: part_index={part_index} must be in "
                           f"[0, num_parts={num_parts})")

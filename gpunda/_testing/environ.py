@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "list_gpus",
            "get_cuda_compute_capability", "environment", "set_env_var", "retry",
@@ -19,7 +19,7 @@ __all__ = ["default_context", "set_default_context", "default_dtype", "list_gpus
 
 def default_context():
     """The context tests run on: ``mx.current_context()``."""
-    from ..context import current_context
+    from gpunda.context import current_context
     return current_context()
 
 
@@ -30,7 +30,7 @@ def set_default_context(ctx):
     and it holds for the calling thread. ``None`` goes back to the device
     ``GPUNDA_DEFAULT_DEVICE`` chooses.
     """
-    from ..context import _set_default_device
+    from gpunda.context import _set_default_device
     _set_default_device(ctx)
 
 
@@ -41,7 +41,7 @@ def default_dtype():
 
 def list_gpus():
     """``range(n)`` for the ``n`` usable GPUs (empty without one)."""
-    from ..context import num_gpus
+    from gpunda.context import num_gpus
     return range(num_gpus())
 
 
@@ -53,7 +53,7 @@ def get_cuda_compute_capability(ctx):
     if getattr(ctx, "device_type", None) != "gpu":
         raise ValueError(f"Expecting a gpu context to get cuda compute capability, while "
                          f"received ctx {ctx}")
-    from ..backends.discovery import compute_capability
+    from gpunda.backends.discovery import compute_capability
     return compute_capability(ctx.device_id)
 
 
@@ -85,7 +85,7 @@ def environment(*args):
     try:
         yield
     finally:
-        from ..ndarray.ndarray import waitall
+        from gpunda.ndarray.ndarray import waitall
         waitall()
         _set_environ(saved)
 
@@ -105,7 +105,7 @@ def retry(n):
     def decorate(f):
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
-            from ..ndarray.ndarray import waitall
+            from gpunda.ndarray.ndarray import waitall
             for i in range(n):
                 try:
                     f(*args, **kwargs)

@@ -11,9 +11,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..base import GpundaError
-from .compare import as_host, assert_almost_equal, default_numeric_eps, get_tolerance
-from .environ import default_context, default_dtype
+from gpunda.base import GpundaError
+from gpunda._testing.compare import as_host, assert_almost_equal, default_numeric_eps, get_tolerance
+from gpunda._testing.environ import default_context, default_dtype
 
 __all__ = ["simple_forward", "numeric_grad", "check_numeric_gradient",
            "check_symbolic_forward", "check_symbolic_backward"]
@@ -22,7 +22,7 @@ _FLOATS = (np.float16, np.float32, np.float64)
 
 
 def _is_symbol(obj):
-    from ..symbol import Symbol
+    from gpunda.symbol import Symbol
     return isinstance(obj, Symbol)
 
 
@@ -36,7 +36,7 @@ def _check_dtype(dtype, where, allow_asnumpy=False):
 
 def _to_nd(v, ctx, dtype):
     """A NumPy value as an NDArray on ``ctx`` (its own dtype for 'asnumpy'); NDArrays pass."""
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     if isinstance(v, np.ndarray):
         return array(v, ctx=ctx, dtype=v.dtype if isinstance(dtype, str) else dtype)
     return v
@@ -74,7 +74,7 @@ def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
 
 def simple_forward(sym, ctx=None, is_train=False, **inputs):
     """Run ``sym`` on NumPy ``inputs`` (by argument name); NumPy output(s) back."""
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     ctx = ctx or default_context()
     exe = sym.bind(ctx, args={k: array(v, ctx=ctx) for k, v in inputs.items()})
     exe.forward(is_train=is_train)
@@ -87,7 +87,7 @@ def _is_executor(obj):
 
 
 def _as_stype(value, stype, dtype):
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     arr = array(value, dtype=dtype)
     return arr if stype == "default" else arr.tostype(stype)
 
@@ -165,13 +165,13 @@ def _locations(location, where):
 
 
 def _as_out_list(r):
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     return [r] if isinstance(r, NDArray) else list(r)
 
 
 def _callable_numeric_grad(fn, location, eps, use_forward_train, dtype, head_grads):
-    from ..ndarray.ndarray import array
-    from .. import autograd
+    from gpunda.ndarray.ndarray import array
+    from gpunda import autograd
     names, values = _locations(location, "numeric_grad")
     values = [np.array(v, dtype=np.float64) for v in values]
     ctx = default_context()
@@ -246,8 +246,8 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
 
 def _check_symbol_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
                            use_forward_train, ctx, grad_stype_dict, dtype):
-    from ..ndarray.ndarray import array, zeros
-    from ..symbol import Variable
+    from gpunda.ndarray.ndarray import array, zeros
+    from gpunda.symbol import Variable
     location = _parse_location(sym, location, ctx, dtype)
     location_npy = {k: v.asnumpy() for k, v in location.items()}
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -309,9 +309,9 @@ def _check_symbol_gradient(sym, location, aux_states, numeric_eps, rtol, atol, g
 
 def _check_callable_gradient(fn, location, numeric_eps, rtol, atol, grad_nodes,
                              use_forward_train, ctx, dtype):
-    from ..ndarray.ndarray import array
-    from .. import autograd
-    from ..context import Context
+    from gpunda.ndarray.ndarray import array
+    from gpunda import autograd
+    from gpunda.context import Context
     c = default_context() if ctx is None else Context(ctx)
     names, values = _locations(location, "check_numeric_gradient")
     keys = names if names is not None else list(range(len(values)))
@@ -360,7 +360,7 @@ def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_st
     """
     _need_symbol(sym, "check_symbolic_forward")
     _check_dtype(dtype, "check_symbolic_forward", allow_asnumpy=True)
-    from ..ndarray.ndarray import zeros
+    from gpunda.ndarray.ndarray import zeros
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -390,8 +390,8 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     """
     _need_symbol(sym, "check_symbolic_backward")
     _check_dtype(dtype, "check_symbolic_backward", allow_asnumpy=True)
-    from ..ndarray.ndarray import array
-    from .random_data import create_sparse_array
+    from gpunda.ndarray.ndarray import array
+    from gpunda._testing.random_data import create_sparse_array
     ctx = ctx or default_context()
     location = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)

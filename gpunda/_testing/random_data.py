@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda
-from .environ import default_context, default_dtype
+from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda._testing.environ import default_context, default_dtype
 
 __all__ = ["random_arrays", "random_uniform_arrays", "random_sample", "rand_shape_2d",
            "rand_shape_3d", "rand_shape_nd", "rand_coord_2d", "shuffle_csr_column_indices",
@@ -172,8 +172,8 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
         ``(arr, (indptr, indices, data))`` for csr, as NDArrays. Stored values
         are uniform in [0, 1) (powerlaw: in [1.001, 3)).
     """
-    from ..ndarray import sparse
-    from ..ndarray.ndarray import zeros
+    from gpunda.ndarray import sparse
+    from gpunda.ndarray.ndarray import zeros
     ctx = ctx if ctx else default_context()
     density = np.random.rand() if density is None else density
     dtype = default_dtype() if dtype is None else dtype
@@ -226,7 +226,7 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
 
     ``modifier_func`` is applied to every (stored) value.
     """
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     ctx = ctx if ctx else default_context()
     if stype not in _STYPES:
         raise GpundaError(f"rand_ndarray: stype={stype!r} is not one of {list(_STYPES)}")
@@ -297,26 +297,26 @@ def assign_each2(input1, input2, function):
 
 def create_2d_tensor(rows, columns, dtype=np.int64):
     """An NDArray of shape (rows, columns) whose row i holds i everywhere."""
-    from ..ndarray.ndarray import arange
-    from .. import ndarray as nd
+    from gpunda.ndarray.ndarray import arange
+    from gpunda import ndarray as nd
     return nd.broadcast_to(arange(0, rows, dtype=dtype).reshape(rows, 1), shape=(rows, columns))
 
 
 def create_vector(size, dtype=np.int64):
     """``arange(size)`` as an NDArray."""
-    from ..ndarray.ndarray import arange
+    from gpunda.ndarray.ndarray import arange
     return arange(0, size, dtype=dtype)
 
 
 def get_identity_mat(size):
     """The float32 identity matrix of side ``size`` as an NDArray."""
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     return array(np.eye(size, dtype=np.float32))
 
 
 def get_identity_mat_batch(size):
     """Two identity matrices, shape (2, size, size)."""
-    from ..ndarray.ndarray import array
+    from gpunda.ndarray.ndarray import array
     eye = np.eye(size, dtype=np.float32)
     return array(np.stack([eye, eye]))
 

@@ -6,9 +6,9 @@ import traceback
 
 import numpy as np
 
-from ..base import GpundaError
-from .compare import as_host, assert_almost_equal, compare_ndarray_tuple, get_tols
-from .environ import default_context
+from gpunda.base import GpundaError
+from gpunda._testing.compare import as_host, assert_almost_equal, compare_ndarray_tuple, get_tols
+from gpunda._testing.environ import default_context
 
 __all__ = ["check_speed", "check_consistency", "check_gluon_hybridize_consistency",
            "compare_optimizer"]
@@ -20,7 +20,7 @@ def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", 
     ``location`` (dict name -> NumPy array) gives the inputs, else they are
     standard normal with the shapes in ``kwargs``. One warm-up run is not timed.
     """
-    from ..ndarray.ndarray import waitall
+    from gpunda.ndarray.ndarray import waitall
     if typ not in ("whole", "forward"):
         raise ValueError('typ can only be "whole" or "forward".')
     ctx = ctx or default_context()
@@ -88,8 +88,8 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     Returns:
         The ground truth: dict of output and gradient arrays.
     """
-    from ..ndarray.ndarray import array
-    from ..symbol import Symbol
+    from gpunda.ndarray.ndarray import array
+    from gpunda.symbol import Symbol
     if len(ctx_list) < 2:
         raise GpundaError(f"check_consistency: ctx_list needs at least 2 entries, got "
                           f"{len(ctx_list)}")
@@ -188,7 +188,7 @@ def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test
     build's parameter values. The block must not draw random numbers.
     ``numpy_func``, if given, is the expected function of the inputs (as NumPy).
     """
-    from .. import autograd
+    from gpunda import autograd
     saved_out, saved_grads, params = None, None, None
     modes = [False, True] if test_grad else [False]
     for hybridize in (False, True):
@@ -229,8 +229,8 @@ def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test
 
 def _pair(shape, stype, dtype, density=None):
     """(dense copy, array of ``stype``) with the same random values."""
-    from .. import random
-    from .random_data import rand_ndarray
+    from gpunda import random
+    from gpunda._testing.random_data import rand_ndarray
     ctx = default_context()
     if stype == "default":
         second = random.uniform(shape=shape, ctx=ctx, dtype=dtype)
@@ -249,7 +249,7 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     With a list of shapes, ``opt2`` updates ``ntensors`` tensors in one
     multi-tensor call and ``opt1`` one at a time.
     """
-    from .. import random
+    from gpunda import random
     if not isinstance(shape, list):
         if ntensors != 1:
             raise GpundaError("compare_optimizer: ntensors must be 1 for a single shape")

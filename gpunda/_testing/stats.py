@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .compare import as_host
+from gpunda.base import GpundaError
+from gpunda._testing.compare import as_host
 
 __all__ = ["gen_buckets_probs_with_ppf", "mean_check", "var_check", "chi_square_check",
            "verify_generator"]

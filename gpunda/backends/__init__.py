@@ -10,8 +10,8 @@ import sys as _sys
 
 import numpy as _np
 
-from ..base import GpundaError
-from ._numpy import NumpyBackend
+from gpunda.base import GpundaError
+from gpunda.backends._numpy import NumpyBackend
 
 __all__ = ["Backend", "cpu_backend", "gpu_backend", "backend_of_xp", "array_module", "discovery"]
 
@@ -28,17 +28,17 @@ def gpu_backend(device_id):
     """The CuPy backend bound to CUDA ordinal ``device_id``."""
     b = _gpus.get(device_id)
     if b is None:
-        from . import discovery
+        from gpunda.backends import discovery
         n, why = discovery.probe()
         if n == 0:
             raise GpundaError(f"gpu({device_id}) is not usable: {why}")
         if device_id >= n:
             raise GpundaError(f"gpu({device_id}) does not exist: {n} GPU(s) visible (0..{n - 1})")
         if discovery.standin_active():
-            from ._standin import StandinBackend   # test-only: GPUNDA_TEST_STANDIN_GPU
+            from gpunda.backends._standin import StandinBackend   # test-only: GPUNDA_TEST_STANDIN_GPU
             b = _gpus[device_id] = StandinBackend(device_id)
             return b
-        from ._cupy import CupyBackend
+        from gpunda.backends._cupy import CupyBackend
         b = _gpus[device_id] = CupyBackend(device_id)
     return b
 
@@ -61,5 +61,5 @@ def array_module(a):
     return cupy
 
 
-from . import discovery  # noqa: E402
-from ._numpy import Backend  # noqa: E402
+from gpunda.backends import discovery  # noqa: E402
+from gpunda.backends._numpy import Backend  # noqa: E402

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numpy import Backend
+from gpunda.backends._numpy import Backend
 
 
 class CupyBackend(Backend):

@@ -53,7 +53,7 @@ class NumpyBackend(Backend):
     is_gpu = False
 
     def __init__(self):
-        from ._host_memory import keep_freed_memory
+        from gpunda.backends._host_memory import keep_freed_memory
         keep_freed_memory()     # NOTE [Host memory pool]
 
     @property
@@ -81,5 +81,5 @@ class NumpyBackend(Backend):
             return 0, 0
 
     def empty_cache(self):
-        from ._host_memory import release_free_memory
+        from gpunda.backends._host_memory import release_free_memory
         release_free_memory()

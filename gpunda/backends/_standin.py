@@ -25,10 +25,10 @@ import types
 
 import numpy as np
 
-from . import _standin_cuda as _cuda
-from . import _standin_names as _names
-from ._numpy import Backend
-from ._standin_array import (_SCALARS, _call, _check_h2d, _check_lib, _check_sync, _index,
+from gpunda.backends import _standin_cuda as _cuda
+from gpunda.backends import _standin_names as _names
+from gpunda.backends._numpy import Backend
+from gpunda.backends._standin_array import (_SCALARS, _call, _check_h2d, _check_lib, _check_sync, _index,
                              _missing, _new, _unwrap, ndarray)
 
 __all__ = ["ndarray", "xp", "StandinBackend", "enabled", "env_enabled", "NAME"]
@@ -274,7 +274,7 @@ class _RandomState:
 
 
 def _from_dlpack(x, *, device=None, copy=None):
-    from . import _standin_dlpack
+    from gpunda.backends import _standin_dlpack
     return _new(_standin_dlpack.import_(x))
 
 
@@ -282,7 +282,7 @@ def _build():
     import cupyx.scipy.special  # noqa: F401 -- makes the namespace importable
     import scipy.special
 
-    from . import _standin_sparse
+    from gpunda.backends import _standin_sparse
     cuda = types.ModuleType("cupy.cuda")
     for n in ("Device", "Stream", "Event", "Graph", "MemoryPool", "using_allocator",
               "get_current_stream", "runtime", "memory", "is_available"):
@@ -372,8 +372,8 @@ class StandinBackend(Backend):
 @contextlib.contextmanager
 def enabled():
     """Make ``gpu(0)`` the stand-in for the duration (the pytest fixture's body)."""
-    from .. import backends, context
-    from . import discovery
+    from gpunda import backends, context
+    from gpunda.backends import discovery
     old_env = os.environ.get("GPUNDA_TEST_STANDIN_GPU")
     os.environ["GPUNDA_TEST_STANDIN_GPU"] = "1"
     saved = discovery._probe_result, dict(backends._gpus)

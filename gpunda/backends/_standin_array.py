@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _standin_cuda as _cuda
+from gpunda.backends import _standin_cuda as _cuda
 
 _check_sync, _check_h2d, _check_lib = _cuda.check_sync, _cuda.check_h2d, _cuda.check_library
 _SCALARS = (int, float, complex, bool, np.generic)
 
 
 def _xp():
-    from . import _standin    # the stand-in cupy module (built once, on first import)
+    from gpunda.backends import _standin    # the stand-in cupy module (built once, on first import)
     return _standin.xp
 
 
 def _names():
-    from . import _standin_names
+    from gpunda.backends import _standin_names
     return _standin_names
 
 
@@ -287,7 +287,7 @@ class ndarray:
         return (2, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from . import _standin_dlpack
+        from gpunda.backends import _standin_dlpack
         return _standin_dlpack.export(self._a)
 
     # indexing

@@ -12,9 +12,9 @@ import types
 
 import numpy as np
 
-from . import _standin_array as _s
-from . import _standin_cuda as _cuda
-from . import _standin_names as _names
+from gpunda.backends import _standin_array as _s
+from gpunda.backends import _standin_cuda as _cuda
+from gpunda.backends import _standin_names as _names
 
 _DTYPES = frozenset(np.dtype(t) for t in ("bool", "float32", "float64", "complex64",
                                            "complex128"))

@@ -149,7 +149,7 @@ def list_gpus():
     if n == 0:
         return []
     if standin_active():
-        from . import _standin, _standin_cuda
+        from gpunda.backends import _standin, _standin_cuda
         free, total = _standin_cuda.runtime.memGetInfo()
         return [GpuInfo(0, None, _standin.NAME, total, free)]
     import cupy
@@ -202,11 +202,11 @@ def compute_capability(ordinal):
     """
     n, why = probe()
     if not 0 <= ordinal < n:
-        from ..base import GpundaError
+        from gpunda.base import GpundaError
         raise GpundaError(f"compute_capability: gpu({ordinal}) is not usable "
                           f"({why or f'{n} GPU(s) visible'})")
     if standin_active():
-        from ._standin_cuda import runtime    # the test stand-in's device, not a real one
+        from gpunda.backends._standin_cuda import runtime    # the test stand-in's device, not a real one
     else:
         from cupy.cuda import runtime
     props = runtime.getDeviceProperties(ordinal)

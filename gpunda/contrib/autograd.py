@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 
-from .. import autograd as _ag
-from ..base import GpundaError, string_types
-from ..ndarray import NDArray, zeros_like
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError, string_types
+from gpunda.ndarray import NDArray, zeros_like
 
 __all__ = ["set_is_training", "TrainingStateScope", "train_section", "test_section",
            "mark_variables", "backward", "compute_gradient", "grad_and_loss", "grad",

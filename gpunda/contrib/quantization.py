@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import NotImplementedForGpunda
+from gpunda.base import NotImplementedForGpunda
 
 __all__ = ["combine_histogram", "quantize_model", "quantize_model_mkldnn", "quantize_graph",
            "calib_graph", "quantize_net", "quantize_net_v2"]
@@ -81,8 +81,8 @@ def _get_optimal_threshold(hist_data, quantized_dtype, num_quantized_bins=255):
     Returns:
         ``(min_val, max_val, threshold, divergence)``, the last two as (1,) float32 arrays.
     """
-    from .. import ndarray
-    from ..context import cpu
+    from gpunda import ndarray
+    from gpunda.context import cpu
     hist, hist_edges, min_val, max_val, _ = hist_data
     if len(hist) % 2 != 1:
         raise AssertionError(f"_get_optimal_threshold: the histogram needs an odd number of "

@@ -6,7 +6,7 @@ in NumPy mode a block must return only ``mx.np.ndarray`` (TypeError otherwise, a
 """
 from __future__ import annotations
 
-from ..util import is_np_array, is_np_shape
+from gpunda.util import is_np_array, is_np_shape
 
 __all__ = ["is_np_array", "is_np_shape", "to_np", "np_var", "is_np_input", "check_same_symbol_type",
            "check_all_np"]
@@ -17,7 +17,7 @@ _np_class = []     # mx.np.ndarray once looked up (every block call in NumPy mod
 
 def _np_cls():
     if not _np_class:
-        from ..numpy import ndarray
+        from gpunda.numpy import ndarray
         _np_class.append(ndarray)
     return _np_class[0]
 
@@ -33,7 +33,7 @@ def to_np(arrays):
 
 def np_var(sym):
     """An np Symbol over the graph of ``sym`` (a new object; ``sym`` is unchanged)."""
-    from ..symbol.numpy import _Symbol
+    from gpunda.symbol.numpy import _Symbol
     return _Symbol(sym._outputs)
 
 
@@ -64,8 +64,8 @@ def check_all_np(out):
     """In NumPy mode a block's outputs must all be ``mx.np.ndarray`` (or np Symbols)."""
     if type(out) is _np_cls():
         return
-    from ..ndarray.ndarray import NDArray
-    from ..symbol.symbol import Symbol
+    from gpunda.ndarray.ndarray import NDArray
+    from gpunda.symbol.symbol import Symbol
     if isinstance(out, (NDArray, Symbol)):
         import sys
         sym_mod = sys.modules.get("gpunda.symbol.numpy")

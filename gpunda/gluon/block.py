@@ -21,30 +21,30 @@ import threading
 import warnings
 from collections import OrderedDict
 
-from .. import name as _name
-from ..base import GpundaError
-from ..context import Context
-from .parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
-from . import _np_mode
-from .utils import HookHandle
+from gpunda import name as _name
+from gpunda.base import GpundaError
+from gpunda.context import Context
+from gpunda.gluon.parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
+from gpunda.gluon import _np_mode
+from gpunda.gluon.utils import HookHandle
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
 
 def _nd():
-    from .. import ndarray
+    from gpunda import ndarray
     return ndarray
 
 
 def _sym():
-    from .. import symbol
+    from gpunda import symbol
     return symbol
 
 
 def _nd_module():
     global _ND_MODULE
     if _ND_MODULE is None:
-        from .. import ndarray
+        from gpunda import ndarray
         _ND_MODULE = ndarray
     return _ND_MODULE
 
@@ -55,7 +55,7 @@ _ND_MODULE = None
 def _is_nd(x):
     global _NDArray
     if _NDArray is None:
-        from ..ndarray import NDArray as _N
+        from gpunda.ndarray import NDArray as _N
         _NDArray = _N
     return isinstance(x, _NDArray)
 
@@ -66,7 +66,7 @@ _NDArray = None
 def _is_sym(x):
     global _Symbol
     if _Symbol is None:
-        from ..symbol import Symbol as _S
+        from gpunda.symbol import Symbol as _S
         _Symbol = _S
     return isinstance(x, _Symbol)
 
@@ -411,12 +411,12 @@ class Block:
 
         ``load`` reads them back into a model created the same way (see ``block_save``).
         """
-        from .block_save import save_model
+        from gpunda.gluon.block_save import save_model
         save_model(self, prefix)
 
     def load(self, prefix):
         """Load a model saved by ``save`` into this identically built model."""
-        from .block_save import load_model
+        from gpunda.gluon.block_save import load_model
         load_model(self, prefix)
 
     def save_params(self, filename):
@@ -627,7 +627,7 @@ class HybridBlock(Block):
         return {k: v.var() for k, v in self._reg_params.items()}
 
     def _build_cache(self, *args):
-        from ..cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         data, out = self._get_graph(*args)
         data_names = {d.name: i for i, d in enumerate(data)}
         params = self.collect_params()
@@ -776,8 +776,8 @@ def _have_cached_op():
     global _HAVE_CACHED_OP
     if _HAVE_CACHED_OP is None:
         try:
-            from ..cached_op import CachedOp  # noqa: F401
-            from .. import symbol
+            from gpunda._engine.cached_op import CachedOp  # noqa: F401
+            from gpunda import symbol
             _HAVE_CACHED_OP = hasattr(symbol, "var") and hasattr(symbol, "Group")
         except ImportError:
             _HAVE_CACHED_OP = False
@@ -852,7 +852,7 @@ class SymbolBlock(HybridBlock):
         for n in out.list_auxiliary_states():
             if n not in input_names:
                 self.params.get(n, grad_req="null", allow_deferred_init=True)
-        from ..symbol.symbol import _STYPE_TO_CODE
+        from gpunda.symbol.symbol import _STYPE_TO_CODE
         rsp = str(_STYPE_TO_CODE["row_sparse"])
         for node in out.get_internals():
             if node.attr("__storage_type__") == rsp:

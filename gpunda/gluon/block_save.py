@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 
 def save_model(block, prefix):
     """Write ``prefix-model.json`` (structure and cached graphs) and ``prefix-model.params``."""
-    from .block import HybridBlock
+    from gpunda.gluon.block import HybridBlock
     model = {}
     counter = [0]
 
@@ -53,8 +53,8 @@ def save_model(block, prefix):
 
 def load_model(block, prefix):
     """Restore names, cached graphs and parameter values saved by ``save_model``."""
-    from .block import HybridBlock
-    from ..symbol import load_json
+    from gpunda.gluon.block import HybridBlock
+    from gpunda.symbol import load_json
     with open(prefix + "-model.json") as f:
         model = json.load(f)
     counter = [0]

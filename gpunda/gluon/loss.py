@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from .. import ndarray as _ndmod
-from .. import ndarray  # noqa: F401 -- a name MXNet's loss module has
-from ..base import GpundaError, numeric_types  # noqa: F401
-from ..util import is_np_array  # noqa: F401
-from .block import HybridBlock
+from gpunda import ndarray as _ndmod
+from gpunda import ndarray  # noqa: F401 -- a name MXNet's loss module has
+from gpunda.base import GpundaError, numeric_types  # noqa: F401
+from gpunda.util import is_np_array  # noqa: F401
+from gpunda.gluon.block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "CTCLoss", "HuberLoss",

@@ -13,11 +13,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import autograd
-from . import _np_mode
-from .. import initializer
-from ..base import GpundaError
-from ..context import Context, cpu, current_context
+from gpunda import autograd
+from gpunda.gluon import _np_mode
+from gpunda import initializer
+from gpunda.base import GpundaError
+from gpunda.context import Context, cpu, current_context
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
            "tensor_types"]
@@ -32,7 +32,7 @@ def _shape_known(shape):
 
 
 def _nd():
-    from .. import ndarray
+    from gpunda import ndarray
     return ndarray
 
 
@@ -40,8 +40,8 @@ def __getattr__(name):
     # ``tensor_types`` is MXNet's tuple (Symbol, NDArray); built on first use so that
     # importing gluon does not import the symbol package
     if name == "tensor_types":
-        from ..ndarray import NDArray
-        from ..symbol import Symbol
+        from gpunda.ndarray import NDArray
+        from gpunda.symbol import Symbol
         return (Symbol, NDArray)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -252,7 +252,7 @@ class Parameter:
         return self._get_row_sparse(self._data, list, row_id)
 
     def _get_row_sparse(self, arr_list, ctx, row_id):
-        from ..ndarray import NDArray
+        from gpunda.ndarray import NDArray
         if not isinstance(row_id, NDArray):
             raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
         if not self._trainer:
@@ -479,7 +479,7 @@ class Parameter:
     def var(self):
         """The symbol variable for this parameter (used when hybridizing)."""
         if self._var is None:
-            from .. import symbol
+            from gpunda import symbol
             init = self.init
             if isinstance(init, initializer.Initializer):
                 init = init.dumps()
@@ -492,7 +492,7 @@ class Parameter:
 
     def cast(self, dtype):
         """Convert value and gradient to ``dtype``."""
-        from ..ops.registry import parse_dtype
+        from gpunda.ops.registry import parse_dtype
         self._dtype = parse_dtype(dtype, f"Parameter {self.name!r}: cast").type
         self._var = None
         if self._data is None:

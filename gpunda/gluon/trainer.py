@@ -13,9 +13,9 @@ import os
 
 import numpy as np
 
-from .. import optimizer as opt
-from ..base import GpundaError
-from .parameter import Parameter, ParameterDict
+from gpunda import optimizer as opt
+from gpunda.base import GpundaError
+from gpunda.gluon.parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer"]
 
@@ -90,7 +90,7 @@ class Trainer:
             self._ready()
 
     def _check_kvstore_name(self, kvstore, update_on_kvstore):
-        from .. import kvstore as kvs
+        from gpunda import kvstore as kvs
         self._dist_kv = None
         name = getattr(kvstore, "type", kvstore)
         if isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
@@ -144,7 +144,7 @@ class Trainer:
 
     def _init_kvstore(self):
         """Create the kvstore and decide ``update_on_kvstore`` (MXNet's rules)."""
-        from .. import kvstore as kvs
+        from gpunda import kvstore as kvs
         self._ready_contexts()
         config = self._kvstore_params
         kvstore, want = config["kvstore"], config["update_on_kvstore"]
@@ -193,7 +193,7 @@ class Trainer:
         self._kv_initialized = True
 
     def _create_kvstore(self, kvstore):
-        from .. import kvstore as kvs
+        from gpunda import kvstore as kvs
         update = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
         if kvstore is None:
             kv = None
@@ -237,7 +237,7 @@ class Trainer:
 
     def _prepare(self):
         """Make the kvstore and push new parameters, as each public entry point does."""
-        from .. import autograd
+        from gpunda import autograd
         self._ready()
         with autograd.pause():      # may run inside record() (row_sparse_data in forward)
             if not self._kv_initialized:
@@ -247,7 +247,7 @@ class Trainer:
 
     def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
         """Rows ``row_id`` of a row_sparse ``parameter`` from the kvstore into ``out``."""
-        from .. import autograd
+        from gpunda import autograd
         self._prepare()
         idx = self._param2idx[parameter.name]
         with autograd.pause():      # a pull is not part of the recorded computation

@@ -9,11 +9,11 @@ import weakref
 
 import numpy as np
 
-from .. import autograd as _ag
-from .. import ndarray as nd
-from ..base import GpundaError
-from ..context import Context
-from ..util import is_np_array, is_np_shape  # noqa: F401 (MXNet re-exports them here)
+from gpunda import autograd as _ag
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError
+from gpunda.context import Context
+from gpunda.util import is_np_array, is_np_shape  # noqa: F401 (MXNet re-exports them here)
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
            "replace_file", "HookHandle", "shape_is_known"]

@@ -5,21 +5,21 @@ so pixels match MXNet's; they run on the host. ``ImageIter`` reads .rec files or
 lists; ``mx.image.detection`` (alias ``mx.image.det``) holds ``ImageDetIter`` and the
 detection augmenters.
 """
-from .image import (imread, imdecode, imresize, copyMakeBorder, scale_down,  # noqa: F401
+from gpunda.image.image import (imread, imdecode, imresize, copyMakeBorder, scale_down,  # noqa: F401
                     resize_short, fixed_crop, random_crop, center_crop, color_normalize,
                     random_size_crop, imrotate, random_rotate)
-from .augmenters import (Augmenter, SequentialAug, ResizeAug, ForceResizeAug,  # noqa: F401
+from gpunda.image.augmenters import (Augmenter, SequentialAug, ResizeAug, ForceResizeAug,  # noqa: F401
                          RandomCropAug, RandomSizedCropAug, CenterCropAug, RandomOrderAug,
                          BrightnessJitterAug, ContrastJitterAug, SaturationJitterAug,
                          HueJitterAug, ColorJitterAug, LightingAug, ColorNormalizeAug,
                          RandomGrayAug, HorizontalFlipAug, CastAug, CreateAugmenter)
-from . import image  # noqa: F401
-from .. import ndarray as nd  # noqa: F401
-from ..base import numeric_types  # noqa: F401
-from ..util import is_np_array  # noqa: F401
-from .image_iter import ImageIter  # noqa: F401,E402
-from . import detection  # noqa: E402
-from . import detection as det  # noqa: F401,E402
-from .detection import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401,E402
+from gpunda.image import image  # noqa: F401
+from gpunda import ndarray as nd  # noqa: F401
+from gpunda.base import numeric_types  # noqa: F401
+from gpunda.util import is_np_array  # noqa: F401
+from gpunda.image.image_iter import ImageIter  # noqa: F401,E402
+from gpunda.image import detection  # noqa: E402
+from gpunda.image import detection as det  # noqa: F401,E402
+from gpunda.image.detection import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401,E402
                         DetHorizontalFlipAug, DetRandomCropAug, DetRandomPadAug,
                         CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)

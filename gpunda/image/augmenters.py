@@ -11,9 +11,9 @@ import random
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError
-from .image import (center_crop, color_normalize, imresize, interp_method, random_crop,
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError
+from gpunda.image.image import (center_crop, color_normalize, imresize, interp_method, random_crop,
                     random_size_crop, resize_short)
 
 __all__ = ["Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug",

@@ -13,12 +13,12 @@ import warnings
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError, numeric_types
-from .augmenters import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug,
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError, numeric_types
+from gpunda.image.augmenters import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug,
                          ForceResizeAug, HueJitterAug, LightingAug, RandomGrayAug, ResizeAug,
                          _EIGVAL, _EIGVEC, _MEAN, _STD)
-from .image import copyMakeBorder, fixed_crop
+from gpunda.image.image import copyMakeBorder, fixed_crop
 
 __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug",
            "DetRandomCropAug", "DetRandomPadAug", "CreateMultiRandCropAugmenter",

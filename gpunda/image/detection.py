@@ -15,13 +15,13 @@ import warnings
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError
-from ..io.io import DataBatch
-from .det_augmenters import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError
+from gpunda.io.io import DataBatch
+from gpunda.image.det_augmenters import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401
                              DetHorizontalFlipAug, DetRandomCropAug, DetRandomPadAug,
                              CreateMultiRandCropAugmenter, CreateDetAugmenter)
-from .image_iter import ImageIter
+from gpunda.image.image_iter import ImageIter
 
 __all__ = ["DetAugmenter", "DetBorrowAug", "DetRandomSelectAug", "DetHorizontalFlipAug",
            "DetRandomCropAug", "DetRandomPadAug", "CreateMultiRandCropAugmenter",

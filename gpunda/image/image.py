@@ -10,8 +10,8 @@ import random
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError, numeric_types
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError, numeric_types
 
 __all__ = ["imread", "imdecode", "imresize", "copyMakeBorder", "scale_down", "resize_short",
            "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
@@ -209,4 +209,4 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
     return center_crop(src, size, interp)
 
 
-from .rotate import imrotate, random_rotate  # noqa: E402
+from gpunda.image.rotate import imrotate, random_rotate  # noqa: E402

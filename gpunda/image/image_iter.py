@@ -19,11 +19,11 @@ import random
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import GpundaError, numeric_types
-from ..io.io import DataBatch, DataIter
-from .augmenters import CreateAugmenter
-from .image import imdecode
+from gpunda import ndarray as nd
+from gpunda.base import GpundaError, numeric_types
+from gpunda.io.io import DataBatch, DataIter
+from gpunda.image.augmenters import CreateAugmenter
+from gpunda.image.image import imdecode
 
 __all__ = ["ImageIter"]
 
@@ -101,7 +101,7 @@ class ImageIter(DataIter):
                               f"'pad', 'discard' or 'roll_over'")
         if int(batch_size) < 1:
             raise GpundaError(f"{name}: batch_size={batch_size} must be >= 1")
-        from .. import recordio
+        from gpunda import recordio
         self.imgidx = None
         if path_imgrec:
             if path_imgidx:
@@ -178,7 +178,7 @@ class ImageIter(DataIter):
         """(label, encoded image bytes) of the next sample; StopIteration at the end."""
         if not self._allow_read:
             raise StopIteration
-        from .. import recordio
+        from gpunda import recordio
         if self.seq is not None:
             if self.cur >= self.num_image:
                 if self.last_batch_handle != "discard":

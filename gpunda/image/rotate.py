@@ -43,7 +43,7 @@ def _bilinear_rotate(xp, img, rad, scale):
 
 def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     """Rotate a float32 CHW image (or NCHW batch) by degrees, counter-clockwise."""
-    from ..ndarray.ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     if zoom_in and zoom_out:
         raise ValueError("`zoom_in` and `zoom_out` cannot be both True")
     if src.dtype != np.float32:

@@ -2,7 +2,7 @@
 
 The file-reading iterators load on first use, keeping ``import gpunda`` fast.
 """
-from .io import (DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter,  # noqa: F401
+from gpunda.io.io import (DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter,  # noqa: F401
                  NDArrayIter)
 
 _LAZY = {name: "native" for name in ("MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["DefaultImageAugmenter", "AUG_DEFAULTS", "cv_inter"]
 

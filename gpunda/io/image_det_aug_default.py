@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .image_aug_default import cv_inter, hls_shift, resize_shorter, saturate_affine
+from gpunda.base import GpundaError
+from gpunda.io.image_aug_default import cv_inter, hls_shift, resize_shorter, saturate_affine
 
 __all__ = ["DetLabel", "DefaultImageDetAugmenter", "DET_AUG_DEFAULTS"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda
-from .image_rec import ImageRecordIter
+from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.io.image_rec import ImageRecordIter
 
 __all__ = ["ImageDetRecordIter"]
 
@@ -67,7 +67,7 @@ class ImageDetRecordIter(ImageRecordIter):
                          data_name=data_name, label_name=label_name, **kwargs)
 
     def _build_augmenter(self, kwargs, resize, rand_crop):
-        from .image_det_aug_default import DET_AUG_DEFAULTS, DefaultImageDetAugmenter
+        from gpunda.io.image_det_aug_default import DET_AUG_DEFAULTS, DefaultImageDetAugmenter
         params = {k: kwargs.pop(k) for k in list(kwargs) if k in DET_AUG_DEFAULTS}
         return DefaultImageDetAugmenter(self.data_shape, "ImageDetRecordIter", resize=resize,
                                         **params)

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda
-from .native import _RoundBatchIter, _batch_shape, _check_batch_size
+from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.io.native import _RoundBatchIter, _batch_shape, _check_batch_size
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter"]
 
@@ -29,7 +29,7 @@ _ACCEPTED = {"path_imglist", "aug_seq", "verbose", "device_id", "prefetch_buffer
 
 def _record_starts(path):
     """Byte offset of every record of a .rec file, and the file size."""
-    from ..recordio import MXRecordIO
+    from gpunda.recordio import MXRecordIO
     r = MXRecordIO(path, "r")
     starts = []
     try:
@@ -94,7 +94,7 @@ class ImageRecordIter(_RoundBatchIter):
 
     def _build_augmenter(self, kwargs, **explicit):
         """The per-image augmenter; takes its parameters out of ``kwargs``."""
-        from .image_aug_default import AUG_DEFAULTS, DefaultImageAugmenter
+        from gpunda.io.image_aug_default import AUG_DEFAULTS, DefaultImageAugmenter
         params = {k: kwargs.pop(k) for k in list(kwargs) if k in AUG_DEFAULTS}
         return DefaultImageAugmenter(self.data_shape, type(self).__name__, **params, **explicit)
 
@@ -119,7 +119,7 @@ class ImageRecordIter(_RoundBatchIter):
             self._new_epoch()
 
     def _read(self, i):
-        from ..recordio import MXRecordIO, unpack
+        from gpunda.recordio import MXRecordIO, unpack
         r = MXRecordIO(self.path_imgrec, "r")
         try:
             r._seek(self._offsets[i])
@@ -168,7 +168,7 @@ class ImageRecordIter(_RoundBatchIter):
         return x * (contrast / std) + illumination / std
 
     def _load_mean(self, path):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         if os.path.exists(path):
             arr = nd.load(path)
             arr = next(iter(arr.values())) if isinstance(arr, dict) else arr[0]
@@ -192,7 +192,7 @@ class ImageRecordIter(_RoundBatchIter):
         return _batch_shape(self.batch_size, (self.label_width,))
 
     def _make(self, idx):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         if self._seed_aug is not None:
             # seed_aug makes each image's augmentation depend only on its position
             seeds = [(self._seed_aug + int(self._order[i])) % 2 ** 31 for i in idx]

@@ -7,7 +7,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ..base import GpundaError, mx_real_t
+from gpunda.base import GpundaError, mx_real_t
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "ResizeIter", "PrefetchingIter", "NDArrayIter"]
 
@@ -257,7 +257,7 @@ def _is_h5(v):
 
 def _init_data(data, allow_empty, default_name):
     """(name, array) pairs sorted by name; plain arrays become NDArrays (float32 by default)."""
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     if data is None:
         if not allow_empty:
             raise GpundaError("NDArrayIter: data must not be None")
@@ -292,7 +292,7 @@ def _is_scipy_csr(v):
 
 
 def _is_csr(v):
-    from ..ndarray import NDArray
+    from gpunda.ndarray import NDArray
     return isinstance(v, NDArray) and getattr(v, "stype", "default") == "csr"
 
 
@@ -389,7 +389,7 @@ class NDArrayIter(DataIter):
         return DataBatch(data=data, label=label, pad=self.getpad(), index=None)
 
     def _slice(self, v, start, end):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         ax = self._axis()
         if _is_h5(v):
             # h5py reads only increasing indices: read sorted, then restore the order
@@ -410,7 +410,7 @@ class NDArrayIter(DataIter):
         return [self._slice(v, start, end) for _, v in source]
 
     def _concat(self, first, second):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         if not first or not second:
             return first if first else second
         return [nd.concat(a, b, dim=self._axis()) for a, b in zip(first, second)]
@@ -456,7 +456,7 @@ class NDArrayIter(DataIter):
         return 0
 
     def _shuffle_data(self):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         np.random.shuffle(self.idx)
         self.data = self._take(self.data, nd)
         self.label = self._take(self.label, nd)

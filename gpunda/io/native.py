@@ -14,8 +14,8 @@ import struct
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda
-from .io import DataBatch, DataDesc, DataIter
+from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.io.io import DataBatch, DataDesc, DataIter
 
 __all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
            "ImageRecordIter_v1",
@@ -182,7 +182,7 @@ class CSVIter(_RoundBatchIter):
         return _batch_shape(self.batch_size, self.label_shape)
 
     def _make(self, idx):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         return (nd.array(self._data[idx].reshape(self._data_batch_shape()), dtype=self._dtype),
                 nd.array(self._label[idx].reshape(self._label_batch_shape()), dtype=self._dtype))
 
@@ -273,7 +273,7 @@ class LibSVMIter(_RoundBatchIter):
         return _batch_shape(self.batch_size, self.label_shape)
 
     def _make(self, idx):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         data = nd.sparse.array(self._data[idx])
         label = (nd.sparse.array(self._label[idx]) if self._label_sparse
                  else nd.array(self._label[idx]))
@@ -340,7 +340,7 @@ class MNISTIter(MXDataIter):
         self._loc = 0
 
     def iter_next(self):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         lo, hi = self._loc, self._loc + self.batch_size
         if hi > len(self._img):
             return False

@@ -1,2 +1,2 @@
 """Helpers of mx.io kept under MXNet's module name (``mx.io.utils``)."""
-from .io import _init_data  # noqa: F401
+from gpunda.io.io import _init_data  # noqa: F401

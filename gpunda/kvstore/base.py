@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-from .._not_built import define_stubs
-from ..base import NotImplementedForGpunda
+from gpunda._core.not_built import define_stubs
+from gpunda.base import NotImplementedForGpunda
 
 __all__ = ["KVStoreBase", "KVStoreServer", "TestStore"]
 
@@ -149,7 +149,7 @@ class TestStore(KVStoreBase):
 def create(name="local"):
     """A key-value store by name: a store registered with ``KVStoreBase.register`` first,
     else one of the built-in types (``kvstore.create``)."""
-    from .kvstore import create as _create
+    from gpunda.kvstore.kvstore import create as _create
     return _create(name)
 
 

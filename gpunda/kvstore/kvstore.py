@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
-from .. import autograd as _ag
-from ..base import GpundaError
-from ..context import cpu
-from .base import KVStoreBase, KVStoreServer
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.context import cpu
+from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -68,7 +68,7 @@ def _log_sparse_pull_ignored():
 
 
 def _nd_type():
-    from ..ndarray import NDArray
+    from gpunda.ndarray import NDArray
     return NDArray
 
 
@@ -274,7 +274,7 @@ class KVStore(KVStoreBase):
         return total
 
     def _reduce_row_sparse(self, parts, stored):
-        from ..ndarray import sparse
+        from gpunda.ndarray import sparse
         ctx = stored.context
         dense = parts[0].tostype("default").as_in_context(ctx)
         for p in parts[1:]:
@@ -364,7 +364,7 @@ class KVStore(KVStoreBase):
 
     @staticmethod
     def _pull_rows(stored, target, row_ids):
-        from ..ndarray import sparse
+        from gpunda.ndarray import sparse
         rows = np.unique(row_ids.asnumpy().astype(np.int64))
         n = stored.shape[0]
         if rows.size and (rows[0] < 0 or rows[-1] >= n):
@@ -388,7 +388,7 @@ class KVStore(KVStoreBase):
     # -- optimizer on the store ---------------------------------------------------
     def set_optimizer(self, optimizer):
         """Run ``optimizer`` on pushed gradients (every rank applies it to its replica)."""
-        from .. import optimizer as opt
+        from gpunda import optimizer as opt
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
 

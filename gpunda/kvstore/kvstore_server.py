@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..base import GpundaError
-from .base import KVStoreServer
+from gpunda.base import GpundaError
+from gpunda.kvstore.base import KVStoreServer
 
 __all__ = ["KVStoreServer"]
 

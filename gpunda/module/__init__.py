@@ -8,11 +8,11 @@ modules written in Python. The loops (``fit``, ``score``, ``predict``) are in
 """
 from __future__ import annotations
 
-from .base_module import BaseModule
-from .module import Module
-from .bucketing_module import BucketingModule
-from .sequential_module import SequentialModule
-from .python_module import PythonModule, PythonLossModule
+from gpunda.module.base_module import BaseModule
+from gpunda.module.module import Module
+from gpunda.module.bucketing_module import BucketingModule
+from gpunda.module.sequential_module import SequentialModule
+from gpunda.module.python_module import PythonModule, PythonLossModule
 
 __all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
            "PythonLossModule"]

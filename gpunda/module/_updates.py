@@ -21,7 +21,7 @@ _LOCAL_UPDATE_LIMIT = 1024 * 1024 * 16
 
 def create_kvstore(kvstore, num_device, arg_params):
     """``(kvstore or None, update_on_kvstore)`` for a kvstore given as KVStore, str or None."""
-    from .. import kvstore as kvs
+    from gpunda import kvstore as kvs
     update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
     if kvstore is None:
         kv = None

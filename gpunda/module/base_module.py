@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-from ..base import GpundaError, _as_list
-from ..initializer import Uniform
+from gpunda.base import GpundaError, _as_list
+from gpunda.initializer import Uniform
 
 __all__ = ["BaseModule"]
 
@@ -52,7 +52,7 @@ def _check_names_match(names, descs, kind, throw):
 
 
 def _as_desc(x):
-    from ..io import DataDesc
+    from gpunda.io import DataDesc
     if isinstance(x, DataDesc):
         desc = x
     else:
@@ -114,8 +114,8 @@ class BaseModule:
     def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
               score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
         """Run ``eval_data`` through the module; returns ``eval_metric``'s (name, value) list."""
-        from .. import metric
-        from ..model import BatchEndParam
+        from gpunda import metric
+        from gpunda.model import BatchEndParam
         self._check_ready("score")
         if reset:
             eval_data.reset()
@@ -166,8 +166,8 @@ class BaseModule:
         With ``merge_batches`` the batches are concatenated (one array when there is
         one output, unless ``always_output_list``); else one list per batch.
         """
-        from .. import ndarray
-        from ..io import DataBatch, DataIter
+        from gpunda import ndarray
+        from gpunda.io import DataBatch, DataIter
         self._check_ready("predict")
         if isinstance(eval_data, (ndarray.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
@@ -214,8 +214,8 @@ class BaseModule:
         the batch-end callbacks; per epoch: logs the training metric, syncs the
         parameters, calls the epoch-end callbacks and scores ``eval_data``.
         """
-        from .. import metric
-        from ..model import BatchEndParam
+        from gpunda import metric
+        from gpunda.model import BatchEndParam
         if num_epoch is None:
             raise GpundaError("fit: please specify number of epochs (num_epoch)")
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
@@ -330,8 +330,8 @@ class BaseModule:
 
     def save_params(self, fname):
         """Save the parameters to ``fname`` (``arg:``/``aux:`` keys, MXNet's format)."""
-        from .. import ndarray
-        from ..context import cpu
+        from gpunda import ndarray
+        from gpunda.context import cpu
         arg_params, aux_params = self.get_params()
         save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
         save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
@@ -339,7 +339,7 @@ class BaseModule:
 
     def load_params(self, fname):
         """Load parameters saved by ``save_params`` (or ``mx.model.save_checkpoint``)."""
-        from .. import ndarray
+        from gpunda import ndarray
         save_dict = ndarray.load(fname)
         arg_params, aux_params = {}, {}
         items = save_dict.items() if isinstance(save_dict, dict) else ()

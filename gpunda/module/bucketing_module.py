@@ -14,10 +14,10 @@ import warnings
 
 import numpy as np
 
-from ..base import GpundaError
-from ..initializer import Uniform
-from .base_module import BaseModule, _check_input_names, _require
-from .module import Module
+from gpunda.base import GpundaError
+from gpunda.initializer import Uniform
+from gpunda.module.base_module import BaseModule, _check_input_names, _require
+from gpunda.module.module import Module
 
 __all__ = ["BucketingModule"]
 
@@ -28,7 +28,7 @@ class BucketingModule(BaseModule):
     def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=None,
                  work_load_list=None, fixed_param_names=None, state_names=None,
                  group2ctxs=None, compression_params=None):
-        from ..context import current_context
+        from gpunda.context import current_context
         super().__init__(logger=logger)
         if default_bucket_key is None:
             raise GpundaError("BucketingModule: default_bucket_key is required")
@@ -64,7 +64,7 @@ class BucketingModule(BaseModule):
         self._curr_bucket_key = None
 
     def _call_sym_gen(self, *args, **kwargs):
-        from ..name import NameManager
+        from gpunda.name import NameManager
         # a fresh name manager per call, so every bucket's symbol names its layers alike
         with NameManager():
             return self._sym_gen(*args, **kwargs)
@@ -265,7 +265,7 @@ class BucketingModule(BaseModule):
     def save_checkpoint(self, prefix, epoch, remove_amp_cast=False):
         """Write ``prefix-EPOCH.params``, one ``prefix-KEY-symbol.json`` per bucket and
         ``prefix.buckets`` (the keys), as MXNet's BucketingModule does."""
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         _require(len(self._buckets) > 0, "Empty BucketingModule cannot be saved")
         self.save_params(f"{prefix}-{epoch:04d}.params")
         for key in self._buckets:
@@ -276,9 +276,9 @@ class BucketingModule(BaseModule):
     @staticmethod
     def load(prefix, epoch, sym_gen=None, default_bucket_key=None, **kwargs):
         """A BucketingModule from files written by ``save_checkpoint``."""
-        from .. import ndarray as nd
-        from .. import symbol as sym
-        from ..model import load_params
+        from gpunda import ndarray as nd
+        from gpunda import symbol as sym
+        from gpunda.model import load_params
         if sym_gen is None:
             raise GpundaError("BucketingModule.load: sym_gen is required")
         if default_bucket_key is None:

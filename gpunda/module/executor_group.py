@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["DataParallelExecutorGroup", "split_input_slice", "merge_devices"]
 
@@ -41,13 +41,13 @@ def split_input_slice(batch_size, work_load_list):
 
 
 def _as_descs(shapes):
-    from ..io import DataDesc
+    from gpunda.io import DataDesc
     return [x if isinstance(x, DataDesc) else DataDesc(*x) for x in shapes]
 
 
 def _copy_part(src, dst, sl, axis):
     """Copy the part ``sl`` along ``axis`` of ``src`` (the whole when it fits) into ``dst``."""
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     if not isinstance(src, nd.NDArray):
         src = nd.array(src, dtype=dst.dtype)
     if axis >= 0 and (sl.start != 0 or src.shape[axis] != sl.stop):
@@ -80,7 +80,7 @@ def _batch_field(batch, field, n):
 
 def merge_devices(outputs, axes):
     """One array per output: the per-device parts joined along the batch axis."""
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     merged = []
     for parts, axis in zip(outputs, axes):
         if axis >= 0 and len(parts) > 1:
@@ -93,7 +93,7 @@ def merge_devices(outputs, axes):
 
 def _group2ctxs_per_device(group2ctxs, n):
     """``group2ctxs`` as one ``{group: Context}`` dict (or None) per device."""
-    from ..context import Context
+    from gpunda.context import Context
     if group2ctxs is None:
         return [None] * n
     if isinstance(group2ctxs, list):
@@ -152,9 +152,9 @@ def _resolve_grad_req(grad_req, arg_names, param_names, fixed, data_names, input
 def _infer_inputs(sym, shapes, types):
     """Shapes and dtypes of the arguments and aux states, in one inference pass (a long
     unrolled graph makes each pass cost)."""
-    from ..symbol.infer import infer_graph, known, to_internal, to_public
-    from ..symbol.symbol import _var_shape
-    from ..util import is_np_shape
+    from gpunda.symbol.infer import infer_graph, known, to_internal, to_public
+    from gpunda.symbol.symbol import _var_shape
+    from gpunda.util import is_np_shape
     np_mode = is_np_shape()
     s_map, t_map = infer_graph(sym, {k: to_internal(v, np_mode) for k, v in shapes.items()},
                                types, _var_shape)
@@ -216,7 +216,7 @@ class DataParallelExecutorGroup:
         self.data_layouts = self.label_layouts = None
         self.output_names = symbol.list_outputs()
         self.num_outputs = len(self.output_names)
-        from ..io import DataDesc
+        from gpunda.io import DataDesc
         self.output_layouts = [DataDesc.get_batch_axis(symbol[i].attr("__layout__"))
                                for i in range(self.num_outputs)]
         self.bind_exec(data_shapes, label_shapes, shared_group)
@@ -224,7 +224,7 @@ class DataParallelExecutorGroup:
     # -- binding ----------------------------------------------------------------------
     def decide_slices(self, data_shapes):
         """Batch axis of each input; sets ``batch_size`` and the per-device ``slices``."""
-        from ..io import DataDesc
+        from gpunda.io import DataDesc
         axes = [DataDesc.get_batch_axis(d.layout) for d in data_shapes]
         for d, axis in zip(data_shapes, axes):
             if axis == -1:
@@ -239,7 +239,7 @@ class DataParallelExecutorGroup:
         return axes
 
     def _sliced_shapes(self, shapes, i, axes):
-        from ..io import DataDesc
+        from gpunda.io import DataDesc
         out = []
         for d, axis in zip(shapes, axes):
             shape = list(d.shape)
@@ -281,9 +281,9 @@ class DataParallelExecutorGroup:
         self.bind_exec(data_shapes, label_shapes, reshape=True)
 
     def _bind_ith_exec(self, i, data_shapes, label_shapes, shared_group):
-        from .. import ndarray as nd
-        from ..symbol.executor import Executor
-        from ..symbol.symbol import CODE_TO_DTYPE
+        from gpunda import ndarray as nd
+        from gpunda.symbol.executor import Executor
+        from gpunda.symbol.symbol import CODE_TO_DTYPE
         sym = self.symbol
         ctx = self.contexts[i]
         shared_exec = None if shared_group is None else shared_group.execs[i]
@@ -314,7 +314,7 @@ class DataParallelExecutorGroup:
                 return arr
             return None
 
-        from ..symbol.symbol import _STYPE_TO_CODE
+        from gpunda.symbol.symbol import _STYPE_TO_CODE
         code_to_stype = {str(v): k for k, v in _STYPE_TO_CODE.items()}
         args, grads = {}, {}
         for name, shape, t in zip(self.arg_names, arg_s, arg_t):
@@ -378,7 +378,7 @@ class DataParallelExecutorGroup:
 
     def get_params(self, arg_params, aux_params):
         """Average each parameter over the devices into ``arg_params``/``aux_params``."""
-        from ..context import cpu
+        from gpunda.context import cpu
         for names, blocks, target in ((self.param_names_in_order(), self.param_arrays,
                                        arg_params),
                                       (self.aux_names, self.aux_arrays, aux_params)):
@@ -409,7 +409,7 @@ class DataParallelExecutorGroup:
 
     def backward(self, out_grads=None):
         """Backward on every executor, with its slice of ``out_grads``."""
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         if not self.for_training:
             raise GpundaError("backward: re-bind with for_training=True to run backward")
         out_grads = [] if out_grads is None else list(out_grads)
@@ -475,7 +475,7 @@ class DataParallelExecutorGroup:
 
     def update_metric(self, eval_metric, labels, pre_sliced):
         """Update ``eval_metric`` with each executor's outputs and its slice of ``labels``."""
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         slices = self.slices or [slice(0, None)] * len(self.execs)
         single = len(self.execs) == 1
         for k, (e, sl) in enumerate(zip(self.execs, slices)):

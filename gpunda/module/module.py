@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import warnings
 
-from ..base import GpundaError
-from ..initializer import Uniform
-from .base_module import BaseModule, _check_input_names, _parse_data_desc, _require
+from gpunda.base import GpundaError
+from gpunda.initializer import Uniform
+from gpunda.module.base_module import BaseModule, _check_input_names, _parse_data_desc, _require
 
 __all__ = ["Module"]
 
@@ -38,7 +38,7 @@ class Module(BaseModule):
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
                  logger=logging, context=None, work_load_list=None, fixed_param_names=None,
                  state_names=None, group2ctxs=None, compression_params=None):
-        from ..context import Context, current_context
+        from gpunda.context import Context, current_context
         super().__init__(logger=logger)
         if context is None:
             # MXNet's default, cpu(), is its default device; gpunda's may be a GPU
@@ -92,7 +92,7 @@ class Module(BaseModule):
         With ``load_optimizer_states`` the optimizer states in ``prefix-EPOCH.states``
         are loaded when ``init_optimizer`` runs. ``kwargs`` go to ``Module(...)``.
         """
-        from ..model import load_checkpoint
+        from gpunda.model import load_checkpoint
         sym, args, auxs = load_checkpoint(prefix, epoch)
         mod = Module(symbol=sym, **kwargs)
         mod._arg_params = args
@@ -104,7 +104,7 @@ class Module(BaseModule):
 
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
         """Write ``prefix-symbol.json``, ``prefix-EPOCH.params`` (and ``.states``)."""
-        from ..model import save_checkpoint
+        from gpunda.model import save_checkpoint
         arg_params, aux_params = self.get_params()
         save_checkpoint(prefix, epoch, self._symbol, arg_params, aux_params,
                         remove_amp_cast=remove_amp_cast)
@@ -165,7 +165,7 @@ class Module(BaseModule):
         ``allow_missing``; a name the symbol lacks raises ValueError unless
         ``allow_extra``. Already initialized parameters stay unless ``force_init``.
         """
-        from ..initializer import InitDesc
+        from gpunda.initializer import InitDesc
         if self.params_initialized and not force_init:
             warnings.warn("Parameters already initialized and force_init=False. "
                           "init_params call ignored.", stacklevel=2)
@@ -226,7 +226,7 @@ class Module(BaseModule):
     def _sync_params_from_devices(self):
         self._exec_group.get_params(self._arg_params, self._aux_params)
         if self._kvstore and self._update_on_kvstore:
-            from .. import ndarray as nd
+            from gpunda import ndarray as nd
             for name, value in sorted(self._arg_params.items()):
                 if value.stype == "row_sparse":
                     ids = nd.arange(0, value.shape[0], dtype="int64")
@@ -242,8 +242,8 @@ class Module(BaseModule):
         initialized) lends its parameters and memory. ``grad_req`` is 'write', 'add',
         'null', a dict name -> req, or a list over the arguments.
         """
-        from .executor_group import DataParallelExecutorGroup
-        from .. import ndarray as nd
+        from gpunda.module.executor_group import DataParallelExecutorGroup
+        from gpunda import ndarray as nd
         if force_rebind:
             self._reset_bind()
         if self.binded:
@@ -308,8 +308,8 @@ class Module(BaseModule):
         dist_sync store) unless ``optimizer_params`` sets it; an Optimizer object keeps
         its own and a warning says so when it differs.
         """
-        from .. import optimizer as opt
-        from ._updates import create_kvstore, initialize_kvstore
+        from gpunda import optimizer as opt
+        from gpunda.module._updates import create_kvstore, initialize_kvstore
         self._check_ready("init_optimizer")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
@@ -396,7 +396,7 @@ class Module(BaseModule):
     def forward(self, data_batch, is_train=None):
         """Run a forward pass; a batch whose shapes differ from the bound ones reshapes
         the module first. ``is_train`` defaults to ``for_training``."""
-        from ..io import DataDesc
+        from gpunda.io import DataDesc
         self._check_ready("forward")
         current = tuple(d.shape for d in self._data_shapes)
         if isinstance(data_batch, list):
@@ -443,7 +443,7 @@ class Module(BaseModule):
 
     def update(self):
         """Apply the optimizer to the parameters with the gradients of the last backward."""
-        from ._updates import update_params, update_params_on_kvstore
+        from gpunda.module._updates import update_params, update_params_on_kvstore
         self._check_ready("update", optimizer=True)
         self._params_dirty = True
         group = self._exec_group

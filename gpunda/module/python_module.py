@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from ..base import GpundaError
-from ..initializer import Uniform
-from .base_module import BaseModule, _require
+from gpunda.base import GpundaError
+from gpunda.initializer import Uniform
+from gpunda.module.base_module import BaseModule, _require
 
 __all__ = ["PythonModule", "PythonLossModule"]
 
@@ -144,7 +144,7 @@ class PythonLossModule(PythonModule):
         self._backward_impl()
 
     def _backward_impl(self):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         if self._grad_func is None:
             raise NotImplementedError("PythonLossModule: give grad_func or override "
                                       "_backward_impl")

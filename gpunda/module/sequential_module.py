@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 import logging
 
-from ..base import GpundaError
-from ..initializer import Uniform
-from .base_module import BaseModule, _require
+from gpunda.base import GpundaError
+from gpunda.initializer import Uniform
+from gpunda.module.base_module import BaseModule, _require
 
 __all__ = ["SequentialModule"]
 

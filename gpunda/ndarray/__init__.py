@@ -1,18 +1,18 @@
 """The ``nd`` namespace: NDArray, creation functions and one function per op."""
 from __future__ import annotations
 
-from .. import ops as _ops  # registers the op families
-from .. import imperative as _imp
-from . import _op
-from . import register as _register
-from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
+from gpunda import ops as _ops  # registers the op families
+from gpunda._engine import imperative as _imp
+from gpunda.ndarray import _op
+from gpunda.ndarray import register as _register
+from gpunda.ndarray.ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
-from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
+from gpunda.ndarray.functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
                         split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write,
                         reset_arrays)
-from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
+from gpunda.ndarray.indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: F401
                        get_oshape_of_gather_nd_op)
 
 _register.populate(_op, NDArray)
@@ -34,9 +34,9 @@ def _export_public():
 
 _export_public()
 
-from . import sparse  # noqa: F401,E402
-from .sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
-from .io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
+from gpunda.ndarray import sparse  # noqa: F401,E402
+from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
+from gpunda.ndarray.io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
 
 
 def _prefixed_namespace(name, prefixes):
@@ -55,16 +55,16 @@ linalg = _prefixed_namespace("linalg", ("_linalg_",))
 contrib = _prefixed_namespace("contrib", ("_contrib_",))
 image = _prefixed_namespace("image", ("_image_",))
 
-from . import ndarray  # noqa: E402,F401
-from . import random  # noqa: E402,F401
+from gpunda.ndarray import ndarray  # noqa: E402,F401
+from gpunda.ndarray import random  # noqa: E402,F401
 
-from . import _contrib_extra  # noqa: E402
+from gpunda.ndarray import _contrib_extra  # noqa: E402
 _contrib_extra.extend(contrib)
-from . import _contrib_optim  # noqa: E402
+from gpunda.ndarray import _contrib_optim  # noqa: E402
 _contrib_optim.extend(contrib)
-from . import _contrib_names  # noqa: E402
+from gpunda.ndarray import _contrib_names  # noqa: E402
 _contrib_names.extend(contrib)
-from . import utils  # noqa: E402,F401
+from gpunda.ndarray import utils  # noqa: E402,F401
 
 # MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)
 gen_op = gen__internal = _op
@@ -73,8 +73,8 @@ gen_image = image
 gen_random = _prefixed_namespace("gen_random", ("_random_",))
 if not hasattr(_op, "reset_arrays"):
     _op.reset_arrays = reset_arrays
-from ..ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
-from .._not_built import stub_function as _stub  # noqa: E402
+from gpunda.ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
+from gpunda._core.not_built import stub_function as _stub  # noqa: E402
 for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they do not run
     if not hasattr(_op, _b):
         setattr(_op, _b, _stub("mxnet.ndarray._internal", _b, _BACKWARD_WHY))
@@ -83,7 +83,7 @@ for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they d
 def __getattr__(name):
     # CachedOp lives above ndarray in the import order (it needs Symbol): load it on use
     if name == "CachedOp":
-        from ..cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         return CachedOp
     if name in ("np", "numpy", "npx", "numpy_extension"):   # F.np / F.npx, mx.nd.numpy
         import importlib

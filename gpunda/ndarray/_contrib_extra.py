@@ -44,8 +44,8 @@ def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
     log-uniform distribution (classes sorted by decreasing frequency), with replacement.
     Returns (samples int64, expected counts of ``true_classes`` float64, expected counts
     of the samples float64), on ``ctx`` (default: the current context)."""
-    from ..context import current_context
-    from .. import random
+    from gpunda.context import current_context
+    from gpunda import random
     ctx = current_context() if ctx is None else ctx
     return zipfian_counts(
         lambda lo, hi, shape, dtype: random.uniform(lo, hi, shape=shape, dtype=dtype, ctx=ctx),
@@ -56,6 +56,6 @@ def extend(contrib):
     """Add the functions above to the ``nd.contrib`` module object."""
     for fn in (isinf, isfinite, isnan, rand_zipfian):
         setattr(contrib, fn.__name__, fn)
-    from . import control_flow
+    from gpunda.ndarray import control_flow
     for name in control_flow.__all__:
         setattr(contrib, name, getattr(control_flow, name))

@@ -7,9 +7,9 @@ import sys
 
 def extend(contrib):
     """Add the re-exported names to the ``nd.contrib`` module object."""
-    from .. import random
-    from ..context import current_context
-    from . import ndarray
+    from gpunda import random
+    from gpunda.context import current_context
+    from gpunda.ndarray import ndarray
     contrib.mx = sys.modules[__name__.split(".")[0]]
     contrib.ndarray = ndarray
     contrib.current_context = current_context

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def _nd():
-    from .. import ndarray
+    from gpunda import ndarray
     return ndarray
 
 

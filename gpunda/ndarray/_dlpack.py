@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
@@ -56,6 +56,6 @@ def from_managed_tensor_pointer(ptr):
     """An NDArray owning the ``DLManagedTensor`` at address ``ptr`` (MXNDArrayFromDLPack)."""
     if not ptr:
         raise GpundaError("MXNDArrayFromDLPack: the DLManagedTensor pointer is NULL")
-    from .ndarray import from_dlpack
+    from gpunda.ndarray.ndarray import from_dlpack
     # no destructor: the new array's importer owns the tensor and calls its deleter
     return from_dlpack(_capsule_new(ptr, b"dltensor", None))

@@ -23,14 +23,14 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError, integer_types
-from ..context import current_context
-from ..ops import sparse_ops as _so
-from ..ops.registry import parse_dtype
-from ..ops.sparse_ops import CSRData, RSPData, INDEX, to_stype
-from .ndarray import NDArray, _ctx_of, _check_shape
-from .ndarray import zeros as _dense_zeros
-from .sparse import CSRNDArray, RowSparseNDArray, _wrap, _CLS
+from gpunda.base import GpundaError, integer_types
+from gpunda.context import current_context
+from gpunda.ops.sparse import ops as _so
+from gpunda.ops.registry import parse_dtype
+from gpunda.ops.sparse.ops import CSRData, RSPData, INDEX, to_stype
+from gpunda.ndarray.ndarray import NDArray, _ctx_of, _check_shape
+from gpunda.ndarray.ndarray import zeros as _dense_zeros
+from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray, _wrap, _CLS
 
 # ----------------------------------------------------------------------------
 # format checks: each returns the first problem as text, or None

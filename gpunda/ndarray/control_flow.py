@@ -3,9 +3,9 @@ the Python bodies step by step (differentiable through autograd like any NDArray
 code). The symbolic forms are in gpunda/symbol/control_flow.py."""
 from __future__ import annotations
 
-from ..base import GpundaError
-from .._nesting import flatten, regroup as _regroup
-from .ndarray import NDArray
+from gpunda.base import GpundaError
+from gpunda._core.nesting import flatten, regroup as _regroup
+from gpunda.ndarray.ndarray import NDArray
 
 __all__ = ["foreach", "while_loop", "cond"]
 
@@ -43,7 +43,7 @@ def foreach(body, data, init_states):
         step = lambda x, s: (x + s[0], [s[0] * 2])
         outs, states = mx.nd.contrib.foreach(step, mx.nd.ones((3, 2)), [mx.nd.zeros(2)])
     """
-    from . import stack
+    from gpunda.ndarray import stack
     flat, _ = _flatten(data, "foreach input")
     _check(flat, "data should be an NDArray or a nested list of NDArrays")
     flat_states, _ = _flatten(init_states, "foreach states")
@@ -70,7 +70,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     rows (the padding is zeros; MXNet leaves it uninitialised) and the final loop
     variables. When no step runs the first list is empty, as in MXNet.
     """
-    from . import concat, zeros
+    from gpunda.ndarray import concat, zeros
     if max_iterations is None:
         raise ValueError("max_iterations should be specified")
     max_iterations = _to_scalar(max_iterations, int, "max_iteration")

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ..base import GpundaError, GpundaTypeError, GpundaValueError, numeric_types
+from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError, numeric_types
 
 __all__ = ["add", "subtract", "multiply", "divide", "true_divide", "modulo", "power",
            "maximum", "minimum", "equal", "not_equal", "greater", "greater_equal",
@@ -19,7 +19,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "true_divide", "modulo", "po
 
 
 def _ops():
-    from . import _op
+    from gpunda.ndarray import _op
     return _op
 
 
@@ -27,7 +27,7 @@ def _ufunc(name, array_op, scalar_op, rscalar_op, py_fn):
     """An MXNet two-operand function: NDArray (x) NDArray broadcasts with ``array_op``,
     NDArray (x) scalar uses ``scalar_op`` (``rscalar_op`` for scalar (x) NDArray),
     two scalars give ``py_fn``'s Python value; anything else is a TypeError."""
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
 
     def fn(lhs, rhs):
         op = _ops()
@@ -89,7 +89,7 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=np.float32):
         >>> nd.linspace(0, 1, 5).asnumpy()
         array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    from .ndarray import array, _dtype_of
+    from gpunda.ndarray.ndarray import array, _dtype_of
     if isinstance(num, bool) or not isinstance(num, numbers.Integral) or num < 0:
         raise GpundaError(f"linspace: num={num!r} must be a non-negative integer")
     dt = _dtype_of(dtype)
@@ -100,7 +100,7 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=np.float32):
 
 def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
     """An N x M (M=0: N x N) array with ones on diagonal ``k``, zeros elsewhere."""
-    from .ndarray import _ctx_of, _dtype_of
+    from gpunda.ndarray.ndarray import _ctx_of, _dtype_of
     return _ops()._eye(N=N, M=M, k=k, ctx=_ctx_of(ctx), dtype=_dtype_of(dtype), **kwargs)
 
 
@@ -169,8 +169,8 @@ def from_numpy(ndarray, zero_copy=True):
     With ``zero_copy`` the NDArray shares the memory, and the NumPy array becomes
     read-only (as in MXNet: writes go through the NDArray); otherwise a copy.
     """
-    from .ndarray import _new, _writable_view
-    from ..context import cpu
+    from gpunda.ndarray.ndarray import _new, _writable_view
+    from gpunda.context import cpu
     if not isinstance(ndarray, np.ndarray):
         raise GpundaTypeError(f"from_numpy: expects a numpy.ndarray, got {type(ndarray).__name__}")
     if not ndarray.flags["C_CONTIGUOUS"]:
@@ -197,7 +197,7 @@ def histogram(a, bins=10, range=None):   # noqa: A002 (MXNet's parameter name)
     """``(counts, bin_edges)`` of the flattened ``a``: ``bins`` equal bins over ``range``
     (an int), or the edges given as an NDArray. With an int and no range MXNet uses
     NumPy's result (range = (min, max)), and so does this."""
-    from .ndarray import NDArray, array
+    from gpunda.ndarray.ndarray import NDArray, array
     op = _ops()
     if isinstance(bins, NDArray):
         return op._histogram(a, bins)
@@ -214,7 +214,7 @@ def reset_arrays(*data, num_arrays=None, **kwargs):
     """Set every array of ``data`` to zero in place (MXNet's ``reset_arrays``, which
     Gluon uses to zero gradients); ``num_arrays`` must equal ``len(data)``. Returns []
     (the op has no outputs)."""
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if kwargs:
         raise GpundaError(f"reset_arrays: unknown parameters {sorted(kwargs)}")
     if num_arrays is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaValueError, GpundaIndexError, integer_types
+from gpunda.base import GpundaValueError, GpundaIndexError, integer_types
 
 __all__ = ["indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
            "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types"]
@@ -27,7 +27,7 @@ _NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE = 1
 
 
 def _is_array_like(idx):
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     return isinstance(idx, (NDArray, np.ndarray, list, range))
 
 
@@ -70,7 +70,7 @@ def indexing_key_expand_implicit_axes(key, shape):
         >>> indexing_key_expand_implicit_axes((0,), (3, 4, 5))[0]
         (0, slice(None, None, None), slice(None, None, None))
     """
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if not isinstance(key, tuple):
         key = (key,)
     ell_at = None

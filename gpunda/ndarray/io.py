@@ -26,8 +26,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..base import GpundaError
-from ..context import Context, cpu
+from gpunda.base import GpundaError
+from gpunda.context import Context, cpu
 
 __all__ = ["save", "load", "load_frombuffer", "save_to_bytes", "load_raw", "RawArray"]
 
@@ -371,13 +371,13 @@ def load_raw(fname):
 
 
 def _to_ndarray(rec, ctx):
-    from .ndarray import _new
+    from gpunda.ndarray.ndarray import _new
     if rec.data is None:
         return None
     if rec.stype == "default":
         data = rec.data if ctx._xp is np else ctx.backend.from_host(rec.data)
         return _new(data, ctx)
-    from . import sparse
+    from gpunda.ndarray import sparse
     if rec.stype == "csr":
         indptr, indices = rec.aux
         return sparse.csr_matrix((rec.data, indices.astype(np.int64, copy=False),
@@ -390,7 +390,7 @@ def _to_ndarray(rec, ctx):
 def _check_shape_mode(records, where):
     """MXNet loads a V3 record (NumPy shapes) only under ``np_shape(True)`` and a V2 one
     only with it off: the two modes read zero-size and 0-d shapes differently."""
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     np_mode = is_np_shape()
     for i, r in enumerate(records):
         if r.version == 3 and not np_mode:
@@ -403,7 +403,7 @@ def _check_shape_mode(records, where):
 
 def record_bytes(a, where="__getstate__"):
     """One array's record alone (no file header): MXNet's ``MXNDArraySaveRawBytes``."""
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     return b"".join(bytes(c) for c in _record_chunks(a, "array", is_np_shape(), where))
 
 
@@ -474,7 +474,7 @@ def _path(fname, where):
 
 def _container(data, where):
     """(arrays, names or None) from a single NDArray, a list/tuple or a dict."""
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if isinstance(data, NDArray):
         return [data], None
     if isinstance(data, dict):
@@ -518,7 +518,7 @@ def _raw_of(x):
 
 
 def _record_chunks(a, label, v3, where):
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if not isinstance(a, NDArray):
         raise GpundaError(f"{where}: {label} is a {type(a).__name__}, not an NDArray")
     stype = getattr(a, "stype", "default")
@@ -560,7 +560,7 @@ def _chunks(arrays, names, where):
     """The file as a stream of byte chunks; array data goes out as memoryviews (no copy).
 
     Each element is checked when its turn comes, so a bad one fails mid-way."""
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     v3 = is_np_shape()
     yield _HEADER.pack(FILE_MAGIC, 0, len(arrays))
     for i, a in enumerate(arrays):

@@ -11,13 +11,13 @@ import weakref
 
 import numpy as np
 
-from .. import autograd as _ag
-from .. import imperative as _imp
-from ..ops.registry import get_op
-from ..base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
-from ..context import Context, current_context, cpu, shares_memory_space
-from .. import _deferred
-from .._deferred import Poisoned as _Poisoned
+from gpunda import autograd as _ag
+from gpunda._engine import imperative as _imp
+from gpunda.ops.registry import get_op
+from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
+from gpunda.context import Context, current_context, cpu, shares_memory_space
+from gpunda._core import deferred as _deferred
+from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -56,7 +56,7 @@ class NDArray:
         if handle is None:
             raise GpundaError("NDArray(handle=...) needs a handle; create arrays with "
                               "nd.array, nd.zeros, nd.empty, ...")
-        from .._capi import take_handle
+        from gpunda._core.capi import take_handle
         src = take_handle(handle)
         self._data, self._ctx = src._data, src._ctx
 
@@ -97,7 +97,7 @@ class NDArray:
         # ctypes reads this when the array is passed as a pointer: MXNet code casts the
         # arrays its monitor callbacks get (``ctypes.cast(arr, NDArrayHandle)``) and
         # wraps them again with ``NDArray(handle)``
-        from .._capi import lend_handle
+        from gpunda._core.capi import lend_handle
         return lend_handle(self)
 
     @property
@@ -107,7 +107,7 @@ class NDArray:
     @property
     def T(self):
         """Transpose (reverses the axes)."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.transpose(self)
 
     def __len__(self):
@@ -177,14 +177,14 @@ class NDArray:
 
     def astype(self, dtype, copy=True):
         """This array converted to ``dtype`` (a copy unless ``copy=False`` and same dtype)."""
-        from ..ops.registry import parse_dtype
+        from gpunda.ops.registry import parse_dtype
         try:
             dt = parse_dtype(dtype, "astype")
         except GpundaError as e:    # MXNet: NumPy's TypeError for what is not a dtype
             raise GpundaTypeError(str(e)) from None
         if not copy and self._data.dtype == dt:
             return self
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.Cast(self, dtype=dt)
 
     def copy(self):
@@ -221,7 +221,7 @@ class NDArray:
         """``copyto`` with a Context (shared by the sparse subclasses)."""
         if isinstance(other, Context):
             if other is self._ctx:
-                from . import _op
+                from gpunda.ndarray import _op
                 return _op._copy(self)
             return self._to_ctx(other)
         raise GpundaTypeError(f"copyto: target must be an NDArray or Context, got "
@@ -245,7 +245,7 @@ class NDArray:
 
     def tostype(self, stype):
         """Convert to storage type 'default', 'csr' or 'row_sparse'."""
-        from . import _op
+        from gpunda.ndarray import _op
         if stype == "csr" and len(self.shape) != 2:     # MXNet raises ValueError here
             raise ValueError(f"tostype: to convert to csr the NDArray must be 2-D, got shape "
                              f"{self.shape}")
@@ -293,7 +293,7 @@ class NDArray:
         if stype is None:
             stype = self.stype
         if stype != "default":
-            from . import sparse
+            from gpunda.ndarray import sparse
             g = sparse.zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
         else:
             g = _new(self._ctx.backend.xp.zeros(self.shape, self._data.dtype) if self._ctx._xp is not np
@@ -376,7 +376,7 @@ class NDArray:
     def __getitem__(self, key):
         if _is_rec() and self._ag is not None:
             _check_key_types(key)
-            from . import _op
+            from gpunda.ndarray import _op
             return _op._getitem(self, key=_raw_key(key, self._ctx))
         rkey = _raw_key(key, self._ctx)
         try:
@@ -392,7 +392,7 @@ class NDArray:
             raise GpundaError(f"__getitem__: index {key!r} does not fit an array of shape "
                               f"{self.shape}: {e}") from None
         if r.ndim == 0:
-            from ..util import is_np_shape
+            from gpunda.util import is_np_shape
             if not is_np_shape():
                 r = r.reshape(1)
         a = _new(r, self._ctx)
@@ -406,7 +406,7 @@ class NDArray:
         (writes to one show in the other). MXNet's codes 0, -1, -2, -3, -4 apply;
         ``reverse=True`` reads them right to left. While recording, the Reshape op
         makes a recorded copy instead, so gradients flow through it."""
-        from . import _op
+        from gpunda.ndarray import _op
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if "shape" in kwargs:
@@ -414,7 +414,7 @@ class NDArray:
         if type(self) is not NDArray or (_is_rec() and self._ag is not None) \
                 or set(kwargs) - {"reverse"}:
             return _op.Reshape(self, shape=shape, **kwargs)
-        from ..ops.matrix import infer_reshape
+        from gpunda.ops.tensor.matrix import infer_reshape
         try:
             new_shape = infer_reshape(self.shape, tuple(shape), bool(kwargs.get("reverse")))
         except GpundaError as e:    # MXNet's NDArray.reshape raises ValueError here
@@ -427,43 +427,43 @@ class NDArray:
 
     def reshape_like(self, *args, **kwargs):
         """``nd.reshape_like(self, rhs, ...)``: this array in the shape of ``rhs``."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.reshape_like(self, *args, **kwargs)
 
     def zeros_like(self):
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.zeros_like(self)
 
     def ones_like(self):
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.ones_like(self)
 
     def broadcast_to(self, shape):
         """This array broadcast to ``shape``; shapes that do not fit raise ValueError."""
-        from . import _op
+        from gpunda.ndarray import _op
         try:
             return _op.broadcast_to(self, shape=shape)
         except GpundaError as e:    # MXNet's method checks the shapes itself: ValueError
             raise GpundaValueError(str(e)) from None
 
     def broadcast_like(self, other):
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.broadcast_like(self, other)
 
     def expand_dims(self, axis, inplace=False):
         """A new axis at ``axis``; ``inplace=True`` gives a view sharing this memory."""
-        from . import _op
+        from gpunda.ndarray import _op
         r = _op.expand_dims(self, axis=axis)
         return self.reshape(r.shape) if inplace else r
 
     def squeeze(self, axis=None, inplace=False):
         """Drop axes of length 1 (``axis`` selects which); ``inplace=True`` gives a view."""
-        from . import _op
+        from gpunda.ndarray import _op
         r = _op.squeeze(self, axis=axis)
         return self.reshape(r.shape) if inplace else r
 
     def transpose(self, *axes, **kwargs):
-        from . import _op
+        from gpunda.ndarray import _op
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         if axes:
@@ -472,17 +472,17 @@ class NDArray:
 
     def flatten(self, inplace=False):
         """Collapse all axes but the first; ``inplace=True`` gives a view sharing memory."""
-        from . import _op
+        from gpunda.ndarray import _op
         r = _op.Flatten(self)
         return self.reshape(r.shape) if inplace else r
 
     def split(self, *args, **kwargs):
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.split(self, *args, **kwargs)
 
     def as_np_ndarray(self):
         """The same buffer as an ``mx.np.ndarray`` (shares memory and autograd entry)."""
-        from .. import numpy as _np_front   # loads mx.np on first use
+        from gpunda import numpy as _np_front   # loads mx.np on first use
         return _np_front.multiarray._nd_as_np_ndarray(self)
 
     def as_nd_ndarray(self):
@@ -534,7 +534,7 @@ class NDArray:
         return _rbinary(self, other, "broadcast_power", "_rpower_scalar")
 
     def __matmul__(self, other):
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.dot(self, other)
 
     def __eq__(self, other):
@@ -594,48 +594,48 @@ class NDArray:
     # -- MXNet 1.x methods the registry cannot generate (variadic ops, in-place forms) --
     def softmax(self, *args, **kwargs):
         """``nd.softmax(self, ...)``."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.softmax(self, *args, **kwargs)
 
     def log_softmax(self, *args, **kwargs):
         """``nd.log_softmax(self, ...)``."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.log_softmax(self, *args, **kwargs)
 
     def softmin(self, *args, **kwargs):
         """``nd.softmin(self, ...)``."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op.softmin(self, *args, **kwargs)
 
     def split_v2(self, *args, **kwargs):
         """``nd.split_v2(self, ...)``: split at indices or into equal sections."""
-        from .functions import split_v2
+        from gpunda.ndarray.functions import split_v2
         return split_v2(self, *args, **kwargs)
 
     def slice_assign(self, rhs, begin, end, step):
         """Write ``rhs`` into the slice [begin, end) (step) of this array, in place."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op._slice_assign(self, rhs, begin=begin, end=end, step=step, out=self)
 
     def slice_assign_scalar(self, value, begin, end, step):
         """Set the slice [begin, end) (step) of this array to ``value``, in place."""
-        from . import _op
+        from gpunda.ndarray import _op
         return _op._slice_assign_scalar(self, scalar=float(value), begin=begin, end=end,
                                         step=step, out=self)
 
     @staticmethod
     def _basic_indexing_slice_is_contiguous(slc_key, shape):
         """Whether slicing ``shape`` with one slice per axis gives a contiguous view."""
-        from .indexing import slice_is_contiguous
+        from gpunda.ndarray.indexing import slice_is_contiguous
         return slice_is_contiguous(slc_key, shape)
 
     def __getstate__(self):
         # MXNet's pickle state: the array's record in the NDArray file format
-        from .io import record_bytes
+        from gpunda.ndarray.io import record_bytes
         return {"handle": bytearray(record_bytes(self))}
 
     def __setstate__(self, state):
-        from .io import read_record_bytes, _to_ndarray
+        from gpunda.ndarray.io import read_record_bytes, _to_ndarray
         handle = state.get("handle") if isinstance(state, dict) else None
         if handle is None:
             raise GpundaError("__setstate__: state must be a dict with the 'handle' bytes made by "
@@ -694,7 +694,7 @@ def _operand_error(other):
 
 
 def _check_key_types(key):
-    from .indexing import check_key_types
+    from gpunda.ndarray.indexing import check_key_types
     check_key_types(key)
 
 
@@ -738,7 +738,7 @@ def _raw_key(key, ctx):
 
 def _transfer(src, ctx):
     """A copy of ``src`` on context ``ctx`` (recorded as a differentiable copy)."""
-    from . import _op
+    from gpunda.ndarray import _op
     if ctx.device_type == src._ctx.device_type and ctx.device_id == src._ctx.device_id:
         return _op._copy(src)
     return _op._copyto(src, ctx=ctx)
@@ -760,7 +760,7 @@ def _ctx_of(ctx):
 
 
 def _dtype_of(dtype, default=np.float32):
-    from ..ops.registry import parse_dtype
+    from gpunda.ops.registry import parse_dtype
     return np.dtype(default) if dtype is None else parse_dtype(dtype, "dtype")
 
 
@@ -785,7 +785,7 @@ def array(source_array, ctx=None, dtype=None):
     """
     if isinstance(source_array, NDArray) and source_array.stype != "default" or \
             type(source_array).__module__.startswith(("scipy.sparse", "cupyx.scipy.sparse")):
-        from . import sparse    # as MXNet: a sparse source gives a sparse copy
+        from gpunda.ndarray import sparse    # as MXNet: a sparse source gives a sparse copy
         return sparse.array(source_array, ctx=ctx, dtype=dtype)
     ctx = _ctx_of(ctx)
     if isinstance(source_array, NDArray):
@@ -819,7 +819,7 @@ def array(source_array, ctx=None, dtype=None):
     try:
         return _new(ctx.backend.from_host(host), ctx)
     except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
-        from .. import _oom
+        from gpunda._engine import oom as _oom
         if not _oom.is_oom(e, ctx):
             raise
         return _new(_oom.retry(lambda: ctx.backend.from_host(host), ctx,
@@ -827,7 +827,7 @@ def array(source_array, ctx=None, dtype=None):
 
 
 def _cuda_to_host(obj):
-    from ..backends import array_module
+    from gpunda.backends import array_module
     xp = array_module(obj) if not isinstance(obj, np.ndarray) else None
     if xp is not None and xp is not np and isinstance(obj, xp.ndarray):
         return xp.asnumpy(obj)
@@ -848,7 +848,7 @@ def _make(where, shape, ctx, dtype, fill):
         try:
             return _new(fill(xp, shape, dt), ctx)
         except Exception as e:   # noqa: BLE001 -- only out of memory is handled here
-            from .. import _oom
+            from gpunda._engine import oom as _oom
             if not _oom.is_oom(e, ctx):
                 raise
             return _new(_oom.retry(lambda: fill(xp, shape, dt), ctx,
@@ -858,7 +858,7 @@ def _make(where, shape, ctx, dtype, fill):
 def empty(shape, ctx=None, dtype=None, stype=None):
     """An uninitialised array; ``stype`` 'csr'/'row_sparse' gives an empty sparse one."""
     if stype is not None and stype != "default":
-        from . import sparse
+        from gpunda.ndarray import sparse
         return sparse.empty(stype, shape, ctx=ctx, dtype=dtype)
     return _make("empty", shape, ctx, dtype, lambda xp, s, d: xp.empty(s, d))
 
@@ -866,7 +866,7 @@ def empty(shape, ctx=None, dtype=None, stype=None):
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """An array of zeros; ``stype`` 'csr'/'row_sparse' gives a sparse one."""
     if stype is not None and stype != "default":
-        from . import sparse
+        from gpunda.ndarray import sparse
         return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
     return _into(kwargs.get("out"), _make("zeros", shape, ctx, dtype,
                                           lambda xp, s, d: xp.zeros(s, d)))
@@ -881,7 +881,7 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
 def _legacy_unknown_shape(where, shape):
     """MXNet's _zeros/_ones/_full fail shape inference for () or a 0 dimension unless
     mx.np_shape() is on (legacy shapes read them as unknown); empty() allocates anyway."""
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     if not is_np_shape():
         raise GpundaError(f"Operator _{where}: shape={shape} is unknown outside mx.np_shape() "
                           f"(legacy shapes read () and 0 as unknown sizes)")
@@ -908,7 +908,7 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
-    from ..ops.creation import range_bounds, range_values
+    from gpunda.ops.tensor.creation import range_bounds, range_values
     start, stop = range_bounds("arange", start, stop, step, infer_range)
     if repeat != 1 and (not isinstance(repeat, int) or repeat < 1):
         raise GpundaError(f"arange: repeat={repeat!r} must be a positive integer")
@@ -918,7 +918,7 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
 
 def waitall():
     """Wait for all queued work on every device."""
-    from ..backends import _gpus
+    from gpunda.backends import _gpus
     for b in list(_gpus.values()):
         b.synchronize()
     _deferred.raise_pending()
@@ -928,11 +928,11 @@ def from_dlpack(ext_tensor, ctx=None):
     """An NDArray sharing the memory of a DLPack producer (NumPy, CuPy, PyTorch) or of
     a DLPack capsule (what ``to_dlpack_for_read`` returns, as in MXNet)."""
     if type(ext_tensor).__name__ == "PyCapsule":
-        from ._dlpack import CapsuleTensor
+        from gpunda.ndarray._dlpack import CapsuleTensor
         ext_tensor = CapsuleTensor(ext_tensor)
     dev = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
     if dev[0] in (2, 13):    # CUDA / managed
-        from ..context import gpu
+        from gpunda.context import gpu
         c = gpu(int(dev[1]))
         xp = c.backend.xp
         with c.backend.device_scope():
@@ -960,19 +960,19 @@ def _writable_view(a):
 
 def concatenate(arrays, axis=0, always_copy=True):
     """Join arrays along ``axis``."""
-    from . import _op
+    from gpunda.ndarray import _op
     return _op.concat(*arrays, dim=axis)
 
 
 def moveaxis(tensor, source, destination):
     """Move axes ``source`` to positions ``destination`` (ints or sequences)."""
-    from .functions import moveaxis as move
+    from gpunda.ndarray.functions import moveaxis as move
     return move(tensor, source, destination)
 
 
 def onehot_encode(indices, out):
     """One-hot encode ``indices`` into ``out`` (MXNet's legacy helper)."""
-    from . import _op
+    from gpunda.ndarray import _op
     return _op.one_hot(indices, depth=out.shape[1], out=out)
 
 
@@ -999,11 +999,11 @@ _DTYPE_NP_TO_MX = {None: -1, np.float32: 0, np.float64: 1, np.float16: 2, np.uin
 _DTYPE_MX_TO_NP = {v: k for k, v in _DTYPE_NP_TO_MX.items()}
 
 # the rest of MXNet's module-level functions, defined over the registry ops
-from .functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: E402
+from gpunda.ndarray.functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: E402
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
                         split_v2, from_numpy, histogram, to_dlpack_for_read, to_dlpack_for_write)
-from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402
+from gpunda.ndarray.indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402
                        get_oshape_of_gather_nd_op, _NDARRAY_UNSUPPORTED_INDEXING,
                        _NDARRAY_BASIC_INDEXING, _NDARRAY_ADVANCED_INDEXING,
                        _NDARRAY_EMPTY_TUPLE_INDEXING)
@@ -1018,7 +1018,7 @@ __all__ += ["_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "add", "linsp
 
 def _new_empty_handle():
     """MXNet: a fresh C handle for an output; gpunda arrays have no C handles."""
-    from ..base import NotImplementedForGpunda
+    from gpunda.base import NotImplementedForGpunda
     raise NotImplementedForGpunda("_new_empty_handle is not supported yet: gpunda arrays have "
                                   "no C-API handles (create arrays with nd.empty)")
 

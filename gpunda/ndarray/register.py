@@ -8,16 +8,16 @@ further positional values fill params in declaration order, ``out=`` and
 """
 from __future__ import annotations
 
-from .. import imperative as _imp
-from ..base import GpundaError
-from ..ops.registry import all_names, fill_positional_params
+from gpunda._engine import imperative as _imp
+from gpunda.base import GpundaError
+from gpunda.ops.registry import all_names, fill_positional_params
 
 _invoke = _imp.invoke_parsed
 
 
 def make_function(op, fname):
     """The ``nd.<fname>`` function for OpDef ``op``."""
-    from .ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     fixed_inputs = None if op.variadic else op.inputs
     var_key = op.key_var_num_args
 

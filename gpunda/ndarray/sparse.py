@@ -34,22 +34,22 @@ import types
 
 import numpy as np
 
-from .. import autograd as _ag
-from .. import imperative as _imp
-from ..base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
-from ..base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
-from ..context import Context, current_context
-from ..ops import sparse_ops as _so
-from ..ops.registry import get_op, parse_dtype
-from ..ops.sparse_ops import CSRData, RSPData, to_stype, to_dense, stype_of
-from .ndarray import NDArray, _new
-from .ndarray import array as _dense_array
+from gpunda import autograd as _ag
+from gpunda._engine import imperative as _imp
+from gpunda.base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
+from gpunda.base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
+from gpunda.context import Context, current_context
+from gpunda.ops.sparse import ops as _so
+from gpunda.ops.registry import get_op, parse_dtype
+from gpunda.ops.sparse.ops import CSRData, RSPData, to_stype, to_dense, stype_of
+from gpunda.ndarray.ndarray import NDArray, _new
+from gpunda.ndarray.ndarray import array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix",
            "row_sparse_array", "zeros", "empty", "array", "add", "subtract", "multiply",
            "divide", "cast_storage", "retain"]
 
-from ..base import gpunda_log as _log
+from gpunda.base import gpunda_log as _log
 _is_rec = _ag._is_rec
 
 
@@ -246,7 +246,7 @@ class BaseSparseNDArray(NDArray):
         ``full_check=False`` checks only the part sizes (cheap); the full check also
         checks indptr, index ranges and ordering, as MXNet's does.
         """
-        from ._sparse_create import check_format
+        from gpunda.ndarray._sparse_create import check_format
         check_format(self._data, full_check)
 
 
@@ -564,7 +564,7 @@ cast_storage.op = get_op("cast_storage")
 def retain(*args, **kwargs):
     """``retain(data, indices)``: the rows of row_sparse ``data`` whose ids are in
     ``indices`` (MXNet's ``_sparse_retain``; the op checks inputs and parameters)."""
-    from . import _op
+    from gpunda.ndarray import _op
     return _op._sparse_retain(*args, **kwargs)
 
 
@@ -576,7 +576,7 @@ def _elemwise_or_broadcast(kind, lhs, rhs):
     """MXNet's sparse ufunc helper: elemwise_<kind> for two NDArrays of one shape
     (so csr+csr stays csr), broadcast_<kind> for other shapes, the scalar ops for
     a number on either side."""
-    from . import _op
+    from gpunda.ndarray import _op
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         if lhs.shape == rhs.shape:
             return getattr(_op, "elemwise_" + kind)(lhs, rhs)
@@ -619,7 +619,7 @@ gs_retain = retain      # MXNet's name for the generated op function
 def __getattr__(name):
     # every op is reachable as nd.sparse.<name>, and sparse-only ops registered as
     # _sparse_<name> (adagrad_update) under their short name, as in MXNet
-    from . import _op
+    from gpunda.ndarray import _op
     if name == "op":
         return _op
     fn = getattr(_op, name, None)
@@ -640,13 +640,13 @@ def _embedding_rsp_grad(data, ograd, out=None, name=None, **params):
 _embedding_rsp_grad.op = get_op("_embedding_rsp_grad")
 
 
-from ._sparse_create import csr_matrix, row_sparse_array, zeros, empty, array  # noqa: E402
+from gpunda.ndarray._sparse_create import csr_matrix, row_sparse_array, zeros, empty, array  # noqa: E402
 
 
 def _install():
     _so.install()
     _imp._sparse_invoke = _sparse_invoke
-    from . import _op
+    from gpunda.ndarray import _op
     pkg = sys.modules.get("gpunda.ndarray")
     # ops whose output is sparse from dense inputs must not take the dense fast path
     for name, fn in (("cast_storage", cast_storage),

@@ -1,8 +1,8 @@
 """MXNet's ``mx.nd.utils``: creation and file functions that take any storage type."""
 from __future__ import annotations
 
-from .ndarray import NDArray, zeros as _dense_zeros, empty as _dense_empty, array as _dense_array
-from .io import load, load_frombuffer, save  # noqa: F401
+from gpunda.ndarray.ndarray import NDArray, zeros as _dense_zeros, empty as _dense_empty, array as _dense_array
+from gpunda.ndarray.io import load, load_frombuffer, save  # noqa: F401
 
 __all__ = ["zeros", "empty", "array", "load", "load_frombuffer", "save"]
 
@@ -16,7 +16,7 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     """An uninitialised array; a sparse ``stype`` gives an empty (all-zero) sparse array."""
     if stype is None or stype == "default":
         return _dense_empty(shape, ctx=ctx, dtype=dtype)
-    from . import sparse
+    from gpunda.ndarray import sparse
     return sparse.empty(stype, shape, ctx=ctx, dtype=dtype)
 
 
@@ -25,6 +25,6 @@ def array(source_array, ctx=None, dtype=None):
     sparse NDArray of the same storage type."""
     if (isinstance(source_array, NDArray) and source_array.stype != "default") \
             or type(source_array).__module__.startswith("scipy.sparse"):
-        from . import sparse
+        from gpunda.ndarray import sparse
         return sparse.array(source_array, ctx=ctx, dtype=dtype)
     return _dense_array(source_array, ctx=ctx, dtype=dtype)

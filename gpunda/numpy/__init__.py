@@ -6,29 +6,29 @@ Each functions module adds one ``from .X import *`` line at the end. A name MXNe
 that no module defined would raise NotBuiltError; all of them are built now, so any
 other name is one MXNet 1.9.1 lacks as well, and ``__getattr__`` says so.
 """
-from .._not_built import absent_module_getattr
+from gpunda._core.not_built import absent_module_getattr
 
 NOT_BUILT = False     # util.set_np() checks this
 
-from . import multiarray  # noqa: E402
-from .multiarray import ndarray  # noqa: E402,F401
-from ._dtypes import *  # noqa: E402,F401,F403
-from .creation import *  # noqa: E402,F401,F403
+from gpunda.numpy import multiarray  # noqa: E402
+from gpunda.numpy.multiarray import ndarray  # noqa: E402,F401
+from gpunda.numpy._dtypes import *  # noqa: E402,F401,F403
+from gpunda.numpy.creation import *  # noqa: E402,F401,F403
 
 multiarray._install()
 
 __getattr__ = absent_module_getattr("mxnet.numpy", "numpy")   # every MXNet name is built
-from ._math import *  # noqa: E402,F401,F403
-from ._reduce import *  # noqa: E402,F401,F403
-from ._manip import *  # noqa: E402,F401,F403
-from ._products import *  # noqa: E402,F401,F403
-from .fallback import *  # noqa: E402,F401,F403
-from . import fallback, linalg, random  # noqa: E402,F401
-from ._sort import *  # noqa: E402,F401,F403
-from ._stats import *  # noqa: E402,F401,F403
-from .arrayprint import *  # noqa: E402,F401,F403
-from .io import *  # noqa: E402,F401,F403
-from . import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401
-from . import _internal  # noqa: E402,F401  (F.np._internal: MXNet's _npi ops)
+from gpunda.numpy._math import *  # noqa: E402,F401,F403
+from gpunda.numpy._reduce import *  # noqa: E402,F401,F403
+from gpunda.numpy._manip import *  # noqa: E402,F401,F403
+from gpunda.numpy._products import *  # noqa: E402,F401,F403
+from gpunda.numpy.fallback import *  # noqa: E402,F401,F403
+from gpunda.numpy import fallback, linalg, random  # noqa: E402,F401
+from gpunda.numpy._sort import *  # noqa: E402,F401,F403
+from gpunda.numpy._stats import *  # noqa: E402,F401,F403
+from gpunda.numpy.arrayprint import *  # noqa: E402,F401,F403
+from gpunda.numpy.io import *  # noqa: E402,F401,F403
+from gpunda.numpy import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401
+from gpunda.numpy import _internal  # noqa: E402,F401  (F.np._internal: MXNet's _npi ops)
 
-from . import _op, _register, _api_internal  # noqa: E402,F401  (MXNet's submodules of this package)
+from gpunda.numpy import _op, _register, _api_internal  # noqa: E402,F401  (MXNet's submodules of this package)

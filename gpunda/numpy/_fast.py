@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from .. import imperative as _imp
-from .. import autograd as _ag
-from ..ops.registry import get_op
+from gpunda._engine import imperative as _imp
+from gpunda import autograd as _ag
+from gpunda.ops.registry import get_op
 
 __all__ = []
 

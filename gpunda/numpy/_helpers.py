@@ -7,9 +7,9 @@ import numbers
 
 import numpy as _onp
 
-from ..ndarray.ndarray import NDArray
-from ..util import np_ufunc_legal_option
-from .multiarray import ndarray, invoke_np, as_np
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.util import np_ufunc_legal_option
+from gpunda.numpy.multiarray import ndarray, invoke_np, as_np
 
 __all__ = []
 
@@ -18,7 +18,7 @@ def is_tensor(x):
     """An ``NDArray``/``ndarray`` or a Symbol (inputs the registered ops take)."""
     if isinstance(x, NDArray):
         return True
-    from ..symbol.symbol import Symbol
+    from gpunda.symbol.symbol import Symbol
     return isinstance(x, Symbol)
 
 
@@ -38,7 +38,7 @@ def to_tensor(x, like=None, dtype=None):
     (keeping their dtype; float64 lists become float32 as MXNet's np.array does)."""
     if is_tensor(x):
         return x
-    from ..ndarray.ndarray import array as _nd_array
+    from gpunda.ndarray.ndarray import array as _nd_array
     src = _onp.asarray(x)
     if dtype is None:
         dtype = src.dtype
@@ -63,7 +63,7 @@ def on_host(x):
 
 def back_to(result, ctx):
     """Official-NumPy results of a host fallback as ``mx.np.ndarray`` on ``ctx``."""
-    from ..ndarray.ndarray import array as _nd_array
+    from gpunda.ndarray.ndarray import array as _nd_array
     if isinstance(result, _onp.ndarray):
         return as_np(_nd_array(result, ctx=ctx, dtype=result.dtype))
     if isinstance(result, tuple):
@@ -129,12 +129,12 @@ def call_op(opname, args, kwargs):
     (or a list of them) when building a graph. ``npx.*`` and ``np._internal.*`` use it."""
     if "out" in kwargs and kwargs["out"] is None:
         del kwargs["out"]
-    from .multiarray import is_symbolic
+    from gpunda.numpy.multiarray import is_symbolic
     if is_symbolic(_array_args(args, kwargs)):
-        from ..symbol import creation
-        from ..symbol.numpy import np_outputs
+        from gpunda.symbol import creation
+        from gpunda.symbol.numpy import np_outputs
         kwargs.pop("out", None)            # a graph node has no output buffer to write
         return np_outputs(creation.lookup(opname)(*args, **kwargs))
-    from ..ndarray import _op
+    from gpunda.ndarray import _op
     out = getattr(_op, opname)(*args, **kwargs)
     return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from .. import autograd as _ag
-from ..base import GpundaError
-from ..context import shares_memory_space
-from ..ndarray import ndarray as _nd_mod
-from ..ndarray.ndarray import NDArray
-from .multiarray import _wrap
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.context import shares_memory_space
+from gpunda.ndarray import ndarray as _nd_mod
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.numpy.multiarray import _wrap
 
 __all__ = ["getitem", "setitem"]
 
@@ -48,9 +48,9 @@ def getitem(x, key):
     ctx = x._ctx
     raw = _raw(key, ctx)
     if x._ag is not None and _ag._is_rec():
-        from ..util import np_shape
+        from gpunda.util import np_shape
         with np_shape(True):        # a 0-d result stays 0-d
-            from ..ndarray import _op
+            from gpunda.ndarray import _op
             return _op._getitem(x, key=raw)
     try:
         r = x._data[raw]

@@ -7,8 +7,8 @@ functions are (``_helpers.call_op``): ``ndarray`` results for arrays, np Symbols
 """
 from __future__ import annotations
 
-from ..ops.registry import all_names
-from ._helpers import call_op
+from gpunda.ops.registry import all_names
+from gpunda.numpy._helpers import call_op
 
 _PREFIX = "_npi_"
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from .. import autograd as _ag
-from ..ndarray.ndarray import NDArray
+from gpunda import autograd as _ag
+from gpunda.ndarray.ndarray import NDArray
 
 __all__ = ["array_function", "array_ufunc"]
 
 
 def _mx_function(func):
-    from .. import numpy as _np_mod
+    from gpunda import numpy as _np_mod
     mod = getattr(func, "__module__", "") or ""
     ns = _np_mod
     if mod.startswith("numpy.linalg"):
@@ -36,7 +36,7 @@ def _to_host(obj, found):
 
 
 def _to_mx(obj, ctx):
-    from .creation import array
+    from gpunda.numpy.creation import array
     if isinstance(obj, _onp.ndarray):
         return array(obj, dtype=obj.dtype, ctx=ctx)
     if isinstance(obj, (list, tuple)):
@@ -60,7 +60,7 @@ def _fallback(name, func, args, kwargs):
 
 def array_function(func, types, args, kwargs):
     """``ndarray.__array_function__``."""
-    from .multiarray import ndarray
+    from gpunda.numpy.multiarray import ndarray
     fn = _mx_function(func)
     if fn is not None:
         if not all(issubclass(t, ndarray) or not issubclass(t, NDArray) for t in types):

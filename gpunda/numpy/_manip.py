@@ -6,8 +6,8 @@ import numbers
 
 import numpy as _onp
 
-from ..base import GpundaError
-from ._helpers import is_tensor, is_scalar, to_tensor, tensors, invoke, axis_param
+from gpunda.base import GpundaError
+from gpunda.numpy._helpers import is_tensor, is_scalar, to_tensor, tensors, invoke, axis_param
 
 __all__ = ["reshape", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims", "squeeze",
            "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d", "ravel",
@@ -264,7 +264,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def trace(a, offset=0, axis1=0, axis2=1, out=None):
     """Sum along the diagonals."""
-    from ._reduce import sum as _sum
+    from gpunda.numpy._reduce import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, out=out)
 
 
@@ -294,7 +294,7 @@ def where(condition, x=None, y=None):
     """``x`` where ``condition`` is true, else ``y`` (broadcast); the indices of the true
     elements (``nonzero``) when only ``condition`` is given."""
     if x is None and y is None:
-        from ._sort import nonzero
+        from gpunda.numpy._sort import nonzero
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")

@@ -7,8 +7,8 @@ import numbers
 
 import numpy as _onp
 
-from ._helpers import is_tensor, is_scalar, to_tensor, invoke, check_ufunc_kwargs
-from . import _fast
+from gpunda.numpy._helpers import is_tensor, is_scalar, to_tensor, invoke, check_ufunc_kwargs
+from gpunda.numpy import _fast
 
 _UNARY = ["abs", "absolute", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp",
           "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
@@ -181,7 +181,7 @@ def float_power(x1, x2, out=None):
 
 def heaviside(x1, x2, out=None):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
-    from ._manip import where
+    from gpunda.numpy._manip import where
     pos = greater(x1, 0)  # noqa: F821
     zero = equal(x1, 0)  # noqa: F821
     one = add(multiply(x1, 0), 1)  # noqa: F821

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 
-from ._helpers import to_tensor, tensors, invoke
+from gpunda.numpy._helpers import to_tensor, tensors, invoke
 
 __all__ = ["dot", "matmul", "tensordot", "einsum", "inner", "outer", "vdot", "kron"]
 
@@ -53,21 +53,21 @@ def inner(a, b):
 
 def outer(a, b):
     """Outer product of the flattened inputs."""
-    from ._manip import ravel
+    from gpunda.numpy._manip import ravel
     a, b = tensors([a, b])
     return invoke("_npi_einsum", [ravel(a), ravel(b)], subscripts="i,j->ij", num_args=2)
 
 
 def vdot(a, b):
     """Dot product of the flattened inputs."""
-    from ._manip import ravel
+    from gpunda.numpy._manip import ravel
     a, b = tensors([a, b])
     return invoke("_npi_einsum", [ravel(a), ravel(b)], subscripts="i,i->", num_args=2)
 
 
 def kron(a, b):
     """Kronecker product."""
-    from ._manip import reshape
+    from gpunda.numpy._manip import reshape
     a, b = tensors([a, b])
     if a.ndim != b.ndim:
         raise ValueError("kron: only inputs with the same number of dimensions are supported")

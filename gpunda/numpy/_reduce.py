@@ -2,8 +2,8 @@
 argmax/argmin, all/any, cumsum, and the NaN-ignoring variants MXNet provides."""
 from __future__ import annotations
 
-from ._helpers import to_tensor, invoke, axis_param
-from . import _fast
+from gpunda.numpy._helpers import to_tensor, invoke, axis_param
+from gpunda.numpy import _fast
 
 __all__ = ["sum", "prod", "product", "mean", "std", "var", "max", "min", "amax", "amin",
            "argmax", "argmin", "all", "any", "alltrue", "sometrue", "cumsum", "ptp",
@@ -92,14 +92,14 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (max - min) over ``axis``."""
-    from ._math import subtract
+    from gpunda.numpy._math import subtract
     return subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims),
                     out=out)
 
 
 def count_nonzero(a, axis=None):
     """Number of non-zero elements along ``axis`` (int64)."""
-    from ._math import not_equal
+    from gpunda.numpy._math import not_equal
     return sum(not_equal(to_tensor(a), 0), axis=axis, dtype="int64")
 
 

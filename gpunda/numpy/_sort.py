@@ -2,7 +2,7 @@
 nonzero, argwhere, flatnonzero."""
 from __future__ import annotations
 
-from ._helpers import to_tensor, invoke
+from gpunda.numpy._helpers import to_tensor, invoke
 
 __all__ = ["sort", "argsort", "unique", "nonzero", "argwhere", "flatnonzero"]
 
@@ -30,7 +30,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 def nonzero(a):
     """A tuple of index arrays (int64), one per axis, of the non-zero elements."""
-    from ._manip import transpose, split, reshape
+    from gpunda.numpy._manip import transpose, split, reshape
     a = to_tensor(a)
     idx = invoke("_npi_nonzero", [a])
     nd = max(a.ndim, 1)
@@ -46,5 +46,5 @@ def argwhere(a):
 
 def flatnonzero(a):
     """Indices of the non-zero elements of the flattened array."""
-    from ._manip import ravel
+    from gpunda.numpy._manip import ravel
     return nonzero(ravel(to_tensor(a)))[0]

@@ -7,9 +7,9 @@ import numbers
 
 import numpy as _onp
 
-from ..context import current_context
-from ..ndarray.ndarray import NDArray
-from ._helpers import is_tensor, to_tensor, tensors, invoke
+from gpunda.context import current_context
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.numpy._helpers import is_tensor, to_tensor, tensors, invoke
 
 __all__ = ["average", "percentile", "quantile", "median", "histogram", "bincount", "diff",
            "ediff1d", "polyval", "hanning", "hamming", "blackman", "unravel_index",
@@ -17,7 +17,7 @@ __all__ = ["average", "percentile", "quantile", "median", "histogram", "bincount
 
 
 def _np():
-    from .. import numpy as np
+    from gpunda import numpy as np
     return np
 
 

@@ -12,11 +12,11 @@ import numbers
 
 import numpy as _onp
 
-from ..context import Context, current_context
-from ..ndarray import ndarray as _nd_mod
-from ..ndarray.ndarray import NDArray
-from ._dtypes import resolve_dtype
-from .multiarray import ndarray, invoke_np, is_symbolic, _wrap, _symbol_cls
+from gpunda.context import Context, current_context
+from gpunda.ndarray import ndarray as _nd_mod
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.numpy._dtypes import resolve_dtype
+from gpunda.numpy.multiarray import ndarray, invoke_np, is_symbolic, _wrap, _symbol_cls
 
 __all__ = ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
            "full_like", "arange", "linspace", "logspace", "eye", "identity", "indices",

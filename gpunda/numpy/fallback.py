@@ -8,8 +8,8 @@ import functools
 
 import numpy as _onp
 
-from ..ndarray.ndarray import NDArray
-from ._helpers import on_host, back_to
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.numpy._helpers import on_host, back_to
 
 _NAMES = [
     "allclose", "apply_along_axis", "apply_over_axes", "argpartition", "argwhere",
@@ -52,13 +52,13 @@ def make_fallback(name, onp_func=None, where="mx.np"):
     f = onp_func or _resolve(name)
 
     def fallback(*args, **kwargs):
-        from .. import autograd
+        from gpunda import autograd
         if autograd.is_recording():
             raise ValueError(f"Falling back to NumPy operator {name} with autograd active is "
                              f"not supported. Please consider moving the operator to the "
                              f"outside of the autograd scope.")
         if f is None:
-            from ..base import NotImplementedForGpunda
+            from gpunda.base import NotImplementedForGpunda
             raise NotImplementedForGpunda(f"{where}.{name} is not supported yet (the installed NumPy "
                                          f"no longer has it)")
         ctx = _first_ctx(args, kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from .fallback import make_fallback
+from gpunda.numpy.fallback import make_fallback
 
 __all__ = ["cond", "lstsq", "matrix_power", "matrix_rank", "multi_dot", "qr"]
 for _n in __all__:

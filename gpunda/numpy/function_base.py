@@ -1,4 +1,4 @@
 """``mx.np.function_base``: ``meshgrid`` (defined with the creation functions)."""
-from .creation import meshgrid  # noqa: F401
+from gpunda.numpy.creation import meshgrid  # noqa: F401
 
 __all__ = ["meshgrid"]

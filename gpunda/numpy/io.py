@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as _onp
 
-from ..context import current_context
-from ._helpers import back_to
+from gpunda.context import current_context
+from gpunda.numpy._helpers import back_to
 
 __all__ = ["genfromtxt"]
 

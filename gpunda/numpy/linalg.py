@@ -12,17 +12,17 @@ import numbers
 
 import numpy as _onp
 
-from ..base import GpundaError
-from ._helpers import to_tensor, tensors, invoke, is_tensor
-from . import fallback_linalg
-from .fallback_linalg import *  # noqa: F401,F403
+from gpunda.base import GpundaError
+from gpunda.numpy._helpers import to_tensor, tensors, invoke, is_tensor
+from gpunda.numpy import fallback_linalg
+from gpunda.numpy.fallback_linalg import *  # noqa: F401,F403
 
 __all__ = ["norm", "svd", "cholesky", "inv", "det", "slogdet", "solve", "tensorinv",
            "tensorsolve", "pinv", "eig", "eigh", "eigvals", "eigvalsh"] + fallback_linalg.__all__
 
 
 def _np():
-    from .. import numpy as np
+    from gpunda import numpy as np
     return np
 
 

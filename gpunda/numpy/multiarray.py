@@ -33,13 +33,13 @@ import threading
 
 import numpy as _onp
 
-from .. import imperative as _imp
-from .. import autograd as _ag
-from ..base import GpundaError
-from ..ndarray.ndarray import NDArray
-from ..ndarray import ndarray as _nd_mod
-from ..ops.registry import get_op
-from . import _fast
+from gpunda._engine import imperative as _imp
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.ndarray.ndarray import NDArray
+from gpunda.ndarray import ndarray as _nd_mod
+from gpunda.ops.registry import get_op
+from gpunda.numpy import _fast
 
 __all__ = ["ndarray", "as_np", "invoke_np", "is_symbolic", "symbolic_scope"]
 
@@ -70,7 +70,7 @@ class symbolic_scope:  # noqa: N801 (a context manager used like a function)
 
 
 def _symbol_cls():
-    from ..symbol.symbol import Symbol
+    from gpunda.symbol.symbol import Symbol
     return Symbol
 
 
@@ -91,7 +91,7 @@ def invoke_np(opname, inputs, out=None, **params):
     if inputs and type(inputs[0]) is ndarray:
         return _imp.invoke(opname, inputs, out=out, **params)
     if is_symbolic(inputs):
-        from ..symbol.numpy import make_np_node
+        from gpunda.symbol.numpy import make_np_node
         return make_np_node(opname, inputs, params)
     return as_np(_imp.invoke(opname, inputs, out=out, **params))
 
@@ -227,7 +227,7 @@ _scalar_call = _fast.scalar_call
 
 
 def _from_host(value, like):
-    from .creation import array
+    from gpunda.numpy.creation import array
     return array(value, ctx=like._ctx)
 
 
@@ -254,7 +254,7 @@ def _method(name, legacy_cls=NDArray):
     def m(self, *args, **kwargs):
         if found:
             return found[0](self, *args, **kwargs)
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         fn = getattr(_np_mod, name, None)
         if fn is None and legacy is not None:   # not in mx.np yet: the nd op's method
             return legacy(self, *args, **kwargs)
@@ -350,7 +350,7 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         raise TypeError("only integer scalar arrays can be converted to a scalar index")
 
     def __round__(self, n=0):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.round(self, decimals=n)
 
     def item(self, *args):
@@ -386,24 +386,24 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         return invoke_np("_npi_bitwise_not", (self,))
 
     def __matmul__(self, other):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.matmul(self, other)
 
     def __rmatmul__(self, other):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.matmul(other, self)
 
     def __imatmul__(self, other):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.matmul(self, other, out=self)
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, key):
-        from ._indexing import getitem
+        from gpunda.numpy._indexing import getitem
         return getitem(self, key)
 
     def __setitem__(self, key, value):
-        from ._indexing import setitem
+        from gpunda.numpy._indexing import setitem
         setitem(self, key, value)
 
     # -- NumPy's methods ----------------------------------------------------------------
@@ -424,7 +424,7 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
             raise NotImplementedError(f"astype: order={order!r} is not supported")
         if casting != "unsafe":
             raise NotImplementedError(f"astype: casting={casting!r} is not supported")
-        from ._dtypes import resolve_dtype
+        from gpunda.numpy._dtypes import resolve_dtype
         dt = resolve_dtype(dtype, "astype")
         if not copy and self._data.dtype == dt:
             return self
@@ -500,11 +500,11 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
             axes = tuple(axes[0])
         if len(axes) == 1 and axes[0] is None:
             axes = ()
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.transpose(self, axes if axes else None)
 
     def broadcast_to(self, shape):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.broadcast_to(self, shape)
 
     def flatten(self, order="C"):
@@ -513,28 +513,28 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         return self.reshape(-1)
 
     def squeeze(self, axis=None):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.squeeze(self, axis=axis)
 
     def split(self, *args, **kwargs):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.split(self, *args, **kwargs)
 
     def nonzero(self):
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.nonzero(self)
 
     def clip(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's method signature)
         """Values limited to ``[min, max]`` (``mx.np.clip(self, min, max)``)."""
-        from .. import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.clip(self, min, max, out=out)
 
     def zeros_like(self, *args, **kwargs):
-        from .creation import zeros_like
+        from gpunda.numpy.creation import zeros_like
         return zeros_like(self, *args, **kwargs)
 
     def ones_like(self, *args, **kwargs):
-        from .creation import ones_like
+        from gpunda.numpy.creation import ones_like
         return ones_like(self, *args, **kwargs)
 
     def tostype(self, stype):
@@ -543,11 +543,11 @@ class ndarray(NDArray):  # noqa: N801 (MXNet's class name)
         return self
 
     def __array_function__(self, func, types, args, kwargs):
-        from ._interop import array_function
+        from gpunda.numpy._interop import array_function
         return array_function(func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ._interop import array_ufunc
+        from gpunda.numpy._interop import array_ufunc
         return array_ufunc(ufunc, method, inputs, kwargs)
 
 
@@ -565,8 +565,8 @@ add_np_operators(ndarray, NDArray)
 
 
 def _unpickle_np(data, dev_type, dev_id):
-    from ..context import Context, cpu
-    from .creation import array
+    from gpunda.context import Context, cpu
+    from gpunda.numpy.creation import array
     try:
         ctx = Context(dev_type, dev_id)
         ctx.backend

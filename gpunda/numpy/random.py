@@ -9,8 +9,8 @@ import numbers
 
 import numpy as _onp
 
-from ..context import current_context
-from ._helpers import is_tensor, to_tensor, invoke, context_of
+from gpunda.context import current_context
+from gpunda.numpy._helpers import is_tensor, to_tensor, invoke, context_of
 
 __all__ = ["uniform", "normal", "lognormal", "exponential", "rayleigh", "weibull", "pareto",
            "gumbel", "logistic", "power", "gamma", "beta", "chisquare", "randint", "rand",
@@ -47,7 +47,7 @@ def _check_positive(dist, names, values, positive, nonneg=()):
     """MXNet's samplers refuse out-of-range parameters with ValueError: ``positive`` ones
     must be > 0, ``nonneg`` ones >= 0 (arrays are checked when they are concrete, not
     while a graph is built)."""
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     for n, v in zip(names, values):
         if n not in positive and n not in nonneg:
             continue

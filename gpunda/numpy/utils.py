@@ -1,7 +1,7 @@
 """``mx.np.utils``: the dtype names and constants of ``mx.np`` (see _dtypes.py)."""
 import numpy as _onp
 
-from ._dtypes import (float16, float32, float64, uint8, int32, int8, int64, bool, bool_,  # noqa: F401,A004
+from gpunda.numpy._dtypes import (float16, float32, float64, uint8, int32, int8, int64, bool, bool_,  # noqa: F401,A004
                       pi, inf, nan, PZERO, NZERO, newaxis, finfo, e, NINF, PINF, NAN, NaN)
 
 __all__ = ["float16", "float32", "float64", "uint8", "int32", "int8", "int64", "bool", "bool_",

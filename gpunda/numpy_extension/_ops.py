@@ -4,9 +4,9 @@ function (so positional parameters, input names and Symbols work as in ``nd``/``
 with ``mx.np.ndarray`` / np-Symbol results."""
 from __future__ import annotations
 
-from ..numpy import _fast
-from ..numpy._helpers import call_op
-from ..numpy.multiarray import invoke_np
+from gpunda.numpy import _fast
+from gpunda.numpy._helpers import call_op
+from gpunda.numpy.multiarray import invoke_np
 
 __all__ = ["activation", "arange_like", "batch_dot", "batch_flatten", "batch_norm", "cast",
            "convolution", "deconvolution", "dropout", "embedding", "erf", "erfinv",
@@ -50,7 +50,7 @@ def _make(npx_name, opname):
         return call_op(opname, _drop_omitted_inputs(args), kwargs)
     fn.__name__ = fn.__qualname__ = npx_name
     fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
-    from ..ops.registry import get_op
+    from gpunda.ops.registry import get_op
     op = get_op(opname)
     if op.default_params is not None and not op.variadic and len(op.inputs) == 1 \
             and op.fixed_nout == 1 and not op.wants_ctx and not op.mutates:

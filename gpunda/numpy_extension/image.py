@@ -1,6 +1,6 @@
 """``npx.image``: MXNet's image ops (``_image_*``) on mx.np arrays."""
-from ..ops.registry import all_names
-from ._ops import _make
+from gpunda.ops.registry import all_names
+from gpunda.numpy_extension._ops import _make
 
 __all__ = []
 for _full in all_names():

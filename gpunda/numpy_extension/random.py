@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numbers
 
-from .. import random as _mx_random
-from .._not_built import missing_module_getattr
+from gpunda import random as _mx_random
+from gpunda._core.not_built import missing_module_getattr
 
 __all__ = ["seed", "bernoulli", "uniform_n", "normal_n"]
 
@@ -17,16 +17,16 @@ def seed(seed, ctx="all"):  # noqa: A002 (MXNet's parameter name)
 
 
 def _is_concrete(x):
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     return isinstance(x, NDArray)
 
 
 def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, out=None):
     """Samples that are 1 with probability ``prob`` (or ``sigmoid(logit)``) and 0 otherwise;
     exactly one of ``prob``/``logit`` is given, a number or an array (broadcast to ``size``)."""
-    from ..context import current_context
-    from ..numpy._helpers import is_tensor, to_tensor, invoke, context_of
-    from ..numpy.random import _size
+    from gpunda.context import current_context
+    from gpunda.numpy._helpers import is_tensor, to_tensor, invoke, context_of
+    from gpunda.numpy.random import _size
     if (prob is None) == (logit is None):
         raise ValueError("Either `prob` or `logit` must be specified, but not both. "
                          f"Received prob={prob}, logit={logit}")
@@ -51,7 +51,7 @@ def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, out=None):
 
 def _batch_sampler(dist, names, defaults, doc):
     def f(*args, batch_shape=None, dtype=None, ctx=None, **kwargs):
-        from ..numpy.random import _sample
+        from gpunda.numpy.random import _sample
         vals = list(defaults)
         for k, a in enumerate(args):
             if k >= len(names):

@@ -2,15 +2,15 @@
 records, so 0-d and zero-size arrays round-trip)."""
 from __future__ import annotations
 
-from ..ndarray.ndarray import NDArray
+from gpunda.ndarray.ndarray import NDArray
 
 __all__ = ["save", "load"]
 
 
 def save(file, arr):
     """Save an ndarray, a list of them or a dict str -> ndarray to ``file``."""
-    from ..ndarray import io
-    from ..util import np_shape
+    from gpunda.ndarray import io
+    from gpunda.util import np_shape
     if isinstance(arr, NDArray):
         arr = [arr]
     if isinstance(arr, dict):
@@ -26,9 +26,9 @@ def save(file, arr):
 
 def load(file):
     """Load ``file`` saved by ``npx.save``: a list or a dict str -> ``mx.np.ndarray``."""
-    from ..ndarray import io
-    from ..util import np_shape
-    from ..numpy.multiarray import as_np
+    from gpunda.ndarray import io
+    from gpunda.util import np_shape
+    from gpunda.numpy.multiarray import as_np
     with np_shape(True):
         loaded = io.load(file)
     if isinstance(loaded, dict):

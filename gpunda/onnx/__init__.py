@@ -12,11 +12,11 @@ __all__ = ["export_model", "get_operator_support"]
 
 def export_model(*args, **kwargs):
     """See :func:`gpunda.onnx.export.export_model`."""
-    from .export import export_model as _export
+    from gpunda.onnx.export import export_model as _export
     return _export(*args, **kwargs)
 
 
 def get_operator_support(opset_version=None):
     """Sorted MXNet op names that ``export_model`` converts."""
-    from .export import get_operator_support as _support
+    from gpunda.onnx.export import get_operator_support as _support
     return _support(opset_version)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["GraphBuilder", "ConversionError"]
 
@@ -111,8 +111,8 @@ class GraphBuilder:
         if n.op is None:
             return self.weights.get(n.name)
         # computed from parameters only (gluon's RNN layers concatenate theirs): evaluate
-        from ..symbol.symbol import Symbol
-        from .. import ndarray as nd
+        from gpunda.symbol.symbol import Symbol
+        from gpunda import ndarray as nd
         sub = Symbol([(n, k)])
         names = sub.list_inputs()
         if not all(m in self.weights for m in names):

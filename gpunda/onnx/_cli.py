@@ -6,7 +6,7 @@ import collections
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 
 def _parser():
@@ -45,8 +45,8 @@ def _parse_shape(text):
 def main(argv):
     """Entry point of ``python -m gpunda export-onnx``."""
     args = _parser().parse_args(argv)
-    from .. import model as _model
-    from .export import export_model
+    from gpunda import model as _model
+    from gpunda.onnx.export import export_model
     sym, arg_params, aux_params = _model.load_checkpoint(args.prefix, args.epoch)
     given = dict(_parse_shape(s) for s in args.shape)
     params = dict(arg_params)

@@ -14,9 +14,9 @@ import tempfile
 
 import numpy as np
 
-from ..base import GpundaError
-from ._builder import GraphBuilder, ConversionError
-from ._registry import converter_for, load_all
+from gpunda.base import GpundaError
+from gpunda.onnx._builder import GraphBuilder, ConversionError
+from gpunda.onnx._registry import converter_for, load_all
 
 __all__ = ["export_model", "get_operator_support", "MIN_OPSET", "DEFAULT_OPSET_CAP"]
 
@@ -60,8 +60,8 @@ def _check_opset(onnx, opset):
 
 
 def _load_inputs(sym, params):
-    from .. import ndarray as nd
-    from .. import symbol as _sym
+    from gpunda import ndarray as nd
+    from gpunda import symbol as _sym
     if isinstance(sym, (str, os.PathLike)):
         sym = _sym.load(os.fspath(sym))
     if not isinstance(sym, _sym.Symbol):
@@ -114,8 +114,8 @@ def _graph_inputs(sym, weights, in_shapes, in_types):
 
 
 def _infer(sym, inputs, weights):
-    from ..symbol.infer import infer_graph
-    from ..symbol.symbol import _var_shape
+    from gpunda.symbol.infer import infer_graph
+    from gpunda.symbol.symbol import _var_shape
     shapes = {n: s for n, s, _ in inputs}
     types = {n: t for n, _, t in inputs}
     for k, v in weights.items():

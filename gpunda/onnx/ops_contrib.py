@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 
 def _interleaved_part(g, node, qkv, heads, idx):

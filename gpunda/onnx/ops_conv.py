@@ -1,7 +1,7 @@
 """Converters: Convolution, Deconvolution, Pooling, UpSampling, resizes, depth/space."""
 from __future__ import annotations
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 
 def _spatial(node, nd, name, default):

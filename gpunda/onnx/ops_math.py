@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 _BINARY = {"broadcast_add": "Add", "elemwise_add": "Add", "broadcast_sub": "Sub",
            "elemwise_sub": "Sub", "broadcast_mul": "Mul", "elemwise_mul": "Mul",

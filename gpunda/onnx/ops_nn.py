@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 
 @register("FullyConnected")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 
 def _move_axis(g, x, nd, src, dst):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 _ORDER = {"lstm": [0, 3, 1, 2], "gru": [1, 0, 2], "rnn_relu": [0], "rnn_tanh": [0]}
 
@@ -22,7 +22,7 @@ def _gates(a, mode):
 
 @register("RNN")
 def rnn(g, node):
-    from ..ops.rnn import param_layout
+    from gpunda.ops.nn.rnn import param_layout
     p = node.p
     if p.projection_size:
         raise g.unsupported(node, "projection_size (LSTMP)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from gpunda.onnx._registry import register
 
 _INT_MAX = np.iinfo(np.int64).max
 _INT_MIN = np.iinfo(np.int64).min
@@ -230,7 +230,7 @@ def fill_like(g, node):
 @register("_zeros", "_ones", "_full", "_arange", "_zeros_without_dtype")
 def constant(g, node):
     # a graph constant: evaluate it once with gpunda itself
-    from .. import imperative
+    from gpunda._engine import imperative
     out = imperative.invoke(node.op.name, [], **node.p.attrs()).asnumpy()
     g.set_output_type(node, 0, out.shape, out.dtype)
     g.bind(node, 0, g.const(out, hint="value"))

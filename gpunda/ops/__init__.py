@@ -1,8 +1,8 @@
 """Operator families. Importing this package registers every op."""
-from . import registry
-from .registry import OpDef, Param, register, get_op, all_ops
+from gpunda.ops import registry
+from gpunda.ops.registry import OpDef, Param, register, get_op, all_ops
 
-from . import elemwise  # noqa: F401
+from gpunda.ops.tensor import elemwise  # noqa: F401
 
 _families = ["np_elemwise", "np_reduce", "np_manip", "np_linalg", "np_random", "np_sort", "np_stats", "reduce", "matrix", "indexing", "linalg", "random", "nn", "optim", "sparse_ops",
              "custom", "creation", "rnn", "sequence", "image", "image_color", "ctc",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._conv_grid import samples_per_chunk, weight_from_flipped
+from gpunda.ops.kernels.conv_grid import samples_per_chunk, weight_from_flipped
 
 
 def eligible(xp, x, kernel, stride, dilate, pad):

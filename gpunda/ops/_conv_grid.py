@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from ._util import finite
+from gpunda.ops._util import finite
 
 
 # a batch whose columns fit in about the L2 cache goes through as one chunk: one GEMM

@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
-from ._util import finite, matmul
-from . import _conv_flat as _flat
-from . import _conv_shifted as _shifted
-from . import _conv_grid as _grid
+from gpunda.base import GpundaError
+from gpunda.ops._util import finite, matmul
+from gpunda.ops.kernels import conv_flat as _flat
+from gpunda.ops.kernels import conv_shifted as _shifted
+from gpunda.ops.kernels import conv_grid as _grid
 
 
 def conv_out(sp, kernel, stride, dilate, pad, opname):

@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from ._conv_grid import samples_per_chunk, weight_from_flipped
+from gpunda.ops.kernels.conv_grid import samples_per_chunk, weight_from_flipped
 
 # maps of fewer cells: the flat route's column copy is short and its one long-K GEMM
 # is faster than KH short ones (measured: even on 8x8 maps of 64 channels)

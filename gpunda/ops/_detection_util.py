@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 HOST_LOOP = "a data-dependent walk on the host (NMS or greedy matching)"
 
@@ -27,7 +27,7 @@ def host(xp, a):
     """``a`` as a NumPy array (a device-to-host copy for CuPy)."""
     if xp is np:
         return a
-    from ..backends import backend_of_xp
+    from gpunda.backends import backend_of_xp
     return backend_of_xp(xp).to_host(a)
 
 
@@ -35,7 +35,7 @@ def device(xp, a):
     """Host array ``a`` in array module ``xp``."""
     if xp is np:
         return np.asarray(a)
-    from ..backends import backend_of_xp
+    from gpunda.backends import backend_of_xp
     return backend_of_xp(xp).from_host(np.asarray(a))
 
 

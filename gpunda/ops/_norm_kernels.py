@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ._util import matmul
+from gpunda.ops._util import matmul
 
 
 def _split(shape, ax):

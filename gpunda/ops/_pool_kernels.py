@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._util import finite
+from gpunda.ops._util import finite
 
 
 def applies(kernel, stride, pad, extra, shape):

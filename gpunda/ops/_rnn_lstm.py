@@ -19,7 +19,7 @@ Everything goes through the array module ``xp`` (NumPy or CuPy).
 """
 from __future__ import annotations
 
-from ._util import capture_gemm, matmul
+from gpunda.ops._util import capture_gemm, matmul
 
 
 def _matmul_into(xp, a, b, out):

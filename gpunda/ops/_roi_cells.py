@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._detection_util import device, host
+from gpunda.ops.vision._detection_util import device, host
 
 # gathered floats of one chunk (the grids of its ROIs times the channels): about what
 # stays in a CPU core's cache between the gather and the matmuls that read it

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 
 def finite(a):
@@ -20,7 +20,7 @@ def special(xp):
     if xp is np:
         import scipy.special as sps
         return sps
-    from ..backends import backend_of_xp
+    from gpunda.backends import backend_of_xp
     return backend_of_xp(xp).special
 
 
@@ -79,7 +79,7 @@ def matmul(xp, a, b):
 def legacy_scalar(xp, r):
     """MXNet 1.x's legacy shape mode has no 0-d arrays: a 0-d result becomes shape (1,)."""
     if getattr(r, "ndim", 1) == 0:
-        from ..util import is_np_shape
+        from gpunda.util import is_np_shape
         if not is_np_shape():
             return xp.reshape(xp.asarray(r), (1,))
         return xp.asarray(r)

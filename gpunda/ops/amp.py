@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 

@@ -6,8 +6,8 @@ linear in its output gradient, so each has a gradient of its own.
 """
 from __future__ import annotations
 
-from .indexing import _index_rows
-from .registry import OpDef, Param, register
+from gpunda.ops.tensor.indexing import _index_rows
+from gpunda.ops.registry import OpDef, Param, register
 
 register(OpDef(
     "_contrib_backward_gradientmultiplier", lambda xp, p, g: g * g.dtype.type(p.scalar),

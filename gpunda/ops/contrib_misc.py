@@ -12,9 +12,9 @@ beside Embedding.)
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, get_op, register
-from . import nn as _nn
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, get_op, register
+from gpunda.ops.nn import basic as _nn
 
 
 def _kl_forward(xp, p, data, moving_avg):

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import REQUIRED, OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import REQUIRED, OpDef, Param, register
 
 _HEADS = [Param("heads", "int", REQUIRED, "number of attention heads")]
 

@@ -19,8 +19,8 @@ last step are zeros (MXNet leaves that memory uninitialised).
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _HOST = "data-dependent control flow: the loop runs on the host"
 
@@ -41,7 +41,7 @@ def _body(p, k):
                           "sym.contrib.foreach/while_loop/cond")
     cop = p._cops[k]
     if cop is None:
-        from ..cached_op import CachedOp
+        from gpunda._engine.cached_op import CachedOp
         cop = p._cops[k] = CachedOp(subs[k])
     return cop
 
@@ -53,7 +53,7 @@ def _run(p, k, xp, ctx, arrays):
 def _vjp(p, k, xp, ctx, F, arrays, head_grads):
     """Gradients of subgraph ``k``'s inputs at ``arrays`` for ``head_grads`` (zeros where
     an input does not reach the outputs)."""
-    from ..cached_op import _Saved, _cached_backward
+    from gpunda._engine.cached_op import _Saved, _cached_backward
     cop = _body(p, k)
     vals = cop._run_plain(xp, ctx, list(arrays), keep=True)
     req = [True] * cop._nin + [False] * (cop._nslots - cop._nin)
@@ -77,12 +77,12 @@ def _gradient(grad_op):
     """The rule of a control-flow op: its ``_backward_*`` op on the output gradients (zeros
     for outputs nobody used) and the inputs; recorded when F records (create_graph)."""
     def rule(F, p, ins, outs, ograds):
-        from ..autograd import _RawF
+        from gpunda.autograd import _RawF
         if isinstance(F, _RawF):
             xp = F._xp
             filled = [xp.zeros_like(o) if g is None else g for g, o in zip(ograds, outs)]
             return list(grad_op.compute(xp, p, *filled, *ins, ctx=F._ctx))
-        from ..imperative import invoke_parsed
+        from gpunda._engine.imperative import invoke_parsed
         filled = [F.zeros_like(o) if g is None else g for g, o in zip(ograds, outs)]
         r = invoke_parsed(grad_op, tuple(filled) + tuple(ins), p)
         return list(r) if isinstance(r, (list, tuple)) else [r]
@@ -151,7 +151,7 @@ def _foreach_grad(xp, p, *arrays, ctx=None):
         step_inputs.append(sub)
         if t + 1 < steps:
             states = list(_run(p, 0, xp, ctx, sub)[p.num_out_data:])
-    from .. import autograd as _ag
+    from gpunda import autograd as _ag
     F = _ag._raw_namespace(ctx)
     g_data = [xp.zeros_like(d) for d in data]
     g_rest = [xp.zeros_like(r) for r in rest]
@@ -177,8 +177,8 @@ def _infer_sub(p, k, in_shapes, in_types=None):
     """Shape (and dtype) inference inside subgraph ``k`` from what is known of its inputs
     (internal shapes: None or -1 where unknown); returns (input shapes, output shapes,
     input types, output types)."""
-    from ..symbol.infer import infer_graph
-    from ..symbol.symbol import _var_shape
+    from gpunda.symbol.infer import infer_graph
+    from gpunda.symbol.symbol import _var_shape
     sub = p._subgraphs[k]
     names = [v for v in sub._topo() if v.op is None]
     given = {v.name: tuple(s) for v, s in zip(names, in_shapes) if s is not None}
@@ -318,7 +318,7 @@ def _while_loop_grad(xp, p, *arrays, ctx=None):
     no = p.num_outputs
     ograds, ins = arrays[:no], arrays[no:]
     _, _, history = _while_steps(xp, p, ins, ctx, True)
-    from .. import autograd as _ag
+    from gpunda import autograd as _ag
     F = _ag._raw_namespace(ctx)
     g_ins = [xp.zeros_like(a) for a in ins]
     g_vars = list(ograds[p.num_out_data:])
@@ -397,7 +397,7 @@ def _cond(xp, p, *arrays, ctx=None):
 def _cond_grad(xp, p, *arrays, ctx=None):
     ograds, ins = arrays[:p.num_outputs], arrays[p.num_outputs:]
     k, locs = _branch(xp, p, ins, ctx)
-    from .. import autograd as _ag
+    from gpunda import autograd as _ag
     g = _vjp(p, k, xp, ctx, _ag._raw_namespace(ctx), [ins[i] for i in locs], ograds)
     g_ins = [xp.zeros_like(a) for a in ins]
     for j, loc in enumerate(locs):

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
-from ._util import require_same_dtype
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops._util import require_same_dtype
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [
     Param("kernel_size", "int", 1, "patch size; must be odd"),

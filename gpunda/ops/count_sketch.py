@@ -6,8 +6,8 @@ gradient ``g @ M.T``). MXNet builds it only for its GPUs; here it runs on every 
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("out_dim", "int"), Param("processing_batch_size", "int", 32)]
 

@@ -1,8 +1,8 @@
 """Crop (MXNet's legacy spatial crop of NCHW data, to h_w or to a second input's size)."""
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def _crop_geometry(p, dshape, like_shape):

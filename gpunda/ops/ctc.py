@@ -13,8 +13,8 @@ rule scales by the head gradient; that makes the op once-differentiable.
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [
     Param("use_data_lengths", "bool", False, "read each sequence's steps from data_lengths"),

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 register(OpDef(
     "BlockGrad", lambda xp, p, x: x.copy(), aliases=("stop_gradient",),
@@ -63,7 +63,7 @@ _ONCE_OP = OpDef("_CustomFunctionBackward", _never_computed, inputs=lambda p: ()
 
 
 def _as_outputs(value, where):
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if isinstance(value, NDArray):
         return [value], True
     if isinstance(value, (list, tuple)) and all(isinstance(v, NDArray) for v in value) and value:
@@ -79,8 +79,8 @@ def call_function(fn, inputs):
     recording, the call becomes one tape node whose gradient calls
     ``fn.backward`` with the outputs' gradients as NDArrays.
     """
-    from .. import autograd as ag
-    from ..ndarray.ndarray import NDArray, _new
+    from gpunda import autograd as ag
+    from gpunda.ndarray.ndarray import NDArray, _new
     name = type(fn).__name__
     where = f"autograd.Function {name}"
     if getattr(fn, "_used", False):
@@ -164,13 +164,13 @@ def _once_rule(where):
 # receives NDArrays). Keyword arguments other than op_type reach the prop as strings.
 
 def _operator():
-    from .. import operator
+    from gpunda import operator
     return operator
 
 
 def _nd_context(arrays):
     """The Context of raw backend arrays (the CPU for NumPy; the array's GPU for CuPy)."""
-    from ..context import cpu, gpu
+    from gpunda.context import cpu, gpu
     for a in arrays:
         if a is None:
             continue
@@ -179,12 +179,12 @@ def _nd_context(arrays):
         if isinstance(a, np.ndarray) or dev is None or isinstance(dev, str):
             return cpu()
         return gpu(int(dev.id))
-    from ..context import current_context
+    from gpunda.context import current_context
     return current_context()
 
 
 def _as_nd(raws, ctx):
-    from ..ndarray.sparse import _wrap
+    from gpunda.ndarray.sparse import _wrap
     return [None if r is None else _wrap(r, ctx) for r in raws]
 
 
@@ -199,8 +199,8 @@ def _custom_sparse_forward(xp, sp, p, *raws):
 
 
 def _custom_gradient(F, p, ins, outs, ograds):
-    from ..ndarray.ndarray import NDArray
-    from .. import autograd as ag
+    from gpunda.ndarray.ndarray import NDArray
+    from gpunda import autograd as ag
     raw = not isinstance(outs[0], NDArray)
     if raw:
         ctx = _nd_context(list(ins) + list(outs))

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from ._util import matmul, require_same_dtype
-from .nn_conv import _CONV_PARAMS, _conv_geo, _conv_out, _check_groups
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops._util import matmul, require_same_dtype
+from gpunda.ops.nn.conv import _CONV_PARAMS, _conv_geo, _conv_out, _check_groups
+from gpunda.ops.registry import OpDef, Param, register
 
 _CHUNK_ELEMS = 1 << 23
 
@@ -251,7 +251,7 @@ def _add_at(xp, flat, index, vals):
         flat += np.bincount(index, weights=vals, minlength=flat.size).astype(flat.dtype,
                                                                              copy=False)
     else:
-        from .indexing import scatter_add
+        from gpunda.ops.tensor.indexing import scatter_add
         scatter_add(xp, flat, index, vals)
 
 

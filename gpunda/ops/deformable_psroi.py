@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _OP = "_contrib_DeformablePSROIPooling"
 
@@ -137,7 +137,7 @@ def _pool(xp, p, data, rois, trans=None):
 
 
 def _pool_grad(xp, p, og, data, rois, trans=None):
-    from .deformable import _add_at
+    from gpunda.ops.vision.deformable import _add_at
     sm = _Samples(xp, p, data, rois, trans)
     diff = (og / xp.maximum(sm.count, 1))[..., None, None] * sm.valid
     d_data = xp.zeros(data.size, dtype=data.dtype)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from ._detection_util import (HOST_LOOP, as_corner, box_area, center_to_corner,
+from gpunda.base import GpundaError
+from gpunda.ops.vision._detection_util import (HOST_LOOP, as_corner, box_area, center_to_corner,
                               corner_to_center, device, greedy_keep, host, intersection,
                               require_real, zero_grads)
-from ._util import require_same_dtype
-from .registry import OpDef, Param, register
+from gpunda.ops._util import require_same_dtype
+from gpunda.ops.registry import OpDef, Param, register
 
 _FORMATS = ("corner", "center")
 

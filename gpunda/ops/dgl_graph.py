@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .sparse_ops import CSRData, INDEX, stype_of
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.sparse.ops import CSRData, INDEX, stype_of
 
 
 def _needs_csr(name):

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .dgl_graph import _needs_csr
-from .registry import OpDef, Param, register
-from .sparse_ops import CSRData, stype_of
+from gpunda.base import GpundaError
+from gpunda.ops.contrib.dgl_graph import _needs_csr
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.sparse.ops import CSRData, stype_of
 
 
 def _host(a):
@@ -30,8 +30,8 @@ def _host(a):
 
 
 def _rng():
-    from .. import random as _random
-    from ..context import cpu
+    from gpunda import random as _random
+    from gpunda.context import cpu
     return np.random.RandomState(int(_random._generator(cpu()).randint(0, 2 ** 31 - 1)))
 
 

@@ -10,9 +10,9 @@ import operator
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register, parse_dtype
-from ._util import special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register, parse_dtype
+from gpunda.ops._util import special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("compute_size", "int", 128)]    # cuFFT batching in MXNet; no effect here
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, register
 
 _INPUTS = ("lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time")
 

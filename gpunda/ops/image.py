@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
-from ..base import gpunda_log as _log
+from gpunda.base import gpunda_log as _log
 
 
 def _err(op, msg):
@@ -149,7 +149,7 @@ for _name, _axis in (("_image_flip_left_right", 1), ("_image_flip_top_bottom", 0
 
 def _random_flip(op, axis):
     def compute(xp, p, x, ctx):
-        from .. import random as _r
+        from gpunda import random as _r
         check_image(op, x, batch=False)
         flip = float(_r._generator(ctx).uniform(0.0, 1.0)) < 0.5
         out = xp.flip(x, axis).copy() if flip else x.copy()
@@ -275,7 +275,7 @@ def _resize(xp, p, x):
     out_h, out_w = resize_hw(x.shape[-3], x.shape[-2], p.size, p.keep_ratio)
     host = x
     if xp is not np:
-        from ..backends import backend_of_xp
+        from gpunda.backends import backend_of_xp
         if not _gpu_logged:
             _gpu_logged.append(True)
             _log.info("image.resize runs OpenCV on the host: GPU images are copied to the host "

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .image import check_image
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.image.transforms import check_image
+from gpunda.ops.registry import OpDef, Param, register
 
 _F32 = np.float32
 _GRAY = (0.299, 0.587, 0.114)
@@ -46,7 +46,7 @@ def _wide(x):
 
 
 def _rng(ctx):
-    from .. import random as _r
+    from gpunda import random as _r
     return _r._generator(ctx)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, GpundaIndexError
-from .registry import OpDef, Param, get_op, register
-from .._deferred import DeferredOpError, undefined_like
-from ._util import legacy_scalar, require_same_dtype
-from .reduce import put_along
+from gpunda.base import GpundaError, GpundaIndexError
+from gpunda.ops.registry import OpDef, Param, get_op, register
+from gpunda._core.deferred import DeferredOpError, undefined_like
+from gpunda.ops._util import legacy_scalar, require_same_dtype
+from gpunda.ops.tensor.reduce import put_along
 
 # ----------------------------------------------------------------------------
 # helpers
@@ -339,7 +339,7 @@ register(OpDef(
 
 
 def _copyto(xp, p, x):
-    from ..context import Context
+    from gpunda.context import Context
     host = x if isinstance(x, np.ndarray) else x.get()
     return Context(p.ctx).backend.from_host(host)
 
@@ -348,7 +348,7 @@ def _ctx_of(a):
     ctx = getattr(a, "context", None)
     if ctx is not None:
         return ctx
-    from ..context import cpu, gpu
+    from gpunda.context import cpu, gpu
     return cpu() if isinstance(a, np.ndarray) else gpu(a.device.id)
 
 
@@ -360,7 +360,7 @@ _COPYTO = register(OpDef(
 
 
 def _out_ctx(p):
-    from ..context import Context
+    from gpunda.context import Context
     return Context(p.ctx)
 
 

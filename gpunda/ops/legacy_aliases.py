@@ -3,7 +3,7 @@
 op they always meant."""
 from __future__ import annotations
 
-from .registry import _REGISTRY, add_alias
+from gpunda.ops.registry import _REGISTRY, add_alias
 
 _ALIASES = {
     "_Plus": "elemwise_add", "_Minus": "elemwise_sub", "_Mul": "elemwise_mul",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from ._util import legacy_scalar, matmul, require_same_dtype
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import legacy_scalar, matmul, require_same_dtype
 
 
 def _prod(dims):

@@ -11,9 +11,9 @@ exist so that every rule is itself made of differentiable registered ops.
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from ._util import norm_axis
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops._util import norm_axis
+from gpunda.ops.registry import OpDef, Param, register
 
 _FAMILY = "matrix"
 
@@ -660,7 +660,7 @@ def _tile(xp, p, x):
     if any(r < 0 for r in p.reps):
         raise _err("tile", f"reps={p.reps} must not hold negative values")
     if 0 in p.reps:
-        from ..util import is_np_shape
+        from gpunda.util import is_np_shape
         if not is_np_shape():    # MXNet's legacy shapes read a 0 as an unknown size
             raise _err("tile", f"reps={p.reps} holds 0, an unknown size outside "
                                f"mx.np_shape(); zero-size tiling needs np_shape")

@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from .. import autograd as _ag
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from ._util import matmul, norm_axis, sum_to_shape, require_same_dtype
-from . import _norm_kernels as _nk
-from ._norm_kernels import _acc
-from . import nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype
+from gpunda.ops.kernels import norm as _nk
+from gpunda.ops.kernels.norm import _acc
+from gpunda.ops.nn import conv as nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
 
 # ---------------------------------------------------------------------------
 # channel-axis helpers (hidden ops; adjoint of each other)
@@ -249,7 +249,7 @@ def _leaky_relu(xp, p, x, *rest, ctx=None):
 
 def _leaky_one(xp, p, x, rest, ctx):
     t = p.act_type
-    from ._util import special
+    from gpunda.ops._util import special
     if t == "leaky":
         return xp.where(x > 0, x, x * x.dtype.type(p.slope))
     if t == "prelu":
@@ -263,7 +263,7 @@ def _leaky_one(xp, p, x, rest, ctx):
         return (0.5 * x * (1 + special(xp).erf(x * _SQRT_HALF))).astype(x.dtype, copy=False)
     # rrelu: random negative slope while training, the mean slope otherwise
     if _ag.is_training():
-        from .. import random as _r
+        from gpunda import random as _r
         slope = _r._generator(ctx).uniform(p.lower_bound, p.upper_bound, size=x.shape)
         slope = xp.asarray(slope).astype(x.dtype)
     else:
@@ -735,7 +735,7 @@ def _dropout(xp, p, x, ctx=None):
     mshape = list(x.shape)
     for a in (p.axes or ()):
         mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
-    from .. import random as _r
+    from gpunda import random as _r
     if p.p >= 1:    # MXNet's mask is 0 * 1/(1 - p) = NaN: the output is NaN, as in MXNet
         mask = xp.full(mshape, np.nan, dtype=x.dtype)
     else:

@@ -20,14 +20,14 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
-from . import _pool_kernels as _pk
-from ._norm_kernels import channel_plane
-from ._util import require_same_dtype
-from .. import autograd as _ag
-from ._conv_kernels import (conv_backward, conv_forward, conv_out as _conv_out, data_grad,
+from gpunda.base import GpundaError
+from gpunda.ops.kernels import pool as _pk
+from gpunda.ops.kernels.norm import channel_plane
+from gpunda.ops._util import require_same_dtype
+from gpunda import autograd as _ag
+from gpunda.ops.kernels.conv import (conv_backward, conv_forward, conv_out as _conv_out, data_grad,
                             kernel_slices as _kernel_slices, pad_spatial, weight_grad)
-from .registry import OpDef, Param, get_op, register
+from gpunda.ops.registry import OpDef, Param, get_op, register
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 _LAST_LAYOUTS = {1: "NWC", 2: "NHWC", 3: "NDHWC"}   # channels-last (Pooling only)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .nn_conv import _conv_geo
-from ._conv_kernels import col2im, conv_out as _conv_out, im2col
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.nn.conv import _conv_geo
+from gpunda.ops.kernels.conv import col2im, conv_out as _conv_out, im2col
 
 _GEO = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
         Param("pad", "shape", ())]

@@ -9,11 +9,11 @@ Labels are class indices, clipped into range as ``pick``'s default mode does.
 """
 from __future__ import annotations
 
-from .. import autograd as _ag
-from ..base import GpundaError
-from .indexing import _fix_indices
-from .nn import _softmax_core
-from .registry import OpDef, register
+from gpunda import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.ops.tensor.indexing import _fix_indices
+from gpunda.ops.nn.basic import _softmax_core
+from gpunda.ops.registry import OpDef, register
 
 
 def _rows(xp, pred, label):

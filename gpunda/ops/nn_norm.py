@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .nn import _acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm, _infer_bn
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.nn.basic import _acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm, _infer_bn
 
 # ---------------------------------------------------------------------------
 # GroupNorm: channels split into num_groups groups, each normalised with its

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register, get_op
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register, get_op
 
 _CTX = [Param("ctx", "any", None, "device; the current one when None"),
         Param("dtype", "dtype", np.dtype("float32"))]

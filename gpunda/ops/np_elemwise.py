@@ -19,8 +19,8 @@ import operator
 
 import numpy as np
 
-from .registry import OpDef, Param, register
-from ._util import special, sum_to_shape
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import special, sum_to_shape
 
 _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, GpundaValueError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError, GpundaValueError
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def npx_reshape_shape(src, codes, reverse=False):

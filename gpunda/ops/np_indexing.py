@@ -8,10 +8,10 @@ Both back-propagate zeros, as MXNet's ``MakeZeroGradNodes``.
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from ._detection_util import zero_grads
-from ._util import require_same_dtype
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.vision._detection_util import zero_grads
+from gpunda.ops._util import require_same_dtype
+from gpunda.ops.registry import OpDef, Param, register
 
 _SCALAR = "_npi_boolean_mask_assign_scalar"
 _TENSOR = "_npi_boolean_mask_assign_tensor"

@@ -14,10 +14,10 @@ import string
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .np_elemwise import np_result_type
-from ._util import sum_to_shape
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.numpy.elemwise import np_result_type
+from gpunda.ops._util import sum_to_shape
 
 _LETTERS = string.ascii_letters
 
@@ -348,7 +348,7 @@ register(OpDef("_npi_pinv", _pinv, inputs=("A", "rcond"),
 
 def _host_linalg(fn, real=True):
     def compute(xp, p, a):
-        from ..backends import backend_of_xp  # noqa: F401 (CuPy has no general eig)
+        from gpunda.backends import backend_of_xp  # noqa: F401 (CuPy has no general eig)
         host = a.get() if hasattr(a, "get") else a
         r = getattr(np.linalg, fn)(host)
         rs = r if isinstance(r, tuple) else (r,)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register, get_op
-from .np_elemwise import np_result_type
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register, get_op
+from gpunda.ops.numpy.elemwise import np_result_type
 
 _I64 = np.dtype("int64")
 

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError, GpundaValueError
-from .registry import OpDef, Param, register
-from ._util import sum_to_shape
-from .random import _rng
+from gpunda.base import GpundaError, GpundaValueError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import sum_to_shape
+from gpunda.ops.random.samplers import _rng
 
 
 def _shape_of(size, arrays):

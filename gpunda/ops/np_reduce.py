@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import OpDef, Param, register, get_op
+from gpunda.ops.registry import OpDef, Param, register, get_op
 
 _I64 = np.dtype("int64")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _I64 = np.dtype("int64")
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -237,7 +237,7 @@ def _average(xp, p, a, w=None):
 
 
 def _g_average(F, p, i, o, g):
-    from .np_reduce import expand_back
+    from gpunda.ops.numpy.reduce import expand_back
     a = i[0]
     axes = _axes(p.axis, a.ndim)
     gavg = expand_back(F, g[0], a.shape, axes)

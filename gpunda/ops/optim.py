@@ -8,8 +8,8 @@ modified unless it is also ``out``. Gradient clipping follows MXNet's kernels:
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _COMMON = [Param("lr", "float", doc="learning rate"), Param("wd", "float", 0.0, "weight decay"),
            Param("rescale_grad", "float", 1.0, "gradient scale"),

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .optim import _clip
-from .optim_multi import check_group_lengths, check_same_shapes, grouped_mutates, grouped_names
-from .sparse_ops import RSPData
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.optimizer.updates import _clip
+from gpunda.ops.optimizer.multi import check_group_lengths, check_same_shapes, grouped_mutates, grouped_names
+from gpunda.ops.sparse.ops import RSPData
 
 _F32 = np.float32
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from .optim import _clip
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.optimizer.updates import _clip
 
 _SCALE = [Param("rescale_grad", "float", 1.0, "gradient scale"),
           Param("clip_gradient", "float", -1.0, "clip to [-c, c] when c >= 0")]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from ._detection_util import (HOST_LOOP, device, float_tuple, greedy_keep, host,
+from gpunda.base import GpundaError
+from gpunda.ops.vision._detection_util import (HOST_LOOP, device, float_tuple, greedy_keep, host,
                               intersection, require_float32, zero_grads)
-from .registry import OpDef, Param, register
+from gpunda.ops.registry import OpDef, Param, register
 
 _F32, _F64 = np.float32, np.float64
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _INT8_RANGE = 127.0
 _INT32_RANGE = 2147483647.0

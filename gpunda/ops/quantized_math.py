@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .quantize import _range_out
-from .quantized_nn import _F32, _I8, _I32, _MKLDNN_LEVELS, _U8, _absmax, _nearest, _require
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.quantization.quantize import _range_out
+from gpunda.ops.quantization.nn import _F32, _I8, _I32, _MKLDNN_LEVELS, _U8, _absmax, _nearest, _require
+from gpunda.ops.registry import OpDef, Param, register
 
 _INT32_LEVELS = 2147483647.0
 _QOUTS = ("output", "min_output", "max_output")

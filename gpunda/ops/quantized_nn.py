@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .quantize import _range_out, _scalar
-from .registry import OpDef, Param, get_op, register
+from gpunda.base import GpundaError
+from gpunda.ops.quantization.quantize import _range_out, _scalar
+from gpunda.ops.registry import OpDef, Param, get_op, register
 
 _INT32_MAX = 2147483647.0
 _LEVELS = {np.dtype(np.int8): 127.0, np.dtype(np.uint8): 255.0}

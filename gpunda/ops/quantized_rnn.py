@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .quantize import _scalar
-from .registry import OpDef, get_op, register
+from gpunda.base import GpundaError
+from gpunda.ops.quantization.quantize import _scalar
+from gpunda.ops.registry import OpDef, get_op, register
 
 _INPUTS = ("data", "parameters", "state", "state_cell", "data_scale", "data_shift")
 _F32 = np.dtype(np.float32)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .._deferred import DeferredOpError, undefined_like, resource_failure
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda._core.deferred import DeferredOpError, undefined_like, resource_failure
+from gpunda.ops.registry import OpDef, Param, register
 
 _SHAPE = [Param("shape", "shape", ()), Param("ctx", "any", None),
           Param("dtype", "dtype", np.dtype("float32"))]
 
 
 def _rng(ctx):
-    from .. import random as _r
+    from gpunda import random as _r
     return _r._generator(ctx)
 
 

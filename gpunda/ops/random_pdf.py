@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from ..base import GpundaError
-from ._util import special, sum_to_shape
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops._util import special, sum_to_shape
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("is_log", "bool", False)]
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)

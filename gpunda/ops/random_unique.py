@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from ..base import GpundaError
-from .random import _rng
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.random.samplers import _rng
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def _unique_row(rng, range_max, n, log_range):

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from ._util import legacy_scalar
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import legacy_scalar
 
 # ----------------------------------------------------------------------------
 # axis handling

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
            "Params", "fill_positional_params"]

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
-from ._util import matmul
-from ._rnn_lstm import lstm_backward, lstm_forward
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import matmul
+from gpunda.ops.kernels.lstm import lstm_backward, lstm_forward
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
@@ -327,7 +327,7 @@ def _rnn_forward(xp, p, *inputs, ctx=None):
     entries, _ = param_layout(p, i)
     reserve = xp.empty((_reserve_size(p, data.shape),), dtype=data.dtype)
     saved = _unpack(reserve, p, data.shape)
-    from .. import autograd as _ag
+    from gpunda import autograd as _ag
     training = _ag.is_training()
     hy = xp.empty(state.shape, dtype=data.dtype)
     cy = xp.empty((p.num_layers * d, n, hsz), dtype=data.dtype)
@@ -338,7 +338,7 @@ def _rnn_forward(xp, p, *inputs, ctx=None):
             if p.p > 0:
                 mask = saved[("mask", layer)]
                 if training:
-                    from .. import random as _r
+                    from gpunda import random as _r
                     u = xp.asarray(_r._generator(ctx).uniform(0.0, 1.0, size=x.shape))
                     mask[...] = (u >= p.p) / (1.0 - p.p)
                 else:

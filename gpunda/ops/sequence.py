@@ -8,8 +8,8 @@ scatters back into it.
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("use_sequence_length", "bool", False,
                  "read each sequence's length from the sequence_length input"),

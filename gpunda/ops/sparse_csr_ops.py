@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register, get_op
-from .sparse_ops import CSRData, INDEX, empty_like_stype, stype_of
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register, get_op
+from gpunda.ops.sparse.ops import CSRData, INDEX, empty_like_stype, stype_of
 
 
 def _take_csr(xp, sp, p, a, idx):
@@ -22,7 +22,7 @@ def _take_csr(xp, sp, p, a, idx):
     if idx.ndim != 1:
         raise GpundaError(f"Operator take: a csr input needs 1-D indices, got indices of shape "
                           f"{tuple(idx.shape)}")
-    from .indexing import _fix_indices
+    from gpunda.ops.tensor.indexing import _fix_indices
     n = a.shape[0]
     out_shape = (int(idx.shape[0]), a.shape[1])
     if n == 0 or a.nnz == 0:
@@ -43,7 +43,7 @@ def _slice_csr(xp, sp, p, a):
     """slice(csr) with unit steps -> csr (MXNet's SliceCsrImpl); other steps fall back."""
     if not isinstance(a, CSRData) or any(s not in (None, 1) for s in (p.step or ())):
         return NotImplemented
-    from .matrix import _slice_tuple
+    from gpunda.ops.tensor.matrix import _slice_tuple
     key = _slice_tuple("slice", a.shape, p.begin, p.end, p.step) + (slice(None),) * 2
     r0, r1, _ = key[0].indices(a.shape[0])
     c0, c1, _ = key[1].indices(a.shape[1])

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register, get_op
-from ._util import norm_axes, legacy_scalar
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register, get_op
+from gpunda.ops._util import norm_axes, legacy_scalar
 
 __all__ = ["CSRData", "RSPData", "to_stype", "to_dense", "stype_of", "install"]
 
@@ -65,7 +65,7 @@ _CUPYX_DTYPES = frozenset(np.dtype(t) for t in ("bool", "float32", "float64", "c
 
 def xp_of(a):
     """numpy or cupy, whichever owns array ``a``."""
-    from ..backends import array_module
+    from gpunda.backends import array_module
     return array_module(a)
 
 
@@ -74,7 +74,7 @@ def sp_of(xp):
     if xp is np:
         import scipy.sparse as s
         return s
-    from ..backends import backend_of_xp
+    from gpunda.backends import backend_of_xp
     return backend_of_xp(xp).sp
 
 
@@ -145,7 +145,7 @@ class _Holder:
 
     def _gpunda_wrap(self, ctx):
         """This storage as the matching NDArray subclass on ``ctx``."""
-        from ..ndarray.sparse import _wrap
+        from gpunda.ndarray.sparse import _wrap
         return _wrap(self, ctx)
 
     def refuse_if_malformed(self, where):
@@ -657,7 +657,7 @@ def _with_forward_stype(kernel):
 
 def _dot_grad(p, ins, outs, ograds, need):
     """Gradients with MXNet's stypes: dot(csr, dns) -> rhs grad row_sparse."""
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     if ins is None:
         return NotImplemented
     a, b = ins
@@ -723,7 +723,7 @@ def _retain_dense(xp, p, data, indices):
 
 
 def _retain_grad(p, ins, outs, ograds, need):
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     if not need[0]:
         return [None, None]
     g = ograds[0]
@@ -810,7 +810,7 @@ def _square_sum_grad_dense(F, p, ins, outs, og):
 
 
 def _square_sum_grad(p, ins, outs, ograds, need):
-    from .. import ndarray as nd
+    from gpunda import ndarray as nd
     return [nd._backward_square_sum(ograds[0], ins[0], axis=p.axis, keepdims=p.keepdims,
                                     exclude=p.exclude)]
 
@@ -981,8 +981,8 @@ def _plan():
 def install():
     """Attach the sparse kernels to ops registered by other families (idempotent;
     ops not registered yet are skipped and picked up by a later call)."""
-    from ..base import GpundaError as _E
-    from . import sparse_csr_ops
+    from gpunda.base import GpundaError as _E
+    from gpunda.ops.sparse import csr as sparse_csr_ops
     sparse_csr_ops.install()
     for name, key, make in _plan():
         try:
@@ -998,7 +998,7 @@ def install():
 
 
 try:    # the dot op lives in linalg; import it first so its kernels can be attached
-    from . import linalg  # noqa: F401
+    from gpunda.ops.tensor import linalg  # noqa: F401
 except ImportError:
     pass
 install()

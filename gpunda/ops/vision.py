@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from ._roi_cells import apply_maps_cells
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.vision._roi_cells import apply_maps_cells
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def _err(op, msg):
@@ -106,7 +106,7 @@ def _roi_pooling_grad(xp, p, og, maxidx, rois, data):
     flat = (batch[:, None, None, None] * c + xp.arange(c)[None, :, None, None]) \
         * (height * width) + xp.maximum(idx, 0)
     vals = xp.where(keep, og, xp.zeros((), og.dtype))
-    from .indexing import scatter_add
+    from gpunda.ops.tensor.indexing import scatter_add
     scatter_add(xp, dx.reshape(-1), flat.reshape(-1), vals.reshape(-1))
     return dx
 

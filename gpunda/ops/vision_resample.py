@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def _bilinear_matrix(n_in, n_out, align_corners):
@@ -134,7 +134,7 @@ def _bilinear_resize(xp, p, data, like=None):
 
 
 def _resample_params(kw):
-    from .registry import get_op
+    from gpunda.ops.registry import get_op
     return get_op("_separable_resample").parse_params(kw)
 
 

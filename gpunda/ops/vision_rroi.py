@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from ._detection_util import require_real
-from ._util import require_same_dtype
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.vision._detection_util import require_real
+from gpunda.ops._util import require_same_dtype
+from gpunda.ops.registry import OpDef, Param, register
 
 _OP = "_contrib_RROIAlign"
 _CHUNK = 1 << 22       # gathered values per ROI chunk: bounds the temporary memory

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .registry import OpDef, Param, register
+from gpunda.base import GpundaError
+from gpunda.ops.registry import OpDef, Param, register
 
 
 def _affine_base(xp, h, w, dtype):
@@ -158,7 +158,7 @@ def _bilinear_sampler_grad(xp, p, og, data, grid):
     wy4, wx4 = wy[:, None], wx[:, None]
     weights = xp.stack([wy4 * wx4, wy4 * (1 - wx4), (1 - wy4) * wx4, (1 - wy4) * (1 - wx4)], 2)
     contrib = og[:, :, None] * weights * inside[:, None]              # (N, C, 4, Ho, Wo)
-    from .indexing import scatter_add
+    from gpunda.ops.tensor.indexing import scatter_add
     d_data = xp.zeros((n, c, h * w), dtype=og.dtype)
     flat_pos = xp.broadcast_to(pos[:, None], contrib.shape).reshape(n, c, -1)
     rows = (xp.arange(n * c) * (h * w)).reshape(n, c, 1)
@@ -211,7 +211,7 @@ def _spatial_transformer(xp, p, data, loc):
 
 
 def _grid_params(p):
-    from .registry import get_op
+    from gpunda.ops.registry import get_op
     return get_op("GridGenerator").parse_params(
         {"transform_type": "affine", "target_shape": p.target_shape})
 

@@ -1,8 +1,8 @@
 """MXNet's ``mx.optimizer.contrib``: GroupAdaGrad."""
 from __future__ import annotations
 
-from ..base import GpundaError
-from .optimizer import Optimizer, register
+from gpunda.base import GpundaError
+from gpunda.optimizer.optimizer import Optimizer, register
 
 __all__ = ["GroupAdaGrad"]
 
@@ -29,11 +29,11 @@ class GroupAdaGrad(Optimizer):
         if len(weight.shape) != 2:
             raise GpundaError(f"GroupAdaGrad: weight {index!r} has shape {tuple(weight.shape)}; "
                               f"GroupAdaGrad needs a 2-D weight")
-        from ..ndarray import zeros
+        from gpunda.ndarray import zeros
         return zeros((weight.shape[0], 1), weight.context, stype=weight.stype)
 
     def update(self, index, weight, grad, state):
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

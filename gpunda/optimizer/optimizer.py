@@ -19,17 +19,17 @@ import pickle
 
 import numpy as np
 
-from .. import autograd as _ag
-from .._optim_rows import op_params, run_update
-from ..base import GpundaError
-from ..ops import optim as _ops
+from gpunda import autograd as _ag
+from gpunda._optim_rows import op_params, run_update
+from gpunda.base import GpundaError
+from gpunda.ops.optimizer import updates as _ops
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Signum",
            "Updater", "get_updater", "create", "register"]
 
 
 def _nd():
-    from .. import ndarray
+    from gpunda import ndarray
     return ndarray
 
 
@@ -39,8 +39,8 @@ def _fused(name):
         return _FUSED[name]
     except KeyError:
         pass
-    from ..ops.registry import _REGISTRY
-    from ..ndarray import _op
+    from gpunda.ops.registry import _REGISTRY
+    from gpunda.ndarray import _op
     fn = getattr(_op, name, None) if name in _REGISTRY else None
     _FUSED[name] = fn
     return fn
@@ -72,7 +72,7 @@ class Optimizer:
             raise GpundaError(f"Optimizer {type(self).__name__}: unknown arguments "
                               f"{sorted(kwargs)}")
         self.rescale_grad = rescale_grad
-        from ..util import is_np_array
+        from gpunda.util import is_np_array
         self.allow_np_array = is_np_array()    # MXNet's flag (created in NumPy mode)
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is None and learning_rate is None:
@@ -353,7 +353,7 @@ class SGD(Optimizer):
 
 
 def _xp(arr):
-    from ..ops.sparse_ops import xp_of
+    from gpunda.ops.sparse.ops import xp_of
     return xp_of(arr)
 
 
@@ -646,7 +646,7 @@ class Updater:
 
     def sync_state_context(self, state, context):
         """``state`` copied to ``context`` (states loaded from a file live on the CPU)."""
-        from ..ndarray import NDArray
+        from gpunda.ndarray import NDArray
         if isinstance(state, NDArray):
             return state.as_in_context(context)
         if isinstance(state, (tuple, list)):
@@ -675,7 +675,7 @@ def get_updater(optimizer):
 
 
 # the less common optimizers live in their own module (it imports this one)
-from .._optimizers_more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
+from gpunda._optimizers_more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
                                Nadam, Test, ccSGD)
 
 __all__ += ["Adamax", "Nadam", "FTML", "Ftrl", "LAMB", "SGLD", "DCASGD", "ccSGD", "Test", "LARS",

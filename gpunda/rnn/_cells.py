@@ -5,10 +5,10 @@ The fused cell packs its weights in the layout of the ``RNN`` op (gpunda/ops/rnn
 the per-gate ``<prefix><l|r><layer>_<i2h|h2h><gate>_<weight|bias>`` arrays the unrolled
 cells use, so a fused model and its ``unfuse()``d twin share checkpoints.
 """
-from .. import ndarray as _nd
-from .. import symbol
-from ..base import GpundaError
-from ..gluon.rnn.rnn_cell import _format_sequence
+from gpunda import ndarray as _nd
+from gpunda import symbol
+from gpunda.base import GpundaError
+from gpunda.gluon.rnn.rnn_cell import _format_sequence
 
 
 def _normalize_sequence(length, inputs, layout, merge, in_layout=None):
@@ -190,7 +190,7 @@ class LSTMCell(_DenseCell):
     ``forget_bias``."""
 
     def __init__(self, num_hidden, prefix="lstm_", params=None, forget_bias=1.0):
-        from ..initializer import LSTMBias
+        from gpunda.initializer import LSTMBias
         super().__init__(num_hidden, prefix, params, LSTMBias(forget_bias=forget_bias))
 
     @property

@@ -1,8 +1,8 @@
 """Cells made of cells: stacks, bidirectional pairs and modifiers (dropout, zoneout,
 residual) for the legacy symbolic RNN API."""
-from .. import symbol
-from ..base import GpundaError
-from ._cells import BaseRNNCell, _normalize_sequence
+from gpunda import symbol
+from gpunda.base import GpundaError
+from gpunda.rnn._cells import BaseRNNCell, _normalize_sequence
 
 
 def _cells_state_info(cells):
@@ -194,7 +194,7 @@ class ZoneoutCell(ModifierCell):
     ``zoneout_outputs`` / ``zoneout_states`` during training."""
 
     def __init__(self, base_cell, zoneout_outputs=0., zoneout_states=0.):
-        from ._fused import FusedRNNCell
+        from gpunda.rnn._fused import FusedRNNCell
         if isinstance(base_cell, FusedRNNCell):
             raise GpundaError("FusedRNNCell doesn't support zoneout. Please unfuse first.")
         if isinstance(base_cell, BidirectionalCell):

@@ -2,11 +2,11 @@
 import types
 import warnings
 
-from .. import ndarray as _nd
-from .. import symbol
-from ..base import GpundaError
-from ..ops.rnn import param_layout
-from ._cells import BaseRNNCell, RNNCell, LSTMCell, GRUCell, _normalize_sequence
+from gpunda import ndarray as _nd
+from gpunda import symbol
+from gpunda.base import GpundaError
+from gpunda.ops.nn.rnn import param_layout
+from gpunda.rnn._cells import BaseRNNCell, RNNCell, LSTMCell, GRUCell, _normalize_sequence
 
 _GATE_NAMES = {"rnn_relu": ("",), "rnn_tanh": ("",), "lstm": ("_i", "_f", "_c", "_o"),
                "gru": ("_r", "_z", "_o")}
@@ -30,7 +30,7 @@ class FusedRNNCell(BaseRNNCell):
         self._get_next_state = get_next_state
         self._forget_bias = forget_bias
         self._directions = ["l", "r"] if bidirectional else ["l"]
-        from ..initializer import FusedRNN
+        from gpunda.initializer import FusedRNN
         self._parameter = self.params.get("parameters", init=FusedRNN(
             None, num_hidden, num_layers, mode, bidirectional, forget_bias))
 
@@ -136,7 +136,7 @@ class FusedRNNCell(BaseRNNCell):
 
     def unfuse(self):
         """The same network as a SequentialRNNCell of steppable cells sharing names."""
-        from ._containers import SequentialRNNCell, BidirectionalCell, DropoutCell
+        from gpunda.rnn._containers import SequentialRNNCell, BidirectionalCell, DropoutCell
         make = {"rnn_relu": lambda prefix: RNNCell(self._num_hidden, activation="relu",
                                                    prefix=prefix),
                 "rnn_tanh": lambda prefix: RNNCell(self._num_hidden, activation="tanh",

@@ -4,9 +4,9 @@ import random
 
 import numpy as np
 
-from .. import ndarray
-from ..base import GpundaError
-from ..io import DataIter, DataBatch, DataDesc
+from gpunda import ndarray
+from gpunda.base import GpundaError
+from gpunda.io import DataIter, DataBatch, DataDesc
 
 
 def encode_sentences(sentences, vocab=None, invalid_label=-1, invalid_key="\n", start_label=0,

@@ -2,8 +2,8 @@
 gate), so fused and unfused versions of a model read each other's files."""
 import warnings
 
-from ..model import save_checkpoint, load_checkpoint
-from ._cells import BaseRNNCell
+from gpunda.model import save_checkpoint, load_checkpoint
+from gpunda.rnn._cells import BaseRNNCell
 
 
 def _cell_list(cells):

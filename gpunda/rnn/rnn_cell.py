@@ -1,10 +1,10 @@
 """The cells of the legacy symbolic RNN API (``mx.rnn.rnn_cell``)."""
-from .. import ndarray, symbol  # noqa: F401  (MXNet's module exposes both names)
-from .. import initializer as init  # noqa: F401
-from ..base import numeric_types, string_types, NotImplementedForGpunda  # noqa: F401
-from ._cells import RNNParams, BaseRNNCell, RNNCell, LSTMCell, GRUCell
-from ._fused import FusedRNNCell
-from ._containers import (SequentialRNNCell, BidirectionalCell, ModifierCell, DropoutCell,
+from gpunda import ndarray, symbol  # noqa: F401  (MXNet's module exposes both names)
+from gpunda import initializer as init  # noqa: F401
+from gpunda.base import numeric_types, string_types, NotImplementedForGpunda  # noqa: F401
+from gpunda.rnn._cells import RNNParams, BaseRNNCell, RNNCell, LSTMCell, GRUCell
+from gpunda.rnn._fused import FusedRNNCell
+from gpunda.rnn._containers import (SequentialRNNCell, BidirectionalCell, ModifierCell, DropoutCell,
                           ZoneoutCell, ResidualCell)
 
 

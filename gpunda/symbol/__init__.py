@@ -5,10 +5,10 @@ hidden ops (``_plus_scalar``) live in ``sym.op`` / ``sym._internal``.
 """
 from __future__ import annotations
 
-from . import symbol as _symbol
-from .symbol import (Symbol, var, Variable, Group, load, load_json, fromjson,  # noqa: F401
+from gpunda.symbol import symbol as _symbol
+from gpunda.symbol.symbol import (Symbol, var, Variable, Group, load, load_json, fromjson,  # noqa: F401
                      op, _internal)
-from .executor import Executor  # noqa: F401
+from gpunda.symbol.executor import Executor  # noqa: F401
 
 _symbol._populate(globals())
 Symbol.reshape = _symbol._reshape_method
@@ -67,7 +67,7 @@ def histogram(a, bins=10, range=None, **kwargs):   # noqa: A002 (MXNet's paramet
     """Counts and bin edges of ``a`` (MXNet's ``sym.histogram``): ``bins`` a Symbol of
     edges, or an int with a ``range`` (a symbol cannot take NumPy's data-dependent range)."""
     import numbers
-    from .symbol import Symbol
+    from gpunda.symbol.symbol import Symbol
     if isinstance(bins, Symbol):
         return _symbol.lookup("_histogram")(a, bins, **kwargs)
     if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
@@ -80,7 +80,7 @@ def histogram(a, bins=10, range=None, **kwargs):   # noqa: A002 (MXNet's paramet
 def reset_arrays(*data, **kwargs):
     """MXNet's ``reset_arrays`` zeroes NDArrays in place; as a graph node it would have no
     outputs (MXNet 1.9.1 crashes building one). Use ``nd.reset_arrays``."""
-    from ..base import NotImplementedForGpunda
+    from gpunda.base import NotImplementedForGpunda
     raise NotImplementedForGpunda("sym.reset_arrays (an op without outputs) is not supported "
                                   "in a Symbol graph; use nd.reset_arrays on NDArrays")
 
@@ -125,20 +125,20 @@ power = _binary_fn("power", "_Power", "_power_scalar", "_rpower_scalar", lambda 
 pow = power  # noqa: A001  (MXNet's name)
 
 
-from . import namespaces as _namespaces  # noqa: E402
+from gpunda.symbol import namespaces as _namespaces  # noqa: E402
 
 _mods = _namespaces.build(_symbol.lookup, Symbol)
 contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
-from . import control_flow as _control_flow  # noqa: E402
+from gpunda.symbol import control_flow as _control_flow  # noqa: E402
 for _cf in _control_flow.__all__:
     setattr(contrib, _cf, getattr(_control_flow, _cf))
-from . import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
+from gpunda.symbol import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
 
 
 def _rand_zipfian(true_classes, num_sampled, range_max):
     """``sym.contrib.rand_zipfian``: nd.contrib.rand_zipfian's graph (samples, expected
     counts of the true classes, expected counts of the samples)."""
-    from ..ndarray._contrib_extra import zipfian_counts
+    from gpunda.ndarray._contrib_extra import zipfian_counts
     return zipfian_counts(lambda lo, hi, shape, dtype: random.uniform(lo, hi, shape=shape,
                                                                        dtype=dtype),
                           true_classes, num_sampled, range_max)
@@ -146,7 +146,7 @@ def _rand_zipfian(true_classes, num_sampled, range_max):
 
 _rand_zipfian.__name__ = "rand_zipfian"
 contrib.rand_zipfian = _rand_zipfian
-from . import _contrib_names  # noqa: E402
+from gpunda.symbol import _contrib_names  # noqa: E402
 _contrib_names.extend(contrib, _symbol)
 symbol = _symbol
 # MXNet's generated op modules, under their names (mx.sym.gen_op.<op>, ...)
@@ -155,8 +155,8 @@ gen_contrib, gen_linalg, gen_sparse, gen_image = contrib, linalg, sparse, image
 gen_random = _mods["gen_random"]
 if not hasattr(op, "reset_arrays"):
     op.reset_arrays = reset_arrays
-from ..ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
-from .._not_built import stub_function as _stub  # noqa: E402
+from gpunda.ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
+from gpunda._core.not_built import stub_function as _stub  # noqa: E402
 for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they do not run
     if not hasattr(_internal, _b):
         setattr(_internal, _b, _stub("mxnet.symbol._internal", _b, _BACKWARD_WHY))

@@ -24,9 +24,9 @@ def _backward_names(node):
 
 def report_gradients(executor, callback, out_grads, is_train):
     """Call ``callback(name, grad)`` for every input gradient of every op of the graph."""
-    from .. import autograd
-    from .. import ndarray as nd
-    from ..imperative import invoke_parsed
+    from gpunda import autograd
+    from gpunda import ndarray as nd
+    from gpunda._engine.imperative import invoke_parsed
     sym = executor._optimized
     order = sym._topo()
     values, leaves, outs = {}, {}, {}

@@ -7,7 +7,7 @@ never parameters of its operator.
 """
 from __future__ import annotations
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["HIDDEN_KEYS", "hidden_key", "is_dunder", "with_plain_keys"]
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import threading
 
-from .._nesting import flatten, regroup as _regroup
-from ..attribute import AttrScope, current as _current_attrs
-from ..base import GpundaError
-from .. import name as _name
-from ..ops.control_flow import with_subgraphs
-from ..ops.registry import get_op
-from .shape_rules import _RULES
-from .symbol import Symbol, _Node, topo_order
+from gpunda._core.nesting import flatten, regroup as _regroup
+from gpunda.attribute import AttrScope, current as _current_attrs
+from gpunda.base import GpundaError
+from gpunda import name as _name
+from gpunda.ops.control_flow.loops import with_subgraphs
+from gpunda.ops.registry import get_op
+from gpunda.symbol.shape_rules import _RULES
+from gpunda.symbol.symbol import Symbol, _Node, topo_order
 
 __all__ = ["foreach", "while_loop", "cond"]
 
@@ -183,7 +183,7 @@ def foreach(body, data, init_states, name="foreach"):
     state_names = [_uniq_var_name(s) for s in flat_states]
 
     def run(_):
-        from . import var
+        from gpunda.symbol import var
         ins, _r = _regroup([var(n) for n in data_names], data_fmt)
         sts, _r = _regroup([var(n) for n in state_names], state_fmt)
         out, new_states = body(ins, sts)
@@ -265,7 +265,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
         nm = _unique_name(base)
 
         def run(_):
-            from . import var
+            from gpunda.symbol import var
             vs, _r = _regroup([var(n) for n in var_names], var_fmt)
             outs, new_vars, fmt = fn(vs if isinstance(vs, list) else [vs])
             return outs, new_vars, _make_graph(outs + new_vars, nm), fmt

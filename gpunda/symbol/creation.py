@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import types
 
-from ..base import GpundaError
-from .. import name as _name
-from .. import attribute as _attribute
-from ..ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
-from .attrs import hidden_key, is_dunder
-from .symbol import Symbol, _Node, DTYPE_TO_CODE, _STYPE_TO_CODE, _attr_str
+from gpunda.base import GpundaError
+from gpunda import name as _name
+from gpunda import attribute as _attribute
+from gpunda.ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
+from gpunda.symbol.attrs import hidden_key, is_dunder
+from gpunda.symbol.symbol import Symbol, _Node, DTYPE_TO_CODE, _STYPE_TO_CODE, _attr_str
 
 __all__ = ["var", "Variable", "Group", "load", "load_json", "fromjson", "make_node",
            "make_function", "lookup"]
@@ -217,7 +217,7 @@ def Group(symbols):
 
 def load_json(json_str):
     """A Symbol from MXNet's JSON text."""
-    from .json_io import from_json
+    from gpunda.symbol.json_io import from_json
     return from_json(json_str)
 
 

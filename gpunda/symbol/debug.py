@@ -35,8 +35,8 @@ class _Pool:
 
 
 def _sizes(sym, ex):
-    from .infer import infer_graph
-    from .symbol import _var_shape
+    from gpunda.symbol.infer import infer_graph
+    from gpunda.symbol.symbol import _var_shape
     given = {k: tuple(v.shape) for k, v in list(ex.arg_dict.items()) + list(ex.aux_dict.items())}
     types = {k: np.dtype(v.dtype) for k, v in list(ex.arg_dict.items()) +
              list(ex.aux_dict.items())}

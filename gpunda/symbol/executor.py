@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .._deferred import Poisoned as _Poisoned
+from gpunda.base import GpundaError
+from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -22,7 +22,7 @@ _REQS = ("write", "add", "null")
 
 
 def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
-    from ..ndarray.ndarray import NDArray
+    from gpunda.ndarray.ndarray import NDArray
     if values is None:
         values = {}
     if isinstance(values, dict):
@@ -48,9 +48,9 @@ class Executor:
 
     def __init__(self, sym, ctx, args, args_grad=None, grad_req="write", aux_states=None,
                  _cached_op=None, _outputs=None):
-        from ..context import current_context, Context
-        from ..cached_op import CachedOp
-        from .optimize import optimize, concretize_shapes, bound_dtypes_win
+        from gpunda.context import current_context, Context
+        from gpunda._engine.cached_op import CachedOp
+        from gpunda.symbol.optimize import optimize, concretize_shapes, bound_dtypes_win
         self._symbol = sym
         self._ctx = Context(ctx) if ctx is not None else current_context()
         self._arg_names = sym.list_arguments()
@@ -100,9 +100,9 @@ class Executor:
         self._monitor = None
 
     def _alloc_outputs(self):
-        from .. import ndarray as nd
-        from .infer import infer_graph, known
-        from .symbol import _var_shape
+        from gpunda import ndarray as nd
+        from gpunda.symbol.infer import infer_graph, known
+        from gpunda.symbol.symbol import _var_shape
         bound = list(self.arg_dict.items()) + list(self.aux_dict.items())
         shapes = {k: v.shape for k, v in bound}
         types = {k: v.dtype for k, v in bound}
@@ -129,8 +129,8 @@ class Executor:
         self._monitor = (callback, bool(monitor_all), None)
 
     def _run_monitor(self, is_train):
-        from .. import autograd
-        from ..cached_op import CachedOp
+        from gpunda import autograd
+        from gpunda._engine.cached_op import CachedOp
         callback, monitor_all, cop = self._monitor
         sym = self._optimized
         internals = sym.get_internals()
@@ -165,7 +165,7 @@ class Executor:
 
     def debug_str(self):
         """The executed graph, one node per block, and the memory its plan allocates."""
-        from .debug import executor_debug_str
+        from gpunda.symbol.debug import executor_debug_str
         return executor_debug_str(self)
 
     @property
@@ -186,7 +186,7 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         """Run the graph; keyword arrays are first copied into the bound arguments."""
-        from ..ndarray.ndarray import NDArray
+        from gpunda.ndarray.ndarray import NDArray
         for k, v in kwargs.items():
             if k not in self.arg_dict:
                 raise TypeError(f"Executor.forward: unknown argument {k!r}; arguments are "
@@ -207,8 +207,8 @@ class Executor:
         return self.outputs
 
     def _run(self, is_train, record):
-        from .. import autograd
-        from ..ndarray.ndarray import NDArray
+        from gpunda import autograd
+        from gpunda.ndarray.ndarray import NDArray
         inputs = []
         names = self.__dict__.get("_input_names")
         if names is None:       # a graph walk per step shows in a Module's training loop
@@ -255,12 +255,12 @@ class Executor:
         if hit is not None and hit[0] is a and hit[1] is grad and hit[2] == req \
                 and hit[3]._data is a._data:
             return hit[3]
-        from .. import autograd
-        from ..ndarray.ndarray import NDArray, _new
+        from gpunda import autograd
+        from gpunda.ndarray.ndarray import NDArray, _new
         if type(a) is NDArray:
             w = _new(a._data, a._ctx)
         else:       # csr / row_sparse keep their class (the dispatcher routes by it)
-            from ..ndarray.sparse import _wrap
+            from gpunda.ndarray.sparse import _wrap
             w = _wrap(a._data, a._ctx)
         autograd.mark_variables([w], [grad], req)
         marked[name] = (a, grad, req, w)
@@ -272,8 +272,8 @@ class Executor:
         As in MXNet, a backward may follow a forward with ``is_train=False`` (or no
         forward at all): the forward is then run again under recording first.
         """
-        from .. import autograd
-        from ..ndarray.ndarray import NDArray
+        from gpunda import autograd
+        from gpunda.ndarray.ndarray import NDArray
         if not any(r != "null" for r in self._grad_req.values()):
             return
         if out_grads is None:
@@ -306,7 +306,7 @@ class Executor:
         self._recorded = None
         autograd.backward(heads, out_grads, train_mode=is_train)
         if self._monitor is not None:
-            from ._monitor_grads import report_gradients
+            from gpunda.symbol._monitor_grads import report_gradients
             report_gradients(self, self._monitor[0], out_grads, is_train)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
@@ -364,7 +364,7 @@ class Executor:
                 return nd.zeros(shape, ctx=arr.context, dtype=arr.dtype)
             return arr.reshape((-1,))[:size].reshape(shape)
 
-        from .. import ndarray as nd
+        from gpunda import ndarray as nd
         import numpy as np
         args = {n: fit(n, self.arg_dict[n], s, n in kwargs, "argument")
                 for n, s in zip(self._arg_names, arg_s)}
@@ -411,8 +411,8 @@ def _check_differentiable(sym, reqs):
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes):
     """An Executor with zero arrays for every input, shapes/dtypes inferred from ``shapes``."""
-    from .. import ndarray as nd
-    from ..context import current_context, Context
+    from gpunda import ndarray as nd
+    from gpunda.context import current_context, Context
     import numpy as np
     ctx = Context(ctx) if ctx is not None else current_context()
     # MXNet reads only tuple values as shapes and ignores other keyword arguments

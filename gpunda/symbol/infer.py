@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError
-from .shape_rules import known, merge, rule_for
+from gpunda.base import GpundaError
+from gpunda.symbol.shape_rules import known, merge, rule_for
 
 __all__ = ["infer_graph", "to_internal", "to_public", "parse_shape_attr"]
 
@@ -60,7 +60,7 @@ def parse_shape_attr(text):
 
 
 def _var_dtype(n, given):
-    from .symbol import CODE_TO_DTYPE
+    from gpunda.symbol.symbol import CODE_TO_DTYPE
     t = given.get(n.name)
     if t is None and "__dtype__" in n.attrs:
         try:
@@ -83,8 +83,8 @@ def _dummy_eye(shape, dtype):
 
 
 def _run_dummy(node, in_shapes, in_types):
-    from .. import autograd as ag
-    from ..context import cpu
+    from gpunda import autograd as ag
+    from gpunda.context import cpu
     op, p = node.op, node.p
     prev = ag.set_training(False)
     try:
@@ -217,7 +217,7 @@ class _Pass:
         if op.random and not n.inputs and hasattr(p, "shape"):
             # a sampler's shape=() (MXNet's symbol default) is unknown in legacy shape
             # mode: the graph around it says (sym.random.normal() + x)
-            from ..util import is_np_shape
+            from gpunda.util import is_np_shape
             out_s = [to_internal(p.shape, is_np_shape())]
             out_t = [np.dtype(getattr(p, "dtype", None) or np.float32)]
         else:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from ..base import GpundaError
-from ..ops.registry import get_op
-from .symbol import Symbol, _Node, topo_order, params_from_attrs
+from gpunda.base import GpundaError
+from gpunda.ops.registry import get_op
+from gpunda.symbol.symbol import Symbol, _Node, topo_order, params_from_attrs
 
 MXNET_VERSION = 10901
 _NODE_KEYS = {"op", "name", "inputs", "attrs", "attr", "param", "control_deps", "subgraphs"}
@@ -90,7 +90,7 @@ def _graph_json(sym, top):
 
 
 def _graph_attrs():
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     if is_np_shape():
         # MXNet marks graphs written under NumPy shape semantics (0 is then a real size)
         return ('  "attrs": {\n    "is_np_shape": ["int", 1], \n'
@@ -101,7 +101,7 @@ def _graph_attrs():
 def _legacy_shape_attrs(nodes):
     """A graph written without NumPy shape semantics, read with them on: its ``__shape__``
     zeros meant "unknown", which is -1 now (MXNet converts the same way on load)."""
-    from .infer import parse_shape_attr
+    from gpunda.symbol.infer import parse_shape_attr
     for n in nodes:
         s = n.attrs.get("__shape__")
         t = parse_shape_attr(s) if s is not None else None
@@ -166,7 +166,7 @@ def from_json(text):
                               f"gpunda does not have") from None
         p = params_from_attrs(op, attrs, len(ins), f"load_json: node {k} ({name!r})")
         if subs:
-            from ..ops.control_flow import with_subgraphs
+            from gpunda.ops.control_flow.loops import with_subgraphs
             p = with_subgraphs(p, [from_json(json.dumps(sg)) for sg in subs])
         names = op.input_names(p)
         if not op.variadic and len(names) != len(ins):
@@ -183,7 +183,7 @@ def from_json(text):
             raise GpundaError(f"load_json: head {j} uses output {e[1]} of node {n.name!r}, "
                               f"which has {n.nout}")
         heads.append((n, int(e[1])))
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     gattrs = g.get("attrs")
     if is_np_shape() and not (isinstance(gattrs, dict) and "is_np_shape" in gattrs):
         _legacy_shape_attrs(nodes)

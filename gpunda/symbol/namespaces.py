@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import types
 
-from ..ops.registry import all_names
+from gpunda.ops.registry import all_names
 
 __all__ = ["build"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
-from ..ops.registry import get_op
+from gpunda.base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
+from gpunda.ops.registry import get_op
 
 __all__ = ["SymbolOperators"]
 
@@ -62,7 +62,7 @@ class SymbolOperators:
         return self
 
     def __abs__(self):
-        from .creation import make_node
+        from gpunda.symbol.creation import make_node
         return make_node(get_op("abs"), [self], {}, None, None, hint="abs")
 
     def __eq__(self, other):
@@ -135,27 +135,27 @@ class SymbolOperators:
 
     def astype(self, *args, **kwargs):
         """``sym.cast(self, dtype)`` (MXNet's fluent method)."""
-        from .creation import lookup
+        from gpunda.symbol.creation import lookup
         return lookup("cast")(self, *args, **kwargs)
 
     def softmax(self, *args, **kwargs):
         """``sym.softmax(self, ...)`` (MXNet's fluent method)."""
-        from .creation import lookup
+        from gpunda.symbol.creation import lookup
         return lookup("softmax")(self, *args, **kwargs)
 
     def log_softmax(self, *args, **kwargs):
         """``sym.log_softmax(self, ...)`` (MXNet's fluent method)."""
-        from .creation import lookup
+        from gpunda.symbol.creation import lookup
         return lookup("log_softmax")(self, *args, **kwargs)
 
     def softmin(self, *args, **kwargs):
         """``sym.softmin(self, ...)`` (MXNet's fluent method)."""
-        from .creation import lookup
+        from gpunda.symbol.creation import lookup
         return lookup("softmin")(self, *args, **kwargs)
 
     def split_v2(self, *args, **kwargs):
         """``sym.split_v2(self, ...)``: split at indices or into equal sections."""
-        from . import split_v2
+        from gpunda.symbol import split_v2
         return split_v2(self, *args, **kwargs)
 
     def get_backend_symbol(self, backend):
@@ -169,13 +169,13 @@ class SymbolOperators:
     def as_np_ndarray(self):
         """The same graph as an np Symbol (``mx.sym.np._Symbol``): its operators and
         methods follow NumPy's semantics; ``mx.sym.np.*`` functions take it."""
-        from .numpy import _Symbol
+        from gpunda.symbol.numpy import _Symbol
         return _Symbol(list(self._outputs))
 
 
 def _arith(sym, other, binop, scalar_op):
     """``sym <op> other``: ``binop``/``scalar_op`` are (operator, name hint) pairs."""
-    from .creation import make_node
+    from gpunda.symbol.creation import make_node
     if isinstance(other, SymbolOperators):
         if binop is None:
             raise GpundaError("Symbol arithmetic: unexpected operand order")

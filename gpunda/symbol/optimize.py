@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from ..ops.registry import get_op
-from .symbol import Symbol, _Node
+from gpunda.ops.registry import get_op
+from gpunda.symbol.symbol import Symbol, _Node
 
 __all__ = ["optimize", "eliminate_common_expr", "concretize_shapes", "bound_dtypes_win"]
 
@@ -68,7 +68,7 @@ def concretize_shapes(sym, shapes):
     """``sym`` with creation ops whose ``shape`` has unknown (-1) entries given the shapes
     inferred from the bound arrays ``shapes`` (name -> shape): their compute needs them."""
     order = sym._topo()
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     unknown_at = -1 if is_np_shape() else 0   # legacy shapes: a 0 dimension is unknown too
 
     def open_shape(n):
@@ -80,8 +80,8 @@ def concretize_shapes(sym, shapes):
             not shape and unknown_at == 0 and n.op.random)
     if not any(n.op is not None and open_shape(n) for n in order):
         return sym
-    from .infer import infer_graph, known
-    from .symbol import _var_shape
+    from gpunda.symbol.infer import infer_graph, known
+    from gpunda.symbol.symbol import _var_shape
     inferred, _ = infer_graph(sym, shapes, {}, _var_shape)
     canon = {}
     for n in order:

@@ -2,8 +2,8 @@
 ``_sample_<dist>`` for Symbol parameters), as MXNet's ``mx.sym.random``."""
 from __future__ import annotations
 
-from ..base import numeric_types
-from . import symbol as _symbol
+from gpunda.base import numeric_types
+from gpunda.symbol import symbol as _symbol
 
 __all__ = ["uniform", "normal", "randn", "poisson", "exponential", "gamma", "negative_binomial",
            "generalized_negative_binomial", "multinomial", "shuffle", "randint", "uniform_like",

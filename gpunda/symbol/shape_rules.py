@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["rule_for", "merge", "known"]
 
@@ -113,7 +113,7 @@ def fully_connected(p, ins, outs):
 
 
 def convolution(p, ins, outs):
-    from ..ops.nn_conv import _conv_geo
+    from gpunda.ops.nn.conv import _conv_geo
     ins = list(ins)
     data, out = ins[0], outs[0]
     kernel = tuple(p.kernel)
@@ -346,7 +346,7 @@ def creation(p, ins, outs):
     """zeros/ones/full: the ``shape`` parameter, whose negative entries are unknown until the
     graph around says (MXNet's ``sym.ones(shape=(-1, -1))``); outside NumPy-shape mode a 0
     is unknown too (the legacy RNN cells' ``begin_state`` shapes ``(0, num_hidden)``)."""
-    from ..util import is_np_shape
+    from gpunda.util import is_np_shape
     if is_np_shape():
         return ins, [tuple(p.shape)]
     return ins, [tuple(-1 if d == 0 else d for d in p.shape)]

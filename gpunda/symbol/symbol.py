@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import GpundaError, NotImplementedForSymbol
-from ..ops.registry import parse_dtype, to_attr_string
-from .attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
-from .operators import SymbolOperators
+from gpunda.base import GpundaError, NotImplementedForSymbol
+from gpunda.ops.registry import parse_dtype, to_attr_string
+from gpunda.symbol.attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
+from gpunda.symbol.operators import SymbolOperators
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
 
@@ -380,8 +380,8 @@ class Symbol(SymbolOperators):
         return {k: v for k, v in known.items() if v is not None}
 
     def _infer_shape_impl(self, args, kwargs, partial):
-        from .infer import infer_graph, to_internal, to_public, known
-        from ..util import is_np_shape
+        from gpunda.symbol.infer import infer_graph, to_internal, to_public, known
+        from gpunda.util import is_np_shape
         np_mode = is_np_shape()
         given = {k: to_internal(v, np_mode)
                  for k, v in self._named(args, kwargs, "infer_shape").items()}
@@ -408,7 +408,7 @@ class Symbol(SymbolOperators):
         return self._infer_type_impl(args, kwargs, partial=True)
 
     def _infer_type_impl(self, args, kwargs, partial):
-        from .infer import infer_graph
+        from gpunda.symbol.infer import infer_graph
         given = {k: parse_dtype(v, "infer_type")
                  for k, v in self._named(args, kwargs, "infer_type").items()}
         _, dtypes = infer_graph(self, {}, given, _var_shape)
@@ -427,7 +427,7 @@ class Symbol(SymbolOperators):
     # -- serialisation ------------------------------------------------------------------
     def tojson(self, remove_amp_cast=True):
         """The graph in MXNet's symbol JSON format (2-space indent, as MXNet writes it)."""
-        from .json_io import to_json
+        from gpunda.symbol.json_io import to_json
         return to_json(self)
 
     def save(self, fname, remove_amp_cast=True):
@@ -454,14 +454,14 @@ class Symbol(SymbolOperators):
     def bind(self, ctx=None, args=None, args_grad=None, grad_req="write", aux_states=None,
              group2ctx=None, shared_exec=None):
         """An Executor over given argument (and gradient / auxiliary) arrays."""
-        from .executor import Executor
+        from gpunda.symbol.executor import Executor
         return Executor(self, ctx, args, args_grad, grad_req, aux_states)
 
     def simple_bind(self, ctx=None, grad_req="write", type_dict=None, stype_dict=None,
                     group2ctx=None, shared_arg_names=None, shared_exec=None,
                     shared_buffer=None, **kwargs):
         """An Executor with zero-filled arrays allocated from inferred shapes."""
-        from .executor import simple_bind
+        from gpunda.symbol.executor import simple_bind
         return simple_bind(self, ctx, grad_req, type_dict, kwargs)
 
     def gradient(self, wrt):
@@ -474,8 +474,8 @@ class Symbol(SymbolOperators):
 
 def _var_shape(n, given):
     """A variable's starting shape (internal form): the given one, else its ``__shape__``."""
-    from .infer import parse_shape_attr, to_internal
-    from ..util import is_np_shape
+    from gpunda.symbol.infer import parse_shape_attr, to_internal
+    from gpunda.util import is_np_shape
     if n.name in given:
         return given[n.name]
     if "__shape__" in n.attrs:
@@ -484,10 +484,10 @@ def _var_shape(n, given):
 
 
 def _var_dtype(n, given):
-    from .infer import _var_dtype as f
+    from gpunda.symbol.infer import _var_dtype as f
     return f(n, given)
 
 
 # the creation functions live in creation.py; MXNet users reach them here too
-from .creation import (make_node, make_function, var, Variable, Group, load,  # noqa: E402,F401
+from gpunda.symbol.creation import (make_node, make_function, var, Variable, Group, load,  # noqa: E402,F401
                        load_json, fromjson, op, _internal, lookup, _populate, _reshape_method)

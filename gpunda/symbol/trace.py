@@ -9,16 +9,16 @@ CachedOp call is one ``_CachedOp`` node, as in MXNet (a CachedOp of at most
 """
 from __future__ import annotations
 
-from ..base import GpundaError
-from .symbol import Symbol, _Node
+from gpunda.base import GpundaError
+from gpunda.symbol.symbol import Symbol, _Node
 
 __all__ = ["symbol_from_tape"]
 
 
 def symbol_from_tape(x):
     """A Symbol computing ``x`` (an NDArray or list of them) from its recorded inputs."""
-    from ..ndarray.ndarray import NDArray
-    from ..cached_op import CACHED_SYMBOL_OPDEF, CachedOpCall
+    from gpunda.ndarray.ndarray import NDArray
+    from gpunda._engine.cached_op import CACHED_SYMBOL_OPDEF, CachedOpCall
     heads = [x] if isinstance(x, NDArray) else list(x)
     for i, h in enumerate(heads):
         if not isinstance(h, NDArray):
@@ -76,7 +76,7 @@ def symbol_from_tape(x):
                 ins.append(memo[id(e[0])][e[1]])
         op = node.op
         if op.name == "_CachedOp" and op.compute is None:
-            from .. import name as _name
+            from gpunda import name as _name
             call = CachedOpCall(node.p.cop)
             sn = _Node(CACHED_SYMBOL_OPDEF, _name.current().get(None, "_cachedop"), {}, ins,
                        call)
@@ -85,7 +85,7 @@ def symbol_from_tape(x):
         if getattr(op, "compute", None) is None or not hasattr(node.p, "attrs"):
             raise GpundaError(f"get_symbol: the recorded call of {op.name} cannot be expressed "
                               f"as a Symbol")
-        from .. import name as _name
+        from gpunda import name as _name
         nm = _name.current().get(None, op.name.lower())
         sn = _Node(op, nm, node.p.attrs(), ins, node.p)
         memo[id(node)] = [(sn, i) for i in range(node.nout)]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda import demo, nd
+from gpunda import nd
+from gpunda._tools import demo
 from gpunda.base import GpundaError
 
 

@@ -7,7 +7,7 @@ import pytest
 import gpunda as mx
 from gpunda import np, npx
 from gpunda import autograd as ag
-from gpunda.ops.np_elemwise import np_result_type
+from gpunda.ops.numpy.elemwise import np_result_type
 
 DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"]
 

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.ops import _conv_flat, _conv_grid, _conv_kernels, _conv_shifted
+from gpunda.ops.kernels import conv_flat as _conv_flat
+from gpunda.ops.kernels import conv_grid as _conv_grid
+from gpunda.ops.kernels import conv as _conv_kernels
+from gpunda.ops.kernels import conv_shifted as _conv_shifted
 
 from test_conv import ref_conv
 
@@ -309,7 +312,7 @@ def test_max_pool_route_keeps_a_gradient_inf_to_the_first_max_only():
 def test_max_pool_route_disjoint_matches_the_argmax_route(rng):
     x = np.maximum(rng.standard_normal((3, 4, 6, 8)), 0).astype(np.float32)   # many ties
     g = rng.standard_normal((3, 4, 3, 4)).astype(np.float32)
-    from gpunda.ops import nn_conv
+    from gpunda.ops.nn import conv as nn_conv
     from gpunda.ops.registry import get_op
     p = get_op("_pool_max_route").parse_params(dict(kernel=(2, 2), stride=(2, 2), pad=(0, 0)))
     fast = nn_conv._pool_max_route(np, p, x, g)
@@ -424,7 +427,8 @@ def test_same_convolutions_take_flat_rows_and_others_the_row_grid(rng, monkeypat
 
 @pytest.mark.parametrize("shape", [(3, 4, 6, 8), (2, 3, 4, 4), (1, 1, 2, 2)])
 def test_planar_2x2_max_pool_route_matches_the_strided_route(rng, shape):
-    from gpunda.ops import _pool_kernels, nn_conv
+    from gpunda.ops.kernels import pool as _pool_kernels
+    from gpunda.ops.nn import conv as nn_conv
     x = np.maximum(rng.standard_normal(shape), 0).astype(np.float32)    # many ties
     x[0, 0, 0, :2] = -np.inf
     out = (shape[2] // 2, shape[3] // 2)
@@ -436,7 +440,7 @@ def test_planar_2x2_max_pool_route_matches_the_strided_route(rng, shape):
 
 
 def test_planar_2x2_max_pool_route_leaves_nan_data_and_non_finite_gradients(rng):
-    from gpunda.ops import _pool_kernels
+    from gpunda.ops.kernels import pool as _pool_kernels
     x = rng.standard_normal((2, 2, 4, 4))
     g = rng.standard_normal((2, 2, 2, 2))
     assert _pool_kernels.route_max_2x2(x, g) is not None

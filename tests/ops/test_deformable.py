@@ -12,7 +12,7 @@ import pytest
 import gpunda as mx
 from gpunda import autograd as ag
 from gpunda.base import GpundaError
-from gpunda.ops import deformable
+from gpunda.ops.vision import deformable
 
 nd = mx.nd
 

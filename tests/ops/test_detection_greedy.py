@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.ops._detection_util import block_keep, greedy_keep
+from gpunda.ops.vision._detection_util import block_keep, greedy_keep
 
 nd = mx.nd
 

@@ -8,7 +8,7 @@ import pytest
 import gpunda as mx
 from gpunda import autograd, nd
 from gpunda.base import GpundaError
-from gpunda.ops.rnn import param_layout
+from gpunda.ops.nn.rnn import param_layout
 
 FIXTURE = np.load(Path(__file__).resolve().parent.parent / "data" / "rnn_mxnet191.npz")
 CASES = sorted({k.split("_")[0] for k in FIXTURE.files})

@@ -163,7 +163,7 @@ def _many_rois(rng, k, h, w, n):
 def test_roi_align_many_rois_matches_loops(ratio, aligned, chunk, monkeypatch):
     # grids of many sizes go in chunks of equal rounded size (NOTE [ROI cells]); chunk=1
     # makes every chunk one ROI
-    from gpunda.ops import _roi_cells
+    from gpunda.ops.vision import _roi_cells
     if chunk is not None:
         monkeypatch.setattr(_roi_cells, "_CHUNK_FLOATS", chunk)
     rng = np.random.default_rng(5 + ratio)

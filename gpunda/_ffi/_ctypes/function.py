@@ -1,5 +1,5 @@
 """Stubs of MXNet's ctypes packed-function layer."""
-from ..._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=('_make_mxnet_args', '_set_class_object'),
              classes=('FunctionBase',),

@@ -1,5 +1,5 @@
 """Stubs of MXNet's ctypes object layer."""
-from ..._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=('_return_object',),
              classes=('ObjectBase',),

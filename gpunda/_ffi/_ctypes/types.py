@@ -1,5 +1,5 @@
 """Stubs of MXNet's ctypes FFI value types."""
-from ..._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 RETURN_SWITCH = {}
 

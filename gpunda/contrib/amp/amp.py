@@ -1,5 +1,5 @@
 """``mx.contrib.amp.amp``: not built yet (see the package docstring)."""
-from ..._not_built import missing_module_getattr
+from gpunda._core.not_built import missing_module_getattr
 
 # MXNet's state flags (GluonNLP reads _amp_initialized at import): AMP is never on here
 _amp_initialized = False

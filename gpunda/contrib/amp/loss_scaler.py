@@ -1,7 +1,7 @@
 """MXNet's ``mxnet.contrib.amp.loss_scaler``: not supported yet in gpunda. The module imports (MXNet code
 imports it at the top of files) and each name raises NotImplementedForGpunda naming
 itself when used; docs/compat.md lists it."""
-from ..._not_built import define_stubs
+from gpunda._core.not_built import define_stubs
 
 define_stubs(globals(), functions=(),
              classes=('LossScaler',),

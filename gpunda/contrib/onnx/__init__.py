@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ...base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["import_model", "import_to_gluon", "get_model_metadata", "export_model",
            "onnx2mx", "mx2onnx", "get_operator_support"]
@@ -42,8 +42,8 @@ def _load(model_file):
 
 
 def _importers():
-    from . import _import_math, _import_tensor  # noqa: F401 -- they register
-    from ._import_ops import IMPORTERS
+    from gpunda.contrib.onnx import _import_math, _import_tensor  # noqa: F401 -- they register
+    from gpunda.contrib.onnx._import_ops import IMPORTERS
     return IMPORTERS
 
 
@@ -62,10 +62,10 @@ def import_model(model_file):
     Example:
         >>> sym, arg_params, aux_params = mx.contrib.onnx.import_model("net.onnx")
     """
-    from ... import ndarray as nd
-    from ._importer import OnnxImporter
+    from gpunda import ndarray as nd
+    from gpunda.contrib.onnx._importer import OnnxImporter
     onnx, model = _load(model_file)
-    from ...name import NameManager
+    from gpunda.name import NameManager
     imp = OnnxImporter(onnx, model)
     with NameManager():   # the names of an import do not depend on what came before
         sym = imp.run(_importers())
@@ -97,8 +97,8 @@ def get_model_metadata(model_file):
 
 def import_to_gluon(model_file, ctx):
     """Import an ONNX model as a ``gluon.SymbolBlock`` with its parameters on ``ctx``."""
-    from ... import symbol
-    from ...gluon import SymbolBlock
+    from gpunda import symbol
+    from gpunda.gluon import SymbolBlock
     sym, arg_params, aux_params = import_model(model_file)
     names = [t[0] for t in get_model_metadata(model_file)["input_tensor_data"]]
     net = SymbolBlock(sym, [symbol.var(n) for n in names])
@@ -113,13 +113,13 @@ def import_to_gluon(model_file, ctx):
 
 def export_model(*args, **kwargs):
     """MXNet's older name of :func:`gpunda.onnx.export_model`."""
-    from ...onnx import export_model as _export
+    from gpunda.onnx import export_model as _export
     return _export(*args, **kwargs)
 
 
 def get_operator_support(opset_version=None):
     """The MXNet ops ``export_model`` converts (see ``mx.onnx.get_operator_support``)."""
-    from ...onnx import get_operator_support as _support
+    from gpunda.onnx import get_operator_support as _support
     return _support(opset_version)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._import_ops import importer, _op, _axes
+from gpunda.contrib.onnx._import_ops import importer, _op, _axes
 
 _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
            "Sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._import_ops import importer, _op, _axes, _INT_BIG
+from gpunda.contrib.onnx._import_ops import importer, _op, _axes, _INT_BIG
 
 
 @importer("Reshape")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["OnnxImporter", "MIN_IMPORT_OPSET"]
 
@@ -50,7 +50,7 @@ class OnnxImporter:
     """State of one import: Symbols and constant values by ONNX tensor name."""
 
     def __init__(self, onnx, model):
-        from ... import symbol
+        from gpunda import symbol
         self.onnx, self.sym = onnx, symbol
         self.model = model
         self.opset = self._check_opset(model)

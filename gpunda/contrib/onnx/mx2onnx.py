@@ -1,6 +1,6 @@
 """``mx.contrib.onnx.mx2onnx``: MXNet's older module path of the exporter."""
 from __future__ import annotations
 
-from . import export_model, get_operator_support  # noqa: F401
+from gpunda.contrib.onnx import export_model, get_operator_support  # noqa: F401
 
 __all__ = ["export_model", "get_operator_support"]

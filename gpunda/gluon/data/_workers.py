@@ -39,7 +39,7 @@ import weakref
 
 import numpy as np
 
-from ...base import GpundaError
+from gpunda.base import GpundaError
 
 _worker_dataset = None
 _worker_prefix = None
@@ -59,7 +59,7 @@ class _SharedArray:
         self.shape, self.dtype, self.ctx = host.shape, host.dtype.str, ctx
 
     def load(self):
-        from ...ndarray import array
+        from gpunda.ndarray import array
         try:
             host = np.fromfile(self.path, dtype=np.dtype(self.dtype)).reshape(self.shape)
         finally:
@@ -68,7 +68,7 @@ class _SharedArray:
 
 
 def _to_shared(batch):
-    from ...ndarray import NDArray
+    from gpunda.ndarray import NDArray
     if isinstance(batch, NDArray) and batch.stype == "default":
         return _SharedArray(batch.asnumpy(), batch.context)
     if isinstance(batch, (list, tuple)):
@@ -118,14 +118,14 @@ def _process_init(dataset, prefix, np_shape, np_array):
     global _worker_dataset, _worker_prefix
     _worker_dataset = dataset
     _worker_prefix = prefix
-    from ...util import set_np
+    from gpunda.util import set_np
     set_np(shape=np_shape, array=np_array)
     # the parent handles Ctrl-C and shuts the pool down
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _thread_init(np_shape, np_array):
-    from ...util import set_np
+    from gpunda.util import set_np
     set_np(shape=np_shape, array=np_array)
 
 
@@ -142,7 +142,7 @@ def _thread_task(samples, batchify_fn, dataset):
 
 def make_pool(num_workers, dataset, thread_pool):
     """A ThreadPool, or a process pool holding ``dataset`` in each worker."""
-    from ...util import is_np_array, is_np_shape
+    from gpunda.util import is_np_array, is_np_shape
     flags = (is_np_shape(), is_np_array())
     if thread_pool:
         return multiprocessing.pool.ThreadPool(num_workers, initializer=_thread_init,

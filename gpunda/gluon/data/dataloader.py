@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...base import GpundaError
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from gpunda.base import GpundaError
+from gpunda.gluon.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 
 def default_batchify_fn(data):
     """Stack a list of samples into a batch (tuples are batched element by element)."""
-    from ...ndarray import NDArray, array
+    from gpunda.ndarray import NDArray, array
     first = data[0]
     if isinstance(first, NDArray):
         host = np.stack([d.asnumpy() for d in data])
@@ -35,9 +35,9 @@ def default_batchify_fn(data):
 
 def _np_batch(out):
     """A default batch in NumPy mode: ``mx.np.ndarray`` (as MXNet's batchify makes there)."""
-    from ...ndarray import NDArray
+    from gpunda.ndarray import NDArray
     if isinstance(out, NDArray):
-        from .._np_mode import to_np
+        from gpunda.gluon._np_mode import to_np
         return to_np([out])[0]
     if isinstance(out, (list, tuple)):
         return type(out)(_np_batch(o) for o in out)
@@ -46,8 +46,8 @@ def _np_batch(out):
 
 def default_mp_batchify_fn(data):
     """``default_batchify_fn`` for worker processes: batches on ``cpu_shared(0)``, as MXNet's."""
-    from ...context import Context
-    from ...ndarray import NDArray, array
+    from gpunda.context import Context
+    from gpunda.ndarray import NDArray, array
     first = data[0]
     if isinstance(first, tuple):
         return [default_mp_batchify_fn(list(col)) for col in zip(*data)]
@@ -62,7 +62,7 @@ def default_mp_batchify_fn(data):
 
 
 def _as_in_context(data, ctx):
-    from ...ndarray import NDArray
+    from gpunda.ndarray import NDArray
     if isinstance(data, NDArray):
         return data.as_in_context(ctx)
     if isinstance(data, (list, tuple)):
@@ -81,7 +81,7 @@ class _Pin:
         self.device_id = device_id
 
     def __call__(self, batch):
-        from ...context import cpu_pinned
+        from gpunda.context import cpu_pinned
         return _as_in_context(batch, cpu_pinned(self.device_id))
 
 
@@ -135,7 +135,7 @@ class DataLoader:
         self._batchify_fn = batchify_fn
         if self._num_workers:
             import weakref
-            from ._workers import make_pool, close_pool
+            from gpunda.gluon.data._workers import make_pool, close_pool
             self._worker_pool = make_pool(self._num_workers, dataset, self._thread_pool)
             # terminated as soon as the loader is dropped, or at interpreter exit: a Pool
             # is not reliably shut down by garbage collection (bpo-34172)
@@ -164,7 +164,7 @@ class DataLoader:
     def _prefetch_iter(self):
         if not self._num_workers:
             return self._same_process_iter()
-        from ._workers import MultiWorkerIter
+        from gpunda.gluon.data._workers import MultiWorkerIter
         # a function that does not hold the loader: an auto_reload loader keeps its iterator
         post = _Pin(self._pin_device_id) if self._pin_memory else _unchanged
         return MultiWorkerIter(self._dataset, self._worker_pool, self._thread_pool,
@@ -183,7 +183,7 @@ class DataLoader:
         if self._iter is None:
             self.refresh()
         it, self._iter = self._iter, None
-        from ...util import is_np_array
+        from gpunda.util import is_np_array
         if self._default and is_np_array():     # NumPy mode: batches are mx.np.ndarray
             for b in it:
                 yield _np_batch(b)

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from ...base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
@@ -21,7 +21,7 @@ class Dataset:
 
     def filter(self, fn):
         """A dataset of the samples for which ``fn(sample)`` is true (read on access)."""
-        from .sampler import FilterSampler
+        from gpunda.gluon.data.sampler import FilterSampler
         return _SampledDataset(self, FilterSampler(fn, self))
 
     def shard(self, num_shards, index):
@@ -127,7 +127,7 @@ class ArrayDataset(Dataset):
     def __init__(self, *args):
         if not args:
             raise GpundaError("ArrayDataset: needs at least one array")
-        from ...ndarray import NDArray
+        from gpunda.ndarray import NDArray
         self._length = len(args[0])
         self._data = []
         for i, data in enumerate(args):
@@ -149,7 +149,7 @@ class ArrayDataset(Dataset):
 
     def _batch(self, indices):
         """Whole batches straight from array columns (the DataLoader's fast path), or None."""
-        from ...ndarray import NDArray, array
+        from gpunda.ndarray import NDArray, array
         out = []
         for data in self._data:
             if isinstance(data, np.ndarray):
@@ -169,7 +169,7 @@ class RecordFileDataset(Dataset):
     of ``filename``'s index (the ``.idx`` file beside it)."""
 
     def __init__(self, filename):
-        from ... import recordio
+        from gpunda import recordio
         self.idx_file = os.path.splitext(filename)[0] + ".idx"
         self.filename = filename
         for path in (filename, self.idx_file):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...base import GpundaError
+from gpunda.base import GpundaError
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler"]
 

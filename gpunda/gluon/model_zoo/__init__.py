@@ -3,5 +3,5 @@
 Pretrained weights are never downloaded: ``pretrained=True`` loads MXNet's released
 ``.params`` file from ``$MXNET_HOME/models`` (see ``model_store.get_model_file``).
 """
-from . import model_store  # noqa: F401
-from . import vision  # noqa: F401
+from gpunda.gluon.model_zoo import model_store  # noqa: F401
+from gpunda.gluon.model_zoo import vision  # noqa: F401

@@ -12,7 +12,7 @@ import logging
 import os
 import zipfile
 
-from ...base import GpundaError, data_dir
+from gpunda.base import GpundaError, data_dir
 
 __all__ = ["get_model_file", "purge"]
 
@@ -101,7 +101,7 @@ def get_model_file(name, root=None):
             f"model_zoo: pretrained weights for {name!r} not found: put {file_name}.params "
             f"into {root} (gpunda does not download; MXNet published it zipped at {url}; the "
             f"zip may be placed there as it is)")
-    from ..utils import check_sha1
+    from gpunda.gluon.utils import check_sha1
     if not check_sha1(file_path, _model_sha1[name]):
         logging.warning("model_zoo: %s differs from the file MXNet published for %r (SHA-1 "
                         "%s); loading it as it is", file_path, name, _model_sha1[name])

@@ -1,5 +1,5 @@
 """Gluon neural-network layers (MXNet 1.x ``gluon.nn``)."""
-from .basic_layers import *  # noqa: F401,F403
-from .conv_layers import *  # noqa: F401,F403
-from .activations import *  # noqa: F401,F403
-from ..block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from gpunda.gluon.nn.basic_layers import *  # noqa: F401,F403
+from gpunda.gluon.nn.conv_layers import *  # noqa: F401,F403
+from gpunda.gluon.nn.activations import *  # noqa: F401,F403
+from gpunda.gluon.block import Block, HybridBlock, SymbolBlock  # noqa: F401

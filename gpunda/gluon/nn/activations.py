@@ -1,9 +1,9 @@
 """Gluon activation layers (MXNet 1.x ``gluon.nn.activations``)."""
 from __future__ import annotations
 
-from ... import initializer as _init
-from ...base import GpundaError
-from ..block import HybridBlock
+from gpunda import initializer as _init
+from gpunda.base import GpundaError
+from gpunda.gluon.block import HybridBlock
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish", "GELU"]
 

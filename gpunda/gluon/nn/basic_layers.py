@@ -5,11 +5,11 @@ import warnings
 
 import numpy as np
 
-from ... import ndarray as _ndmod
-from ...base import GpundaError
-from ..block import Block, HybridBlock
-from ..parameter import _shape_known
-from .activations import Activation
+from gpunda import ndarray as _ndmod
+from gpunda.base import GpundaError
+from gpunda.gluon.block import Block, HybridBlock
+from gpunda.gluon.parameter import _shape_known
+from gpunda.gluon.nn.activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm",
            "BatchNormReLU", "InstanceNorm", "LayerNorm", "GroupNorm", "Flatten", "Lambda",

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import ndarray as _ndmod
-from ...base import GpundaError
-from ..block import HybridBlock
-from .basic_layers import _mismatch
-from .activations import Activation
+from gpunda import ndarray as _ndmod
+from gpunda.base import GpundaError
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon.nn.basic_layers import _mismatch
+from gpunda.gluon.nn.activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
            "Conv3DTranspose", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D",

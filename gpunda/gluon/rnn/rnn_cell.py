@@ -8,9 +8,9 @@ MXNet's.
 """
 from __future__ import annotations
 
-from ... import ndarray as _nd
-from ...base import GpundaError, numeric_types
-from ..block import Block, HybridBlock
+from gpunda import ndarray as _nd
+from gpunda.base import GpundaError, numeric_types
+from gpunda.gluon.block import Block, HybridBlock
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
@@ -18,7 +18,7 @@ __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCe
 
 
 def _symbol():
-    from ... import symbol
+    from gpunda import symbol
     return symbol
 
 
@@ -197,7 +197,7 @@ class RecurrentCell(Block):
             if fn is not None:
                 return fn(inputs, **kwargs)
             return F.Activation(inputs, act_type=activation, **kwargs)
-        from ..nn import LeakyReLU
+        from gpunda.gluon.nn import LeakyReLU
         if isinstance(activation, LeakyReLU):
             return F.LeakyReLU(inputs, act_type="leaky", slope=activation._alpha, **kwargs)
         return activation(inputs, **kwargs)

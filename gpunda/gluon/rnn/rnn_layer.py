@@ -7,9 +7,9 @@ by MXNet loads; every call concatenates them into the op's flat vector in the or
 """
 from __future__ import annotations
 
-from ... import ndarray as _nd
-from ...base import GpundaError
-from ..block import HybridBlock
+from gpunda import ndarray as _nd
+from gpunda.base import GpundaError
+from gpunda.gluon.block import HybridBlock
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -125,7 +125,7 @@ class _RNNLayer(HybridBlock):
                 batch = inputs.shape[self._layout.find("N")]
                 states = self.begin_state(batch, ctx=inputs.context, dtype=inputs.dtype)
             else:
-                from ... import symbol
+                from gpunda import symbol
                 states = self.begin_state(0, func=symbol.zeros)
         if not isinstance(states, (list, tuple)):
             states = [states]

@@ -16,10 +16,10 @@ import types
 
 import numpy as _onp
 
-from ...base import GpundaError
-from ...numpy.multiarray import _method, add_np_operators
-from ..symbol import Symbol
-from .. import creation as _creation
+from gpunda.base import GpundaError
+from gpunda.numpy.multiarray import _method, add_np_operators
+from gpunda.symbol.symbol import Symbol
+from gpunda.symbol import creation as _creation
 
 __all__ = ["_Symbol", "make_np_node", "np_outputs", "npx", "load", "load_json"]
 
@@ -65,7 +65,7 @@ class _Symbol(Symbol):
         return _node("_npi_bitwise_not", (self,))
 
     def __matmul__(self, other):
-        from ... import numpy as _np_mod
+        from gpunda import numpy as _np_mod
         return _np_mod.matmul(self, other)
 
     def __iter__(self):
@@ -83,7 +83,7 @@ class _Symbol(Symbol):
         return self.transpose()
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        from ...numpy._dtypes import resolve_dtype
+        from gpunda.numpy._dtypes import resolve_dtype
         dt = resolve_dtype(dtype, "astype")
         return _node("Cast", (self,), dtype=dt)
 
@@ -191,7 +191,7 @@ def _symbolic_attr(target_name, attr, cache):
     if isinstance(obj, types.ModuleType):
         r = _SymbolicNamespace(f"{target_name}.{attr} (symbolic)", obj.__name__)
     elif callable(obj) and not isinstance(obj, type):
-        from ...numpy.multiarray import symbolic_scope
+        from gpunda.numpy.multiarray import symbolic_scope
 
         def r(*args, **kwargs):
             with symbolic_scope():
@@ -230,4 +230,4 @@ _symbol = sys.modules[__name__]     # MXNet's mx.sym.np._symbol (mx.np_symbol) i
 _creation._np_symbol_cls = _Symbol
 _ = GpundaError
 
-from . import _op, _register  # noqa: E402,F401  (MXNet's submodules of this package)
+from gpunda.symbol.numpy import _op, _register  # noqa: E402,F401  (MXNet's submodules of this package)

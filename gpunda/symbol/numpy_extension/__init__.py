@@ -1,6 +1,6 @@
 """MXNet's ``mx.sym.npx``: ``mx.npx``'s functions building graph nodes (each runs in
 ``symbolic_scope()``; see ``gpunda.symbol.numpy``)."""
-from ..numpy import _symbolic_attr
+from gpunda.symbol.numpy import _symbolic_attr
 
 _made = {}
 
@@ -10,4 +10,4 @@ def __getattr__(attr):
     return fn if fn is not None else _symbolic_attr("gpunda.numpy_extension", attr, _made)
 
 
-from . import _op, _register  # noqa: E402,F401  (MXNet's submodules)
+from gpunda.symbol.numpy_extension import _op, _register  # noqa: E402,F401  (MXNet's submodules)

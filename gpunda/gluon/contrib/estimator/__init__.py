@@ -7,7 +7,7 @@ GradientUpdateHandler (-2000), MetricHandler and ValidationHandler (-1000), user
 handlers (0 unless set), LoggingHandler (last, +inf). Handlers the user did not pass
 are added by default, as in MXNet.
 """
-from . import estimator, event_handler, batch_processor, utils  # noqa: F401
-from .estimator import *  # noqa: F401,F403
-from .event_handler import *  # noqa: F401,F403
-from .batch_processor import *  # noqa: F401,F403
+from gpunda.gluon.contrib.estimator import estimator, event_handler, batch_processor, utils  # noqa: F401
+from gpunda.gluon.contrib.estimator.estimator import *  # noqa: F401,F403
+from gpunda.gluon.contrib.estimator.event_handler import *  # noqa: F401,F403
+from gpunda.gluon.contrib.estimator.batch_processor import *  # noqa: F401,F403

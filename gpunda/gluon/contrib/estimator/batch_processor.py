@@ -1,8 +1,8 @@
 """How the Estimator runs one batch: split it over the contexts, forward, loss, backward."""
 from __future__ import annotations
 
-from .... import autograd
-from ...utils import split_and_load
+from gpunda import autograd
+from gpunda.gluon.utils import split_and_load
 
 __all__ = ["BatchProcessor"]
 

@@ -12,8 +12,8 @@ import os
 import re
 import warnings
 
-from ....metric import EvalMetric
-from .event_handler import BatchEnd, EpochEnd, TrainBegin, _improvement_op
+from gpunda.metric import EvalMetric
+from gpunda.gluon.contrib.estimator.event_handler import BatchEnd, EpochEnd, TrainBegin, _improvement_op
 
 __all__ = ["CheckpointHandler"]
 

@@ -6,17 +6,17 @@ import logging
 import sys
 import warnings
 
-from ....base import GpundaAssertionError, GpundaError
-from ....context import Context, cpu, gpu, num_gpus
-from ....metric import Loss as metric_loss
-from ...data import DataLoader
-from ...loss import Loss as gluon_loss
-from ...trainer import Trainer
-from .batch_processor import BatchProcessor
-from .event_handler import (BatchBegin, BatchEnd, EpochBegin, EpochEnd, GradientUpdateHandler,
+from gpunda.base import GpundaAssertionError, GpundaError
+from gpunda.context import Context, cpu, gpu, num_gpus
+from gpunda.metric import Loss as metric_loss
+from gpunda.gluon.data import DataLoader
+from gpunda.gluon.loss import Loss as gluon_loss
+from gpunda.gluon.trainer import Trainer
+from gpunda.gluon.contrib.estimator.batch_processor import BatchProcessor
+from gpunda.gluon.contrib.estimator.event_handler import (BatchBegin, BatchEnd, EpochBegin, EpochEnd, GradientUpdateHandler,
                             LoggingHandler, MetricHandler, StoppingHandler, TrainBegin,
                             TrainEnd, ValidationHandler, _check_event_handlers)
-from .utils import _check_handler_metric_ref, _check_metrics, _suggest_metric_for_loss
+from gpunda.gluon.contrib.estimator.utils import _check_handler_metric_ref, _check_metrics, _suggest_metric_for_loss
 
 __all__ = ["Estimator"]
 

@@ -10,9 +10,9 @@ import math
 import time
 import warnings
 
-from ....metric import CompositeEvalMetric, EvalMetric
-from ....metric import Loss as metric_loss
-from .utils import _check_metrics
+from gpunda.metric import CompositeEvalMetric, EvalMetric
+from gpunda.metric import Loss as metric_loss
+from gpunda.gluon.contrib.estimator.utils import _check_metrics
 
 __all__ = ["TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin", "BatchEnd",
            "StoppingHandler", "MetricHandler", "ValidationHandler", "LoggingHandler",
@@ -337,4 +337,4 @@ class GradientUpdateHandler(BatchEnd):
         estimator.trainer.step(sum(part.shape[0] for part in parts))
 
 
-from .checkpoint_handler import CheckpointHandler  # noqa: E402 -- it builds on the above
+from gpunda.gluon.contrib.estimator.checkpoint_handler import CheckpointHandler  # noqa: E402 -- it builds on the above

@@ -1,8 +1,8 @@
 """Helpers of the Estimator: metric checks and the default metric for a loss."""
 from __future__ import annotations
 
-from ....metric import Accuracy, CompositeEvalMetric, EvalMetric
-from ...loss import SoftmaxCrossEntropyLoss
+from gpunda.metric import Accuracy, CompositeEvalMetric, EvalMetric
+from gpunda.gluon.loss import SoftmaxCrossEntropyLoss
 
 
 def _check_metrics(metrics):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import warnings
 
-from .... import context as _context
-from .... import ndarray as _nd
-from ....base import GpundaError
-from ...block import Block, HybridBlock
-from ...nn import BatchNorm, HybridSequential, Identity, Sequential
+from gpunda import context as _context
+from gpunda import ndarray as _nd
+from gpunda.base import GpundaError
+from gpunda.gluon.block import Block, HybridBlock
+from gpunda.gluon.nn import BatchNorm, HybridSequential, Identity, Sequential
 
 __all__ = ["Concurrent", "HybridConcurrent", "Identity", "SparseEmbedding", "SyncBatchNorm",
            "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D"]

@@ -6,8 +6,8 @@ state is a feature map, and the h2h convolution pads so that it keeps the state'
 """
 from __future__ import annotations
 
-from ....base import GpundaError, numeric_types
-from ...rnn.rnn_cell import HybridRecurrentCell
+from gpunda.base import GpundaError, numeric_types
+from gpunda.gluon.rnn.rnn_cell import HybridRecurrentCell
 
 __all__ = ["Conv1DRNNCell", "Conv2DRNNCell", "Conv3DRNNCell", "Conv1DLSTMCell",
            "Conv2DLSTMCell", "Conv3DLSTMCell", "Conv1DGRUCell", "Conv2DGRUCell",

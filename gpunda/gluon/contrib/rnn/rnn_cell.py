@@ -1,8 +1,8 @@
 """Contrib cells: variational dropout around a cell, the projected LSTM cell, dynamic_unroll."""
 from __future__ import annotations
 
-from ....base import GpundaError
-from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell,
+from gpunda.base import GpundaError
+from gpunda.gluon.rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell,
                              _format_sequence, _get_begin_state, _is_tensor,
                              _mask_sequence_variable_length, _as_list)
 

@@ -2,9 +2,9 @@
 image transforms. ``transforms`` loads on first use."""
 from __future__ import annotations
 
-from .datasets import (MNIST, FashionMNIST, CIFAR10, CIFAR100, ImageRecordDataset,  # noqa: F401
+from gpunda.gluon.data.vision.datasets import (MNIST, FashionMNIST, CIFAR10, CIFAR100, ImageRecordDataset,  # noqa: F401
                        ImageFolderDataset, ImageListDataset)
-from . import datasets  # noqa: F401
+from gpunda.gluon.data.vision import datasets  # noqa: F401
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
            "ImageFolderDataset", "ImageListDataset", "datasets", "transforms"]

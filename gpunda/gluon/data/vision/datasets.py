@@ -20,8 +20,8 @@ import warnings
 
 import numpy as np
 
-from ....base import GpundaError, NotImplementedForGpunda
-from ..dataset import Dataset
+from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.gluon.data.dataset import Dataset
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
            "ImageFolderDataset", "ImageListDataset"]
@@ -105,7 +105,7 @@ class MNIST(_LocalDataset):
                        f"{name} (from {self._source})")
 
     def _get_data(self):
-        from .... import ndarray as nd
+        from gpunda import ndarray as nd
         data_name, label_name = self._files[bool(self._train)]
         label = read_idx(self._find(label_name)).astype(np.int32)
         data = read_idx(self._find(data_name))
@@ -167,7 +167,7 @@ class CIFAR10(_LocalDataset):
         return None
 
     def _get_data(self):
-        from .... import ndarray as nd
+        from gpunda import ndarray as nd
         names = self._train_files if self._train else self._test_files
         folder = self._folder(names)
         archive = os.path.join(self._root, self._archive)
@@ -216,8 +216,8 @@ _EXTS = (".jpg", ".jpeg", ".png")
 def imread(path, flag=1):
     """An image file as an HWC uint8 NDArray, RGB (flag=1) or grey (flag=0), as
     MXNet's ``image.imread``."""
-    from .... import ndarray as nd
-    from ....ops.image import load_cv2
+    from gpunda import ndarray as nd
+    from gpunda.ops.image.transforms import load_cv2
     cv2 = load_cv2("image.imread")
     if not os.path.exists(path):
         raise GpundaError(f"image.imread: {path} does not exist")
@@ -333,7 +333,7 @@ class ImageRecordDataset(Dataset):
 
     def __init__(self, filename, flag=1, transform=None):
         try:
-            from .... import recordio
+            from gpunda import recordio
         except ImportError:
             raise NotImplementedForGpunda(
                 "gluon.data.vision.ImageRecordDataset is not supported yet: it needs "
@@ -349,8 +349,8 @@ class ImageRecordDataset(Dataset):
         self._transform = transform
 
     def __getitem__(self, idx):
-        from .... import ndarray as nd
-        from ....ops.image import load_cv2
+        from gpunda import ndarray as nd
+        from gpunda.ops.image.transforms import load_cv2
         cv2 = load_cv2("ImageRecordDataset")
         header, buf = self._recordio.unpack(self._record.read_idx(self._record.keys[idx]))
         img = cv2.imdecode(np.frombuffer(buf, dtype=np.uint8),

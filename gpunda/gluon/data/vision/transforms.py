@@ -11,11 +11,11 @@ import random
 
 import numpy as np
 
-from ....base import numeric_types  # noqa: F401  (MXNet's module exposes it)
-from ....util import is_np_array  # noqa: F401
-from ...block import Block, HybridBlock
-from ...nn import Sequential, HybridSequential
-from ....image import image
+from gpunda.base import numeric_types  # noqa: F401  (MXNet's module exposes it)
+from gpunda.util import is_np_array  # noqa: F401
+from gpunda.gluon.block import Block, HybridBlock
+from gpunda.gluon.nn import Sequential, HybridSequential
+from gpunda.image import image
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation",
            "RandomResizedCrop", "CropResize", "CenterCrop", "Resize", "RandomFlipLeftRight",

@@ -7,13 +7,13 @@ take ``pretrained``, ``ctx``, ``root`` and the network's own arguments (``classe
 """
 from __future__ import annotations
 
-from .alexnet import *  # noqa: F401,F403
-from .densenet import *  # noqa: F401,F403
-from .inception import *  # noqa: F401,F403
-from .resnet import *  # noqa: F401,F403
-from .squeezenet import *  # noqa: F401,F403
-from .vgg import *  # noqa: F401,F403
-from .mobilenet import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.alexnet import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.densenet import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.inception import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.resnet import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.squeezenet import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.vgg import *  # noqa: F401,F403
+from gpunda.gluon.model_zoo.vision.mobilenet import *  # noqa: F401,F403
 
 _MODELS = {
     "resnet18_v1": resnet18_v1, "resnet34_v1": resnet34_v1,  # noqa: F405

@@ -1,10 +1,10 @@
 """AlexNet ("One weird trick for parallelizing CNNs", arXiv:1404.5997), as MXNet's model zoo."""
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["AlexNet", "alexnet"]
 

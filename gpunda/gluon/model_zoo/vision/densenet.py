@@ -1,11 +1,11 @@
 """DenseNet-BC (arXiv:1608.06993), as MXNet's model zoo builds it."""
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ...contrib.nn import HybridConcurrent, Identity
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.contrib.nn import HybridConcurrent, Identity
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201"]
 

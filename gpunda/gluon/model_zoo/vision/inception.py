@@ -1,11 +1,11 @@
 """Inception V3 (arXiv:1512.00567), as MXNet's model zoo builds it (input 299x299)."""
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ...contrib.nn import HybridConcurrent
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.contrib.nn import HybridConcurrent
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["Inception3", "inception_v3"]
 

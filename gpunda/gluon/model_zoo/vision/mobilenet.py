@@ -5,10 +5,10 @@ widths 1.0, 0.75, 0.5 and 0.25.
 """
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["MobileNet", "MobileNetV2", "mobilenet1_0", "mobilenet_v2_1_0", "mobilenet0_75",
            "mobilenet_v2_0_75", "mobilenet0_5", "mobilenet_v2_0_5", "mobilenet0_25",

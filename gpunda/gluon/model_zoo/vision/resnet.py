@@ -6,10 +6,10 @@ bottleneck keeps a bias on its 1x1 convolutions; so does this one, for the same 
 """
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["ResNetV1", "ResNetV2", "BasicBlockV1", "BasicBlockV2", "BottleneckV1",
            "BottleneckV2", "resnet18_v1", "resnet34_v1", "resnet50_v1", "resnet101_v1",

@@ -1,11 +1,11 @@
 """SqueezeNet 1.0 (arXiv:1602.07360) and 1.1, as MXNet's model zoo builds them."""
 from __future__ import annotations
 
-from ....context import cpu
-from ...block import HybridBlock
-from ... import nn
-from ...contrib.nn import HybridConcurrent
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.contrib.nn import HybridConcurrent
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1"]
 

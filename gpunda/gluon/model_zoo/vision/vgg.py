@@ -1,11 +1,11 @@
 """VGG (arXiv:1409.1556), with or without batch norm, as MXNet's model zoo builds it."""
 from __future__ import annotations
 
-from ....context import cpu
-from ....initializer import Xavier
-from ...block import HybridBlock
-from ... import nn
-from ._common import load_pretrained
+from gpunda.context import cpu
+from gpunda.initializer import Xavier
+from gpunda.gluon.block import HybridBlock
+from gpunda.gluon import nn
+from gpunda.gluon.model_zoo.vision._common import load_pretrained
 
 __all__ = ["VGG", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn",
            "vgg19_bn", "get_vgg"]
