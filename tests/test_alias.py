@@ -285,3 +285,30 @@ def test_refusal_is_a_gpunda_error(no_alias, monkeypatch):
     monkeypatch.setitem(sys.modules, "mxnet", types.ModuleType("mxnet"))
     with pytest.raises(GpundaError, match="before the first `import mxnet`"):
         _alias.install_mxnet_alias()
+
+
+def test_import_mxnet_leaves_mxnets_stdlib_modules(tmp_path):
+    # MXNet 1.9.1's import leaves multiprocessing.pool and friends imported (code reaches
+    # them as attributes); through the alias `import mxnet` does too, `import gpunda` not
+    import subprocess
+    import sys
+    code = ("import sys, gpunda; before = 'multiprocessing.pool' in sys.modules; "
+            "gpunda.install_mxnet_alias(); import multiprocessing, mxnet; "
+            "print(before, multiprocessing.pool.ThreadPool.__name__, "
+            "mxnet.gluon.data.dataloader.ForkingPickler.__name__, "
+            "mxnet.contrib.amp.amp._amp_initialized)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "GPUNDA_AS_MXNET"}
+    env["PYTHONPATH"] = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert out.stdout.split() == ["False", "ThreadPool", "ForkingPickler", "False"], out.stderr
+
+
+def test_gluonnlp_repo_urls(monkeypatch):
+    from gpunda.gluon import utils
+    # MXNet 1.9.1's answers
+    monkeypatch.delenv("MXNET_GLUON_REPO", raising=False)
+    assert utils._get_repo_file_url("gluon/dataset", "x.zip") == \
+        "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/dataset/x.zip"
+    monkeypatch.setenv("MXNET_GLUON_REPO", "http://mirror/a")
+    assert utils._get_repo_url() == "http://mirror/a/"

@@ -253,7 +253,7 @@ def test_nccl_without_libnccl_raises_a_gpunda_error(monkeypatch):
     # CuPy without libnccl imports cupy.cuda.nccl as a stub whose ``available`` is False
     import types
     from gpunda.base import GpundaError
-    from gpunda.kvstore import _NcclComm
+    from gpunda.kvstore.kvstore import _NcclComm
     stub_cuda = types.ModuleType("cupy.cuda")
     stub_cuda.nccl = types.ModuleType("cupy.cuda.nccl")
     stub_cuda.nccl.available = False

@@ -42,3 +42,43 @@ def missing_module_getattr(module_name, what):
         raise NotBuiltError(
             f"{module_name}.{name} is not supported yet: gpunda does not build {what} yet")
     return __getattr__
+
+
+def _needs_c_library(qualname, reason):
+    """The message of a stub: ``qualname`` cannot work, and why."""
+    return f"{qualname} is not supported: {reason}"
+
+
+def stub_function(module_name, name, reason):
+    """A function standing in for MXNet's ``module_name.name``: every call raises
+    NotImplementedForGpunda naming it and saying why (``reason``)."""
+    qualname = f"{module_name}.{name}"
+
+    def stub(*args, **kwargs):
+        raise NotImplementedForGpunda(_needs_c_library(qualname, reason))
+    stub.__name__ = stub.__qualname__ = name
+    stub.__module__ = module_name
+    stub.__doc__ = f"MXNet's {qualname}; in gpunda: {_needs_c_library(qualname, reason)}."
+    return stub
+
+
+def stub_class(module_name, name, reason):
+    """A class standing in for MXNet's ``module_name.name`` (it subclasses, isinstance and
+    repr fine); making one raises NotImplementedForGpunda naming it and saying why."""
+    qualname = f"{module_name}.{name}"
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedForGpunda(_needs_c_library(qualname, reason))
+    return type(name, (), {"__init__": __init__, "__module__": module_name,
+                           "__doc__": f"MXNet's {qualname}; in gpunda: "
+                                      f"{_needs_c_library(qualname, reason)}."})
+
+
+def define_stubs(namespace, functions=(), classes=(), reason="it needs MXNet's C++ library"):
+    """Put stubs for MXNet's ``functions`` and ``classes`` into the module dict
+    ``namespace`` (a stub module's ``globals()``), each raising when used."""
+    module_name = namespace["__name__"]
+    for name in functions:
+        namespace[name] = stub_function(module_name, name, reason)
+    for name in classes:
+        namespace[name] = stub_class(module_name, name, reason)

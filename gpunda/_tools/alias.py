@@ -36,6 +36,38 @@ _TARGET = "gpunda"
 _log = logging.getLogger("gpunda")
 
 
+# The standard-library modules that `import mxnet` (1.9.1) leaves imported and that code
+# reaches as attributes (``multiprocessing.pool.ThreadPool`` after a bare
+# ``import multiprocessing``); the alias loads them at the first `import mxnet`, never
+# `import gpunda` (../shared/mxnet-suite/surface-1.9.1.json, outside_modules_on_import).
+_MXNET_IMPORT_SIDE_MODULES = (
+    "argparse", "array", "base64", "binascii", "bz2", "calendar", "configparser", "csv",
+    "ctypes", "dataclasses", "difflib", "email", "email.charset", "email.errors",
+    "email.feedparser", "email.header", "email.headerregistry", "email.message",
+    "email.parser", "email.utils", "encodings.idna", "gc", "getopt", "gettext", "glob",
+    "gzip", "hashlib", "heapq", "hmac", "http", "http.client", "http.cookiejar", "http.cookies",
+    "importlib.metadata", "importlib.resources", "ipaddress", "locale", "logging", "lzma",
+    "mimetypes", "multiprocessing", "multiprocessing.connection", "multiprocessing.context",
+    "multiprocessing.pool", "multiprocessing.process", "multiprocessing.queues",
+    "multiprocessing.reduction", "multiprocessing.resource_sharer", "multiprocessing.util",
+    "pathlib", "pickle", "platform", "pprint", "pydoc", "queue", "quopri", "secrets", "select",
+    "selectors", "shutil", "signal", "socket", "ssl", "stringprep", "subprocess", "sysconfig",
+    "tarfile", "tempfile", "threading", "unicodedata", "unittest", "urllib", "urllib.error",
+    "urllib.parse", "urllib.request", "urllib.response", "uuid", "zipfile", "zlib")
+if os.name == "posix":
+    _MXNET_IMPORT_SIDE_MODULES += ("fcntl", "grp", "pwd")
+
+
+def _load_import_side_modules():
+    """Import what real MXNet's import leaves behind (see _MXNET_IMPORT_SIDE_MODULES); a
+    module this Python lacks is skipped."""
+    for name in _MXNET_IMPORT_SIDE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def _gpunda():
     return importlib.import_module(_TARGET)
 
@@ -125,9 +157,13 @@ class _MxnetFinder(importlib.abc.MetaPathFinder):
     def __init__(self, root):
         self.root = root
         self.notice = None      # said once, at the first `import mxnet`
+        self.side_modules_loaded = False
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == _ROOT:
+            if not self.side_modules_loaded:
+                self.side_modules_loaded = True
+                _load_import_side_modules()
             if self.notice:
                 _log.warning("%s", self.notice)
                 self.notice = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("autograd", "onnx", "amp", "quantization")
+_SUBMODULES = ("autograd", "onnx", "amp", "quantization", "io", "svrg_optimization", "tensorboard",
+               "text")
 _ALIASES = {"quant": "quantization"}   # MXNet: from . import quantization as quant
 _NAMESPACES = {"ndarray": "gpunda.ndarray", "nd": "gpunda.ndarray",
                "symbol": "gpunda.symbol", "sym": "gpunda.symbol"}

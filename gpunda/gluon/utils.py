@@ -238,3 +238,18 @@ def shape_is_known(shape):
             raise AssertionError(f"shape_is_known: dimension size {d} in shape {tuple(shape)} "
                                  f"cannot be less than {unknown}")
     return True
+
+
+_APACHE_REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
+
+
+def _get_repo_url():
+    """The base URL of MXNet's file repository: ``MXNET_GLUON_REPO`` when set, else
+    Apache's, always ending in '/' (GluonNLP calls this)."""
+    url = os.environ.get("MXNET_GLUON_REPO", _APACHE_REPO_URL)
+    return url if url.endswith("/") else url + "/"
+
+
+def _get_repo_file_url(namespace, filename):
+    """The URL of ``filename`` under ``namespace`` in MXNet's file repository."""
+    return f"{_get_repo_url()}{namespace}/{filename}"

@@ -83,6 +83,15 @@ from gpunda.ndarray import utils  # noqa: E402,F401
 # MXNet's generated op modules, under their names (mx.nd.gen_op.<op>, ...)
 gen_op = gen__internal = _op
 gen_contrib, gen_linalg, gen_sparse = contrib, linalg, sparse
+gen_image = image
+gen_random = _prefixed_namespace("gen_random", ("_random_",))
+if not hasattr(_op, "reset_arrays"):
+    _op.reset_arrays = reset_arrays
+from gpunda.ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
+from gpunda._core.not_built import stub_function as _stub  # noqa: E402
+for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they do not run
+    if not hasattr(_op, _b):
+        setattr(_op, _b, _stub("mxnet.ndarray._internal", _b, _BACKWARD_WHY))
 
 
 def __getattr__(name):
@@ -90,8 +99,8 @@ def __getattr__(name):
     if name == "CachedOp":
         from gpunda._engine.cached_op import CachedOp
         return CachedOp
-    if name in ("np", "numpy", "npx"):     # F.np / F.npx of an imperative hybrid_forward
+    if name in ("np", "numpy", "npx", "numpy_extension"):   # F.np / F.npx, mx.nd.numpy
         import importlib
-        return importlib.import_module("gpunda.numpy" if name != "npx" else
+        return importlib.import_module("gpunda.numpy" if name in ("np", "numpy") else
                                        "gpunda.numpy_extension")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,3 +27,5 @@ def __getattr__(name):
 
 
 _missing = absent_module_getattr("mxnet.numpy_extension")   # every MXNet name is built
+
+from gpunda.numpy_extension import _op, _register  # noqa: E402,F401  (MXNet's submodules of this package)

@@ -15,7 +15,8 @@ from gpunda.ops.registry import all_names
 
 __all__ = ["build"]
 
-_PREFIXES = {"contrib": "_contrib_", "linalg": "_linalg_", "image": "_image_"}
+_PREFIXES = {"contrib": "_contrib_", "linalg": "_linalg_", "image": "_image_",
+             "gen_random": "_random_"}   # MXNet's generated mx.sym.gen_random module
 
 #: ops MXNet 1.9.1 also registers as ``_sparse_<name>`` (its ``mx.sym.sparse``)
 _MXNET_SPARSE = (
@@ -28,7 +29,8 @@ _MXNET_SPARSE = (
     "floor", "ftrl_update", "gamma", "gammaln", "log", "log10", "log1p", "log2", "make_loss",
     "mean", "negative", "norm", "radians", "relu", "retain", "rint", "round", "rsqrt",
     "sgd_mom_update", "sgd_update", "sigmoid", "sign", "sin", "sinh", "slice", "sqrt", "square",
-    "stop_gradient", "sum", "tan", "tanh", "trunc", "where", "zeros_like")
+    "stop_gradient", "sum", "tan", "tanh", "trunc", "where", "zeros_like",
+    "_contrib_round_ste", "_contrib_sign_ste")
 
 
 def _module(name, doc):

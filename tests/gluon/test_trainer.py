@@ -252,7 +252,7 @@ def test_multi_context_allreduce(rng):
 
 def test_formula_fallback_without_fused_ops(rng, monkeypatch):
     """Builds without the update operators run the same formulas on backend arrays."""
-    monkeypatch.setattr(opt, "_FUSED", dict.fromkeys(
+    monkeypatch.setattr(opt.optimizer, "_FUSED", dict.fromkeys(
         ["sgd_update", "sgd_mom_update", "adam_update", "rmsprop_update"]))
     w0 = rng.standard_normal(6).astype(np.float32)
     g = (rng.standard_normal(6) * 3).astype(np.float32)

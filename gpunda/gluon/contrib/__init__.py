@@ -4,7 +4,7 @@ Subpackages load on first use.
 """
 import importlib
 
-_SUBPACKAGES = ("nn", "rnn", "estimator")
+_SUBPACKAGES = ("nn", "rnn", "estimator", "cnn", "data")
 
 
 def __getattr__(name):

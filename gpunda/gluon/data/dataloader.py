@@ -194,3 +194,12 @@ class DataLoader:
 
     def __len__(self):
         return len(self._batch_sampler)
+
+
+def __getattr__(name):
+    # MXNet's dataloader imports multiprocessing's pickler at the top (GluonNLP reaches it
+    # here); loaded on first use so that `import gpunda` does not pay for multiprocessing
+    if name == "ForkingPickler":
+        from multiprocessing.reduction import ForkingPickler
+        return ForkingPickler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

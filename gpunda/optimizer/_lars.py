@@ -24,9 +24,9 @@ import warnings
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda._optim_rows import run_update
+from gpunda.optimizer._rows import run_update
 from gpunda.ops.optimizer import updates as _ops
-from gpunda.optimizer import Optimizer, _check, _xp, register
+from gpunda.optimizer.optimizer import Optimizer, _check, _xp, register
 
 _NO_LARS_SUFFIXES = ("gamma", "beta", "bias")
 

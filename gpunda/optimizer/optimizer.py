@@ -20,7 +20,7 @@ import pickle
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda._optim_rows import op_params, run_update
+from gpunda.optimizer._rows import op_params, run_update
 from gpunda.base import GpundaError
 from gpunda.ops.optimizer import updates as _ops
 
@@ -675,7 +675,7 @@ def get_updater(optimizer):
 
 
 # the less common optimizers live in their own module (it imports this one)
-from gpunda._optimizers_more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
+from gpunda.optimizer._more import (DCASGD, FTML, LAMB, LARS, LBSGD, SGLD, Adamax, Ftrl,  # noqa: E402
                                Nadam, Test, ccSGD)
 
 __all__ += ["Adamax", "Nadam", "FTML", "Ftrl", "LAMB", "SGLD", "DCASGD", "ccSGD", "Test", "LARS",

@@ -1,5 +1,5 @@
 """The less common MXNet 1.x optimizers: Adamax, Nadam, FTML, Ftrl, LAMB, SGLD,
-DCASGD, ccSGD, Test (LARS and LBSGD are in ``_optimizers_lars``).
+DCASGD, ccSGD, Test (LARS and LBSGD are in ``optimizer/_lars.py``).
 
 Formulas follow MXNet 1.9.1's ``python/mxnet/optimizer/optimizer.py`` and its
 update kernels; ``gpunda.optimizer`` re-exports every class here.
@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from gpunda._optim_rows import op_params, run_update
+from gpunda.optimizer._rows import op_params, run_update
 from gpunda.ops.optimizer import updates as _ops
-from gpunda.optimizer import SGD, Optimizer, _xp, register
+from gpunda.optimizer.optimizer import SGD, Optimizer, _xp, register
 
 
 def _zeros(weight, dtype=None):
@@ -272,4 +272,4 @@ class Test(Optimizer):
 
 
 # LARS and LBSGD live in their own module; re-exported here for gpunda.optimizer
-from gpunda._optimizers_lars import LARS, LBSGD  # noqa: E402,F401
+from gpunda.optimizer._lars import LARS, LBSGD  # noqa: E402,F401

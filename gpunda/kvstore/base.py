@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from gpunda._core.not_built import define_stubs
 from gpunda.base import NotImplementedForGpunda
 
 __all__ = ["KVStoreBase", "KVStoreServer", "TestStore"]
@@ -143,3 +144,16 @@ class TestStore(KVStoreBase):
     def load_optimizer_states(self, fname):
         """Not available: a TestStore runs no optimizer."""
         raise NotImplementedError()
+
+
+def create(name="local"):
+    """A key-value store by name: a store registered with ``KVStoreBase.register`` first,
+    else one of the built-in types (``kvstore.create``)."""
+    from gpunda.kvstore.kvstore import create as _create
+    return _create(name)
+
+
+# MXNet packs keys and values into C arrays for its library here
+define_stubs(globals(), functions=("_ctype_key_value", "_ctype_dict"),
+             reason="it builds C arrays of NDArray handles for MXNet's C++ library, which "
+                    "gpunda does not have (its stores take the NDArrays themselves)")

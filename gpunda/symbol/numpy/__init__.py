@@ -229,3 +229,5 @@ npx = _SymbolicNamespace("gpunda.symbol.numpy_extension", "gpunda.numpy_extensio
 _symbol = sys.modules[__name__]     # MXNet's mx.sym.np._symbol (mx.np_symbol) is this module
 _creation._np_symbol_cls = _Symbol
 _ = GpundaError
+
+from gpunda.symbol.numpy import _op, _register  # noqa: E402,F401  (MXNet's submodules of this package)

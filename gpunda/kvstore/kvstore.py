@@ -27,7 +27,7 @@ import numpy as np
 from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.context import cpu
-from gpunda.kvstore_base import KVStoreBase, KVStoreServer
+from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -553,3 +553,25 @@ def rank():
 def allreduce_(arrays, kv):
     """Horovod-style helper: sum ``arrays`` in place across the ranks of store ``kv``."""
     kv.allreduce_arrays(_as_list(arrays))
+
+
+# the server-command codes MXNet's KVStore sends to its parameter servers
+_SERVER_COMMANDS = {"kController": 0, "kSetMultiPrecision": 1, "kStopServer": 2, "kSyncMode": 3,
+                    "kSetGradientCompression": 4, "kSetProfilerParams": 5}
+
+
+def _get_kvstore_server_command_type(command):
+    """The integer code of the server command named ``command`` (MXNet's table)."""
+    if command not in _SERVER_COMMANDS:
+        raise GpundaError(f"kvstore: unknown server command {command!r}; known: "
+                          f"{', '.join(_SERVER_COMMANDS)}")
+    return _SERVER_COMMANDS[command]
+
+
+def _updater_wrapper(updater):
+    """MXNet wraps a Python ``updater(key, merged, stored)`` into the callback its C
+    store calls with array handles; gpunda's store holds the NDArrays themselves, so the
+    callback takes them as they are (the fourth argument, a C context, is ignored)."""
+    def updater_handle(key, lhs, rhs, _=None):
+        updater(key, lhs, rhs)
+    return updater_handle

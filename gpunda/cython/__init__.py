@@ -1,0 +1,2 @@
+"""MXNet's Cython sources (``mxnet.cython``); gpunda has none (pure Python).
+"""

@@ -1,0 +1,2 @@
+"""MXNet's ``mxnet.gluon.contrib.data._constants``."""
+EOS_TOKEN = "<eos>"

@@ -1,0 +1,21 @@
+"""MXNet's ``mx.kvstore.kvstore_server``: the parameter-server process of ``dist_async``
+training, which gpunda does not run (its distributed stores are MPI/NCCL ranks)."""
+from __future__ import annotations
+
+import os
+
+from gpunda.base import GpundaError
+from gpunda.kvstore.base import KVStoreServer
+
+__all__ = ["KVStoreServer"]
+
+
+def _init_kvstore_server_module():
+    """MXNet starts a parameter server here when ``DMLC_ROLE`` is ``server`` (or
+    ``scheduler``) and exits; gpunda has no parameter server, so such a process is told
+    so instead of quietly going on as a worker."""
+    role = os.environ.get("DMLC_ROLE", "worker")
+    if role in ("server", "scheduler"):
+        raise GpundaError(f"kvstore_server: DMLC_ROLE={role!r} asks for a parameter-server "
+                          f"process, which gpunda does not support; run workers under mpiexec "
+                          f"with kvstore 'dist_sync' instead")

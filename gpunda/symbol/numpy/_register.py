@@ -1,0 +1,2 @@
+"""MXNet's ``mx.sym.np._register``: where MXNet generates mx.sym.np's operator functions from
+its C++ registry at import. gpunda builds them from its op registry instead; nothing here."""
