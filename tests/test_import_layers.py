@@ -3,7 +3,7 @@
 Every import in the package is read from the source (``ast``, imports inside
 functions included) and each module is given its layer by the table below, the
 longest matching prefix winning. An import of a higher layer fails the test, naming
-the file, the line and both layers. ``python tests/test_layers.py`` prints the
+the file, the line and both layers. ``python tests/test_import_layers.py`` prints the
 report: upward imports, the import cycles that remain inside a layer, and the
 lines of code per layer.
 """
