@@ -61,7 +61,8 @@ _LAZY_MODULES.update(mod="module", module="module", callback="callback", monitor
 _LAZY_MODULES.update(visualization="visualization", viz="visualization")
 # MXNet's smaller modules, and those standing in for its C++ side (stubs, docs/compat.md)
 _LAZY_MODULES.update({name: name for name in (
-    "rtc", "notebook", "executor_manager", "numpy_op_fallback", "misc", "ndarray_doc",
+    "rtc", "notebook", "executor_manager", "numpy_op_fallback", "numpy_dispatch_protocol",
+    "misc", "ndarray_doc",
     "symbol_doc", "space", "torch", "tvmop", "api", "cython", "_ctypes", "_ffi", "_cy3",
     "_api_internal", "_global_var")})
 _LAZY_MODULES.update(np_symbol="symbol.numpy")     # MXNet's mx.np_symbol: np Symbols, load

@@ -164,6 +164,32 @@ class ArrayDataset(Dataset):
         return out[0] if len(out) == 1 else out
 
 
+class _DownloadedDataset(Dataset):
+    """MXNet's base of the data sets kept under a ``root`` folder: makes the folder, has
+    ``_get_data`` fill ``_data`` and ``_label``, and samples ``(data[i], label[i])`` (through
+    ``transform(data, label)`` when given)."""
+
+    def __init__(self, root, transform):
+        super().__init__()
+        self._transform = transform
+        self._data = None
+        self._label = None
+        self._root = os.path.expanduser(root)
+        os.makedirs(self._root, exist_ok=True)
+        self._get_data()
+
+    def __getitem__(self, idx):
+        if self._transform is not None:
+            return self._transform(self._data[idx], self._label[idx])
+        return self._data[idx], self._label[idx]
+
+    def __len__(self):
+        return len(self._label)
+
+    def _get_data(self):
+        raise NotImplementedError(f"{type(self).__name__} must define _get_data")
+
+
 class RecordFileDataset(Dataset):
     """The raw records of a RecordIO file: sample ``i`` is the bytes of the ``i``-th key
     of ``filename``'s index (the ``.idx`` file beside it)."""
