@@ -73,7 +73,6 @@ def test_np_op_submodules_are_the_functions():
 @pytest.mark.parametrize("path,name", [
     ("gpunda.contrib.text.vocab", "Vocabulary"), ("gpunda.rtc", "CudaModule"),
     ("gpunda.gluon.contrib.cnn", "DeformableConvolution"),
-    ("gpunda.contrib.svrg_optimization.svrg_module", "SVRGModule"),
     ("gpunda.notebook.callback", "args_wrapper"), ("gpunda.executor_manager", "_split_input_slice")])
 def test_not_built_modules_import_and_name_themselves(path, name):
     obj = getattr(importlib.import_module(path), name)
