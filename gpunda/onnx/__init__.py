@@ -20,3 +20,10 @@ def get_operator_support(opset_version=None):
     """Sorted MXNet op names that ``export_model`` converts."""
     from gpunda.onnx.export import get_operator_support as _support
     return _support(opset_version)
+
+
+def __getattr__(name):
+    if name == "mx2onnx":                 # MXNet's package path of the exporter, loaded lazily
+        import importlib
+        return importlib.import_module(f"{__name__}.mx2onnx")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -123,6 +123,13 @@ def get_operator_support(opset_version=None):
     return _support(opset_version)
 
 
+# MXNet's names of the functions above without its deprecation notice
+import_model_ = import_model
+get_model_metadata_ = get_model_metadata
+import_to_gluon_ = import_to_gluon
+export_model_ = export_model
+
+
 def __getattr__(name):
     if name in ("onnx2mx", "mx2onnx"):
         import importlib
