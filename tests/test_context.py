@@ -307,7 +307,7 @@ def test_pinned_and_shared_are_cpu_memory_as_in_mxnet(host):
     assert (b + a).context == mx.cpu(0) and (b * 2).context == mx.cpu(0)
     assert mx.nd.dot(b.reshape((1, 2)), a.reshape((2, 1))).context == mx.cpu(0)
     assert mx.nd.exp(b).context == mx.cpu(0)
-    assert (mx.np.ones((2,), ctx=host) + mx.np.ones((2,))).ctx == mx.cpu(0)
+    assert (mx.np.ones((2,), ctx=host) + mx.np.ones((2,), ctx=mx.cpu(0))).ctx == mx.cpu(0)
     assert mx.nd.zeros((2,), ctx=host).context == host        # no input: the asked context
     assert a.copyto(host).context == host and a.as_in_context(host).context == host
     assert b.as_in_context(mx.cpu(0)).context == mx.cpu(0)
