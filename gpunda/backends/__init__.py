@@ -61,5 +61,13 @@ def array_module(a):
     return cupy
 
 
-from gpunda.backends import discovery  # noqa: E402
 from gpunda.backends._numpy import Backend  # noqa: E402
+
+
+def __getattr__(name):
+    # GPU discovery loads on first use: ``import gpunda`` reaches this package for the
+    # random generators (generators.py) and should not pay for probing code it may never run
+    if name == "discovery":
+        import importlib
+        return importlib.import_module(f"{__name__}.discovery")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

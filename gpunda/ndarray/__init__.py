@@ -87,11 +87,8 @@ gen_image = image
 gen_random = _prefixed_namespace("gen_random", ("_random_",))
 if not hasattr(_op, "reset_arrays"):
     _op.reset_arrays = reset_arrays
-from gpunda.ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
-from gpunda._core.not_built import stub_function as _stub  # noqa: E402
-for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they do not run
-    if not hasattr(_op, _b):
-        setattr(_op, _b, _stub("mxnet.ndarray._internal", _b, _BACKWARD_WHY))
+from gpunda.ops import backward_names as _backward_names  # noqa: E402
+_backward_names.add_stubs(_op, "mxnet.ndarray._internal")     # MXNet's _backward_* ops: named, and say why not
 
 
 def __getattr__(name):

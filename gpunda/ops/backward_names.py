@@ -92,3 +92,12 @@ BACKWARD_OPS = (
 REASON = ("it is one of MXNet's internal backward operators; gpunda computes gradients with "
           "the forward op's gradient rule (autograd.backward / autograd.grad, "
           "Executor.backward), not by calling backward operators")
+
+
+def add_stubs(namespace, module_name):
+    """Give ``namespace`` (``nd._internal`` or ``sym._internal``) every name above that it does
+    not have, each a stub that raises a GpundaError naming it and saying why."""
+    from gpunda._core.not_built import stub_function
+    for name in BACKWARD_OPS:
+        if not hasattr(namespace, name):
+            setattr(namespace, name, stub_function(module_name, name, REASON))

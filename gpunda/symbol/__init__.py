@@ -156,11 +156,8 @@ gen_contrib, gen_linalg, gen_sparse, gen_image = contrib, linalg, sparse, image
 gen_random = _mods["gen_random"]
 if not hasattr(op, "reset_arrays"):
     op.reset_arrays = reset_arrays
-from gpunda.ops.backward_names import BACKWARD_OPS as _BACKWARD, REASON as _BACKWARD_WHY  # noqa: E402
-from gpunda._core.not_built import stub_function as _stub  # noqa: E402
-for _b in _BACKWARD:        # MXNet's _backward_* ops: named, and say why they do not run
-    if not hasattr(_internal, _b):
-        setattr(_internal, _b, _stub("mxnet.symbol._internal", _b, _BACKWARD_WHY))
+from gpunda.ops import backward_names as _backward_names  # noqa: E402
+_backward_names.add_stubs(_internal, "mxnet.symbol._internal")     # MXNet's _backward_* ops: named, and say why not
 
 # what the layers below call on Symbols (NOTE [Upward hooks] in gpunda/_core/hooks.py)
 from gpunda._core import hooks as _hooks  # noqa: E402
