@@ -239,6 +239,10 @@ class _Pass:
         if op.infer_type is not None:
             try:
                 r = op.infer_type(p, list(in_t))
+            except GpundaError as e:
+                # a dtype the op refuses (BatchNorm's integer data or mixed parameters)
+                raise GpundaError(f"infer_type: node {n.name!r}: {e}") \
+                    from None
             except Exception:
                 r = None
             if r is not None:

@@ -9,7 +9,10 @@ Run with /work/mxref/bin/python (mxnet 1.9.1) from any directory. Models:
 * ``nodt_float64``: data -> FullyConnected(3) -> relu bound with float64 data, so the
   json declares no dtype and only the .params file says float64;
 * ``ew_float16`` / ``ew_int32``: data declared float16 / int32 -> data * w + b -> relu
-  (elementwise: MXNet's CPU FullyConnected runs neither dtype).
+  (elementwise: MXNet's CPU FullyConnected runs neither dtype);
+* ``bn_float16``: data declared float16 -> data * w + b -> BatchNorm -> relu: w and b are
+  float16, BatchNorm's gamma, beta and moving statistics float32 (MXNet keeps them so for
+  float16 data), with values float16 cannot hold.
 
 ``softmax_float32``: a legacy training checkpoint, data -> FullyConnected(3) ->
 SoftmaxOutput (its json holds ``softmax_label``), for the ONNX export given data and
@@ -28,7 +31,7 @@ import sys
 import numpy as np
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtype_ckpt")
-MODELS = ("fc_float64", "nodt_float64", "ew_float16", "ew_int32")
+MODELS = ("fc_float64", "nodt_float64", "ew_float16", "ew_int32", "bn_float16")
 PATHS = ("sb_typed_load_parameters", "sb_internal_load_dict", "sb_plain_load_dict",
          "imports", "imports_hybridized", "module_load_bind", "module_set_params",
          "symbol_bind", "dense_saved", "dense_hybridized_saved")
@@ -49,9 +52,12 @@ def make():
             data = mx.sym.var("data")
         else:
             data = mx.sym.var("data", dtype=dt)
-        if model.startswith("ew"):
+        if model.startswith(("ew", "bn")):
             w, b = mx.sym.var("ew_weight"), mx.sym.var("ew_bias")
-            out = mx.sym.relu(mx.sym.elemwise_add(mx.sym.elemwise_mul(data, w), b), name="relu1")
+            out = mx.sym.elemwise_add(mx.sym.elemwise_mul(data, w), b)
+            if model.startswith("bn"):
+                out = mx.sym.BatchNorm(out, fix_gamma=False, name="bn1")
+            out = mx.sym.relu(out, name="relu1")
         else:
             out = mx.sym.FullyConnected(data, num_hidden=3, name="fc1")
             if model == "fc_float64":
@@ -65,7 +71,7 @@ def make():
             v = rng.uniform(-2, 2, arr.shape) if dt != "int32" else rng.randint(-3, 4, arr.shape)
             if name.endswith("moving_var"):
                 v = np.abs(v) + 0.5
-            arr[:] = v.astype(dt)
+            arr[:] = v.astype(arr.dtype)
         mod.set_params(args, aux)
         mod.save_checkpoint(os.path.join(HERE, model), 0)
         x = rng.uniform(-1, 1, (2, 4)) if dt != "int32" else rng.randint(-3, 4, (2, 4))

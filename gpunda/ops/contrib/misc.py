@@ -87,14 +87,14 @@ def _sync_bn(xp, p, x, gamma, beta, mm, mv):
                           f"yet (gpunda synchronises no devices; use ndev=1)")
     bp = _bn_params(p)
     training = _nn._bn_training(bp)
-    out, mean, _ = _nn._batch_norm(xp, bp, x, gamma, beta, mm, mv)
+    out, mean, _ = _nn._batch_norm(xp, bp, x, gamma, beta, mm, mv, "_contrib_SyncBatchNorm")
     if training:
         red = tuple(i for i in range(x.ndim) if i != 1)
         xa = _nn._acc(x)
         var = ((xa - xa.mean(axis=red, keepdims=True)) ** 2).mean(axis=red)
     else:
         var = mv
-    return out, mean, var.astype(x.dtype)
+    return out, mean, var.astype(mean.dtype)      # the parameters' dtype, as mean
 
 
 def _sync_bn_gradient(F, p, ins, outs, og):
@@ -114,6 +114,7 @@ register(OpDef(
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
     output_names=("output", "mean", "var"), gradient=_sync_bn_gradient,
-    save=("inputs", "outputs"), infer_shape=get_op("BatchNorm").infer_shape, family="nn",
+    save=("inputs", "outputs"), infer_shape=get_op("BatchNorm").infer_shape,
+    infer_type=_nn.bn_infer_type("_contrib_SyncBatchNorm", ints=True), family="nn",
     doc="BatchNorm over axis 1 (statistics of this device's batch, ndev=1); the third "
         "output is the batch variance."))

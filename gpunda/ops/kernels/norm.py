@@ -117,6 +117,6 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
     dx += g3.reshape(A, C * B)
     dx -= channel_plane(xp, dbeta / n, B)
     dx *= channel_plane(xp, gr, B)
-    dt = x.dtype
-    return (dx.reshape(x.shape).astype(dt, copy=False), dgamma.astype(dt, copy=False),
-            dbeta.astype(dt, copy=False))
+    pt = gamma.dtype        # float32 for float16 data, as the parameters
+    return (dx.reshape(x.shape).astype(x.dtype, copy=False), dgamma.astype(pt, copy=False),
+            dbeta.astype(pt, copy=False))

@@ -831,11 +831,69 @@ def _bn_training(p):
     return _modes.is_training() and not p.use_global_stats
 
 
-def _batch_norm(xp, p, x, gamma, beta, mm, mv):
-    ax = norm_axis(p.axis, x.ndim, "BatchNorm")
+# NOTE [BatchNorm parameter dtypes]
+# MXNet's BatchNorm (BatchNormType in src/operator/nn/batch_norm.cc, and BatchNorm_v1,
+# _contrib_BatchNormWithReLU, _contrib_SyncBatchNorm alike) keeps gamma, beta and the
+# moving statistics in the data's accumulation dtype: float32 for float16 data, the data's
+# own dtype for float32/float64. Its mean/var outputs have that dtype too; the output has
+# the data's. A parameter of another dtype is refused ("This layer requires uniform type"),
+# and so is integer data (BatchNorm, BatchNormWithReLU). A float16 network thus keeps its
+# statistics in float32 (Gluon's BatchNorm.cast keeps float32 for 'float16' as well).
+_F32 = np.dtype(np.float32)
+_BN_ARGS = ("data", "gamma", "beta", "mean", "var")     # MXNet's names, for its messages
+_BN_INPUTS = ("data", "gamma", "beta", "moving_mean", "moving_var")
+
+
+def bn_param_dtype(dt, opname="BatchNorm", ints=False):
+    """The dtype of BatchNorm's parameters for data of dtype ``dt``; integer data is a
+    GpundaError unless ``ints`` (SyncBatchNorm's type rule lets it through)."""
+    dt = np.dtype(dt)
+    if dt == np.float16:
+        return _F32
+    if dt.kind != "f" and not ints:
+        raise GpundaError(f"Operator {opname}: This operation only support floating point "
+                          f"types, not {dt.name} (data)")
+    return dt
+
+
+def _bn_uniform_error(opname, i, want, got):
+    return GpundaError(
+        f"Operator {opname}: This layer requires uniform type. Expected '{want.name}' v.s. "
+        f"given '{np.dtype(got).name}' at '{_BN_ARGS[i]}' (input {_BN_INPUTS[i]}: gamma, beta "
+        f"and the moving statistics are float32 for float16 data, else the data's dtype)")
+
+
+def check_bn_dtypes(opname, x, params):
+    """The parameter dtype for ``x``; a GpundaError names a parameter of another dtype."""
+    pt = bn_param_dtype(x.dtype, opname)
+    for i, v in enumerate(params, 1):
+        if v.dtype is not pt and v.dtype != pt:
+            raise _bn_uniform_error(opname, i, pt, v.dtype)
+    return pt
+
+
+def bn_infer_type(opname, nout=3, ints=False):
+    """OpDef.infer_type of the BatchNorm family: ``nout`` outputs, the first (and a fourth,
+    BatchNormWithReLU's workspace) of the data's dtype, mean and var of the parameters'."""
+    def rule(p, t):
+        dt = t[0]
+        if dt is None:
+            return None     # MXNet infers nothing from the parameters alone
+        pt = bn_param_dtype(dt, opname, ints)
+        for i in range(1, len(t)):
+            if t[i] is not None and np.dtype(t[i]) != pt:
+                raise _bn_uniform_error(opname, i, pt, t[i])
+        outs = [np.dtype(dt), pt, pt] + [np.dtype(dt)] * (nout - 3)
+        return [np.dtype(dt)] + [pt] * (len(t) - 1), outs
+    return rule
+
+
+def _batch_norm(xp, p, x, gamma, beta, mm, mv, opname="BatchNorm"):
+    ax = norm_axis(p.axis, x.ndim, opname)
     C = x.shape[ax]
     for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", mm), ("moving_var", mv)):
-        _check_vec("BatchNorm", name, v, C)
+        _check_vec(opname, name, v, C)
+    pt = check_bn_dtypes(opname, x, (gamma, beta, mm, mv))
     bshape = _chan_shape(x.shape, ax)
     red = tuple(i for i in range(x.ndim) if i != ax)
     training = _bn_training(p)
@@ -855,11 +913,12 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv):
     if training:
         # moving stats are written last, once nothing can fail any more
         mom = p.momentum
-        mm[...] = mm * mom + mean.astype(x.dtype) * (1 - mom)
-        mv[...] = mv * mom + var.astype(x.dtype) * (1 - mom)
+        mm[...] = mm * mom + mean.astype(pt, copy=False) * (1 - mom)
+        mv[...] = mv * mom + var.astype(pt, copy=False) * (1 - mom)
     # the third output is 1/sqrt(var + eps), as MXNet's (its "var" output holds the
-    # inverse standard deviation, batch or moving, on CPU and with cuDNN alike)
-    return out, mean.astype(x.dtype), r.astype(x.dtype)
+    # inverse standard deviation, batch or moving, on CPU and with cuDNN alike); both
+    # statistics in the parameters' dtype (NOTE [BatchNorm parameter dtypes])
+    return out, mean.astype(pt), r.astype(pt)
 
 
 def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=None):
@@ -889,14 +948,21 @@ def _grad_batch_norm(F, p, ins, outs, og):
     cs = _chan_shape(x.shape, ax)
 
     if _bn_training(p) and not p.output_mean_var and isinstance(F, RawF) and x.size:
-        # plain backward: the fused kernel (the composite below is the differentiable form)
-        # the forward's batch statistics, where their dtype holds them exactly
-        saved = dict(mean=outs[1], r=outs[2]) if x.dtype in (np.float32, np.float64) else {}
+        # plain backward: the fused kernel (the composite below is the differentiable form),
+        # given the forward's batch statistics (in the parameters' dtype, float32 for
+        # float16 data: they hold them as the kernel computes them)
         dx, dgamma, dbeta = _nk.batch_norm_train_backward(F._xp, x, g, gamma, ax, p.eps,
-                                                          p.fix_gamma, **saved)
+                                                          p.fix_gamma, mean=outs[1], r=outs[2])
         if p.fix_gamma:
             dgamma = F._xp.zeros_like(gamma)
         return [dx, dgamma, dbeta, None, None]
+    if x.dtype != gamma.dtype:
+        # float16 data, float32 parameters (NOTE [BatchNorm parameter dtypes]): the rule
+        # runs in float32 and gives dx back in float16
+        pt = gamma.dtype
+        r = _grad_batch_norm(F, p, [F.Cast(x, dtype=pt)] + list(ins[1:]), outs,
+                             [F.Cast(g, dtype=pt)] + list(og[1:]))
+        return [F.Cast(r[0], dtype=x.dtype)] + r[1:]
 
     def bc(v):
         return F._nn_axis_bcast(v, axis=ax, like_shape=cs)
@@ -940,8 +1006,8 @@ register(OpDef(
             Param("max_calib_range", "float", None, "accepted, ignored")],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), output_names=("output", "mean", "var"),
-    gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn, family="nn",
-    aliases=("BatchNorm_v1",),
+    gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn,
+    infer_type=bn_infer_type("BatchNorm"), family="nn", aliases=("BatchNorm_v1",),
     doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "
         "use_global_stats) it uses batch statistics and updates moving_mean/moving_var in place."))
 
@@ -951,6 +1017,8 @@ def _layer_norm(xp, p, x, gamma, beta):
     C = x.shape[ax]
     _check_vec("LayerNorm", "gamma", gamma, C)
     _check_vec("LayerNorm", "beta", beta, C)
+    # one dtype for all three, float16 included (unlike BatchNorm's float32 parameters)
+    require_same_dtype("LayerNorm", ("data", "gamma", "beta"), x, gamma, beta)
     xa = _acc(x)
     mean = xa.mean(axis=ax, keepdims=True)
     var = ((xa - mean) ** 2).mean(axis=ax, keepdims=True)
@@ -997,6 +1065,7 @@ def _instance_norm(xp, p, x, gamma, beta):
     C = x.shape[1]
     _check_vec("InstanceNorm", "gamma", gamma, C)
     _check_vec("InstanceNorm", "beta", beta, C)
+    require_same_dtype("InstanceNorm", ("data", "gamma", "beta"), x, gamma, beta)
     red = tuple(range(2, x.ndim))
     xa = _acc(x)
     mean = xa.mean(axis=red, keepdims=True)

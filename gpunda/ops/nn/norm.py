@@ -11,7 +11,9 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops.nn.basic import _acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm, _infer_bn
+from gpunda.ops._util import require_same_dtype
+from gpunda.ops.nn.basic import (_acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm,
+                                 _infer_bn, bn_infer_type)
 
 # ---------------------------------------------------------------------------
 # GroupNorm: channels split into num_groups groups, each normalised with its
@@ -27,6 +29,7 @@ def _gn_check(p, x, gamma, beta):
         if tuple(v.shape) != (G,):
             raise GpundaError(f"Operator GroupNorm: input {name} has shape {tuple(v.shape)}, "
                               f"expected ({G},) (one value per group)")
+    require_same_dtype("GroupNorm", ("data", "gamma", "beta"), x, gamma, beta)
 
 
 def _group_norm(xp, p, x, gamma, beta):
@@ -83,7 +86,7 @@ register(OpDef(
 
 
 def _batch_norm_relu(xp, p, x, gamma, beta, mm, mv):
-    out, mean, r = _batch_norm(xp, p, x, gamma, beta, mm, mv)
+    out, mean, r = _batch_norm(xp, p, x, gamma, beta, mm, mv, "_contrib_BatchNormWithReLU")
     out = xp.maximum(out, 0).astype(x.dtype, copy=False)
     return out, mean, r, (out > 0).astype(x.dtype)
 
@@ -112,7 +115,7 @@ register(OpDef(
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
     output_names=("output", "mean", "var", "workspace"),
     gradient=_grad_batch_norm_relu, save=("inputs", "outputs"), infer_shape=_infer_bn_relu,
-    family="nn",
+    infer_type=bn_infer_type("_contrib_BatchNormWithReLU", nout=4), family="nn",
     doc="relu(BatchNorm(...)): batch normalisation fused with ReLU; moving_mean/moving_var "
         "are updated in training as BatchNorm's."))
 
