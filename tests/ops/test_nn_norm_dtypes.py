@@ -230,7 +230,7 @@ def test_gluon_batchnorm_after_cast_float16_keeps_float32_as_mxnet():
         net = nn.HybridSequential(prefix="m_")
         with net.name_scope():
             net.add(nn.Conv2D(3, 3, padding=1, in_channels=3), nn.BatchNorm())
-        net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+        net.initialize(mx.init.Xavier())    # the default context, as x
         net.cast("float16")
         if hybridize:
             net.hybridize()
