@@ -95,7 +95,7 @@ def slice_like(g, node):
            [1] * len(axes), [g.out(node)])
 
 
-@register("Concat")
+@register("Concat", "_rnn_param_concat")
 def concat(g, node):
     ins = [g.inp(node, i) for i in range(len(node.inputs))]
     g.add("Concat", ins, [g.out(node)], axis=int(node.p.dim))

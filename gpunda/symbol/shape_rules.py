@@ -392,7 +392,7 @@ def creation(p, ins, outs):
 
 
 _RULES = {
-    "Reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
+    "Reshape": reshape, "_np_reshape": reshape, "_npx_reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation,
     "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
     "Concat": concat, "_rnn_param_concat": rnn_param_concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,

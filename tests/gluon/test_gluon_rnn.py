@@ -160,3 +160,72 @@ def test_symbol_unroll_splits_input_into_steps():
     assert len(outputs) == 3
     assert all(len(o.list_outputs()) == 1 for o in outputs)
     assert outputs[2].infer_shape(data=(4, 3, 5))[1] == [(4, 2)]
+
+
+class _ConcatThenRNN(gluon.HybridBlock):
+    """An RNN layer whose input size comes from the graph in front of it (GluonTS' MQRNN
+    encoder: features concatenated, then a bidirectional GRU)."""
+
+    def __init__(self, mode, np_mode=False):
+        super().__init__()
+        self._np = np_mode
+        with self.name_scope():
+            layer = gluon.rnn.LSTM if mode == "lstm" else gluon.rnn.GRU
+            self.rnn = layer(5, num_layers=2, bidirectional=True, layout="NTC")
+
+    def hybrid_forward(self, F, x, y, *states):
+        if self._np:
+            return self.rnn(F.np.concatenate([x, F.np.ones_like(y)], axis=2), list(states))[0]
+        return self.rnn(F.concat(x, F.ones_like(y), dim=2))
+
+
+# recorded from MXNet 1.9.1: the deferred i2h weights of both directions are inferred through
+# _rnn_param_concat (RNNParamConcatShape shares the size the RNN op needs between them), and
+# the exported graph concatenates the parameters with that op
+_MX_OPS_LEGACY = (["ones_like", "Concat", "SwapAxis"] + ["Reshape"] * 16
+                  + ["_rnn_param_concat"])
+_MX_OPS_NP = ["SwapAxis"] + ["_np_reshape"] * 16 + ["_rnn_param_concat", "RNN", "SwapAxis"]
+
+
+@pytest.mark.parametrize("mode,gates", [("gru", 3), ("lstm", 4)])
+def test_deferred_input_size_inferred_through_rnn_param_concat(mode, gates):
+    import json
+    net = _ConcatThenRNN(mode)
+    net.initialize()
+    net.hybridize()
+    out = net(nd.ones((2, 3, 4)), nd.ones((2, 3, 3)))
+    assert out.shape == (2, 3, 10)
+    shapes = {n: getattr(net.rnn, n).shape
+              for n in ("l0_i2h_weight", "r0_i2h_weight", "l1_i2h_weight", "r1_i2h_weight")}
+    assert shapes == {"l0_i2h_weight": (5 * gates, 7), "r0_i2h_weight": (5 * gates, 7),
+                      "l1_i2h_weight": (5 * gates, 10), "r1_i2h_weight": (5 * gates, 10)}
+    ops = [n["op"] for n in json.loads(net(mx.sym.var("a"), mx.sym.var("b")).tojson())["nodes"]
+           if n["op"] != "null"]
+    assert ops[:len(_MX_OPS_LEGACY)] == _MX_OPS_LEGACY
+    assert ops[-2:] == ["RNN", "SwapAxis"]
+    # the hybridized layer computes what the imperative one computes with the same weights
+    net2 = _ConcatThenRNN(mode)
+    net2.initialize()
+    net2(nd.ones((2, 3, 4)), nd.ones((2, 3, 3)))
+    for (_, p), (_, q) in zip(sorted(net.collect_params().items()), sorted(net2.collect_params().items())):
+        q.set_data(p.data())
+    x, y = nd.random.uniform(shape=(2, 3, 4)), nd.random.uniform(shape=(2, 3, 3))
+    np.testing.assert_allclose(net(x, y).asnumpy(), net2(x, y).asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_deferred_input_size_inferred_through_np_reshape():
+    import json
+    mx.npx.set_np()
+    try:
+        net = _ConcatThenRNN("gru", np_mode=True)
+        net.initialize()
+        net.hybridize()
+        out = net(mx.np.ones((2, 3, 4)), mx.np.ones((2, 3, 3)), *net.rnn.begin_state(2))
+        assert isinstance(out, mx.np.ndarray) and out.shape == (2, 3, 10)
+        assert net.rnn.l0_i2h_weight.shape == (15, 7)
+        assert net.rnn.r1_i2h_weight.shape == (15, 10)
+        s = net(*(mx.sym.var(n).as_np_ndarray() for n in ("a", "b", "s")))
+        ops = [n["op"] for n in json.loads(s.tojson())["nodes"] if n["op"] != "null"]
+        assert ops[-len(_MX_OPS_NP):] == _MX_OPS_NP
+    finally:
+        mx.npx.reset_np()

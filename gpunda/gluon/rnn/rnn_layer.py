@@ -151,7 +151,12 @@ class _RNNLayer(HybridBlock):
                 for layer in range(self._num_layers)
                 for d in "lr"[:self._dir]
                 for g in kinds if not (g == "h2r" and t == "bias")]
-        packed = F.concat(*flat, dim=0)
+        # MXNet's own concat for RNN parameters: its shape rule shares the size the RNN op
+        # needs among the weights whose input size is still deferred (both directions' first
+        # i2h weights), so deferred initialisation works inside a larger hybridized graph,
+        # and exported graphs hold the same node as MXNet's
+        concat = F.np._internal.rnn_param_concat if is_np_array() else F._internal._rnn_param_concat
+        packed = concat(*flat, dim=0)
         extra = [sequence_length] if self._use_sequence_length else []
         out = F.RNN(inputs, packed, *states, *extra, use_sequence_length=self._use_sequence_length,
                     state_size=self._hidden_size, projection_size=self._projection_size,
