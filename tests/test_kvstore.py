@@ -264,3 +264,16 @@ def test_nccl_without_libnccl_raises_a_gpunda_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", stub_cuda.nccl)
     with pytest.raises(GpundaError, match=r"KVStore\('nccl'\): CuPy could not load the NCCL"):
         _NcclComm(mpi=None)
+
+
+def test_kvstore_has_mxnets_private_server_calls():
+    # MXNet 1.9.1's KVStore has _barrier and _send_command_to_servers (SVRGModule calls
+    # _barrier on a 'local' store); a local store's server command does nothing, and
+    # gradient compression on a local store raises MXNet's message
+    kv = mx.kv.create("local")
+    assert kv._barrier() is None
+    assert kv._send_command_to_servers(0, "") is None
+    with pytest.raises(mx.MXNetError, match="not supported for this type of kvstore"):
+        kv.set_gradient_compression({"type": "2bit"})
+    with pytest.raises(mx.MXNetError, match="not supported yet"):
+        mx.kv.create("device").set_gradient_compression({"type": "2bit"})

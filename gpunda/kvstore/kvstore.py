@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, NotImplementedForGpunda
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 
@@ -420,6 +420,24 @@ class KVStore(KVStoreBase):
         """Wait until every worker reaches this point."""
         if self._comm is not None:
             self._comm.barrier()
+
+    _barrier = barrier      # MXNet's name (SVRGModule and MXNet's own tools call it)
+
+    def _send_command_to_servers(self, head, body):
+        """MXNet's command to the parameter servers. gpunda's stores have no server processes
+        (the distributed store sums gradients among the workers), so there is nothing to
+        send; as MXNet's local store, this does nothing."""
+        if not isinstance(head, int) or isinstance(head, bool):
+            raise GpundaError(f"KVStore._send_command_to_servers: head={head!r} must be an int")
+
+    def set_gradient_compression(self, compression_params):
+        """MXNet's gradient compression (2-bit quantisation of pushed gradients), which MXNet
+        offers only on 'device' and 'dist' stores."""
+        if "device" in self.type or "dist" in self.type:
+            raise NotImplementedForGpunda(
+                f"KVStore.set_gradient_compression({compression_params!r}): gradient "
+                f"compression is not supported yet on the {self.type!r} store")
+        raise GpundaError("Gradient compression is not supported for this type of kvstore")
 
     # -- bulk all-reduce for Trainer -------------------------------------------------
     def allreduce_arrays(self, arrays, bucket_bytes=None):
