@@ -112,3 +112,11 @@ def test_symbol_register_module():
         register._verify_legacy_symbol("relu", "relu", npsym)
     with pytest.raises(mx.MXNetError, match="_generate_symbol_function_code is not supported"):
         register._generate_symbol_function_code(None, "relu", "relu")
+
+
+def test_io_and_image_module_paths_reexport():
+    from gpunda.io.io import CSVIter, MNISTIter  # noqa: F401 -- MXNet code imports them there
+    from gpunda.image.image import CreateAugmenter, ImageIter
+    assert CSVIter is mx.io.CSVIter and ImageIter is mx.image.ImageIter
+    augs = CreateAugmenter((3, 4, 4), rand_mirror=True)
+    assert any(isinstance(a, mx.image.HorizontalFlipAug) for a in augs)
