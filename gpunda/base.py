@@ -236,6 +236,36 @@ class _ClassPropertyMeta(type):
         return super().__setattr__(key, value)
 
 
+_MXClassPropertyDescriptor = _ClassProperty       # MXNet's names of the two classes
+_MXClassPropertyMetaClass = _ClassPropertyMeta
+
+
+def _notify_shutdown():
+    """MXNet tells its engine at exit to stop its threads; gpunda has none: nothing to do."""
+    return None
+
+
+def _load_lib():
+    """MXNet loads libmxnet.so here; gpunda has no C library to load."""
+    raise NotImplementedForGpunda("mxnet.base._load_lib is not supported: gpunda has no C++ "
+                                  "library (libmxnet.so) to load")
+
+
+def _module_generator(name):
+    def stub(*args, **kwargs):
+        raise NotImplementedForGpunda(
+            f"mxnet.base.{name} is not supported: it generates op modules from MXNet's C++ "
+            f"op registry; gpunda's op modules (mx.nd, mx.sym, mx.np, their submodules) are "
+            f"made from its own registry at import")
+    stub.__name__ = stub.__qualname__ = name
+    return stub
+
+
+_init_op_module = _module_generator("_init_op_module")
+_init_np_op_module = _module_generator("_init_np_op_module")
+_generate_op_module_signature = _module_generator("_generate_op_module_signature")
+
+
 def classproperty(func):
     """Decorator: a property of the class (settable through ``.setter`` with the metaclass)."""
     return _ClassProperty(func if isinstance(func, (classmethod, staticmethod)) else classmethod(func))
@@ -285,6 +315,11 @@ from gpunda._core.capi import (  # noqa: E402  (ctypes names, after the error cl
     RecordIOHandle, RtcHandle, CudaModuleHandle, CudaKernelHandle, ProfileHandle, DLPackHandle,
     _LIB)
 from gpunda._core.capi import MXCallbackList  # noqa: E402
+from gpunda._core.op_prefixes import (  # noqa: E402,F401  (MXNet's private op-name helpers)
+    _OP_NAME_PREFIX_LIST, _NP_OP_PREFIX, _NP_OP_SUBMODULE_LIST, _NP_EXT_OP_PREFIX,
+    _NP_EXT_OP_SUBMODULE_LIST, _NP_INTERNAL_OP_PREFIX, _NP_OUTPUT_IS_LIST_OPERATORS,
+    _get_op_name_prefix, _is_np_op, _output_is_list, _get_op_submodule_name, _valid_error_name,
+    _find_error_type)
 from gpunda import libinfo  # noqa: E402
 __version__ = libinfo.__version__
 

@@ -27,6 +27,7 @@ __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators
            "get_operator_arguments", "PythonOp", "NumpyOp", "NDArrayOp", "OperatorArguments"]
 
 _PROPS = {}                 # registered name -> CustomOpProp subclass
+_NP_ARRAYS = {}             # registered name -> registered under NumPy-array semantics
 _LOCK = threading.Lock()
 
 
@@ -140,8 +141,12 @@ def register(reg_name):
         if not (isinstance(prop_cls, type) and issubclass(prop_cls, CustomOpProp)):
             raise GpundaError(f"operator.register({reg_name!r}): {prop_cls!r} is not a "
                               f"CustomOpProp subclass")
+        from gpunda.util import is_np_array as _np_mode_now
         with _LOCK:
             _PROPS[reg_name] = prop_cls
+            # as MXNet: an op registered under NumPy-array semantics (np_array(), use_np)
+            # sees its arrays as mx.np.ndarray in forward and backward
+            _NP_ARRAYS[reg_name] = _np_mode_now()
             # a re-registered name gets new props (tests re-register inside functions)
             for key in [k for k in _PROP_CACHE if k[0] == reg_name]:
                 del _PROP_CACHE[key]
@@ -308,6 +313,15 @@ def _zeros(shape, dtype, stype, ctx):
     return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
+def _flavoured(p, arrays):
+    """``arrays`` as the op's registration wants them: ``mx.np.ndarray`` views (same storage)
+    for an op registered under NumPy-array semantics, else as given."""
+    if not _NP_ARRAYS.get(p.op_type, False):
+        return list(arrays)
+    return [a.as_np_ndarray() if a is not None and a.stype == _DEFAULT and
+            hasattr(a, "as_np_ndarray") else a for a in arrays]
+
+
 def _user_error(where, e):
     if isinstance(e, GpundaError):
         return GpundaError(f"{where}: {e}")
@@ -344,8 +358,9 @@ def run_forward(p, inputs, ctx):
     try:
         op = prop.create_operator(ctx, shapes, dtypes)
         with ctx:
-            op.forward(is_train=ag.is_training(), req=["write"] * n_out, in_data=args,
-                       out_data=outs, aux=aux)
+            op.forward(is_train=ag.is_training(), req=["write"] * n_out,
+                       in_data=_flavoured(p, args), out_data=_flavoured(p, outs),
+                       aux=_flavoured(p, aux))
     except Exception as e:
         raise _user_error(f"{where}.forward", e) from e
     finally:
@@ -382,8 +397,9 @@ def run_backward(p, inputs, outs, ograds, ctx):
     prev = ag.set_recording(False)
     try:
         with ctx:
-            op.backward(req=["write"] * n_args, out_grad=ograds, in_data=args, out_data=outs,
-                        in_grad=in_grad, aux=aux)
+            op.backward(req=["write"] * n_args, out_grad=_flavoured(p, ograds),
+                        in_data=_flavoured(p, args), out_data=_flavoured(p, outs),
+                        in_grad=_flavoured(p, in_grad), aux=_flavoured(p, aux))
     except Exception as e:
         raise _user_error(f"{where}.backward", e) from e
     finally:

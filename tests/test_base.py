@@ -190,3 +190,22 @@ def test_an_array_passed_as_dtype_means_its_dtype():
     assert s.eval(x=out)[0].dtype == np.int32
     with pytest.raises(TypeError):      # a NumPy array is refused, as MXNet's NumPy did
         out.astype(np.array([1.0], dtype="float16"))
+
+
+def test_op_name_prefix_helpers_match_mxnet():
+    from gpunda import base as b
+    # values from MXNet 1.9.1's mxnet.base
+    assert [b._get_op_name_prefix(n) for n in ["_contrib_box_nms", "_random_uniform", "sum",
+                                               "_sparse_retain"]] == \
+        ["_contrib_", "_random_", "", "_sparse_"]
+    assert b._output_is_list("_npi_split") and not b._output_is_list("split")
+    assert b._is_np_op("_npx_relu")
+    assert b._get_op_submodule_name("_npx__image_resize", "_npx_",
+                                    b._NP_EXT_OP_SUBMODULE_LIST) == "_image_"
+    assert b._find_error_type("ValueError: bad") == "ValueError"
+    assert b._find_error_type("no colon") is None and b._find_error_type("a b: c") is None
+    assert b._MXClassPropertyDescriptor is b._ClassProperty
+    assert b._notify_shutdown() is None
+    import pytest
+    with pytest.raises(b.MXNetError, match="_init_op_module is not supported"):
+        b._init_op_module("mxnet", "ndarray", None)

@@ -220,3 +220,15 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
 
 
 from gpunda.image.rotate import imrotate, random_rotate  # noqa: E402
+
+
+# MXNet's image.py also defines the augmenters and ImageIter; gpunda's live in sibling
+# modules of the package (which imports this one), served from there on first access
+from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
+
+__getattr__ = _forwarding_getattr(__name__, (
+    "Augmenter", "BrightnessJitterAug", "CastAug", "CenterCropAug", "ColorJitterAug",
+    "ColorNormalizeAug", "ContrastJitterAug", "CreateAugmenter", "ForceResizeAug",
+    "HorizontalFlipAug", "HueJitterAug", "ImageIter", "LightingAug", "RandomCropAug",
+    "RandomGrayAug", "RandomOrderAug", "RandomSizedCropAug", "ResizeAug", "SaturationJitterAug",
+    "SequentialAug"), "gpunda.image")

@@ -472,3 +472,13 @@ class NDArrayIter(DataIter):
                 out.append((k, nd.array(np.take(v.asnumpy(), self.idx, axis=self._axis()),
                                         ctx=v.context, dtype=v.dtype)))
         return out
+
+
+# MXNet's io.py defines the C++ iterators' Python functions (and MXDataIter); gpunda's live in
+# the package (gpunda.io imports this module), served from there on first access
+from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
+
+__getattr__ = _forwarding_getattr(__name__, (
+    "CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",
+    "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "LibSVMIter",
+    "MNISTIter", "MXDataIter"), "gpunda.io")

@@ -74,7 +74,10 @@ def make_function(op, fname):
                     raise GpundaError(f"Operator {op.name}: unexpected inputs {sorted(nd_kw)}; "
                                       f"inputs are {list(names)}")
             else:
-                for k in [k for k, v in kwargs.items() if v is None and k not in op.param_map]:
+                # None leaves out an input (bias=None); a Custom op's own keywords pass it
+                # on as the string 'None', as MXNet's generated functions do
+                for k in [k for k, v in kwargs.items()
+                          if v is None and k not in op.param_map and not op.extra_params]:
                     kwargs.pop(k)
                 p = op.parse_params(kwargs)
             if names is None and not op.key_var_num_args:

@@ -33,3 +33,9 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(n[len(_PREFIX):] for n in all_names() if n.startswith(_PREFIX))
+
+
+def Custom(*args, **kwargs):  # noqa: N802 -- MXNet's op name
+    """The ``Custom`` op (a registered ``mx.operator`` type, ``op_type=``) with NumPy-flavoured
+    results, as MXNet's ``_npi.Custom``; ``numpy_op_fallback`` registers its ops over it."""
+    return call_op("Custom", args, kwargs)

@@ -581,3 +581,30 @@ def _install():
     _imp._np_new = _new_np
     _fast.install(ndarray)
 
+
+
+# MXNet's multiarray module defines mx.np's array functions; here they live in gpunda.numpy
+# (which imports this module), so they are served from there on first access
+_MXNET_FUNCTIONS = (
+    "abs", "absolute", "add", "append", "arange", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "around", "array",
+    "array_split", "average", "bincount", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "blackman", "broadcast_to", "cbrt", "ceil", "clip", "column_stack",
+    "concatenate", "copysign", "cos", "cosh", "deg2rad", "degrees", "delete",
+    "diag_indices_from", "diff", "divide", "dsplit", "dstack", "ediff1d", "einsum", "empty",
+    "empty_like", "equal", "exp", "expand_dims", "expm1", "eye", "fabs", "fix", "flip", "fliplr",
+    "flipud", "floor", "full", "full_like", "greater", "greater_equal", "hamming", "hanning",
+    "histogram", "hsplit", "hstack", "hypot", "identity", "indices", "inner", "insert", "invert",
+    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "lcm", "ldexp", "less", "less_equal",
+    "linspace", "log", "log10", "log1p", "log2", "logical_not", "logspace", "matmul", "maximum",
+    "may_share_memory", "mean", "minimum", "mod", "multiply", "nan_to_num", "negative",
+    "nonzero", "not_equal", "ones", "ones_like", "outer", "pad", "percentile", "polyval",
+    "power", "quantile", "rad2deg", "radians", "ravel", "reciprocal", "remainder", "resize",
+    "rint", "rot90", "round", "round_", "row_stack", "shape", "shares_memory", "sign", "sin",
+    "sinh", "sort", "split", "sqrt", "square", "stack", "std", "subtract", "swapaxes", "take",
+    "tan", "tanh", "tensordot", "tile", "tril", "true_divide", "trunc", "unique",
+    "unravel_index", "var", "vdot", "vsplit", "vstack", "where", "zeros", "zeros_like",
+)
+from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
+
+__getattr__ = _forwarding_getattr(__name__, _MXNET_FUNCTIONS, "gpunda.numpy")

@@ -86,6 +86,9 @@ def reset_arrays(*data, **kwargs):
 
 
 def __getattr__(name):
+    if name in ("register", "numpy_extension"):    # MXNet's submodules, loaded on first use
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
     if name in ("np", "numpy", "npx"):     # mx.sym.np / mx.sym.npx (symbol/numpy.py)
         # import_module, not `from . import numpy`: that probes this __getattr__ again
         import importlib

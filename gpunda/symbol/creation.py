@@ -151,8 +151,8 @@ def make_function(op, fname, hint=None):
             v = kwargs[k]
             if isinstance(v, Symbol):
                 named[k] = kwargs.pop(k)
-            elif v is None and k not in op.param_map:
-                kwargs.pop(k)       # an input explicitly left out (bias=None)
+            elif v is None and k not in op.param_map and not op.extra_params:
+                kwargs.pop(k)       # an input explicitly left out (bias=None; Custom: 'None')
         if extra:
             fill_positional_params(op, extra, kwargs, len(args))
         return make_node(op, syms, kwargs, name, attr, named, hint=hint)

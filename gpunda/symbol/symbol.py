@@ -497,3 +497,13 @@ def _var_dtype(n, given):
 # the creation functions live in creation.py; MXNet users reach them here too
 from gpunda.symbol.creation import (make_node, make_function, var, Variable, Group, load,  # noqa: E402,F401
                        load_json, fromjson, op, _internal, lookup, _populate, _reshape_method)
+
+
+# MXNet's symbol.py defines these functions of mx.sym; gpunda's live in the package
+# (gpunda.symbol imports this module), served from there on first access
+_SIGNED_INT32_UPPER_LIMIT = 2 ** 31 - 1      # MXNet's value
+from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
+
+__getattr__ = _forwarding_getattr(__name__, (
+    "arange", "eye", "full", "histogram", "hypot", "maximum", "minimum", "ones", "pow", "power",
+    "split_v2", "zeros"), "gpunda.symbol")
