@@ -316,7 +316,7 @@ def _zeros(shape, dtype, stype, ctx):
 def _flavoured(p, arrays):
     """``arrays`` as the op's registration wants them: ``mx.np.ndarray`` views (same storage)
     for an op registered under NumPy-array semantics, else as given."""
-    if not _NP_ARRAYS.get(p.op_type, False):
+    if not _NP_ARRAYS.get(getattr(p, "op_type", None), False):   # _Native/_NDArray: no op_type
         return list(arrays)
     return [a.as_np_ndarray() if a is not None and a.stype == _DEFAULT and
             hasattr(a, "as_np_ndarray") else a for a in arrays]
