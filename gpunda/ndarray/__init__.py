@@ -37,8 +37,13 @@ _export_public()
 from gpunda.ndarray import sparse  # noqa: F401,E402
 from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
 from gpunda.ndarray.io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
-from gpunda.ndarray._dlpack import from_managed_tensor_pointer as _from_dlpack_pointer  # noqa: E402
 from gpunda._core import hooks as _hooks  # noqa: E402
+
+
+def _from_dlpack_pointer(ptr):
+    from gpunda.ndarray._dlpack import from_managed_tensor_pointer   # DLPack loads on use
+    return from_managed_tensor_pointer(ptr)
+
 
 # what the layers below call on NDArrays (NOTE [Upward hooks] in gpunda/_core/hooks.py)
 _hooks.register_ndarray(NDArray, _new, __import__("sys").modules[__name__], sparse._wrap)

@@ -164,8 +164,19 @@ _backward_names.add_stubs(_internal, "mxnet.symbol._internal")     # MXNet's _ba
 
 # what the layers below call on Symbols (NOTE [Upward hooks] in gpunda/_core/hooks.py)
 from gpunda._core import hooks as _hooks  # noqa: E402
-from gpunda.symbol.infer import infer_graph as _infer_graph  # noqa: E402
-from gpunda.symbol.trace import symbol_from_tape as _symbol_from_tape  # noqa: E402
+
+
+def _infer_graph(sym, given_shapes, given_types, var_shape):
+    # inference and tracing load on first use (symbol/infer.py, symbol/trace.py)
+    from gpunda.symbol.infer import infer_graph
+    return infer_graph(sym, given_shapes, given_types, var_shape)
+
+
+def _symbol_from_tape(x):
+    from gpunda.symbol.trace import symbol_from_tape
+    return symbol_from_tape(x)
+
+
 _hooks.Symbol = Symbol
 _hooks.infer_graph = _infer_graph
 _hooks.var_shape = _symbol._var_shape
