@@ -15,9 +15,11 @@ from gpunda.ops.registry import all_names, fill_positional_params
 _invoke = _imp.invoke_parsed
 
 
-def make_function(op, fname):
-    """The ``nd.<fname>`` function for OpDef ``op``."""
-    from gpunda.ndarray.ndarray import NDArray
+def make_function(op, fname, NDArray=None):  # noqa: N803  (the class, as in the body)
+    """The ``nd.<fname>`` function for OpDef ``op`` (``NDArray``: the array class, passed by
+    ``populate`` so a thousand calls do not each import it)."""
+    if NDArray is None:
+        from gpunda.ndarray.ndarray import NDArray
     fixed_inputs = None if op.variadic else op.inputs
     var_key = op.key_var_num_args
 
@@ -143,10 +145,8 @@ def _missing(op, names, inputs):
 
 def populate(namespace_module, ndarray_cls):
     """Fill a module with one function per registered name and add NDArray methods."""
-    made = {}
     for name, op in all_names().items():
-        fn = made.get(id(op), {}).get(name)
-        fn = make_function(op, name)
+        fn = make_function(op, name, ndarray_cls)
         setattr(namespace_module, name, fn)
         if name.startswith("_") or op.hidden:
             continue
