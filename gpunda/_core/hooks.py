@@ -27,6 +27,7 @@ symbol_from_tape = None  # symbol_from_tape(ndarray) -> Symbol (autograd.get_sym
 infer_graph = None      # infer_graph(symbol, shapes, dtypes, var_shape) -> (shapes, dtypes)
 var_shape = None        # a variable node's declared shape
 var_dtype = None        # a variable node's declared dtype
+symbol_from_json = None  # symbol_from_json(text) -> Symbol (MXNet symbol JSON; the _CachedOp op)
 # engine: gpunda._engine
 CachedOp = None         # the CachedOp class (a control-flow op's subgraph runs as one)
 invoke_parsed = None    # imperative.invoke_parsed

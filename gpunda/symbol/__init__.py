@@ -163,8 +163,10 @@ _backward_names.add_stubs(_internal, "mxnet.symbol._internal")     # MXNet's _ba
 from gpunda._core import hooks as _hooks  # noqa: E402
 from gpunda.symbol.infer import infer_graph as _infer_graph  # noqa: E402
 from gpunda.symbol.trace import symbol_from_tape as _symbol_from_tape  # noqa: E402
+from gpunda.symbol import json_io as _json_io  # noqa: E402
 _hooks.Symbol = Symbol
 _hooks.infer_graph = _infer_graph
 _hooks.var_shape = _symbol._var_shape
 _hooks.var_dtype = _symbol._var_dtype
 _hooks.symbol_from_tape = _symbol_from_tape
+_hooks.symbol_from_json = _json_io.from_json
