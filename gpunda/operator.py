@@ -15,6 +15,7 @@ Custom operators are once-differentiable: differentiating their gradient raises.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections import namedtuple
@@ -248,6 +249,18 @@ def _where(p, prop):
     return label if label is not None else f"Custom operator {p.op_type!r}"
 
 
+def _profiled(p, prop, backward=False):
+    """While mx.profiler records: a scope that times the user's Python as MXNet's
+    '<op_type>::pure_python' ('_backward_<op_type>::...' for the backward) and files the
+    ops it calls under '<op_type>::<op>' (category 'Custom Operator')."""
+    from gpunda._core import hooks
+    scope = hooks.profile_scope
+    if scope is None:
+        return contextlib.nullcontext()
+    name = getattr(p, "op_type", None) or type(prop).__name__
+    return scope(("_backward_" if backward else "") + name)
+
+
 def _counts(prop):
     return (len(prop.list_arguments()), len(prop.list_outputs()),
             len(prop.list_auxiliary_states()))
@@ -357,7 +370,7 @@ def run_forward(p, inputs, ctx):
     prev = ag.set_recording(False)
     try:
         op = prop.create_operator(ctx, shapes, dtypes)
-        with ctx:
+        with ctx, _profiled(p, prop):
             op.forward(is_train=ag.is_training(), req=["write"] * n_out,
                        in_data=_flavoured(p, args), out_data=_flavoured(p, outs),
                        aux=_flavoured(p, aux))
@@ -396,7 +409,7 @@ def run_backward(p, inputs, outs, ograds, ctx):
                for x, s in zip(args, igrad_stypes)]
     prev = ag.set_recording(False)
     try:
-        with ctx:
+        with ctx, _profiled(p, prop, backward=True):
             op.backward(req=["write"] * n_args, out_grad=_flavoured(p, ograds),
                         in_data=_flavoured(p, args), out_data=_flavoured(p, outs),
                         in_grad=_flavoured(p, in_grad), aux=_flavoured(p, aux))

@@ -31,6 +31,7 @@ import warnings
 import weakref
 
 from gpunda.base import GpundaError
+from gpunda._core import hooks
 from gpunda.base import c_str, c_str_array, check_call, py_str  # noqa: F401  (MXNet's module has them)
 
 __all__ = ["set_config", "set_state", "dump", "dumps", "pause", "resume", "Domain", "Task",
@@ -177,9 +178,11 @@ profiler_kvstore_handle = None
 _originals = {}     # OpDef -> its own compute, while hooked
 
 
-def _timed(op, orig, cat, memory):
-    name = op.name
+_PYTHON_OPS = ("Custom", "_Native", "_NDArray")     # their time is the scope's, below
+_tls = threading.local()      # .custom: the Custom op whose Python runs now, if any
 
+
+def _timed(name, orig, cat, memory, record=True):
     def compute(xp, p, *arrays, **kw):
         t0 = time.perf_counter_ns()
         res = None
@@ -196,11 +199,51 @@ def _timed(op, orig, cat, memory):
                 label = f"gpu/{cuda.Device().id}"
             else:
                 label = "cpu/0"
-            _record_duration(name, cat, t0, time.perf_counter_ns(), label)
+            if record:
+                scope = getattr(_tls, "custom", None)
+                if scope is None:
+                    _record_duration(name, cat, t0, time.perf_counter_ns(), label)
+                else:       # an op called by a Custom op's Python, named as in MXNet
+                    _record_duration(f"{scope}::{name}", _CUSTOM, t0, time.perf_counter_ns(),
+                                     label)
             if memory and res is not None:
                 _track_memory(res, label, arrays)
     compute.__wrapped__ = orig
     return compute
+
+
+_CUSTOM = "Custom Operator"
+
+
+class _CustomScope:
+    """A Custom op's forward or backward Python (hooks.profile_scope): recorded as
+    '<label>::pure_python' in category 'Custom Operator'; the ops it calls are filed
+    under '<label>::<op>' (MXNet's custom-operator profiling)."""
+
+    __slots__ = ("label", "outer", "t0")
+
+    def __init__(self, label):
+        self.label = label
+
+    def __enter__(self):
+        self.outer = getattr(_tls, "custom", None)
+        _tls.custom = self.label
+        self.t0 = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc):
+        t1 = time.perf_counter_ns()
+        _tls.custom = self.outer
+        _record_duration(f"{self.label}::pure_python", _CUSTOM, self.t0, t1)
+        return False
+
+
+def _creation(memory):
+    """hooks.profile_creation: nd.zeros/ones/full timed as MXNet's _zeros/_ones/_full ops."""
+    def wrap(name, fill):
+        timed = _timed(name, lambda xp, args: fill(xp, *args), "operator", memory)
+        return lambda xp, shape, dtype: timed(xp, (shape, dtype))
+    return wrap
 
 
 def _install_hooks():
@@ -215,13 +258,17 @@ def _install_hooks():
     symbolic = {}
     for op in all_ops().values():
         _originals[op] = op.compute
+        record = op.name not in _PYTHON_OPS
         if imperative_on:
-            op.compute = _timed(op, _originals[op], "operator", memory)
+            op.compute = _timed(op.name, _originals[op], "operator", memory, record)
         if symbolic_on:
             symbolic[op] = (op.compute if imperative_on
-                            else _timed(op, _originals[op], "operator", memory))
+                            else _timed(op.name, _originals[op], "operator", memory, record))
     imperative.refresh_fast_paths()
     cached_op.refresh_step_computes(lambda op: symbolic.get(op, op.compute))
+    if imperative_on:
+        hooks.profile_creation = _creation(memory)
+    hooks.profile_scope = _CustomScope
     _s.hooked = True
 
 
@@ -233,6 +280,7 @@ def _remove_hooks():
     for op, orig in _originals.items():
         op.compute = orig
     _originals.clear()
+    hooks.profile_creation = hooks.profile_scope = None
     imperative.refresh_fast_paths()
     cached_op.refresh_step_computes(lambda op: op.compute)
     _s.hooked = False

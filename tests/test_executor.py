@@ -244,3 +244,34 @@ def test_repeated_training_steps_follow_new_values_and_new_gradient_buffers(rng)
         exe.backward()
     np.testing.assert_allclose(fresh.asnumpy(), 2 * xv, rtol=1e-6)
     np.testing.assert_allclose(old.asnumpy(), xv, rtol=1e-6)     # no longer written
+
+
+def test_simple_bind_group2ctx_places_inputs_as_mxnet():
+    """simple_bind(group2ctx=...) makes each input's arrays (and gradients, aux states) on
+    its ctx_group's context, as MXNet 1.9.1 (contexts and numbers recorded with
+    /work/mxref); the results do not change."""
+    import gpunda as mx
+    with mx.AttrScope(ctx_group="stage1"):
+        data = mx.sym.Variable("data")
+        fc1 = mx.sym.FullyConnected(data, name="fc1", num_hidden=4)
+    with mx.AttrScope(ctx_group="stage2"):
+        out = mx.sym.SoftmaxOutput(mx.sym.BatchNorm(mx.sym.FullyConnected(
+            fc1, num_hidden=4, name="fc2")), name="softmax")
+    e = out.simple_bind(mx.cpu(0), group2ctx={"stage1": mx.cpu(1), "stage2": mx.cpu(2)},
+                        data=(2, 3))
+    assert [str(a.context) for a in e.arg_arrays] == ["cpu(1)"] * 3 + ["cpu(2)"] * 5
+    assert [str(a.context) for a in e.grad_arrays] == ["cpu(1)"] * 3 + ["cpu(2)"] * 5
+    assert [str(a.context) for a in e.aux_arrays] == ["cpu(2)"] * 2
+    rng = np.random.RandomState(0)
+    for a in e.arg_arrays:
+        a[:] = rng.uniform(-1, 1, a.shape).astype("f")
+    e.arg_dict["softmax_label"][:] = np.array([1, 3], "f")
+    e.forward(is_train=True)
+    e.backward()
+    np.testing.assert_allclose(e.outputs[0].asnumpy(),
+                               [[0.105, 0.60863, 0.14199, 0.14437],
+                                [0.2783, 0.03466, 0.31328, 0.37376]], atol=2e-5)
+    np.testing.assert_allclose(e.grad_dict["fc1_weight"].asnumpy(),
+                               [[0.00193, 0.14342, -0.02122], [-0.00317, -0.23522, 0.0348],
+                                [0.00027, 0.0202, -0.00299], [0.00038, 0.02847, -0.00421]],
+                               atol=2e-5)

@@ -6,7 +6,8 @@ ends, libraries, tools. A few calls must still go up: the engine hands gradients
 NDArrays and runs create_graph rules through the ``nd`` namespace; a control-flow op runs
 its subgraph as a CachedOp and infers shapes inside it with the Symbol machinery; a
 Custom op calls user Python with NDArrays; a sparse op wraps storage as an NDArray; the
-C-API stand-in waits on every array. Each of those callees is a slot here, set once by
+C-API stand-in waits on every array; while mx.profiler records, array creation and
+Custom ops' Python report to it. Each of those callees is a slot here, set once by
 the module that owns it when that module is imported, so the lower layer never imports
 the upper one. ``import gpunda`` imports every owner except ``gpunda.operator`` (loaded by
 the first Custom op through ``python_operators``, which gpunda.ndarray registers).
@@ -27,6 +28,7 @@ symbol_from_tape = None  # symbol_from_tape(ndarray) -> Symbol (autograd.get_sym
 infer_graph = None      # infer_graph(symbol, shapes, dtypes, var_shape) -> (shapes, dtypes)
 var_shape = None        # a variable node's declared shape
 var_dtype = None        # a variable node's declared dtype
+symbol_from_json = None  # symbol_from_json(text) -> Symbol (MXNet symbol JSON; the _CachedOp op)
 # engine: gpunda._engine
 CachedOp = None         # the CachedOp class (a control-flow op's subgraph runs as one)
 invoke_parsed = None    # imperative.invoke_parsed
@@ -34,6 +36,10 @@ python_operators = None  # () -> the gpunda.operator module (Custom ops), loaded
 from_dlpack_pointer = None  # DLManagedTensor address -> NDArray (the C-API stand-in)
 # devices: gpunda.context
 num_gpus = None
+# libraries: gpunda.profiler, set only while it records (None otherwise, so the callers
+# pay one global read)
+profile_creation = None  # profile_creation(name, fill) -> fill timed as op ``name`` (nd.zeros & co.)
+profile_scope = None    # profile_scope(label) -> context manager around a Custom op's Python
 
 
 def register_ndarray(cls, new, namespace, wrap):

@@ -17,6 +17,7 @@ from gpunda.ops.registry import get_op
 from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
 from gpunda.context import Context, current_context, cpu, shares_memory_space
 from gpunda._core import deferred as _deferred
+from gpunda._core import hooks as _hooks
 from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
@@ -852,6 +853,8 @@ def _make(where, shape, ctx, dtype, fill):
         _legacy_unknown_shape(where, shape)
     ctx = _ctx_of(ctx)
     dt = _dtype_of(dtype)
+    if _hooks.profile_creation is not None and where != "empty":
+        fill = _hooks.profile_creation("_" + where, fill)   # MXNet's _zeros/_ones/_full op
     xp = ctx.backend.xp
     if xp is np:
         return _new(fill(np, shape, dt), ctx)

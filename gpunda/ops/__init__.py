@@ -20,7 +20,7 @@ _FAMILY_MODULES = [
     "control_flow.loops", "numpy.creation", "numpy.extension", "optimizer.multi",
     "optimizer.lamb_adamw", "contrib.misc", "contrib.hawkes", "contrib.dgl_graph",
     "numpy.indexing", "quantization.nn", "quantization.math", "quantization.rnn",
-    "contrib.backward", "contrib.dgl_sampling", "nn.loss",
+    "contrib.backward", "contrib.dgl_sampling", "nn.loss", "control_flow.subgraph",
 ]
 for _m in _FAMILY_MODULES:
     __import__(f"{__name__}.{_m}")

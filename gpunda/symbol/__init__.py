@@ -177,8 +177,14 @@ def _symbol_from_tape(x):
     return symbol_from_tape(x)
 
 
+def _symbol_from_json(text):
+    from gpunda.symbol.json_io import from_json
+    return from_json(text)
+
+
 _hooks.Symbol = Symbol
 _hooks.infer_graph = _infer_graph
 _hooks.var_shape = _symbol._var_shape
 _hooks.var_dtype = _symbol._var_dtype
 _hooks.symbol_from_tape = _symbol_from_tape
+_hooks.symbol_from_json = _symbol_from_json

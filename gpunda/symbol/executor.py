@@ -409,12 +409,44 @@ def _check_differentiable(sym, reqs):
         reached.update(id(c) for c, _ in n.inputs)
 
 
-def simple_bind(sym, ctx, grad_req, type_dict, shapes):
-    """An Executor with zero arrays for every input, shapes/dtypes inferred from ``shapes``."""
+def input_contexts(sym, ctx, group2ctx):
+    """{input name: Context} under ``group2ctx`` (MXNet's device placement by ``ctx_group``):
+    an input takes the context of its own ``ctx_group`` attribute (``mx.AttrScope``), else
+    that of the first op with a group that reads it, else ``ctx``."""
+    from gpunda.context import Context
+    if not group2ctx:
+        return {}
+    if not isinstance(group2ctx, dict):
+        raise GpundaError(f"bind: group2ctx must be a dict of ctx_group name -> Context, got "
+                          f"{type(group2ctx).__name__}")
+    groups = {}
+    order = sym._topo()
+    for n in order:
+        if n.op is None and n.attrs.get("__ctx_group__") is not None:
+            groups[n.name] = n.attrs["__ctx_group__"]
+    for n in order:
+        g = n.attrs.get("__ctx_group__") if n.op is not None else None
+        if g is None:
+            continue
+        for c, _ in n.inputs:
+            if c.op is None:
+                groups.setdefault(c.name, g)
+    out = {}
+    for name, g in groups.items():
+        if g in group2ctx:
+            c = group2ctx[g]
+            out[name] = c if isinstance(c, Context) else Context(c)
+    return out
+
+
+def simple_bind(sym, ctx, grad_req, type_dict, shapes, group2ctx=None):
+    """An Executor with zero arrays for every input, shapes/dtypes inferred from ``shapes``;
+    with ``group2ctx`` each input's arrays are made on the context of its ctx_group."""
     from gpunda import ndarray as nd
     from gpunda.context import current_context, Context
     import numpy as np
     ctx = Context(ctx) if ctx is not None else current_context()
+    where = input_contexts(sym, ctx, group2ctx)
     # MXNet reads only tuple values as shapes and ignores other keyword arguments
     shapes = {k: v for k, v in shapes.items() if isinstance(v, tuple)}
     arg_s, _, aux_s = sym._infer_shape_impl((), shapes, partial=False)   # no warning: it raises
@@ -428,8 +460,8 @@ def simple_bind(sym, ctx, grad_req, type_dict, shapes):
     arg_t, _, aux_t = sym.infer_type_partial(**types)
     args = {}
     for n, s, t in zip(sym.list_arguments(), arg_s, arg_t):
-        args[n] = nd.zeros(s, ctx=ctx, dtype=t or np.float32)
-    aux = {n: nd.zeros(s, ctx=ctx, dtype=t or np.float32)
+        args[n] = nd.zeros(s, ctx=where.get(n, ctx), dtype=t or np.float32)
+    aux = {n: nd.zeros(s, ctx=where.get(n, ctx), dtype=t or np.float32)
            for n, s, t in zip(sym.list_auxiliary_states(), aux_s, aux_t)}
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in args}
@@ -437,7 +469,7 @@ def simple_bind(sym, ctx, grad_req, type_dict, shapes):
         reqs = {n: grad_req.get(n, "null") for n in args}
     else:
         reqs = dict(zip(args, grad_req))
-    grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=a.dtype) for n, a in args.items()
+    grads = {n: nd.zeros(a.shape, ctx=a.context, dtype=a.dtype) for n, a in args.items()
              if reqs.get(n, "null") != "null"}
     return Executor(sym, ctx, args, grads, reqs, aux)
 

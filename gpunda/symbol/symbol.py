@@ -462,7 +462,7 @@ class Symbol(SymbolOperators):
                     shared_buffer=None, **kwargs):
         """An Executor with zero-filled arrays allocated from inferred shapes."""
         from gpunda.symbol.executor import simple_bind
-        return simple_bind(self, ctx, grad_req, type_dict, kwargs)
+        return simple_bind(self, ctx, grad_req, type_dict, kwargs, group2ctx)
 
     def _infer_open_shapes(self, shapes, dtypes, ids):
         """For a CachedOp run (NOTE [Unknown dimensions] in cached_op.py): the inferred

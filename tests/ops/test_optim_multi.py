@@ -248,3 +248,30 @@ def test_group_adagrad_updates_grad_rows_only():
     np.testing.assert_allclose(wn.asnumpy(), ref_w, rtol=1e-6)
     with pytest.raises(GpundaError, match="row_sparse grad"):
         nd.contrib.group_adagrad_update(wn, nd.array(vals.repeat(2, 0)), hn, lr=0.1)
+
+
+def test_group_adagrad_row_sparse_weight_and_history_as_mxnet():
+    """Row_sparse weight, grad and history (GroupAdaGrad's state for a row_sparse weight):
+    MXNet 1.9.1 updates the grad's rows when weight and history hold every row, starts
+    from an empty history as zeros, and refuses a history that stores only some rows.
+    Numbers recorded with /work/mxref (two steps of the optimizer, lr 0.1, rescale 0.8,
+    clip 0.4)."""
+    w0 = np.array([[1.0, 2.0, 3.0, 4.0], [0.5, -0.5, 1.5, -1.5], [2.0, 0.0, -2.0, 1.0]], "f")
+    g0 = np.array([[0.1, -0.2, 0.3, 0.4], [0, 0, 0, 0], [-0.5, 0.25, 0.75, -1.0]], "f")
+    opt = mx.optimizer.contrib.GroupAdaGrad(learning_rate=0.1, eps=1e-5, wd=0.0,
+                                            clip_gradient=0.4, rescale_grad=0.8)
+    w = nd.array(w0).tostype("row_sparse")
+    g = nd.array(g0).tostype("row_sparse")
+    st = opt.create_state(0, w)
+    assert st.stype == "row_sparse"
+    for _ in range(2):
+        opt.update(0, w, g, st)
+    assert w.stype == "row_sparse" and st.stype == "row_sparse"
+    np.testing.assert_allclose(
+        w.asnumpy(), [[0.9376704, 2.1246593, 2.8130114, 3.7506816], [0.5, -0.5, 1.5, -1.5],
+                      [2.1893806, -0.09469037, -2.1893806, 1.1893808]], rtol=1e-6)
+    np.testing.assert_allclose(st.asnumpy().ravel(), [0.096, 0.0, 0.26], rtol=1e-6)
+    partial = nd.array([[0.5], [0.0], [1.0]]).tostype("row_sparse")   # stores 2 of 3 rows
+    with pytest.raises(GpundaError, match="history to store all its rows"):
+        nd.contrib.group_adagrad_update(nd.array(w0).tostype("row_sparse"), g, partial,
+                                        lr=0.1)

@@ -280,12 +280,40 @@ def _group_adagrad_rsp(xp, sp, p, w, g, history):
     return out
 
 
+def _full_rows(xp, a, name):
+    """The dense rows of row_sparse ``a`` that must hold every row (MXNet's kernel for
+    row_sparse states); an uninitialised (empty) ``a`` reads as zeros."""
+    n = a.shape[0]
+    if a.indices.size == 0:
+        return xp.zeros(a.shape, dtype=a.dtype)
+    if a.indices.size != n:
+        raise GpundaError(f"Operator _contrib_group_adagrad_update: with row_sparse states "
+                          f"it needs {name} to store all its rows ({n}); it stores "
+                          f"{a.indices.size}")
+    return a.values[xp.argsort(a.indices)] if n > 1 else a.values
+
+
+def _group_adagrad_rsp_states(xp, sp, p, w, g, history):
+    """Row_sparse weight, grad and history: weight and history hold every row (history may
+    still be empty, as a fresh optimizer state); only the grad's rows change."""
+    if not all(isinstance(a, RSPData) for a in (w, g, history)):
+        return NotImplemented
+    wd = _full_rows(xp, w, "weight")
+    hd = _full_rows(xp, history, "history").reshape(w.shape[0], -1)
+    new_w = _group_adagrad_rsp(xp, sp, p, wd, g, hd)
+    rows = xp.arange(w.shape[0], dtype=w.indices.dtype if w.indices.size else np.int64)
+    history._rebind(RSPData(rows, hd.reshape(history.shape), history.shape))
+    return RSPData(rows, new_w, w.shape)
+
+
 register(OpDef(
     "_contrib_group_adagrad_update", _group_adagrad_dense,
     inputs=("weight", "grad", "history"),
     params=[Param("lr", "float", doc="learning rate"), Param("rescale_grad", "float", 1.0),
             Param("clip_gradient", "float", -1.0), Param("epsilon", "float", 1e-5)],
     nondiff=True, save=(), mutates=(2,), family="optim",
-    sparse={("default", "row_sparse", "default"): _group_adagrad_rsp},
+    sparse={("default", "row_sparse", "default"): _group_adagrad_rsp,
+            ("row_sparse", "row_sparse", "row_sparse"): _group_adagrad_rsp_states},
     doc="Group AdaGrad: history[row] += mean(g[row]**2); weight[row] -= lr * g[row] / "
-        "sqrt(history[row] + epsilon), for the rows of the row_sparse grad only."))
+        "sqrt(history[row] + epsilon), for the rows of the row_sparse grad only (dense "
+        "weight and history, or row_sparse ones that hold every row)."))
