@@ -22,7 +22,7 @@ import numpy as np
 
 from gpunda.base import GpundaError, NotImplementedForGpunda
 from gpunda.util import is_np_array
-from gpunda.gluon.data.dataset import Dataset
+from gpunda.gluon.data.dataset import Dataset, _DownloadedDataset
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset",
            "ImageFolderDataset", "ImageListDataset"]
@@ -41,28 +41,6 @@ def _missing(cls, path, what):
                        f"there (or pass root= the folder that holds it)")
 
 
-class _LocalDataset(Dataset):
-    """Samples ``(data[i], label[i])`` from arrays read once by ``_get_data``."""
-
-    def __init__(self, root, transform):
-        self._root = os.path.expanduser(root)
-        self._transform = transform
-        self._data = None
-        self._label = None
-        self._get_data()
-
-    def __getitem__(self, idx):
-        if self._transform is not None:
-            return self._transform(self._data[idx], self._label[idx])
-        return self._data[idx], self._label[idx]
-
-    def __len__(self):
-        return len(self._label)
-
-    def _get_data(self):
-        raise NotImplementedError
-
-
 def read_idx(path):
     """The array in an idx file (gzip-compressed or not): MNIST's format."""
     import gzip
@@ -79,7 +57,7 @@ def read_idx(path):
     return data.reshape(shape)
 
 
-class MNIST(_LocalDataset):
+class MNIST(_DownloadedDataset):
     """MNIST handwritten digits: (28, 28, 1) uint8 images, int32 labels.
 
     Args:
@@ -126,7 +104,7 @@ class FashionMNIST(MNIST):
         super().__init__(root, train, transform)
 
 
-class CIFAR10(_LocalDataset):
+class CIFAR10(_DownloadedDataset):
     """CIFAR-10: (32, 32, 3) uint8 images, int32 labels, from the binary version.
 
     Args:
