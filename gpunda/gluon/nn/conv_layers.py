@@ -91,26 +91,32 @@ class _Conv(HybridBlock):
         return "conv"
 
     def __repr__(self):
-        # MXNet's format, field for field. Its mapping reads the weight's shape[1] ->
-        # shape[0] whatever the op and layout (a Transpose layer shows channels/groups
-        # -> in_channels, a grouped one in_channels/groups), and output_padding is
-        # never shown; printed models match MXNet's, quirks included.
-        k = self._kwargs
-        n = len(k["kernel"])
-        shape = self.weight.shape
-        s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
-             f"kernel_size={k['kernel']}, stride={k['stride']}")
-        if k["pad"] != (0,) * n:
-            s += f", padding={k['pad']}"
-        if k["dilate"] != (1,) * n:
-            s += f", dilation={k['dilate']}"
-        if k["num_group"] != 1:
-            s += f", groups={k['num_group']}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.act is not None:
-            s += f", {self.act!r}"
-        return s + ")"
+        return conv_repr(self, self._kwargs, self.weight, self.bias)
+
+
+def conv_repr(layer, k, weight, bias):
+    """A convolution layer's repr from its op kwargs ``k``, weight and bias (None when it
+    has none); the deformable layers of gluon.contrib.cnn print the same way.
+
+    MXNet's format, field for field. Its mapping reads the weight's shape[1] -> shape[0]
+    whatever the op and layout (a Transpose layer shows channels/groups -> in_channels, a
+    grouped one in_channels/groups), and output_padding is never shown; printed models
+    match MXNet's, quirks included."""
+    n = len(k["kernel"])
+    shape = weight.shape
+    s = (f"{type(layer).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
+         f"kernel_size={k['kernel']}, stride={k['stride']}")
+    if k["pad"] != (0,) * n:
+        s += f", padding={k['pad']}"
+    if k["dilate"] != (1,) * n:
+        s += f", dilation={k['dilate']}"
+    if k["num_group"] != 1:
+        s += f", groups={k['num_group']}"
+    if bias is None:
+        s += ", bias=False"
+    if layer.act is not None:
+        s += f", {layer.act!r}"
+    return s + ")"
 
 
 def _make_conv(nd_, name, layout_default, transpose=False):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gpunda.base import GpundaError, numeric_types
 from gpunda.gluon.block import HybridBlock
 from gpunda.gluon.nn.activations import Activation
+from gpunda.gluon.nn.conv_layers import conv_repr
 
 __all__ = ["DeformableConvolution", "ModulatedDeformableConvolution"]
 
@@ -144,22 +145,8 @@ class DeformableConvolution(_DeformableBase):
         return "deformable_conv"
 
     def __repr__(self):
-        k = self._kwargs_deformable_conv
-        n = len(k["kernel"])
-        shape = self.deformable_conv_weight.shape
-        s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
-             f"kernel_size={k['kernel']}, stride={k['stride']}")
-        if k["pad"] != (0,) * n:
-            s += f", padding={k['pad']}"
-        if k["dilate"] != (1,) * n:
-            s += f", dilation={k['dilate']}"
-        if k["num_group"] != 1:
-            s += f", groups={k['num_group']}"
-        if self.deformable_conv_bias is None:
-            s += ", bias=False"
-        if self.act is not None:
-            s += f", {self.act}"
-        return s + ")"
+        return conv_repr(self, self._kwargs_deformable_conv, self.deformable_conv_weight,
+                         self.deformable_conv_bias)
 
 
 class ModulatedDeformableConvolution(_DeformableBase):
