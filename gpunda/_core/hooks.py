@@ -24,7 +24,6 @@ nd = None               # the gpunda.ndarray namespace (ops as functions on NDAr
 wrap_storage = None     # wrap_storage(dense or sparse storage, ctx) -> NDArray of its stype
 # front ends: gpunda.symbol
 Symbol = None           # the Symbol class
-symbol_from_tape = None  # symbol_from_tape(ndarray) -> Symbol (autograd.get_symbol)
 infer_graph = None      # infer_graph(symbol, shapes, dtypes, var_shape) -> (shapes, dtypes)
 var_shape = None        # a variable node's declared shape
 var_dtype = None        # a variable node's declared dtype

@@ -167,14 +167,9 @@ from gpunda._core import hooks as _hooks  # noqa: E402
 
 
 def _infer_graph(sym, given_shapes, given_types, var_shape):
-    # inference and tracing load on first use (symbol/infer.py, symbol/trace.py)
+    # inference loads on first use (symbol/infer.py)
     from gpunda.symbol.infer import infer_graph
     return infer_graph(sym, given_shapes, given_types, var_shape)
-
-
-def _symbol_from_tape(x):
-    from gpunda.symbol.trace import symbol_from_tape
-    return symbol_from_tape(x)
 
 
 def _symbol_from_json(text):
@@ -186,5 +181,4 @@ _hooks.Symbol = Symbol
 _hooks.infer_graph = _infer_graph
 _hooks.var_shape = _symbol._var_shape
 _hooks.var_dtype = _symbol._var_dtype
-_hooks.symbol_from_tape = _symbol_from_tape
 _hooks.symbol_from_json = _symbol_from_json
