@@ -1,12 +1,8 @@
-"""MXNet's ``mx.sym.np._op``: ``mx.sym.np``'s array functions that build graph nodes."""
-import importlib as _importlib
+"""MXNet's ``mx.sym.np._op``: ``mx.sym.np``'s array functions that build graph nodes (the
+names of ``mx.np._op``)."""
+from gpunda.numpy._op import _NAMES
+from gpunda.symbol import numpy as _src
 
-_NAMES = (
-    "all", "amax", "amin", "any", "atleast_1d", "atleast_2d", "atleast_3d", "copy", "cumsum",
-    "diag", "diagflat", "diagonal", "dot", "max", "min", "moveaxis", "prod", "product", "repeat",
-    "reshape", "roll", "sometrue", "squeeze", "sum", "trace", "transpose",
-)
-_src = _importlib.import_module("gpunda.symbol.numpy")
 for _n in _NAMES:
     globals()[_n] = getattr(_src, _n)
-del _n, _src, _importlib
+del _n, _src
