@@ -59,3 +59,26 @@ def test_aliases_load_from_json():
 
 def test_sparse_namespace_names_nodes_by_the_short_name():
     assert sym.sparse.abs(sym.var("x")).name == "abs0"      # MXNet 1.9.1: abs0
+
+
+def test_legacy_arithmetic_names_are_the_elemwise_ops():
+    # MXNet 1.9.1: NNGetOpHandle("_plus") is elemwise_add's handle (not broadcast_add's), so
+    # unequal shapes are refused and csr + csr stays csr; choose_element_0index is pick
+    for alias, name in [("_plus", "elemwise_add"), ("_add", "elemwise_add"),
+                        ("_minus", "elemwise_sub"), ("_sub", "elemwise_sub"),
+                        ("_mul", "elemwise_mul"), ("_div", "elemwise_div"),
+                        ("choose_element_0index", "pick")]:
+        assert get_op(alias) is get_op(name), alias
+    a, b = nd.ones((2, 3)), nd.ones((1, 3))
+    try:
+        nd._internal._plus(a, b)
+    except mx.base.MXNetError as e:
+        assert "(2, 3)" in str(e) and "(1, 3)" in str(e)
+    else:
+        raise AssertionError("_plus broadcast unequal shapes")
+    node = json.loads(sym._internal._add(sym.var("a"), sym.var("b")).tojson())["nodes"][-1]
+    assert node["op"] == "elemwise_add"
+    c = nd._internal._plus(a.tostype("csr"), a.tostype("csr"))
+    assert c.stype == "csr" and c.asnumpy().tolist() == [[2, 2, 2], [2, 2, 2]]
+    got = nd.choose_element_0index(nd.array([[1, 2, 3], [4, 5, 6]]), nd.array([0, 2]))
+    assert got.asnumpy().tolist() == [1, 6]

@@ -322,6 +322,8 @@ def _mod(xp, p, a, b):
     return xp.mod(a, b)
 
 
+# MXNet registers _plus/_add, _minus/_sub, _mul and _div on the elemwise_ ops: they
+# refuse unequal shapes and keep sparse kernels, unlike the broadcast_ forms
 _ARITH = [
     ("add", operator.add, _g_add, ("_plus", "_add")),
     ("sub", operator.sub, _g_sub, ("_minus", "_sub")),
@@ -340,11 +342,10 @@ for _n, _pyop, _g, _al in _ARITH:
         if _kind == "broadcast_":
             _bin(_kind + _n, _f, _g, doc=f"Element-wise {_n} with broadcasting.",
                  save=("broadcast",) if _shapes_only else ("inputs",),
-                 aliases={"add": ("_plus", "_add", "broadcast_plus"),
-                          "sub": ("_minus", "_sub", "broadcast_minus")}.get(_n, _al))
+                 aliases={"add": ("broadcast_plus",), "sub": ("broadcast_minus",)}.get(_n, ()))
         else:
             _bin(_kind + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
-                 doc=f"Element-wise {_n} of equal shapes.")
+                 aliases=_al, doc=f"Element-wise {_n} of equal shapes.")
 _bin("broadcast_mod", _typed("broadcast_mod", _mod, same_dtype_out=True), _g_mod,
      aliases=("_mod",), doc="Remainder with broadcasting.")
 _bin("broadcast_power", _typed("broadcast_power", lambda xp, p, a, b: xp.power(a, b),

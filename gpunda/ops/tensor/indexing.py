@@ -150,7 +150,7 @@ _PICK = [Param("axis", "int", -1, "axis to pick along; None picks from the flatt
          Param("keepdims", "bool", False), _MODE]
 
 register(OpDef(
-    "pick", _pick, inputs=("data", "index"), params=_PICK,
+    "pick", _pick, inputs=("data", "index"), params=_PICK, aliases=("choose_element_0index",),
     gradient=lambda F, p, i, o, g: [F._pick_backward(g[0], i[1], shape=i[0].shape, axis=p.axis,
                                                      keepdims=p.keepdims, mode=p.mode), None],
     save=("inputs",), family="indexing",
@@ -386,7 +386,7 @@ _PICK_ROW = get_op("pick").parse_params({"axis": 1})
 # MXNet registers batch_take without FGradient: autograd through it and binding it with a
 # grad_req other than 'null' fail (test_symbol::test_zero_prop2 checks the bind)
 register(OpDef(
-    "batch_take", _batch_take, inputs=("a", "indices"), aliases=("choose_element_0index",),
+    "batch_take", _batch_take, inputs=("a", "indices"),
     family="indexing",
     doc="out[i] = a[i, indices[i]] for 2-D `a` (indices clipped into range)."))
 
