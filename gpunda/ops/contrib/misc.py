@@ -98,10 +98,10 @@ def _sync_bn(xp, p, x, gamma, beta, mm, mv):
 
 
 def _sync_bn_gradient(F, p, ins, outs, og):
+    # BatchNorm's rule wants 1/sqrt(var + eps) as its third output; the mean/var outputs
+    # pass no gradient, as in MXNet
     r = F.rsqrt(outs[2] + p.eps)
-    og_r = None if og[2] is None else og[2] * (r * r * r) ** -1 * -2.0
-    return _nn._grad_batch_norm(F, _bn_params(p), ins, [outs[0], outs[1], r],
-                                [og[0], og[1], og_r])
+    return _nn._grad_batch_norm(F, _bn_params(p), ins, [outs[0], outs[1], r], og)
 
 
 register(OpDef(

@@ -921,8 +921,12 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv, opname="BatchNorm"):
     return out, mean.astype(pt), r.astype(pt)
 
 
-def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=None):
-    """d/dx of ((x - mean) / sqrt(var + eps)) * gamma over ``axes`` (batch statistics)."""
+def _norm_grad(F, x, g, gamma_b, axes, eps):
+    """d/dx of ((x - mean) / sqrt(var + eps)) * gamma over ``axes`` (batch statistics).
+
+    Only the normalised output's gradient flows: MXNet's BatchNorm, LayerNorm and GroupNorm
+    backward kernels read the first output's gradient alone, so the mean/var/std outputs
+    of output_mean_var=True pass no gradient to the data (MXNet 1.9.1 gives zero)."""
     ks = _kshape(x.shape, axes)
     n = float(math.prod(x.shape[a] for a in axes))
     mean = F._sum_to(x, shape=ks) / n
@@ -932,12 +936,6 @@ def _norm_grad(F, x, g, gamma_b, axes, eps, og_mean=None, og_var=None, og_std=No
     xhat = xc * r
     gx = g if gamma_b is None else g * gamma_b
     dx = r * (gx - F._sum_to(gx, shape=ks) / n - xhat * (F._sum_to(gx * xhat, shape=ks) / n))
-    if og_mean is not None:
-        dx = dx + og_mean / n
-    if og_var is not None:
-        dx = dx + og_var * xc * (2.0 / n)
-    if og_std is not None:
-        dx = dx + og_std * xhat / n
     return dx, xhat
 
 
@@ -947,7 +945,7 @@ def _grad_batch_norm(F, p, ins, outs, og):
     ax = norm_axis(p.axis, x.ndim, "BatchNorm")
     cs = _chan_shape(x.shape, ax)
 
-    if _bn_training(p) and not p.output_mean_var and isinstance(F, RawF) and x.size:
+    if _bn_training(p) and isinstance(F, RawF) and x.size:
         # plain backward: the fused kernel (the composite below is the differentiable form),
         # given the forward's batch statistics (in the parameters' dtype, float32 for
         # float16 data: they hold them as the kernel computes them)
@@ -969,12 +967,7 @@ def _grad_batch_norm(F, p, ins, outs, og):
     gamma_b = None if p.fix_gamma else bc(gamma)
     if _bn_training(p):
         axes = tuple(i for i in range(x.ndim) if i != ax)
-        extra = {}
-        if p.output_mean_var:
-            # output 2 is r = (var + eps)^-1/2, so dr/dvar = -r^3 / 2
-            r = outs[2]
-            extra = dict(og_mean=bc(og[1]), og_var=bc(og[2] * (r * r * r) * -0.5))
-        dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps, **extra)
+        dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps)
     else:
         # the moving stats as used by the forward (hidden outputs): the aux inputs
         # themselves may have been updated since by another training-mode call
@@ -1033,8 +1026,7 @@ def _grad_layer_norm(F, p, ins, outs, og):
     g = og[0]
     ax = norm_axis(p.axis, x.ndim, "LayerNorm")
     gamma_b = F._nn_axis_bcast(gamma, axis=ax, like_shape=_chan_shape(x.shape, ax))
-    extra = dict(og_mean=og[1], og_std=og[2]) if p.output_mean_var else {}
-    dx, xhat = _norm_grad(F, x, g, gamma_b, (ax,), p.eps, **extra)
+    dx, xhat = _norm_grad(F, x, g, gamma_b, (ax,), p.eps)
     return [dx, F._nn_axis_sum(g * xhat, axis=ax), F._nn_axis_sum(g, axis=ax)]
 
 

@@ -51,11 +51,7 @@ def _grad_group_norm(F, p, ins, outs, og):
     xr = F.Reshape(x, shape=gs)
     gr = F.Reshape(og[0], shape=gs)
     gamma_b = F.Reshape(gamma, shape=(1, G, 1))
-    extra = {}
-    if p.output_mean_var:
-        extra = dict(og_mean=F.Reshape(og[1], shape=(N, G, 1)),
-                     og_std=F.Reshape(og[2], shape=(N, G, 1)))
-    dx, xhat = _norm_grad(F, xr, gr, gamma_b, (2,), p.eps, **extra)
+    dx, xhat = _norm_grad(F, xr, gr, gamma_b, (2,), p.eps)
     dgamma = F.Reshape(F._sum_to(gr * xhat, shape=(1, G, 1)), shape=(G,))
     dbeta = F.Reshape(F._sum_to(gr, shape=(1, G, 1)), shape=(G,))
     return [F.Reshape(dx, shape=x.shape), dgamma, dbeta]
