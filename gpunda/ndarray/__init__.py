@@ -96,6 +96,21 @@ from gpunda.ops import backward_names as _backward_names  # noqa: E402
 _backward_names.add_stubs(_op, "mxnet.ndarray._internal")     # MXNet's _backward_* ops: named, and say why not
 
 
+def _fill_out(fill):
+    def _set_value(src, out=None, name=None, **kwargs):
+        """MXNet's ``_set_value``: fill ``out`` (required) with ``src``."""
+        if not isinstance(out, NDArray):
+            from gpunda.base import GpundaError
+            raise GpundaError("Operator _set_value: the target out= must be an NDArray "
+                              "(it takes its shape, dtype and device from it)")
+        return fill(src=src, shape=out.shape, dtype=out.dtype, ctx=out.context, out=out,
+                    **kwargs)
+    return _set_value
+
+
+_op._set_value = _fill_out(_op._set_value)     # the op fills its out= array
+
+
 def __getattr__(name):
     # CachedOp lives above ndarray in the import order (it needs Symbol): load it on use
     if name == "CachedOp":

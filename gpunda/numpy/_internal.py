@@ -39,3 +39,8 @@ def Custom(*args, **kwargs):  # noqa: N802 -- MXNet's op name
     """The ``Custom`` op (a registered ``mx.operator`` type, ``op_type=``) with NumPy-flavoured
     results, as MXNet's ``_npi.Custom``; ``numpy_op_fallback`` registers its ops over it."""
     return call_op("Custom", args, kwargs)
+
+
+import sys as _sys  # noqa: E402
+from gpunda.ops import backward_names as _backward_names  # noqa: E402
+_backward_names.add_np_stubs(_sys.modules[__name__], "mxnet.ndarray.numpy._internal")  # say why not

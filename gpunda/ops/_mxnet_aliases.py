@@ -38,6 +38,9 @@ _ALIASES = {
     "_contrib_boolean_mask": ("_npi_boolean_mask",),
     "_copy": ("_np_copy",),        # MXNet's _np_copy is its own op, with _copy's semantics
     "_copyto": ("_npi_copyto",),
+    "_cvimdecode": ("_npi_cvimdecode",),
+    "_cvimread": ("_npi_cvimread",),
+    "_cvimresize": ("_npi_cvimresize",),
     "_equal": ("_Equal",),
     "_equal_scalar": ("_EqualScalar",),
     "_greater": ("_Greater",),
@@ -68,6 +71,7 @@ _ALIASES = {
     "_np_prod": ("_np_product",),
     "_npx_reshape": ("_npi_reshape",),
     "_random_randint": ("_npi_random_randint",),
+    "_scatter_set_nd": ("_npi_scatter_set_nd",),
     "_shuffle": ("_npi_shuffle",),
     "_slice_assign": ("_npi_slice_assign",),
     "_slice_assign_scalar": ("_npi_slice_assign_scalar",),

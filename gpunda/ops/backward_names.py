@@ -87,7 +87,31 @@ BACKWARD_OPS = (
     "_backward_sub", "_backward_sum", "_backward_take", "_backward_tan", "_backward_tanh",
     "_backward_tile", "_backward_topk", "_backward_tril", "_backward_where",
     "_backward_while_loop",
+    # backward ops MXNet names without the _backward_ prefix
+    "_broadcast_backward", "_split_v2_backward",
 )
+
+# the same for mx.nd.np._internal / mx.sym.np._internal (MXNet's _npi_<name> backward ops)
+NP_BACKWARD_OPS = ("backward_ediff1d", "backward_nan_to_num", "backward_polyval",
+                   "hsplit_backward")
+
+# ops that exist only inside MXNet's C++ library: MKL-DNN fused subgraphs its graph pass
+# makes, and the nodes of a thread-safe CachedOp and of an autograd.Function
+CPP_ONLY_OPS = {
+    "_sg_mkldnn_conv": "an MKL-DNN fused subgraph op, made only by MXNet's MKL-DNN graph pass",
+    "_sg_mkldnn_fully_connected": "an MKL-DNN fused subgraph op, made only by MXNet's "
+                                  "MKL-DNN graph pass",
+    "_sg_mkldnn_selfatt_qk": "an MKL-DNN fused subgraph op, made only by MXNet's MKL-DNN "
+                             "graph pass",
+    "_sg_mkldnn_selfatt_valatt": "an MKL-DNN fused subgraph op, made only by MXNet's "
+                                 "MKL-DNN graph pass",
+    "_CachedOpThreadSafe": "it is the node of a thread-safe CachedOp, which MXNet's C API "
+                           "creates (no parameters can build it); use _CachedOp "
+                           "(mx.sym._internal._CachedOp(*inputs, subgraph=json)) or a "
+                           "hybridized block",
+    "_CustomFunction": "it is the tape node of an autograd.Function, which only "
+                       "Function.__call__ creates; subclass mx.autograd.Function instead",
+}
 
 REASON = ("it is one of MXNet's internal backward operators; gpunda computes gradients with "
           "the forward op's gradient rule (autograd.backward / autograd.grad, "
@@ -100,4 +124,15 @@ def add_stubs(namespace, module_name):
     from gpunda._core.not_built import stub_function
     for name in BACKWARD_OPS:
         if not hasattr(namespace, name):
+            setattr(namespace, name, stub_function(module_name, name, REASON))
+    for name, why in CPP_ONLY_OPS.items():
+        if not hasattr(namespace, name):
+            setattr(namespace, name, stub_function(module_name, name, why))
+
+
+def add_np_stubs(namespace, module_name):
+    """``add_stubs`` for ``mx.nd.np._internal`` (``mx.sym.np._internal`` reads its names)."""
+    from gpunda._core.not_built import stub_function
+    for name in NP_BACKWARD_OPS:
+        if name not in vars(namespace):
             setattr(namespace, name, stub_function(module_name, name, REASON))

@@ -48,6 +48,14 @@ def eye(N, M=0, k=0, dtype=None, name=None, **kwargs):
     return _creation("_eye", "eye", N=N, M=M, k=k, dtype=dtype, name=name, **kwargs)
 
 
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (inclusive when ``endpoint``),
+    float32 unless ``dtype`` says otherwise (MXNet's ``sym.linspace``, a ``_linspace`` node)."""
+    import numpy as np
+    return _creation("_linspace", "linspace", start=start, stop=stop, num=num,
+                     endpoint=endpoint, name=name, dtype=np.float32 if dtype is None else dtype)
+
+
 def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     """Split a Symbol along ``axis`` into ``indices_or_sections`` equal parts (an int) or
     at the given indices (a tuple), as ``numpy.split``; MXNet's ``sym.split_v2``."""

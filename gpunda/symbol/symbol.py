@@ -505,5 +505,5 @@ _SIGNED_INT32_UPPER_LIMIT = 2 ** 31 - 1      # MXNet's value
 from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
 
 __getattr__ = _forwarding_getattr(__name__, (
-    "arange", "eye", "full", "histogram", "hypot", "maximum", "minimum", "ones", "pow", "power",
-    "split_v2", "zeros"), "gpunda.symbol")
+    "arange", "eye", "full", "histogram", "hypot", "linspace", "maximum", "minimum", "ones",
+    "pow", "power", "split_v2", "zeros"), "gpunda.symbol")

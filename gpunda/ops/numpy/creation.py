@@ -70,3 +70,18 @@ _creation("_npi_logspace", _logspace, list(_SPACE) + [Param("base", "float", 10.
 _creation("_npi_indices",
           lambda xp, p, ctx: xp.indices(_shape("_npi_indices", p.dimensions), dtype=p.dtype),
           [Param("dimensions", "shape")], "A grid of indices (NumPy's indices).")
+
+
+def _full_like(xp, p, a):
+    dt = a.dtype if p.dtype is None else p.dtype
+    return xp.full(a.shape, p.fill_value, dtype=dt)
+
+
+register(OpDef("_npi_full_like", _full_like, inputs=("a",),
+               params=[Param("fill_value", "float"),
+                       Param("ctx", "any", None, "accepted; the result is on a's device"),
+                       Param("dtype", "dtype", None, "a's dtype when None")],
+               gradient=lambda F, p, i, o, g: [F.zeros_like(i[0])], save=("inputs",),
+               hidden=True, family="np_creation",
+               doc="An array of a's shape (and dtype, unless given) filled with fill_value "
+                   "(NumPy's full_like); zero gradient, as MXNet's."))

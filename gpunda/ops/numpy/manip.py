@@ -350,6 +350,33 @@ moving("_npi_where", _where, inputs=("condition", "x", "y"), diff=lambda p, n: (
        doc="x where condition, else y (broadcast).")
 
 
+# np.where with a Python scalar for x (lscalar), for y (rscalar) or for both (scalar2): the
+# scalar takes the tensor's dtype (an int32 tensor truncates 2.5 to 2); scalar2 is float32
+def _cond(c):
+    return c.astype(bool) if c.dtype != np.bool_ else c
+
+
+def _scalar_of(xp, p, t):
+    return xp.asarray(p.scalar).astype(t.dtype)
+
+
+moving("_npi_where_lscalar", lambda xp, p, c, t: xp.where(_cond(c), _scalar_of(xp, p, t), t),
+       [Param("scalar", "float", 0.0)], inputs=("condition", "x"), diff=lambda p, n: (1,),
+       index_params=lambda p: p.replace(scalar=0.0),
+       doc="where(condition, scalar, x): the scalar where condition holds, else x.")
+moving("_npi_where_rscalar", lambda xp, p, c, t: xp.where(_cond(c), t, _scalar_of(xp, p, t)),
+       [Param("scalar", "float", 0.0)], inputs=("condition", "y"), diff=lambda p, n: (1,),
+       index_params=lambda p: p.replace(scalar=0.0),
+       doc="where(condition, y, scalar): y where condition holds, else the scalar.")
+register(OpDef("_npi_where_scalar2",
+               lambda xp, p, c: xp.where(_cond(c), np.float32(p.x), np.float32(p.y))
+               .astype(np.float32),
+               params=[Param("x", "float", 0.0), Param("y", "float", 0.0)],
+               inputs=("condition",), gradient=lambda F, p, i, o, g: [F.zeros_like(i[0])],
+               save=("inputs",), family="np_manip", hidden=True,
+               doc="where(condition, x, y) for two scalars: float32, zero gradient."))
+
+
 def _insert(xp, p, arr, values, obj=None):
     if obj is not None:
         where = obj.astype(_I64)
@@ -373,6 +400,33 @@ moving("_npi_insert", _insert, _SL + [Param("has_obj", "bool", False)],
        diff=lambda p, n: (0, 1), doc="Insert values before the given indices.")
 
 
+# MXNet's three insert ops: the position is an int (insert_scalar: int_ind), a slice
+# (insert_slice: start/stop/step) or an int64 tensor (insert_tensor: input obj); the values
+# are the input `values`, or the scalar `val` when it is given (then there is no such input)
+def _insert_op(name, with_obj):
+    def inputs(p):
+        return ("arr",) + (("values",) if p.val is None else ()) + (("obj",) if with_obj else ())
+
+    def compute(xp, p, arr, *rest):
+        rest = list(rest)
+        values = rest.pop(0) if p.val is None else xp.asarray(p.val).astype(arr.dtype)
+        obj = rest.pop(0) if with_obj else None
+        if not with_obj and name == "_npi_insert_scalar" and p.int_ind is None:
+            raise GpundaError(f"Operator {name}: int_ind (the position to insert before) "
+                              f"is required")
+        return _insert(xp, p, arr, values, obj)
+
+    moving(name, compute, [Param("val", "float", None)] + _SL, inputs=inputs,
+           diff=lambda p, n: (0,) if p.val is not None else (0, 1),
+           index_params=lambda p: p if p.val is None else p.replace(val=0.0),
+           doc="NumPy's insert of values (or the scalar val) before the given positions.")
+
+
+_insert_op("_npi_insert_scalar", False)
+_insert_op("_npi_insert_slice", False)
+_insert_op("_npi_insert_tensor", True)
+
+
 def _delete(xp, p, arr, obj=None):
     if obj is not None:
         where = _host(obj).astype(_I64).reshape(-1)
@@ -390,3 +444,17 @@ moving("_npi_delete", _delete, _SL + [Param("has_obj", "bool", False)],
        doc="Remove sub-arrays along an axis.")
 moving("_npi_resize", lambda xp, p, a: xp.resize(a, p.new_shape), [Param("new_shape", "shape")],
        doc="A new array of ``new_shape``, the input repeated to fill it.")
+
+
+# ---------------------------------------------------------------------------
+# memory
+
+def _share_memory(xp, p, a, b):
+    hit = a.size > 0 and b.size > 0 and bool(xp.may_share_memory(a, b))
+    return xp.asarray(hit)
+
+
+register(OpDef("_npi_share_memory", _share_memory, inputs=("a", "b"), nondiff=True, save=(),
+               family="np_manip", hidden=True,
+               doc="Whether the two arrays' memory ranges overlap (a 0-d bool array); "
+                   "np.shares_memory and np.may_share_memory read it."))

@@ -558,6 +558,14 @@ def _scalar_kernel(op, dense_result):
     return kernel
 
 
+def _scatter_div_kernel(xp, sp, p, a, b):
+    """row_sparse lhs / any rhs: the lhs's stored rows divided by the same rows of the rhs."""
+    if not isinstance(a, RSPData) or tuple(a.shape) != tuple(b.shape):
+        return NotImplemented
+    rows = to_dense(b)[a.indices] if a.indices.size else xp.zeros_like(a.values)
+    return RSPData(a.indices, (a.values / rows).astype(a.values.dtype, copy=False), a.shape)
+
+
 def _zeros_like_kernel(xp, sp, p, x):
     if isinstance(x, _Holder):
         return empty_like_stype(xp, x.stype, x.shape, x.dtype)
@@ -953,6 +961,10 @@ def _plan():
     for n in ("equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
         plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
+    # MXNet's _scatter_* ops: a sparse lhs keeps its storage, only stored values computed
+    for n in ("_scatter_plus_scalar", "_scatter_minus_scalar"):
+        plan.append((n, "*", _valuewise))
+    plan.append(("_scatter_elemwise_div", ("row_sparse", "*"), lambda op: _scatter_div_kernel))
     # MXNet: ElemwiseStorageType (elemwise_*), BinaryBroadcastAdd/MulStorageType (broadcast_*)
     for kind in ("add", "sub", "mul"):
         plan.append(("elemwise_" + kind, "*", (lambda k: lambda op: _binary_kernel(k))(kind)))

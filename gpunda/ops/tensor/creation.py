@@ -75,3 +75,43 @@ register(OpDef("_eye", lambda xp, p, ctx: xp.eye(p.N, p.M or p.N, p.k, dtype=p.d
                wants_ctx=True, nondiff=True, hidden=True,
                params=[Param("N", "int"), Param("M", "int", 0), Param("k", "int", 0)] + _CTX,
                doc="Identity-like matrix with ones on diagonal k.", family="creation"))
+
+
+def _linspace(xp, p, ctx):
+    if p.num < 0:
+        raise GpundaError(f"Operator _linspace: num={p.num} must be non-negative")
+    r = xp.linspace(p.start, p.stop, p.num, endpoint=p.endpoint, dtype=np.float64)
+    return r.astype(p.dtype)
+
+
+register(OpDef("_linspace", _linspace, inputs=(), wants_ctx=True, nondiff=True, hidden=True,
+               params=[Param("start", "float"), Param("stop", "float"),
+                       Param("num", "int"), Param("endpoint", "bool", True)] + _CTX,
+               doc="`num` evenly spaced values from start to stop (stop included unless "
+                   "endpoint=False); the op behind nd.linspace and sym.linspace.",
+               family="creation"))
+
+# MXNet's type codes, as _zeros_without_dtype's integer dtype gives them
+_TYPE_CODES = {0: "float32", 1: "float64", 2: "float16", 3: "uint8", 4: "int32", 5: "int8",
+               6: "int64", 7: "bool", 8: "int16", 9: "uint16", 10: "uint32", 11: "uint64"}
+
+
+def _code_dtype(p):
+    v = p.dtype
+    if v == -1:      # MXNet leaves it to type inference around the node; standalone: float32
+        return np.dtype("float32")
+    if v not in _TYPE_CODES:
+        raise GpundaError(f"Operator _zeros_without_dtype: dtype={v} is not a type code; "
+                          f"valid: -1 or {sorted(_TYPE_CODES)}")
+    return np.dtype(_TYPE_CODES[v])
+
+
+register(OpDef("_zeros_without_dtype",
+               lambda xp, p, ctx: xp.zeros(_shape_ok("_zeros_without_dtype", p.shape),
+                                           _code_dtype(p)),
+               inputs=(), wants_ctx=True, nondiff=True, hidden=True,
+               params=[Param("shape", "shape", ()),
+                       Param("ctx", "any", None, "device; the current one when None"),
+                       Param("dtype", "int", -1, "an MXNet type code; -1 for float32")],
+               doc="Zeros of `shape` with the dtype given as MXNet's integer type code "
+                   "(the zeros MXNet's gradient passes insert).", family="creation"))

@@ -393,6 +393,18 @@ _sc("_plus_scalar", lambda xp, x, s: x + s, lambda F, p, i, o, g: [g[0]], save=(
     doc="x + scalar.", aliases=("_PlusScalar",))
 _sc("_minus_scalar", lambda xp, x, s: x - s, lambda F, p, i, o, g: [g[0]], save=(),
     doc="x - scalar.", aliases=("_MinusScalar",))
+# MXNet's _scatter_* ops (src/operator/tensor/elemwise_scatter_op.cc): on dense arrays
+# exactly _plus_scalar / _minus_scalar / elemwise_div; on a sparse lhs they compute only
+# the stored values and keep its storage (the kernels are in ops/sparse/ops.py)
+_sc("_scatter_plus_scalar", lambda xp, x, s: x + s, lambda F, p, i, o, g: [g[0]], save=(),
+    doc="x + scalar; on row_sparse/csr input only the stored values change.")
+_sc("_scatter_minus_scalar", lambda xp, x, s: x - s, lambda F, p, i, o, g: [g[0]], save=(),
+    doc="x - scalar; on row_sparse/csr input only the stored values change.")
+_bin("_scatter_elemwise_div", _typed("_scatter_elemwise_div", lambda xp, p, a, b: a / b,
+                                     same_dtype_out=True),
+     _g_div, same_shape=True,
+     doc="lhs / rhs of equal shapes; with a row_sparse lhs only its stored rows are "
+         "computed (row_sparse result).")
 _sc("_rminus_scalar", lambda xp, x, s: s - x, lambda F, p, i, o, g: [-g[0]], save=(),
     doc="scalar - x.", aliases=("_RMinusScalar",))
 _sc("_mul_scalar", lambda xp, x, s: x * s, lambda F, p, i, o, g: [g[0] * p.scalar], save=(),

@@ -220,6 +220,32 @@ register(OpDef(
     gradient=lambda F, p, i, o, g: [F.gather_nd(g[0], i[1]), None],
     save=("inputs",), family="indexing",
     doc="Zeros of `shape` with `data` written at `indices` (the inverse of gather_nd)."))
+def _scatter_set_nd(xp, p, lhs, rhs, idx):
+    shape = tuple(lhs.shape)
+    if tuple(p.shape) != shape:
+        raise GpundaError(f"Operator _scatter_set_nd: shape={tuple(p.shape)} must be lhs's "
+                          f"shape {shape}")
+    key = _nd_key(xp, idx, len(shape), "_scatter_set_nd", shape)
+    _scatter_check(rhs, idx, shape, "_scatter_set_nd")
+    r = lhs.copy()
+    r[key] = rhs
+    return r
+
+
+def _g_scatter_set_nd(F, p, i, o, g):
+    # lhs's elements at indices are overwritten: no gradient flows to them
+    hole = F._scatter_set_nd(F.ones_like(g[0]), F.zeros_like(i[1]), i[2], shape=p.shape)
+    return [g[0] * hole, F.gather_nd(g[0], i[2]), None]
+
+
+register(OpDef(
+    "_scatter_set_nd", _scatter_set_nd, inputs=("lhs", "rhs", "indices"),
+    params=[Param("shape", "shape")], gradient=_g_scatter_set_nd, save=("inputs",),
+    hidden=True, family="indexing",
+    doc="lhs with rhs written at indices (scatter_nd that keeps the other elements); MXNet "
+        "writes lhs in place, so call it with out=lhs."))
+
+
 register(OpDef(
     "_backward_gather_nd", _backward_gather_nd, inputs=("data", "indices"),
     params=[Param("shape", "shape")],

@@ -570,6 +570,46 @@ _la("syevd", _syevd, _g_syevd, num_outputs=2, save=("outputs",),
         "largest-magnitude entry positive) and L (ascending), with A = U^T diag(L) U.")
 
 
+# mx.np.linalg's ops (MXNet's src/operator/numpy/linalg): cholesky is potrf with its
+# gradient; eigh/eigvalsh read one triangle (UPLO) and, as in MXNet, give zero gradients
+
+
+def _np_uplo(xp, name, p, a):
+    _check_mat(name, a, square=True)
+    if p.UPLO not in ("L", "U"):
+        raise GpundaError(f"Operator {name}: UPLO={p.UPLO!r} must be 'L' or 'U'")
+    # the symmetric matrix the chosen triangle describes
+    low = xp.tril(a) if p.UPLO == "L" else _swap(xp, xp.triu(a))
+    return low + _swap(xp, xp.tril(low, -1))
+
+
+def _np_eigh(xp, p, a):
+    u, w = _syevd(xp, p, _np_uplo(xp, "_npi_eigh", p, a))
+    return w, xp.ascontiguousarray(_swap(xp, u))
+
+
+def _zero_grad(F, p, i, o, g):
+    return [F.zeros_like(i[0])]
+
+
+_UPLO = [Param("UPLO", "str", "L", "which triangle to read: 'L' or 'U'")]
+register(OpDef("_npi_cholesky", _potrf, inputs=("A",), params=[Param("lower", "bool", True)],
+               gradient=_g_potrf, save=("outputs",), hidden=True, family="np_linalg",
+               capture="cuBLAS/cuSOLVER",
+               doc="NumPy's linalg.cholesky: the lower factor L of A = L L^T."))
+register(OpDef("_npi_eigh", _np_eigh, inputs=("A",), params=_UPLO, num_outputs=2,
+               gradient=_zero_grad, save=("inputs",), hidden=True, family="np_linalg",
+               capture="cuBLAS/cuSOLVER",
+               doc="NumPy's linalg.eigh: ascending eigenvalues w and eigenvectors as the "
+                   "columns of v (each with its largest-magnitude entry positive); zero "
+                   "gradient, as MXNet's."))
+register(OpDef("_npi_eigvalsh", lambda xp, p, a: _np_eigh(xp, p, a)[0], inputs=("A",),
+               params=_UPLO, gradient=_zero_grad, save=("inputs",), hidden=True,
+               family="np_linalg", capture="cuBLAS/cuSOLVER",
+               doc="NumPy's linalg.eigvalsh: ascending eigenvalues; zero gradient, as "
+                   "MXNet's."))
+
+
 def _gelqf(xp, p, a):
     _check_mat("_linalg_gelqf", a)
     if a.shape[-2] > a.shape[-1]:

@@ -660,6 +660,42 @@ _reg("_split_v2", _split_v2,
      doc="Split at `indices` (or into `sections` equal parts) along `axis`; the op behind "
          "split_v2.")
 
+
+# NumPy's hsplit/dsplit (MXNet's _npi_hsplit, _npi_dsplit): _split_v2's parameters, with
+# the axis fixed by the op (hsplit: 1, or 0 for 1-D input; dsplit: 2) whatever `axis` says
+
+
+def _fixed_axis(name, ndim):
+    if name == "_npi_hsplit":
+        if ndim < 1:
+            raise _err(name, "hsplit only works on arrays of 1 or more dimensions")
+        return 1 if ndim > 1 else 0
+    if ndim < 3:
+        raise _err(name, f"dsplit only works on arrays of 3 or more dimensions, got {ndim}")
+    return 2
+
+
+def _np_split_op(name):
+    def compute(xp, p, x):
+        return _split_v2(xp, p.replace(axis=_fixed_axis(name, x.ndim)), x)
+
+    def grad(F, p, i, o, g):
+        ndim = o[0].ndim + (1 if p.squeeze_axis else 0)
+        return _g_split_v2(F, p.replace(axis=_fixed_axis(name, ndim)), i, o, g)
+
+    _reg(name, compute,
+         params=[Param("indices", "shape", doc="start of each part (the first is 0)"),
+                 Param("axis", "int", 1, "ignored: the op fixes the axis"),
+                 Param("squeeze_axis", "bool", False),
+                 Param("sections", "int", 0, "equal parts (used when > 0)")],
+         num_outputs=lambda p: p.sections if p.sections > 0 else len(p.indices),
+         gradient=grad, save=("outputs",), hidden=True,
+         doc=f"NumPy's {name[5:]}: _split_v2 along its fixed axis.")
+
+
+_np_split_op("_npi_hsplit")
+_np_split_op("_npi_dsplit")
+
 # ----------------------------------------------------------------------------
 # tile, repeat
 
