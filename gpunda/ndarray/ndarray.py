@@ -1050,8 +1050,9 @@ def _int64_enabled():
     ``_INT64_TENSOR_SIZE_ENABLED``)."""
     global _INT64_TENSOR_SIZE_ENABLED
     if _INT64_TENSOR_SIZE_ENABLED is None:
-        from gpunda.runtime import Features
-        _INT64_TENSOR_SIZE_ENABLED = Features().is_enabled("INT64_TENSOR_SIZE")
+        # always: sizes and indices are NumPy/CuPy's 64-bit integers (runtime.Features
+        # reports INT64_TENSOR_SIZE on; a test checks the two agree)
+        _INT64_TENSOR_SIZE_ENABLED = True
     return _INT64_TENSOR_SIZE_ENABLED
 
 
