@@ -87,3 +87,39 @@ def _np_sometrue(a, axis=None, out=None, keepdims=False):
 
 def _np_repeat(a, repeats, axis=None):
     """mx.np.repeat"""
+
+
+def _np_copy(a, out=None):
+    """mx.np.copy"""
+
+
+def _np_atleast_1d(*arys):
+    """mx.np.atleast_1d"""
+
+
+def _np_atleast_2d(*arys):
+    """mx.np.atleast_2d"""
+
+
+def _np_atleast_3d(*arys):
+    """mx.np.atleast_3d"""
+
+
+def _np_trace(a, offset=0, axis1=0, axis2=1, out=None):
+    """mx.np.trace"""
+
+
+def _np__random_shuffle(x):
+    """mx.np.random.shuffle"""
+
+
+def _npx_nonzero(a):
+    """mx.npx.nonzero"""
+
+
+def _npx_constraint_check(x, msg):
+    """mx.npx.constraint_check"""
+
+
+def _npx_reshape(a, newshape, reverse=False, order="C"):
+    """mx.npx.reshape"""

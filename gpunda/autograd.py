@@ -16,6 +16,8 @@ from gpunda._engine import autograd as _engine
 from gpunda._engine.autograd import (  # noqa: F401  (MXNet's names)
     is_recording, is_training, set_recording, set_training, record, pause, train_mode,
     predict_mode, mark_variables, backward, grad, record_node)
+# MXNet's scope class behind record/pause/train_mode/predict_mode (the base layer's)
+from gpunda._core.modes import _Scope as _RecordingStateScope  # noqa: F401
 
 # MXNet's module has no __all__, so ``from mxnet.autograd import *`` also brings the
 # names it imports (NDArray, Symbol, the C-API helpers); user code relies on that.
@@ -34,6 +36,24 @@ def __getattr__(name):
         from gpunda.symbol import Symbol
         return Symbol
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _parse_head(heads, head_grads):
+    """MXNet's C-API form of backward's arguments: ``(head_handles, hgrad_handles)``, a
+    ctypes array of the heads' NDArrayHandles and one of the head gradients' (a NULL
+    handle for a None entry), or a NULL pointer when ``head_grads`` is None. A single
+    NDArray counts as a one-element list; the lists must have the same length. The
+    handles name the arrays while they live (``NDArray(handle=...)`` finds them)."""
+    import ctypes
+    from gpunda._core.capi import lend_handle
+    from gpunda._engine.autograd import _parse_head as _lists
+    head_list, hg_list = _lists(heads, head_grads, "_parse_head")
+    head_handles = (ctypes.c_void_p * len(head_list))(*[lend_handle(h) for h in head_list])
+    if hg_list is None:
+        return head_handles, ctypes.c_void_p(0)
+    hgrad_handles = (ctypes.c_void_p * len(hg_list))(
+        *[None if g is None else lend_handle(g) for g in hg_list])
+    return head_handles, hgrad_handles
 
 
 def get_symbol(x):

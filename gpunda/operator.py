@@ -150,7 +150,7 @@ def register(reg_name):
             _NP_ARRAYS[reg_name] = _np_mode_now()
             # a re-registered name gets new props (tests re-register inside functions)
             for key in [k for k in _PROP_CACHE if k[0] == reg_name]:
-                del _PROP_CACHE[key]
+                _registry.ref_holder.pop(_PROP_CACHE.pop(key)[1], None)
         return prop_cls
     return do_register
 
@@ -190,6 +190,28 @@ _DMLC_KINDS = {"bool": "boolean", "shape": "Shape(tuple)", "shape_none": "Shape(
 _PROP_CACHE = {}
 
 
+class _Registry:
+    """MXNet's CustomOp registry: ``ref_holder`` keeps the live CustomOpProp and CustomOp
+    instances (keyed by a running counter, ``inc()``) until their op is gone;
+    ``result_deps`` holds the last backward dependencies declared."""
+
+    def __init__(self):
+        self.ref_holder = {}
+        self.counter = 0
+        self.result_deps = set()
+        self.lock = threading.Lock()
+
+    def inc(self):
+        """The key for a new entry (the counter, then advanced)."""
+        with self.lock:
+            cur = self.counter
+            self.counter += 1
+        return cur
+
+
+_registry = _Registry()
+
+
 def prop_for(p):
     """The prop instance for a call's params (one per op_type and keyword set)."""
     info = getattr(p, "info", None)
@@ -211,8 +233,14 @@ def prop_for(p):
             raise GpundaError(f"Operator Custom: op_type={p.op_type!r}: {cls.__name__}"
                               f"(**{extra}) failed: {e}") from None
         if len(_PROP_CACHE) > 4096:
+            for _, slot in _PROP_CACHE.values():
+                _registry.ref_holder.pop(slot, None)
             _PROP_CACHE.clear()
-        _PROP_CACHE[key] = prop
+        slot = _registry.inc()
+        _registry.ref_holder[slot] = prop
+        _PROP_CACHE[key] = (prop, slot)
+    else:
+        prop = prop[0]
     return prop
 
 
@@ -309,6 +337,9 @@ def _remember(out_raw, op):
     key = id(out_raw)
     _STATES[key] = (weakref.ref(out_raw), op)
     weakref.finalize(out_raw, _STATES.pop, key, None)
+    slot = _registry.inc()      # held, as in MXNet, while its outputs live
+    _registry.ref_holder[slot] = op
+    weakref.finalize(out_raw, _registry.ref_holder.pop, slot, None)
 
 
 def _recall(out_raw):
@@ -494,6 +525,9 @@ from gpunda import context, symbol  # noqa: E402
 from gpunda.base import (MXCallbackList, NDArrayHandle, OpHandle, c_array, c_array_buf,  # noqa: E402
                    c_str, check_call, ctypes2numpy_shared, mx_float, mx_int, mx_uint, py_str)
 from gpunda.ndarray import NDArray  # noqa: E402
+from gpunda.ndarray.ndarray import (_STORAGE_TYPE_STR_TO_ID, _STORAGE_TYPE_ID_TO_STR,  # noqa: E402,F401
+                                    _STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT,
+                                    _STORAGE_TYPE_CSR, _STORAGE_TYPE_ROW_SPARSE)
 from gpunda.util import is_np_array  # noqa: E402
 
 c_int_p = POINTER(c_int)

@@ -32,6 +32,30 @@ _np_shape_local = _NpShapeState()
 _np_shape_global = False
 
 
+# whether the one-time notes that NumPy shape / array semantics were turned on were logged
+_set_np_shape_logged = False
+_set_np_array_logged = False
+
+_CUDA_SUCCESS = 0   # CUDA driver API's success code (CUresult)
+
+
+def _sanity_check_params(func_name, unsupported_params, param_dict):
+    """NotImplementedError naming ``func_name`` and the first of ``unsupported_params``
+    that ``param_dict`` holds."""
+    for param_name in unsupported_params:
+        if param_name in param_dict:
+            raise NotImplementedError(f"function {func_name} does not support parameter "
+                                      f"{param_name}")
+
+
+def _log_once(flag, message):
+    """``logging.info(message)`` the first time flag (a module global's name) is False."""
+    if not globals()[flag]:
+        import logging
+        logging.info(message)
+        globals()[flag] = True
+
+
 def set_np_shape(active):
     """Turn NumPy shape semantics on or off; returns whether it was on before.
 
@@ -42,6 +66,11 @@ def set_np_shape(active):
     if not active and is_np_array():
         raise ValueError("Deactivating NumPy shape semantics while NumPy array semantics is "
                          "still active is not allowed; call reset_np() to turn both off")
+    if active:
+        _log_once("_set_np_shape_logged",
+                  "NumPy-shape semantics is now on: scalar () and zero-size shapes mean what "
+                  "they mean in NumPy. Keep it on while using mxnet.numpy and "
+                  "mxnet.numpy_extension.")
     prev = is_np_shape()
     if not active:
         _np_shape_global = False
@@ -174,6 +203,10 @@ def _set_np_array(active):
     if active and not _np_array_available():
         raise NotImplementedForGpunda("set_np(array=True) is not supported yet: gpunda has no "
                                       "mx.np array type; use set_np(shape=True, array=False)")
+    if active:
+        _log_once("_set_np_array_logged",
+                  "NumPy-array semantics is now on: mxnet.numpy and mxnet.numpy_extension "
+                  "operators and mx.np.ndarray arrays can be used.")
     prev = is_np_array()
     _NumpyArrayScope._current.value = _NumpyArrayScope(active)
     return prev

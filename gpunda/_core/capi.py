@@ -130,6 +130,16 @@ def lend_handle(obj):
     return key
 
 
+def peek_handle(handle):
+    """The object ``handle`` names, left in the table (None when it names nothing); a
+    gpunda object passed as its own handle is itself."""
+    if not isinstance(handle, (ctypes.c_void_p, int)) and handle is not None:
+        return handle
+    key = handle.value if isinstance(handle, ctypes.c_void_p) else handle
+    obj = _handles.get(key)
+    return obj if obj is not None else _lent.get(key)
+
+
 def take_handle(handle):
     """The object ``handle`` names, removed from the table (its new owner holds it)."""
     key = _handle_value(handle) if not isinstance(handle, int) else handle

@@ -7,6 +7,7 @@ from gpunda.ndarray import _op
 from gpunda.ndarray import register as _register
 from gpunda.ndarray.ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
+from gpunda.ndarray.ndarray import _GRAD_REQ_MAP, _new_empty_handle  # noqa: F401  (MXNet's)
 from gpunda.ndarray.functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,

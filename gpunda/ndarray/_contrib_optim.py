@@ -9,8 +9,13 @@ def _nd():
     return ndarray
 
 
-def _rescale_array(rescale_grad, ctx):
+def _get_rescale_grad(rescale_grad, ctx=None):
+    """``rescale_grad`` as the one-element array the optimizer ops read, on ``ctx`` (the
+    CPU by default): a number fills a new array, an NDArray is moved there."""
     nd = _nd()
+    if ctx is None:
+        from gpunda.context import cpu
+        ctx = cpu()
     if isinstance(rescale_grad, nd.NDArray):
         return rescale_grad.as_in_context(ctx)
     return nd.full(shape=(1,), val=rescale_grad, ctx=ctx)
@@ -24,7 +29,7 @@ def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta
                  epsilon=1e-8, wd=0, clip_gradient=-1, out=None, name=None, **kwargs):
     """AdamW step (``_adamw_update``); mean and var are updated in place."""
     return _nd()._internal._adamw_update(
-        weight, grad, mean, var, _rescale_array(rescale_grad, weight.context), lr=lr, eta=eta,
+        weight, grad, mean, var, _get_rescale_grad(rescale_grad, weight.context), lr=lr, eta=eta,
         beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, clip_gradient=clip_gradient,
         out=out, name=name, **kwargs)
 
@@ -34,7 +39,7 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, be
                     **kwargs):
     """AdamW step on the float32 master copy ``weight32`` (``_mp_adamw_update``)."""
     return _nd()._internal._mp_adamw_update(
-        weight, grad, mean, var, weight32, _rescale_array(rescale_grad, weight.context),
+        weight, grad, mean, var, weight32, _get_rescale_grad(rescale_grad, weight.context),
         lr=lr, eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
         clip_gradient=clip_gradient, out=out, name=name, **kwargs)
 
@@ -43,7 +48,7 @@ def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas, 
                        name=None, size=0, **kwargs):
     """AdamW on lists of tensors (``_multi_adamw_update``)."""
     args = _interleave(weights, grads, mean, var) + [
-        _rescale_array(rescale_grad, weights[0].context)]
+        _get_rescale_grad(rescale_grad, weights[0].context)]
     return _nd()._internal._multi_adamw_update(*args, out=out, num_weights=size or len(weights),
                                                lrs=lrs, wds=wds, etas=etas, name=name, **kwargs)
 
@@ -52,7 +57,7 @@ def multi_mp_adamw_update(weights, grads, mean, var, weights32, rescale_grad, lr
                           out=None, name=None, size=0, **kwargs):
     """Mixed-precision AdamW on lists of tensors (``_multi_mp_adamw_update``)."""
     args = _interleave(weights, grads, mean, var, weights32) + [
-        _rescale_array(rescale_grad, weights[0].context)]
+        _get_rescale_grad(rescale_grad, weights[0].context)]
     return _nd()._internal._multi_mp_adamw_update(
         *args, out=out, num_weights=size or len(weights), lrs=lrs, wds=wds, etas=etas,
         name=name, **kwargs)

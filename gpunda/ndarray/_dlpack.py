@@ -59,3 +59,61 @@ def from_managed_tensor_pointer(ptr):
     from gpunda.ndarray.ndarray import from_dlpack
     # no destructor: the new array's importer owns the tensor and calls its deleter
     return from_dlpack(_capsule_new(ptr, b"dltensor", None))
+
+
+# -- MXNet's ctypes view of DLPack (mxnet.ndarray.ndarray's DLContext ... DLManagedTensor) --
+
+class DLContext(ctypes.Structure):
+    """DLPack's device: (device_type, device_id)."""
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class DLDataType(ctypes.Structure):
+    """DLPack's element type: (type_code, bits, lanes); TYPE_MAP gives MXNet's per dtype
+    name (type codes 0 int, 1 uint, 2 float)."""
+    _fields_ = [("type_code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+    TYPE_MAP = {"int32": (0, 32, 1), "int64": (0, 64, 1), "bool": (1, 1, 1),
+                "uint8": (1, 8, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+                "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1)}
+
+
+class DLTensor(ctypes.Structure):
+    """DLPack's tensor description (data pointer, device, ndim, dtype, shape, strides,
+    byte offset)."""
+    _fields_ = [("data", ctypes.c_void_p), ("ctx", DLContext), ("ndim", ctypes.c_int),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    """A DLTensor with its owner's context pointer and the deleter that frees it."""
+
+
+DeleterFunc = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                            ("deleter", DeleterFunc)]
+
+_c_str_dltensor = ctypes.c_char_p(b"dltensor")
+_c_str_used_dltensor = ctypes.c_char_p(b"used_dltensor")
+
+_set_name = ctypes.pythonapi.PyCapsule_SetName
+_set_name.restype = ctypes.c_int
+_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _dlpack_deleter(pycapsule):
+    """The destructor MXNet gives its DLPack capsules: ``pycapsule`` is the capsule's
+    address; a capsule nobody imported (still named "dltensor") has its tensor's deleter
+    called and is renamed "used_dltensor", so no other destructor frees it again. A
+    consumed capsule is left alone."""
+    addr = pycapsule.value if isinstance(pycapsule, ctypes.c_void_p) else pycapsule
+    if not addr:
+        return
+    capsule = ctypes.cast(addr, ctypes.py_object).value
+    if not _is_valid(capsule, _c_str_dltensor.value):
+        return
+    managed = DLManagedTensor.from_address(_get_pointer(capsule, _c_str_dltensor.value))
+    if managed.deleter:
+        managed.deleter(ctypes.pointer(managed))
+    _set_name(capsule, _c_str_used_dltensor)     # a name that outlives the call

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaValueError, GpundaIndexError, integer_types
+from gpunda.base import (GpundaAssertionError, GpundaError, GpundaIndexError, GpundaValueError,
+                         integer_types)
 
 __all__ = ["indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
            "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types"]
@@ -131,3 +132,112 @@ def slice_is_contiguous(slc_key, shape):
             expect *= ln
         c_stride *= n
     return True
+
+
+# -- MXNet's private slicing and broadcasting helpers (mxnet.ndarray.ndarray) ---------
+
+def check_boolean_array_dimension(array_shape, axis, bool_shape):
+    """IndexError unless a boolean index of shape ``bool_shape`` used from axis ``axis``
+    matches ``array_shape`` on every axis it covers."""
+    for i, n in enumerate(bool_shape):
+        if array_shape[axis + i] != n:
+            raise GpundaIndexError(f"boolean index did not match indexed array along axis "
+                                   f"{axis + i}; size is {array_shape[axis + i]} but "
+                                   f"corresponding boolean size is {n}")
+
+
+def _int_to_slice(idx):
+    """The one-element slice that selects what the integer index ``idx`` selects."""
+    return slice(-1, None) if idx == -1 else slice(idx, idx + 1)
+
+
+def _shape_for_bcast(shape, target_ndim, new_axes):
+    """``shape`` widened to ``target_ndim`` axes for broadcasting: 1 at the axes
+    ``new_axes`` (only when ``shape`` is shorter), the rest filled from the right with
+    ``shape``'s sizes and then with 1."""
+    out = [None] * target_ndim
+    if len(shape) < target_ndim:
+        for ax in new_axes:
+            out[ax] = 1
+    src = list(shape)
+    for ax in range(target_ndim - 1, -1, -1):
+        if out[ax] is None:
+            out[ax] = src.pop() if src else 1
+    return tuple(out)
+
+
+def _is_advanced_index(idx):
+    """Whether index entry ``idx`` takes part in advanced indexing: arrays, lists, tuples,
+    ranges and integers do, slices and None do not; anything else is refused."""
+    from gpunda.ndarray.ndarray import NDArray
+    if isinstance(idx, (NDArray, np.ndarray, list, tuple, range)) or \
+            isinstance(idx, integer_types):
+        return True
+    if idx is None or isinstance(idx, slice):
+        return False
+    raise GpundaError(f"illegal index type {type(idx)}")
+
+
+def _get_index_range(start, stop, length, step=1):
+    """``(start, stop, step)`` of a slice on an axis of ``length``, with negative bounds
+    wrapped and clipped into the axis; ``stop`` is -1 (before index 0) for a reversed
+    slice that runs to the start."""
+    if step == 0:
+        raise GpundaValueError("step size cannot be zero")
+    if length < 0:
+        raise GpundaValueError("array length cannot be less than zero")
+    if step is None:
+        step = 1
+    if start is None:
+        start = 0 if step > 0 else length - 1
+    elif start < 0:
+        start = max(start + length, 0)
+    elif start >= length:
+        start = length
+    if stop is None:
+        stop = length if step > 0 else -1
+    elif stop < 0:
+        stop = max(stop + length, 0)
+    elif stop > length:
+        stop = length
+    return start, stop, step
+
+
+def _get_dim_size(start, stop, step):
+    """How many elements ``range(start, stop, step)`` has; the bounds must run in the
+    direction of ``step`` (or be equal)."""
+    if step == 0:
+        raise GpundaAssertionError("_get_dim_size: step must not be zero")
+    if stop == start:
+        return 0
+    if (step > 0) != (start < stop):
+        raise GpundaAssertionError(f"_get_dim_size: start={start} and stop={stop} do not run "
+                                   f"in the direction of step={step}")
+    return (abs(stop - start) - 1) // abs(step) + 1
+
+
+def _get_slice_len(slc, seq_length):
+    """How many elements slice ``slc`` takes from a sequence of ``seq_length``."""
+    return len(range(*slc.indices(seq_length)))
+
+
+def _get_broadcast_shape(shape1, shape2):
+    """The shape both shapes broadcast to (ValueError when they do not)."""
+    if shape1 == shape2:
+        return shape1
+    out = list(shape1 if len(shape1) > len(shape2) else shape2)
+    i = len(out) - 1
+    for a, b in zip(shape1[::-1], shape2[::-1]):
+        if a != 1 and b != 1 and a != b:
+            raise GpundaValueError(f"shape1={shape1} is not broadcastable to shape2={shape2}")
+        out[i] = b if a == 1 else a
+        i -= 1
+    return tuple(out)
+
+
+def _broadcast_shapes(seq):
+    """The broadcast shape of the ``.shape`` of every entry of ``seq`` (``()`` for none)."""
+    shape = ()
+    for x in seq:
+        shape = _get_broadcast_shape(shape, x.shape)
+    return shape

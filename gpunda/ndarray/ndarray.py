@@ -1030,6 +1030,68 @@ __all__ += ["_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "add", "linsp
             "get_oshape_of_gather_nd_op"]
 
 
+from gpunda.ndarray.indexing import (  # noqa: E402,F401  (MXNet's private helpers)
+    _NDARRAY_NO_ZERO_DIM_BOOL_ARRAY, _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE,
+    _NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE, check_boolean_array_dimension, _int_to_slice,
+    _shape_for_bcast, _is_advanced_index, _get_index_range, _get_dim_size, _get_slice_len,
+    _get_broadcast_shape, _broadcast_shapes)
+from gpunda.ndarray._dlpack import (  # noqa: E402,F401
+    DLContext, DLDataType, DLTensor, DLManagedTensor, _c_str_dltensor, _c_str_used_dltensor,
+    _dlpack_deleter)
+__all__.append("check_boolean_array_dimension")
+
+# whether the library handles tensors of 2**31 elements and more (runtime feature
+# INT64_TENSOR_SIZE); read once, on the first _int64_enabled()
+_INT64_TENSOR_SIZE_ENABLED = None
+
+
+def _int64_enabled():
+    """Whether tensors may have 2**31 elements or more (cached in
+    ``_INT64_TENSOR_SIZE_ENABLED``)."""
+    global _INT64_TENSOR_SIZE_ENABLED
+    if _INT64_TENSOR_SIZE_ENABLED is None:
+        # always: sizes and indices are NumPy/CuPy's 64-bit integers (runtime.Features
+        # reports INT64_TENSOR_SIZE on; a test checks the two agree)
+        _INT64_TENSOR_SIZE_ENABLED = True
+    return _INT64_TENSOR_SIZE_ENABLED
+
+
+def _new_alloc_handle(shape, ctx, delay_alloc, dtype=np.float32):
+    """A handle (``NDArrayHandle``) to a new uninitialised dense array of ``shape`` and
+    ``dtype`` on ``ctx``; ``NDArray(handle)`` takes it. ``delay_alloc`` is accepted as
+    MXNet's (gpunda allocates at once)."""
+    from gpunda._core.capi import new_handle
+    return new_handle(empty(tuple(shape), ctx=ctx, dtype=dtype))
+
+
+def _storage_type(handle):
+    """The storage type id (0 default, 1 row_sparse, 2 csr) of the array ``handle`` names
+    (an NDArrayHandle from gpunda, or the array itself: ``arr.handle``)."""
+    from gpunda._core.capi import peek_handle
+    arr = peek_handle(handle)
+    if not isinstance(arr, NDArray):
+        raise GpundaError(f"_storage_type: handle={handle!r} does not name an array")
+    return _STORAGE_TYPE_STR_TO_ID[arr.stype]
+
+
+def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None):
+    """MXNet's dispatch of a binary function on NDArrays and numbers: ``fn_scalar(lhs,
+    rhs)`` for two numbers, ``fn_array(lhs, rhs)`` for two arrays, ``lfn_scalar(array,
+    float(number))`` for an array and a number (``rfn_scalar`` instead when the number is
+    on the left and one is given; without it the function is commutative)."""
+    if isinstance(lhs, numeric_types):
+        if isinstance(rhs, numeric_types):
+            return fn_scalar(lhs, rhs)
+        if rfn_scalar is None:
+            return lfn_scalar(rhs, float(lhs))
+        return rfn_scalar(rhs, float(lhs))
+    if isinstance(rhs, numeric_types):
+        return lfn_scalar(lhs, float(rhs))
+    if isinstance(rhs, NDArray):
+        return fn_array(lhs, rhs)
+    raise GpundaTypeError(f"type {type(rhs)} not supported")
+
+
 def _new_empty_handle():
     """MXNet: a fresh C handle for an output; gpunda arrays have no C handles."""
     from gpunda.base import NotImplementedForGpunda
@@ -1038,3 +1100,11 @@ def _new_empty_handle():
 
 
 __all__.append("_new_empty_handle")
+
+
+def _new_from_shared_mem(shared_pid, shared_id, shape, dtype):
+    """MXNet: a handle to an array in another process's shared memory (its DataLoader
+    workers); gpunda has no such arrays."""
+    from gpunda.base import NotImplementedForGpunda
+    raise NotImplementedForGpunda("_new_from_shared_mem is not supported yet: gpunda arrays "
+                                  "have no C-API handles and no shared-memory storage")

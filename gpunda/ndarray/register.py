@@ -9,7 +9,8 @@ further positional values fill params in declaration order, ``out=`` and
 from __future__ import annotations
 
 from gpunda._engine import imperative as _imp
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaTypeError
+from gpunda._core.not_built import stub_function as _stub_function
 from gpunda.ops.registry import all_names, fill_positional_params
 
 _invoke = _imp.invoke_parsed
@@ -162,3 +163,49 @@ def _as_method(fn):
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
     return method
+
+
+# -- MXNet's module-level helpers of mxnet.ndarray.register ------------------------------
+
+def _check_flavour(op_name, func_name, args, out, want_np):
+    from gpunda.numpy.multiarray import ndarray as np_ndarray
+    outs = [] if out is None else (list(out) if isinstance(out, (list, tuple)) else [out])
+    for where, arrays in (("input", args), ("output", outs)):
+        for arr in arrays:
+            if arr is None or isinstance(arr, np_ndarray) == want_np:
+                continue
+            if want_np:
+                raise GpundaTypeError(
+                    f"Operator `{op_name}` registered in backend is known as `{func_name}` in "
+                    f"Python. It is a NumPy operator and takes only mx.np.ndarray {where}s, "
+                    f"but got a legacy NDArray; turn NumPy semantics on (npx.set_np()) or "
+                    f"convert the array with as_np_ndarray().")
+            raise GpundaTypeError(
+                f"Operator `{op_name}` registered in backend is known as `{func_name}` in "
+                f"Python. It is a legacy operator and takes only legacy NDArray {where}s, but "
+                f"got an mx.np.ndarray; convert it with as_nd_ndarray().")
+
+
+def _verify_all_np_ndarrays(op_name, func_name, args, out):
+    """TypeError unless every non-None array of ``args`` and ``out`` (an array or a list
+    of them) is an ``mx.np.ndarray``."""
+    _check_flavour(op_name, func_name, args, out, True)
+
+
+def _verify_all_legacy_ndarrays(op_name, func_name, args, out):
+    """TypeError if any array of ``args`` or ``out`` is an ``mx.np.ndarray``."""
+    _check_flavour(op_name, func_name, args, out, False)
+
+
+def _make_ndarray_function(handle, name, func_name):
+    """The ``nd`` function named ``func_name`` that runs registered op ``name``. MXNet
+    finds the op by its C-API ``handle``; gpunda finds it by name in its registry, and the
+    handle is not read."""
+    from gpunda.ops.registry import get_op
+    return make_function(get_op(name), func_name)
+
+
+_generate_ndarray_function_code = _stub_function(
+    "mxnet.ndarray.register", "_generate_ndarray_function_code",
+    "it writes the Python source of an op function around the op's C-API handle; gpunda "
+    "makes op functions as closures over the op registry (use _make_ndarray_function)")

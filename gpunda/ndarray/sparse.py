@@ -37,6 +37,7 @@ import numpy as np
 from gpunda._engine import autograd as _ag
 from gpunda._engine import imperative as _imp
 from gpunda.base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
+from gpunda.base import GpundaTypeError, GpundaValueError, NotImplementedForGpunda
 from gpunda.base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
 from gpunda.context import Context, current_context
 from gpunda.ops.sparse import ops as _so
@@ -641,6 +642,107 @@ _embedding_rsp_grad.op = get_op("_embedding_rsp_grad")
 
 
 from gpunda.ndarray._sparse_create import csr_matrix, row_sparse_array, zeros, empty, array  # noqa: E402
+
+# -- MXNet's private helpers of mxnet.ndarray.sparse ------------------------------------
+# the index types of each storage's auxiliary arrays (csr: indptr, indices)
+_STORAGE_AUX_TYPES = {"row_sparse": [np.int64], "csr": [np.int64, np.int64]}
+
+
+def _check_shape(s1, s2):
+    """ValueError when shapes ``s1`` and ``s2`` are both given (non-empty) and differ."""
+    if s1 and s2 and s1 != s2:
+        raise GpundaValueError(f"Shape mismatch detected. {s1} v.s. {s2}")
+
+
+def _prepare_src_array(source_array, dtype):
+    """``source_array`` as it is when an NDArray or a NumPy array, else as a NumPy array of
+    ``dtype`` (TypeError when it is not array-like)."""
+    if isinstance(source_array, (NDArray, np.ndarray)):
+        return source_array
+    try:
+        return np.array(source_array, dtype=dtype)
+    except Exception:
+        raise GpundaTypeError("values must be array like object") from None
+
+
+def _prepare_default_dtype(src_array, dtype):
+    """``dtype``, or when None the source's dtype (an NDArray, a NumPy array or a SciPy CSR
+    matrix) and float32 for anything else."""
+    if dtype is not None:
+        return dtype
+    if isinstance(src_array, (NDArray, np.ndarray)):
+        return src_array.dtype
+    spsp = sys.modules.get("scipy.sparse")     # a SciPy matrix means SciPy is loaded
+    if spsp is not None and isinstance(src_array, spsp.csr_matrix):
+        return src_array.dtype
+    return np.float32
+
+
+def _aux_types(stype, given):
+    types_ = [t if g is None else g for t, g in zip(_STORAGE_AUX_TYPES[stype], given)]
+    for t in types_:
+        if np.dtype(t) != np.dtype(np.int64):
+            raise NotImplementedError("only int64 is supported for aux types")
+    return types_
+
+
+def _csr_matrix_from_definition(data, indices, indptr, shape=None, ctx=None, dtype=None,
+                                indices_type=None, indptr_type=None):
+    """A CSRNDArray from its three parts (see ``csr_matrix``); the index types must be
+    int64, as in MXNet."""
+    _aux_types("csr", (indptr_type, indices_type))
+    dtype = _prepare_default_dtype(data, dtype)
+    from gpunda.ndarray._sparse_create import _csr_from_parts, _ctx_of, _check_shape as _shp
+    shape = None if shape is None else _shp(shape, "csr_matrix")
+    return _csr_from_parts((_prepare_src_array(data, dtype), indices, indptr), shape,
+                           _ctx_of(ctx), dtype, "csr_matrix")
+
+
+def _row_sparse_ndarray_from_definition(data, indices, shape=None, ctx=None, dtype=None,
+                                        indices_type=None):
+    """A RowSparseNDArray from its values and row ids (see ``row_sparse_array``); the
+    index type must be int64, as in MXNet."""
+    _aux_types("row_sparse", (indices_type,))
+    dtype = _prepare_default_dtype(data, dtype)
+    from gpunda.ndarray._sparse_create import _rsp_from_parts, _ctx_of, _check_shape as _shp
+    shape = None if shape is None else _shp(shape, "row_sparse_array")
+    return _rsp_from_parts((_prepare_src_array(data, dtype), indices), shape, _ctx_of(ctx),
+                           dtype, "row_sparse_array")
+
+
+def _new_alloc_handle(stype, shape, ctx, delay_alloc, dtype, aux_types, aux_shapes=None):
+    """A handle (``NDArrayHandle``) to a new all-zero sparse array of storage ``stype``;
+    ``CSRNDArray(handle)`` / ``RowSparseNDArray(handle)`` take it. The auxiliary types
+    must be int64 (as in MXNet); aux arrays of other than zero length (``aux_shapes``) need
+    MXNet's C-API copy into them, which gpunda does not have."""
+    for t in aux_types:
+        if np.dtype(t) != np.dtype(np.int64):
+            raise NotImplementedError("only int64 is supported for aux types")
+    if aux_shapes is not None and any(int(np.prod(s)) != 0 for s in aux_shapes):
+        raise NotImplementedForGpunda(
+            f"sparse._new_alloc_handle with aux_shapes={aux_shapes} is not supported yet: "
+            f"filling the parts needs MXNet's C API; build the array with csr_matrix / "
+            f"row_sparse_array from its parts")
+    from gpunda._core.capi import new_handle
+    return new_handle(zeros(stype, tuple(shape), ctx=ctx, dtype=dtype))
+
+
+def _ndarray_cls(handle, writable=True, stype=-1):
+    """The array ``handle`` names as the class of its storage type (NDArray, CSRNDArray or
+    RowSparseNDArray); ``stype`` (a storage type id, -1: read it from the array) must be
+    the array's."""
+    from gpunda._core.capi import take_handle
+    from gpunda.ndarray.ndarray import _storage_type, _STORAGE_TYPE_ID_TO_STR
+    actual = _storage_type(handle)
+    if stype == -1:
+        stype = actual
+    if stype not in (0, 1, 2):
+        raise GpundaError(f"unknown storage type: {stype}")
+    if stype != actual:
+        raise GpundaError(f"_ndarray_cls: stype={stype} ({_STORAGE_TYPE_ID_TO_STR[stype]}) "
+                          f"but the array's storage is {_STORAGE_TYPE_ID_TO_STR[actual]}")
+    src = handle if isinstance(handle, NDArray) else take_handle(handle)
+    return _wrap(src._data, src._ctx)
 
 
 def _install():

@@ -28,6 +28,7 @@ from gpunda.numpy._stats import *  # noqa: E402,F401,F403
 from gpunda.numpy.arrayprint import *  # noqa: E402,F401,F403
 from gpunda.numpy.io import *  # noqa: E402,F401,F403
 from gpunda.numpy import arrayprint, io, function_base, stride_tricks, utils  # noqa: E402,F401
+from gpunda.numpy.utils import _STR_2_DTYPE_  # noqa: E402,F401  (MXNet re-exports it)
 from gpunda.numpy import _internal  # noqa: E402,F401  (F.np._internal: MXNet's _npi ops)
 
 from gpunda.numpy import _op, _register, _api_internal  # noqa: E402,F401  (MXNet's submodules of this package)

@@ -37,3 +37,34 @@ _ND_NP_OP_FUNCTIONS = (
 from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
 
 __getattr__ = _forwarding_getattr(__name__, _ND_NP_OP_FUNCTIONS, "gpunda.numpy")
+
+
+def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None, out=None):
+    """MXNet's dispatch of a binary ``mx.np`` function: ``fn_scalar(lhs, rhs, out=)`` for
+    two numbers, ``fn_array(lhs, rhs, out=)`` for two ``mx.np.ndarray``s,
+    ``lfn_scalar(array, float(number), out=)`` for an array and a number (``rfn_scalar``
+    instead when the number is on the left and one is given)."""
+    from gpunda.base import GpundaTypeError, numeric_types
+    from gpunda.numpy.multiarray import ndarray
+    if isinstance(lhs, numeric_types):
+        if isinstance(rhs, numeric_types):
+            return fn_scalar(lhs, rhs, out=out)
+        fn = lfn_scalar if rfn_scalar is None else rfn_scalar
+        return fn(rhs, float(lhs), out=out)
+    if isinstance(rhs, numeric_types):
+        return lfn_scalar(lhs, float(rhs), out=out)
+    if isinstance(lhs, ndarray) and isinstance(rhs, ndarray):
+        return fn_array(lhs, rhs, out=out)
+    raise GpundaTypeError(f"type {type(rhs)} not supported")
+
+
+def _unary_func_helper(x, fn_array, fn_scalar, out=None, **kwargs):
+    """MXNet's dispatch of a unary ``mx.np`` function: ``fn_scalar(x, **kwargs)`` for a
+    number, ``fn_array(x, out=, **kwargs)`` for an array."""
+    from gpunda.base import GpundaTypeError, numeric_types
+    from gpunda.ndarray.ndarray import NDArray
+    if isinstance(x, numeric_types):
+        return fn_scalar(x, **kwargs)
+    if isinstance(x, NDArray):
+        return fn_array(x, out=out, **kwargs)
+    raise GpundaTypeError(f"type {type(x)} not supported")

@@ -254,10 +254,10 @@ def _broadcast(x, shape):
     return invoke_np("_npi_broadcast_to", (x,), shape=shape)
 
 
-def copy(a):
-    """A copy of array ``a``."""
-    if is_symbolic((a,)):
-        return invoke_np("_copy", (a,))
+def copy(a, out=None):
+    """A copy of array ``a`` (written into ``out`` when given, as MXNet's ``np.copy``)."""
+    if is_symbolic((a,)) or out is not None:
+        return invoke_np("_copy", (a,), out=out)
     return array(a, dtype=a.dtype, ctx=a.ctx)
 
 

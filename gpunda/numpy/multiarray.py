@@ -35,7 +35,7 @@ import numpy as _onp
 
 from gpunda._engine import imperative as _imp
 from gpunda._engine import autograd as _ag
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaValueError
 from gpunda.ndarray.ndarray import NDArray
 from gpunda.ndarray import ndarray as _nd_mod
 from gpunda.ops.registry import get_op
@@ -605,6 +605,69 @@ _MXNET_FUNCTIONS = (
     "tan", "tanh", "tensordot", "tile", "tril", "true_divide", "trunc", "unique",
     "unravel_index", "var", "vdot", "vsplit", "vstack", "where", "zeros", "zeros_like",
 )
+
+# -- MXNet's private helpers of mxnet.numpy.multiarray ------------------------------------
+_new_alloc_handle = _nd_mod._new_alloc_handle     # the same C-API stand-in handle
+
+
+def _np_ndarray_cls(handle, writable=True, stype=0):
+    """The array ``handle`` names as an ``mx.np.ndarray``; only dense storage (stype 0, or
+    -1: read it from the array) is accepted."""
+    if stype == -1:
+        stype = _nd_mod._storage_type(handle)
+    if stype != 0:
+        raise GpundaValueError(f"_np_ndarray_cls currently only supports default storage "
+                               f"type, while received stype = {stype}")
+    return ndarray(handle, writable=writable)
+
+
+def _reshape_view(a, *shape):
+    """A view of ``a`` (same memory) with a new shape, as an ``mx.np.ndarray``; ``shape``
+    is a tuple or ints and may hold MXNet's reshape codes (-1 infers an axis)."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = tuple(shape[0])
+    base = a.as_nd_ndarray() if isinstance(a, ndarray) else a
+    return _nd_mod.NDArray.reshape(base, shape).as_np_ndarray()
+
+
+def _as_mx_np_array(object, ctx=None):  # noqa: A002 (MXNet's parameter name)
+    """``object`` for ``mx.np`` code: a NumPy array becomes an ``mx.np.ndarray`` (sharing
+    the memory of a C-contiguous one, on ``ctx`` when given), numbers stay, lists and
+    tuples are converted item by item; anything else is a TypeError."""
+    from gpunda.base import GpundaTypeError, numeric_types
+    if isinstance(object, _onp.ndarray):
+        if not object.flags["C_CONTIGUOUS"]:
+            object = _onp.ascontiguousarray(object, dtype=object.dtype)
+        ret = _nd_mod.from_numpy(object).as_np_ndarray()
+        return ret if ctx is None else ret.as_in_ctx(ctx)
+    if isinstance(object, numeric_types):
+        return object
+    if isinstance(object, (list, tuple)):
+        return object.__class__([_as_mx_np_array(x) for x in object])
+    raise GpundaTypeError(f"Does not support converting {type(object)} to mx.np.ndarray.")
+
+
+def _as_onp_array(object):  # noqa: A002 (MXNet's parameter name)
+    """``(value, ctx)``: ``object`` with every ``mx.np.ndarray`` in it (also inside lists
+    and tuples) copied to NumPy, and the context they were on (None when none was; a
+    ValueError when they were on different devices)."""
+    if isinstance(object, ndarray):
+        return object.asnumpy(), object.ctx
+    if isinstance(object, (list, tuple)):
+        items, ctx = [], None
+        for x in object:
+            v, c = _as_onp_array(x)
+            items.append(v)
+            if ctx is None:
+                ctx = c
+            elif c is not None and c != ctx:
+                raise GpundaValueError(f"Ambiguous to set the context for the output ndarray "
+                                       f"since input ndarrays are allocated on different "
+                                       f"devices: {ctx} and {c}")
+        return object.__class__(items), ctx
+    return object, None
+
+
 from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
 
 __getattr__ = _forwarding_getattr(__name__, _MXNET_FUNCTIONS, "gpunda.numpy")

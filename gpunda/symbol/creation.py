@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 
 from gpunda.base import GpundaError
+from gpunda._core.not_built import stub_function
 from gpunda import name as _name
 from gpunda import attribute as _attribute
 from gpunda.ops.registry import all_names, fill_positional_params, get_op, parse_dtype, to_attr_string
@@ -241,6 +242,20 @@ def load(fname):
 op = types.ModuleType("gpunda.symbol.op", "Every registered op as a Symbol function.")
 _internal = op
 _made = {}
+# mxnet.symbol._internal also holds its ctypes layer's names: SymbolBase, the base of
+# every Symbol class (Symbol here), and stubs for the C-level class registration and the
+# creation of a Symbol from an op's C handle, which have no meaning in gpunda
+op.SymbolBase = Symbol
+for _stub_name, _why in (
+        ("_set_symbol_class", "it registers the Symbol class with MXNet's C library, which "
+                              "gpunda does not have (gpunda's Symbol classes are fixed)"),
+        ("_set_np_symbol_class", "it registers the mx.sym.np Symbol class with MXNet's C "
+                                 "library, which gpunda does not have (gpunda's Symbol "
+                                 "classes are fixed)"),
+        ("_symbol_creator", "it makes a Symbol from an op's C-API handle; gpunda's Symbol "
+                            "functions build nodes from the op registry (mx.sym.<op>)")):
+    setattr(op, _stub_name, stub_function("mxnet.symbol._internal", _stub_name, _why))
+del _stub_name, _why
 
 
 def _populate(namespace):

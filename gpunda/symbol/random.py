@@ -35,6 +35,24 @@ def _helper(dist, params, shape, dtype, kwargs):
     return _symbol.lookup(f"_random_{dist}")(**kw)
 
 
+def _random_helper(random, sampler, params, shape, dtype, kwargs):
+    """MXNet's dispatch of a sampler Symbol: with Symbol parameters (all of them)
+    ``sampler(*params, shape=, dtype=, **kwargs)``, with numbers (all of them)
+    ``random(*params, shape=, dtype=, **kwargs)``."""
+    from gpunda.base import GpundaAssertionError, GpundaValueError
+    kind = Symbol if isinstance(params[0], Symbol) else \
+        numeric_types if isinstance(params[0], numeric_types) else None
+    if kind is None:
+        raise GpundaValueError(f"Distribution parameters must be either Symbol or numbers, "
+                               f"but got {type(params[0])}.")
+    for p in params[1:]:
+        if not isinstance(p, kind):
+            raise GpundaAssertionError(f"Distribution parameters must all have the same type, "
+                                       f"but got both {type(params[0])} and {type(p)}.")
+    call = sampler if kind is Symbol else random
+    return call(*params, shape=shape, dtype=dtype, **kwargs)
+
+
 def uniform(low=0, high=1, shape=None, dtype=None, **kwargs):
     """Samples from U[low, high)."""
     return _helper("uniform", {"low": low, "high": high}, shape, dtype, kwargs)

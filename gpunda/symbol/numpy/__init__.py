@@ -216,6 +216,36 @@ class _SymbolicNamespace(types.ModuleType):
         return _symbolic_attr(self._target, attr, self.__dict__)
 
 
+def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None, out=None):
+    """MXNet's dispatch of a binary ``mx.sym.np`` function: ``fn_scalar(lhs, rhs, out=)``
+    for two numbers, ``fn_array(lhs, rhs, out=)`` for two Symbols, and ``lfn_scalar(sym,
+    scalar=float(number), is_int=<number is an int>, out=)`` for a Symbol and a number
+    (``rfn_scalar`` instead when the number is on the left and one is given)."""
+    from gpunda.base import GpundaTypeError, integer_types, numeric_types
+    if isinstance(lhs, numeric_types):
+        if isinstance(rhs, numeric_types):
+            return fn_scalar(lhs, rhs, out=out)
+        fn = lfn_scalar if rfn_scalar is None else rfn_scalar
+        return fn(rhs, scalar=float(lhs), is_int=isinstance(rhs, integer_types), out=out)
+    if isinstance(rhs, numeric_types):
+        return lfn_scalar(lhs, scalar=float(rhs), is_int=isinstance(rhs, integer_types),
+                          out=out)
+    if isinstance(rhs, Symbol):
+        return fn_array(lhs, rhs, out=out)
+    raise GpundaTypeError(f"type {type(rhs)} not supported")
+
+
+def _unary_func_helper(x, fn_array, fn_scalar, out=None, **kwargs):
+    """MXNet's dispatch of a unary ``mx.sym.np`` function: ``fn_scalar(x, **kwargs)`` for
+    a number, ``fn_array(x, out=, **kwargs)`` for a NumPy-mode Symbol."""
+    from gpunda.base import GpundaTypeError, numeric_types
+    if isinstance(x, numeric_types):
+        return fn_scalar(x, **kwargs)
+    if isinstance(x, _Symbol):
+        return fn_array(x, out=out, **kwargs)
+    raise GpundaTypeError(f"type {type(x)} not supported")
+
+
 _made_np = {}    # not this module's globals: mx.sym.np.sum there would shadow builtins.sum
 
 
