@@ -8,6 +8,7 @@ learning rate. All support a warm-up phase of ``warmup_steps`` that goes from
 from __future__ import annotations
 
 import math
+from math import pi  # noqa: F401 (MXNet's lr_scheduler module has it)
 
 from gpunda.base import GpundaError
 

@@ -13,7 +13,8 @@ from gpunda import ndarray, registry  # noqa: F401 -- module names MXNet's metri
 from gpunda.base import numeric_types, string_types  # noqa: F401
 from gpunda._lib.metric_base import (EvalMetric, CompositeEvalMetric, CustomMetric, check_label_shapes,
                            create, register, alias, np)
-from gpunda._lib.metric_classification import Accuracy, TopKAccuracy, F1, MCC, PCC
+from gpunda._lib.metric_classification import (Accuracy, TopKAccuracy, F1, MCC, PCC,
+                                               _BinaryClassificationMetrics)
 from gpunda._lib.metric_regression import (MAE, MSE, RMSE, CrossEntropy, NegativeLogLikelihood,
                                  Perplexity, PearsonCorrelation, Loss, Torch, Caffe)
 

@@ -171,3 +171,20 @@ def test_opencv_results_are_mxnets():
     np.testing.assert_array_equal(mx.image.center_crop(src, (10, 8))[0].asnumpy(),
                                   ref["center_crop"])
     np.testing.assert_array_equal(T.CenterCrop((10, 8))(src).asnumpy(), ref["T_center_crop"])
+
+
+def test_image_cv2_and_get_interp_method_match_mxnet():
+    import importlib.util
+    import gpunda.image
+    if importlib.util.find_spec("cv2") is None:
+        assert gpunda.image.cv2 is None          # as MXNet without OpenCV's Python module
+    else:
+        import cv2
+        assert gpunda.image.cv2 is cv2
+    from gpunda.image.image import _get_interp_method as g
+    # MXNet 1.9.1's answers
+    assert [g(9, (10, 10, 20, 20)), g(9, (10, 10, 5, 5)), g(9, (10, 10, 20, 5)), g(9), g(3)] \
+        == [2, 3, 1, 2, 3]
+    assert all(0 <= g(10) <= 4 for _ in range(20))
+    with pytest.raises(ValueError, match="Unknown interp method 7"):
+        g(7)

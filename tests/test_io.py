@@ -541,3 +541,38 @@ def test_inspect_reports_shapes_that_do_not_fit_and_json_without_heads(tmp_path,
     assert cli.main(["inspect", str(nohead)]) == 1
     assert capsys.readouterr().err.strip() == (f"error: inspect: {str(nohead)!r} is not an MXNet "
                                                f"symbol JSON: it has no 'heads' entry")
+
+
+# -- io.utils / io.io helpers of MXNet 1.9.1 (answers recorded from MXNet 1.9.1) -------------
+def test_io_utils_helpers_match_mxnet():
+    import importlib.util
+    from gpunda.io import utils as U
+    from gpunda.io.io import _init_data
+    has_h5 = importlib.util.find_spec("h5py") is not None
+    assert (U.h5py is not None and U.h5py.__name__ == "h5py") if has_h5 else U.h5py is None
+    a = mx.nd.array(np.arange(12).reshape(4, 3))
+    b = mx.nd.array([1, 2, 3, 4], dtype="int32")
+    csr = mx.nd.sparse.csr_matrix(np.array([[0, 1], [2, 0], [0, 0], [3, 4]], dtype="float32"))
+    data = _init_data([a, b, csr], allow_empty=False, default_name="data")
+    assert U._has_instance(data, mx.nd.sparse.CSRNDArray)
+    assert not U._has_instance(_init_data(a, False, "d"), mx.nd.sparse.CSRNDArray)
+    out = U._getdata_by_idx(data, np.array([3, 0, 2]))
+    assert [k for k, _ in out] == ["_0_data", "_1_data", "_2_data"]
+    assert [type(v).__name__ for _, v in out] == ["NDArray", "NDArray", "CSRNDArray"]
+    assert [v.dtype for _, v in out] == [np.float32] * 3     # MXNet's nd.array default
+    assert out[0][1].asnumpy().tolist() == [[9, 10, 11], [0, 1, 2], [6, 7, 8]]
+    assert out[1][1].asnumpy().tolist() == [4, 1, 3]
+    assert out[2][1].asnumpy().tolist() == [[3, 4], [0, 1], [0, 0]]
+    assert U._slice_along_batch_axis(a, slice(1, 3), 0).asnumpy().tolist() == \
+        [[3, 4, 5], [6, 7, 8]]
+    assert U._slice_along_batch_axis(a, slice(0, 2), 1).asnumpy().tolist() == \
+        [[0, 1], [3, 4], [6, 7], [9, 10]]
+
+
+def test_init_io_module_installs_the_iterators_and_make_io_iterator_says_why_not():
+    from gpunda.io import io as io_mod
+    io_mod._init_io_module()
+    for name in ("CSVIter", "MNISTIter", "LibSVMIter", "ImageRecordIter"):
+        assert vars(io_mod)[name] is getattr(mx.io, name)
+    with pytest.raises(GpundaError, match="_make_io_iterator is not supported: .*handle"):
+        io_mod._make_io_iterator(None)

@@ -228,3 +228,70 @@ def test_check_label_shapes():
     mx.metric.check_label_shapes(A([[1, 2]]), A([[3, 4]]), shape=True)
     with pytest.raises(ValueError):
         mx.metric.check_label_shapes(A([[1, 2]]), A([[3], [4]]), shape=True)
+
+
+# -- _BinaryClassificationMetrics (the counts behind F1 and MCC); numbers from MXNet 1.9.1 --
+_BIN_A = ([0, 1, 1, 0, 1, 1], [[0.3, 0.7], [0.6, 0.4], [0.2, 0.8], [0.9, 0.1], [0.1, 0.9],
+                               [0.55, 0.45]])
+_BIN_B = ([1, 0, 0, 1], [[0.4, 0.6], [0.3, 0.7], [0.8, 0.2], [0.7, 0.3]])
+_BIN_C = ([1, 1, 0, 0, 1, 0, 1], [[0.2, 0.8], [0.1, 0.9], [0.4, 0.6], [0.7, 0.3], [0.3, 0.7],
+                                  [0.6, 0.4], [0.8, 0.2]])
+
+
+def _bin(pair):
+    return mx.nd.array(pair[0]), mx.nd.array(pair[1])
+
+
+def test_binary_classification_metrics_counts_and_scores_match_mxnet():
+    b = mx.metric._BinaryClassificationMetrics()
+    b.update_binary_stats(*_bin(_BIN_A))
+    assert (b.true_positives, b.false_positives, b.false_negatives, b.true_negatives) == \
+        (2, 1, 2, 1)
+    assert b.total_examples == 6
+    assert (b.precision, b.recall) == pytest.approx((0.6666666666666666, 0.5))
+    assert b.fscore == pytest.approx(0.5714285714285715)
+    assert b.matthewscc() == 0.0
+    b.update_binary_stats(*_bin(_BIN_B))
+    b.local_reset_stats()
+    b.update_binary_stats(*_bin(_BIN_B))
+    assert (b.true_positives, b.false_positives, b.false_negatives, b.true_negatives) == \
+        (1, 1, 1, 1)
+    assert (b.global_true_positives, b.global_false_positives, b.global_false_negatives,
+            b.global_true_negatives, b.global_total_examples) == (4, 3, 4, 3, 14)
+    assert (b.global_precision, b.global_recall, b.global_fscore) == \
+        pytest.approx((0.5714285714285714, 0.5, 0.5333333333333333))
+    b.reset_stats()
+    assert (b.global_total_examples, b.fscore, b.matthewscc(True)) == (0, 0.0, 0.0)
+    c = mx.metric._BinaryClassificationMetrics()
+    c.update_binary_stats(*_bin(_BIN_C))
+    assert (c.true_positives, c.false_positives, c.false_negatives, c.true_negatives) == \
+        (3, 1, 1, 2)
+    assert (c.matthewscc(), c.fscore) == pytest.approx((0.4166666666666667, 0.75))
+    c.update_binary_stats(*_bin(_BIN_B))
+    assert c.matthewscc() == pytest.approx(0.26666666666666666)
+    assert c.matthewscc(use_global=True) == pytest.approx(0.26666666666666666)
+    with pytest.raises(ValueError, match="only supports binary classification"):
+        c.update_binary_stats(mx.nd.array([0, 1, 2]), mx.nd.array([[1, 0], [0, 1], [1, 0]]))
+
+
+@pytest.mark.parametrize("avg,f1_vals,mcc_vals", [
+    ("macro", (0.5357142857142858, 0.5357142857142858, 0.5, 0.5238095238095238),
+     (0.20833333333333334, 0.20833333333333334)),
+    ("micro", (0.5454545454545454, 0.5454545454545454, 0.5, 0.5333333333333333),
+     (0.26666666666666666, 0.26666666666666666)),
+])
+def test_f1_and_mcc_keep_their_counts_in_binary_classification_metrics(avg, f1_vals, mcc_vals):
+    f1 = mx.metric.F1(average=avg)
+    mcc = mx.metric.MCC(average=avg)
+    # MXNet's attribute names: F1.metrics, MCC._metrics
+    assert isinstance(f1.metrics, mx.metric._BinaryClassificationMetrics)
+    assert isinstance(mcc._metrics, mx.metric._BinaryClassificationMetrics)
+    f1.update(*[[a] for a in _bin(_BIN_A)])
+    f1.update(*[[a] for a in _bin(_BIN_B)])
+    assert (f1.get()[1], f1.get_global()[1]) == pytest.approx(f1_vals[:2])
+    f1.reset_local()
+    f1.update(*[[a] for a in _bin(_BIN_B)])
+    assert (f1.get()[1], f1.get_global()[1]) == pytest.approx(f1_vals[2:])
+    mcc.update(*[[a] for a in _bin(_BIN_C)])
+    mcc.update(*[[a] for a in _bin(_BIN_B)])
+    assert (mcc.get()[1], mcc.get_global()[1]) == pytest.approx(mcc_vals)

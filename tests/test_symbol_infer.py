@@ -207,3 +207,17 @@ def test_where_shape_rule():
     assert w.infer_shape_partial(c=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
     assert w.infer_shape_partial(c=(0,), x=(2, 2), y=(2, 2))[1] == [()]
     assert (w + sym.var("z")).infer_shape_partial(z=(4, 3))[0] == [(), (), (), (4, 3)]
+
+
+@pytest.mark.parametrize("shape,kwargs,expected", [
+    # MXNet 1.9.1's infer_shape_partial answers
+    ((1, 6, 0), dict(kernel=(5,), stride=(2,), adj=(1,), num_filter=4, num_group=2),
+     ([(1, 6, 0), (6, 2, 5)], [(1, 4, 0)], [])),
+    ((2, 3, 0, 7), dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=5, no_bias=True),
+     ([(2, 3, 0, 7), (3, 5, 3, 3)], [(2, 5, 0, 13)], [])),
+    ((0, 0, 4, 4), dict(kernel=(2, 2), num_filter=3),
+     ([(0, 0, 4, 4), (0, 3, 2, 2)], [(0, 3, 5, 5)], [])),
+])
+def test_deconvolution_partial_shapes_match_mxnet(shape, kwargs, expected):
+    d = sym.var("data", shape=shape)
+    assert sym.Deconvolution(d, **kwargs).infer_shape_partial() == expected

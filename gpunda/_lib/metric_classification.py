@@ -65,15 +65,18 @@ class TopKAccuracy(EvalMetric):
             self._add(int((top == lab.reshape(-1, 1)).sum()), order.shape[0])
 
 
-class _BinaryStats:
-    """Confusion counts of a binary classifier, local and global."""
+class _BinaryClassificationMetrics:
+    """Confusion counts of a binary classifier (class 1 positive), local and global, and the
+    scores F1 and MCC read from them (MXNet's helper of the same name)."""
 
-    _FIELDS = ("tp", "fp", "fn", "tn")
+    _COUNTS = ("true_positives", "false_positives", "false_negatives", "true_negatives")
 
     def __init__(self):
         self.reset_stats()
 
     def update_binary_stats(self, label, pred):
+        """Add the counts of one (label, pred) pair: ``pred`` holds scores per class
+        (argmax over axis 1), ``label`` the classes 0/1."""
         p = host(pred)
         lab = host(label).astype("int32")
         pred_label = _np.argmax(p, axis=1)
@@ -82,56 +85,100 @@ class _BinaryStats:
             raise ValueError(f"{self.owner} currently only supports binary classification.")
         pred_true = pred_label == 1
         label_true = lab.reshape(pred_label.shape) == 1
-        counts = {"tp": int((pred_true & label_true).sum()),
-                  "fp": int((pred_true & ~label_true).sum()),
-                  "fn": int((~pred_true & label_true).sum()),
-                  "tn": int((~pred_true & ~label_true).sum())}
-        for f, n in counts.items():
-            self.local[f] += n
-            self.glob[f] += n
+        counts = (int((pred_true & label_true).sum()), int((pred_true & ~label_true).sum()),
+                  int((~pred_true & label_true).sum()), int((~pred_true & ~label_true).sum()))
+        for field, n in zip(self._COUNTS, counts):
+            setattr(self, field, getattr(self, field) + n)
+            setattr(self, "global_" + field, getattr(self, "global_" + field) + n)
 
-    owner = "F1"
+    owner = "_BinaryClassificationMetrics"     # the name errors give (F1 and MCC set theirs)
 
-    def local_reset_stats(self):
-        self.local = dict.fromkeys(self._FIELDS, 0)
-
-    def reset_stats(self):
-        self.local_reset_stats()
-        self.glob = dict.fromkeys(self._FIELDS, 0)
+    def _counts(self, use_global):
+        pre = "global_" if use_global else ""
+        return tuple(getattr(self, pre + f) for f in self._COUNTS)
 
     @staticmethod
-    def total(c):
-        return sum(c.values())
+    def _ratio(num, other):
+        return float(num) / (num + other) if num + other > 0 else 0.
+
+    @property
+    def precision(self):
+        return self._ratio(self.true_positives, self.false_positives)
+
+    @property
+    def global_precision(self):
+        return self._ratio(self.global_true_positives, self.global_false_positives)
+
+    @property
+    def recall(self):
+        return self._ratio(self.true_positives, self.false_negatives)
+
+    @property
+    def global_recall(self):
+        return self._ratio(self.global_true_positives, self.global_false_negatives)
 
     @staticmethod
-    def fscore(c):
-        prec = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] > 0 else 0.0
-        rec = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] > 0 else 0.0
-        return 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
+    def _f(prec, rec):
+        return 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.
 
-    @staticmethod
-    def matthewscc(c):
-        if not sum(c.values()):
-            return 0.0
-        tp, fp, fn, tn = (float(c[f]) for f in ("tp", "fp", "fn", "tn"))
-        denom = 1.0
+    @property
+    def fscore(self):
+        return self._f(self.precision, self.recall)
+
+    @property
+    def global_fscore(self):
+        return self._f(self.global_precision, self.global_recall)
+
+    def matthewscc(self, use_global=False):
+        """Matthews correlation coefficient of the local (or global) counts."""
+        tp, fp, fn, tn = (float(c) for c in self._counts(use_global))
+        if not tp + fp + fn + tn:
+            return 0.
+        denom = 1.
         for t in (tp + fp, tp + fn, tn + fp, tn + fn):
-            if t != 0.0:    # a zero margin leaves the product, as MXNet does
+            if t != 0.:     # a zero margin leaves the product, as MXNet does
                 denom *= t
         return (tp * tn - fp * fn) / math.sqrt(denom)
 
+    @property
+    def total_examples(self):
+        return sum(self._counts(False))
+
+    @property
+    def global_total_examples(self):
+        return sum(self._counts(True))
+
+    def local_reset_stats(self):
+        for f in self._COUNTS:
+            setattr(self, f, 0)
+
+    def reset_stats(self):
+        self.local_reset_stats()
+        for f in self._COUNTS:
+            setattr(self, "global_" + f, 0)
+
 
 class _BinaryMetric(EvalMetric):
-    """F1 and MCC: 'macro' averages the per-update score, 'micro' scores all counts."""
+    """F1 and MCC: 'macro' averages the per-update score, 'micro' scores all counts. The
+    counts live in a _BinaryClassificationMetrics under MXNet's attribute name
+    (``metrics`` on F1, ``_metrics`` on MCC)."""
 
-    _score = None
+    _stats_attr = None
 
     def __init__(self, name, output_names, label_names, average):
         self.average = average
-        self._stats = _BinaryStats()
-        self._stats.owner = type(self).__name__
+        stats = _BinaryClassificationMetrics()
+        stats.owner = type(self).__name__
+        setattr(self, self._stats_attr, stats)
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
+
+    @property
+    def _stats(self):
+        return getattr(self, self._stats_attr)
+
+    def _score(self, stats, use_global):
+        raise NotImplementedError
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
@@ -139,16 +186,16 @@ class _BinaryMetric(EvalMetric):
         for label, pred in zip(labels, preds):
             st.update_binary_stats(label, pred)
         if self.average == "macro":
-            self.sum_metric += self._score(st.local)
-            self.global_sum_metric += self._score(st.glob)
+            self.sum_metric += self._score(st, False)
+            self.global_sum_metric += self._score(st, True)
             self.num_inst += 1
             self.global_num_inst += 1
             st.reset_stats()
         else:
-            self.sum_metric = self._score(st.local) * st.total(st.local)
-            self.global_sum_metric = self._score(st.glob) * st.total(st.glob)
-            self.num_inst = st.total(st.local)
-            self.global_num_inst = st.total(st.glob)
+            self.sum_metric = self._score(st, False) * st.total_examples
+            self.global_sum_metric = self._score(st, True) * st.global_total_examples
+            self.num_inst = st.total_examples
+            self.global_num_inst = st.global_total_examples
 
     def reset(self):
         super().reset()
@@ -166,7 +213,10 @@ class F1(_BinaryMetric):
     Args:
         average: 'macro' (mean of the per-update scores) or 'micro' (over all counts).
     """
-    _score = staticmethod(_BinaryStats.fscore)
+    _stats_attr = "metrics"
+
+    def _score(self, stats, use_global):
+        return stats.global_fscore if use_global else stats.fscore
 
     def __init__(self, name="f1", output_names=None, label_names=None, average="macro"):
         super().__init__(name, output_names, label_names, average)
@@ -175,7 +225,10 @@ class F1(_BinaryMetric):
 @register
 class MCC(_BinaryMetric):
     """Binary Matthews correlation coefficient of 2-D score predictions ('macro'/'micro')."""
-    _score = staticmethod(_BinaryStats.matthewscc)
+    _stats_attr = "_metrics"
+
+    def _score(self, stats, use_global):
+        return stats.matthewscc(use_global)
 
     def __init__(self, name="mcc", output_names=None, label_names=None, average="macro"):
         super().__init__(name, output_names, label_names, average)

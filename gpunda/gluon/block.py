@@ -28,7 +28,7 @@ from gpunda.base import GpundaError
 from gpunda.context import Context
 from gpunda.gluon.parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
 from gpunda.gluon import _np_mode
-from gpunda.gluon.utils import HookHandle
+from gpunda.gluon.utils import HookHandle, _indent
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -191,11 +191,6 @@ def _formats_compatible(stored, given):
         return False
     short, long_ = (stored, given) if len(stored) < len(given) else (given, stored)
     return long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
-
-
-def _indent(s, n):
-    lines = s.split("\n")
-    return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
 
 
 class Block:

@@ -240,6 +240,42 @@ def shape_is_known(shape):
     return True
 
 
+def _indent(s_, numSpaces):
+    """``s_`` with every line after the first indented by ``numSpaces`` spaces (the nested
+    blocks of a Block's repr)."""
+    lines = s_.split("\n")
+    return lines[0] + "".join("\n" + " " * numSpaces + ln for ln in lines[1:])
+
+
+def _brief_print_list(lst, limit=7):
+    """The items of ``lst`` quoted and comma separated; more than ``limit`` of them are cut
+    to the first ``limit // 2`` and the last ``ceil(limit / 2)`` around ', ..., '
+    (parameter lists in errors)."""
+    lst = list(lst)
+    if len(lst) > limit:
+        return (_brief_print_list(lst[:limit // 2], limit) + ", ..., "
+                + _brief_print_list(lst[-limit // 2:], limit))
+    return ", ".join(f"'{i}'" for i in lst)
+
+
+def _check_same_symbol_type(symbols):
+    """The Symbol class of ``symbols`` (``sym.np._Symbol`` or ``sym.Symbol``); TypeError when
+    classic and numpy Symbols are mixed."""
+    from gpunda.gluon._np_mode import check_same_symbol_type
+    if check_same_symbol_type(symbols):
+        from gpunda.symbol.numpy import _Symbol
+        return _Symbol
+    from gpunda.symbol import Symbol
+    return Symbol
+
+
+def _check_all_np_ndarrays(out):
+    """TypeError unless every array or Symbol in ``out`` (nested lists/tuples) is an
+    ``mx.np.ndarray`` or an np Symbol; other values are ignored."""
+    from gpunda.gluon._np_mode import check_all_np
+    check_all_np(out)
+
+
 _APACHE_REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
 
 

@@ -23,3 +23,16 @@ from gpunda.image import detection as det  # noqa: F401,E402
 from gpunda.image.detection import (DetAugmenter, DetBorrowAug, DetRandomSelectAug,  # noqa: F401,E402
                         DetHorizontalFlipAug, DetRandomCropAug, DetRandomPadAug,
                         CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)
+
+
+def __getattr__(name):
+    # MXNet's image module shows the cv2 module it imports (None without OpenCV); OpenCV is
+    # imported here on first access, so that importing gpunda.image does not load it
+    if name == "cv2":
+        try:
+            import cv2
+        except ImportError:
+            cv2 = None
+        globals()["cv2"] = cv2
+        return cv2
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

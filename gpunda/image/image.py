@@ -145,6 +145,9 @@ def interp_method(interp, sizes=()):
     return interp
 
 
+_get_interp_method = interp_method      # MXNet's name
+
+
 def scale_down(src_size, size):
     """``size`` (w, h) shrunk, keeping its aspect ratio, to fit in ``src_size`` (w, h)."""
     w, h = size

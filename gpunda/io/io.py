@@ -478,7 +478,25 @@ class NDArrayIter(DataIter):
 # the package (gpunda.io imports this module), served from there on first access
 from gpunda._core.reexports import forwarding_getattr as _forwarding_getattr  # noqa: E402
 
-__getattr__ = _forwarding_getattr(__name__, (
-    "CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",
-    "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1", "LibSVMIter",
-    "MNISTIter", "MXDataIter"), "gpunda.io")
+_NATIVE_ITERS = ("CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",
+                 "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1",
+                 "LibSVMIter", "MNISTIter")
+
+__getattr__ = _forwarding_getattr(__name__, _NATIVE_ITERS + ("MXDataIter",), "gpunda.io")
+
+
+def _init_io_module():
+    """Put every data iterator of MXNet's C++ library (gpunda's own ``CSVIter``,
+    ``MNISTIter``, ``ImageRecordIter``, ...) into this module, as MXNet does at import."""
+    import sys
+    module_obj = sys.modules[__name__]
+    for name in _NATIVE_ITERS:
+        setattr(module_obj, name, getattr(module_obj, name))
+
+
+from gpunda._core.not_built import define_stubs  # noqa: E402
+
+define_stubs(globals(), functions=("_make_io_iterator",),
+             reason="it makes an iterator function from a libmxnet DataIterCreator handle, "
+                    "which gpunda does not have (its iterators are Python classes: "
+                    "mx.io.CSVIter, mx.io.MNISTIter, ...; _init_io_module installs them)")

@@ -147,6 +147,39 @@ def convolution(p, ins, outs):
     return ins, [out] + list(outs[1:])
 
 
+def deconvolution(p, ins, outs):
+    """Deconvolution on partial shapes: the weight (in channels, num_filter / num_group,
+    *kernel) and bias as soon as the channels are known, output sizes where the input's are
+    (or ``target_shape``'s)."""
+    from gpunda.ops.nn.conv import _conv_geo, _tuple
+    ins = list(ins)
+    data, out = ins[0], outs[0]
+    kernel = tuple(p.kernel)
+    nd = len(kernel)
+    if getattr(p, "layout", None) not in (None, {1: "NCW", 2: "NCHW", 3: "NCDHW"}.get(nd)):
+        return ins, outs        # channel-last layouts: the forward compute decides
+    w = ins[1]
+    C = -1 if data is None else data[1]
+    if C < 0 and w is not None and w[0] >= 0:
+        C = w[0]
+    ins[1] = (C, p.num_filter // p.num_group) + kernel
+    if not p.no_bias:
+        ins[2] = (p.num_filter,)
+    if data is None:
+        return ins, outs
+    _, stride, dilate, pad = _conv_geo(p, nd + 2, "Deconvolution")
+    adj = _tuple(p.adj, nd, 0, "Deconvolution", "adj")
+    target = p.target_shape
+    if target is not None and target != () and any(t > 0 for t in target):
+        sp = _tuple(target, nd, 0, "Deconvolution", "target_shape")
+    else:
+        sp = tuple(stride[i] * (s - 1) + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] + adj[i]
+                   if s >= 0 else -1 for i, s in enumerate(data[2:]))
+    out = merge(out, (data[0], p.num_filter) + sp, "Deconvolution output")
+    ins[0] = merge(data, (out[0], C) + tuple(data[2:]), "Deconvolution data")
+    return ins, [out] + list(outs[1:])
+
+
 def embedding(p, ins, outs):
     data = ins[0]
     out = None if data is None else tuple(data) + (p.output_dim,)
@@ -394,7 +427,8 @@ def creation(p, ins, outs):
 _RULES = {
     "Reshape": reshape, "_np_reshape": reshape, "_npx_reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation,
-    "FullyConnected": fully_connected, "Convolution": convolution, "Embedding": embedding,
+    "FullyConnected": fully_connected, "Convolution": convolution, "Deconvolution": deconvolution,
+    "Embedding": embedding,
     "Concat": concat, "_rnn_param_concat": rnn_param_concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,

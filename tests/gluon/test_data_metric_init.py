@@ -142,3 +142,18 @@ def test_lr_schedulers():
     assert abs(w(5) - 0.5) < 1e-12
     with pytest.raises(GpundaError, match="factor"):
         mx.lr_scheduler.FactorScheduler(step=2, factor=2.0)
+
+
+def test_filtered_dataset_and_transform_first_closure_match_mxnet():
+    from gpunda.gluon.data.dataset import _FilteredDataset, _TransformFirstClosure
+    d = _FilteredDataset(SimpleDataset(list(range(10))), lambda s: s % 3 == 0)
+    assert len(d) == 4
+    assert [d[i] for i in range(len(d))] == [0, 3, 6, 9]
+    assert d[-1] == 9
+    t = _TransformFirstClosure(lambda v: v * 10)
+    assert t(2) == 20
+    assert t(2, "a", "b") == (20, "a", "b")
+    ds = ArrayDataset(np.arange(4), np.arange(4) + 10).transform_first(lambda v: v * 2)
+    assert type(ds._fn).__name__ == "_TransformFirstClosure"      # as MXNet's transform_first
+    assert [tuple(int(v) for v in ds[i]) for i in range(4)] == [(0, 10), (2, 11), (4, 12),
+                                                               (6, 13)]

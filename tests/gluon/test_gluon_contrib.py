@@ -154,3 +154,10 @@ def test_dynamic_unroll_equals_unroll(rng):
     ref, ref_states = cell.unroll(5, x, layout="TNC", merge_outputs=True, valid_length=lengths)
     np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-6)
     np.testing.assert_allclose(states[0].asnumpy(), ref_states[0].asnumpy(), rtol=1e-6)
+
+
+def test_get_conv_out_size_matches_mxnet():
+    from gpunda.gluon.contrib.rnn.conv_rnn_cell import _get_conv_out_size
+    # MXNet 1.9.1: a size 0 (unknown) stays 0
+    assert _get_conv_out_size((10, 0, 7), (3, 3, 5), (1, 0, 2), (2, 1, 1)) == (8, 0, 7)
+    assert _get_conv_out_size((8,), (4,), (0,), (1,)) == (5,)

@@ -250,3 +250,20 @@ def test_activations_module():
     assert nn.Swish is activations.Swish and nn.Activation is activations.Activation
     assert set(activations.__all__) == {"Activation", "LeakyReLU", "PReLU", "ELU", "SELU",
                                         "Swish", "GELU"}
+
+
+@pytest.mark.parametrize("op,shape,kwargs,expected", [
+    # MXNet 1.9.1's answers
+    ("Convolution", (1, 3, 0, 0), dict(kernel=(3, 3), stride=(1, 1), dilate=(1, 1), pad=(0, 0),
+                                       num_filter=8, num_group=1, no_bias=False,
+                                       layout="NCHW"),
+     [(1, 3, 0, 0), (8, 3, 3, 3), (8,)]),
+    ("Deconvolution", (1, 6, 0), dict(kernel=(5,), stride=(2,), dilate=(1,), pad=(0,), adj=(1,),
+                                      num_filter=4, num_group=2, no_bias=False, layout="NCW"),
+     [(1, 6, 0), (6, 2, 5), (4,)]),
+    ("Convolution", (1, 0, 0, 0, 0), dict(kernel=(1, 2, 3), num_filter=5, no_bias=False),
+     [(1, 0, 0, 0, 0), (5, 0, 1, 2, 3), (5,)]),
+])
+def test_infer_weight_shape_matches_mxnet(op, shape, kwargs, expected):
+    from gpunda.gluon.nn.conv_layers import _infer_weight_shape
+    assert _infer_weight_shape(op, shape, kwargs) == expected

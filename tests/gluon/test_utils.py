@@ -145,3 +145,39 @@ def test_clip_global_norm_warns_each_call_even_under_a_foreign_spec():
             assert len(w) == 2
     finally:
         utils.__spec__ = saved
+
+
+# -- private helpers MXNet 1.9.1's gluon.utils has; answers recorded from MXNet 1.9.1 --------
+def test_brief_print_list_matches_mxnet():
+    assert utils._brief_print_list(range(20)) == \
+        "'0', '1', '2', ..., '16', '17', '18', '19'"
+    assert utils._brief_print_list(["a", "b"]) == "'a', 'b'"
+    assert utils._brief_print_list(range(8), limit=4) == "'0', '1', ..., '6', '7'"
+    assert utils._brief_print_list([]) == ""
+
+
+def test_indent_matches_mxnet():
+    assert utils._indent("a\nb\n c", 3) == "a\n   b\n    c"
+    assert utils._indent("one", 5) == "one"
+    assert utils._indent("", 2) == ""
+
+
+def test_check_same_symbol_type_returns_the_symbol_class():
+    x = mx.sym.var("x")
+    y = mx.sym.var("y").as_np_ndarray()
+    assert utils._check_same_symbol_type([x, x]) is mx.sym.Symbol
+    assert utils._check_same_symbol_type([y, y]) is mx.sym.np._Symbol
+    for mixed in ([x, y], [y, x]):
+        with pytest.raises(TypeError, match="Found both classic symbol"):
+            utils._check_same_symbol_type(mixed)
+
+
+def test_check_all_np_ndarrays_accepts_np_and_rejects_classic():
+    y = mx.sym.var("y").as_np_ndarray()
+    assert utils._check_all_np_ndarrays(mx.np.ones(2)) is None
+    assert utils._check_all_np_ndarrays([mx.np.ones(2), (y, 3)]) is None
+    assert utils._check_all_np_ndarrays(5) is None
+    with pytest.raises(TypeError, match="got output type .*NDArray"):
+        utils._check_all_np_ndarrays(mx.nd.ones(2))
+    with pytest.raises(TypeError, match="got output type .*Symbol"):
+        utils._check_all_np_ndarrays([mx.np.ones(1), [mx.sym.var("x")]])

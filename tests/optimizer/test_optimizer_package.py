@@ -37,3 +37,11 @@ def test_group_adagrad_bad_input():
     w = mx.nd.ones((2, 2))
     with pytest.raises(mx.MXNetError, match="weight decay"):
         opt.update(0, w, mx.nd.ones((2, 2)), opt.create_state(0, w))
+
+
+def test_lr_scheduler_module_has_pi():
+    import math
+    from gpunda import lr_scheduler
+    assert lr_scheduler.pi == math.pi       # MXNet's lr_scheduler does `from math import pi`
+    sched = lr_scheduler.CosineScheduler(max_update=10, base_lr=1.0, final_lr=0.0)
+    assert sched(5) == pytest.approx((1 + math.cos(lr_scheduler.pi * 5 / 10)) / 2)

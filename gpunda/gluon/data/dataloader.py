@@ -196,10 +196,59 @@ class DataLoader:
         return len(self._batch_sampler)
 
 
+# MXNet's worker functions, for code that builds its own pool from them (GluonCV's loaders):
+# a process pool made with _worker_initializer runs _worker_fn (batches pickled with
+# ForkingPickler, so NDArrays travel through shared memory), a ThreadPool made with
+# _thread_worker_initializer runs _thread_worker_fn; _MultiWorkerIter collects either.
+# gpunda's DataLoader runs on its own pool (_workers.py).
+_worker_dataset = None      # set in each worker process by _worker_initializer
+
+
+def _thread_worker_initializer(active_shape, active_array):
+    """ThreadPool initializer: the NumPy-shape/array modes of the loader's thread."""
+    from gpunda.util import set_np
+    set_np(shape=active_shape, array=active_array)
+
+
+def _worker_initializer(dataset, active_shape, active_array):
+    """Process-pool initializer: keep ``dataset`` in this worker (``_worker_dataset``) and
+    take the NumPy-shape/array modes of the loader's process."""
+    global _worker_dataset
+    _worker_dataset = dataset
+    from gpunda.util import set_np
+    set_np(shape=active_shape, array=active_array)
+
+
+def _worker_fn(samples, batchify_fn, dataset=None):
+    """A process worker's task: the batch of ``samples`` of ``_worker_dataset``, as
+    ForkingPickler bytes (NDArrays in shared memory). ``dataset`` is ignored."""
+    import io
+    import pickle
+    from gpunda.gluon.data import _mxnet_workers
+    batch = batchify_fn([_worker_dataset[i] for i in samples])
+    buf = io.BytesIO()
+    _mxnet_workers.ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(batch)
+    return buf.getvalue()
+
+
+def _thread_worker_fn(samples, batchify_fn, dataset):
+    """A thread worker's task: the batch of ``samples`` of ``dataset``."""
+    return batchify_fn([dataset[i] for i in samples])
+
+
+# MXNet's multiprocessing machinery (gluon/data/_mxnet_workers.py), loaded on first use so that
+# `import gpunda` does not pay for multiprocessing; it registers the shared-memory pickling of
+# NDArrays with ForkingPickler when it loads
+_MP_NAMES = frozenset(("ForkingPickler", "ConnectionWrapper", "Queue", "SimpleQueue",
+                       "rebuild_ndarray", "reduce_ndarray", "rebuild_np_ndarray",
+                       "reduce_np_ndarray", "worker_loop_v1", "fetcher_loop_v1",
+                       "_MultiWorkerIterV1", "DataLoaderV1", "_MultiWorkerIter"))
+
+
 def __getattr__(name):
-    # MXNet's dataloader imports multiprocessing's pickler at the top (GluonNLP reaches it
-    # here); loaded on first use so that `import gpunda` does not pay for multiprocessing
-    if name == "ForkingPickler":
-        from multiprocessing.reduction import ForkingPickler
-        return ForkingPickler
+    if name in _MP_NAMES:
+        from gpunda.gluon.data import _mxnet_workers
+        value = getattr(_mxnet_workers, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -54,7 +54,7 @@ class Dataset:
 
     def transform_first(self, fn, lazy=True):
         """Apply ``fn`` to the first element of each sample (the data, not the label)."""
-        return self.transform(_TransformFirst(fn), lazy)
+        return self.transform(_TransformFirstClosure(fn), lazy)
 
 
 class _Slice(Dataset):
@@ -84,6 +84,21 @@ class _SampledDataset(Dataset):
         return self._data[self._indices[idx]]
 
 
+class _FilteredDataset(Dataset):
+    """The samples of ``dataset`` for which ``fn(sample)`` is true, chosen once at
+    construction."""
+
+    def __init__(self, dataset, fn):
+        self._dataset = dataset
+        self._indices = [i for i in range(len(dataset)) if fn(dataset[i])]
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, idx):
+        return self._dataset[self._indices[idx]]
+
+
 class SimpleDataset(Dataset):
     """A dataset over a list (or anything indexable with a length)."""
 
@@ -111,7 +126,9 @@ class _LazyTransformDataset(Dataset):
         return self._fn(item)
 
 
-class _TransformFirst:
+class _TransformFirstClosure:
+    """``fn`` applied to the first element of a sample (a class, so that it pickles)."""
+
     def __init__(self, fn):
         self._fn = fn
 

@@ -24,6 +24,20 @@ def _tuple(v, n, what, where):
     return v
 
 
+def _infer_weight_shape(op_name, data_shape, kwargs):
+    """The argument shapes (data, weight, bias) that op ``op_name`` (Convolution,
+    Deconvolution) with ``kwargs`` infers from ``data_shape`` (0s where unknown)."""
+    from gpunda import symbol
+    from gpunda.util import is_np_array
+    data = symbol.var("data", shape=data_shape)
+    if is_np_array():
+        op = getattr(symbol.npx, op_name)
+        data = data.as_np_ndarray()
+    else:
+        op = getattr(symbol, op_name)
+    return op(data, **kwargs).infer_shape_partial()[0]
+
+
 class _Conv(HybridBlock):
     """Shared body of Conv*D and Conv*DTranspose (ops Convolution / Deconvolution)."""
 

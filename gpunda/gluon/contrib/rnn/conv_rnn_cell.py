@@ -24,10 +24,10 @@ def _tuple(spec, dims, what):
     return spec
 
 
-def _conv_out(dims, kernel, pad, dilate):
-    # stride 1; 0 stays 0 (a size left to infer)
-    return tuple(d + 2 * p - dl * (k - 1) if d else 0
-                 for d, k, p, dl in zip(dims, kernel, pad, dilate))
+def _get_conv_out_size(dimensions, kernels, paddings, dilations):
+    """Spatial sizes out of a stride-1 convolution; a size 0 (left to infer) stays 0."""
+    return tuple(int(d + 2 * p - dl * (k - 1)) if d else 0
+                 for d, k, p, dl in zip(dimensions, kernels, paddings, dilations))
 
 
 class _BaseConvRNNCell(HybridRecurrentCell):
@@ -63,7 +63,7 @@ class _BaseConvRNNCell(HybridRecurrentCell):
         spatial = self._input_shape[1:] if first_channel else self._input_shape[:-1]
         self._h2h_pad = tuple(d * (k - 1) // 2 for d, k in zip(self._h2h_dilate,
                                                                self._h2h_kernel))
-        out_size = _conv_out(spatial, self._i2h_kernel, self._i2h_pad, self._i2h_dilate)
+        out_size = _get_conv_out_size(spatial, self._i2h_kernel, self._i2h_pad, self._i2h_dilate)
         total = hidden_channels * self._gates
         if first_channel:
             i2h_shape = (total, in_channels) + self._i2h_kernel
