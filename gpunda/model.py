@@ -17,7 +17,6 @@ import numpy as np
 
 from gpunda.base import (GpundaAssertionError, GpundaError, GpundaTypeError, GpundaValueError,
                          mx_real_t)
-from gpunda.callback import LogValidationMetricsCallback
 from gpunda.initializer import Uniform
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_params", "params_path", "symbol_path"]
@@ -372,6 +371,16 @@ def _train_multi_device(symbol, ctx, arg_names, param_names, aux_names, arg_para
             eval_data.reset()
 
 
+class _LogValidationMetrics:
+    """The default ``eval_end_callback`` of fit/create: MXNet's default,
+    ``mx.callback.LogValidationMetricsCallback``, loaded on first call so that ``import gpunda`` does not load
+    ``gpunda.callback``."""
+
+    def __call__(self, param):
+        from gpunda.callback import LogValidationMetricsCallback
+        return LogValidationMetricsCallback()(param)
+
+
 class FeedForward:
     """MXNet's deprecated model class: trains and runs a Symbol with one data input and one
     label (use ``mx.mod.Module`` in new code).
@@ -627,7 +636,7 @@ class FeedForward:
 
     def fit(self, X, y=None, eval_data=None, eval_metric="acc", epoch_end_callback=None,
             batch_end_callback=None, kvstore="local", logger=None, work_load_list=None,
-            monitor=None, eval_end_callback=LogValidationMetricsCallback(),
+            monitor=None, eval_end_callback=_LogValidationMetrics(),
             eval_batch_end_callback=None):
         """Train from ``begin_epoch`` to ``num_epoch`` on ``X`` (a DataIter, or arrays with
         labels ``y``), evaluating on ``eval_data`` after each epoch."""
@@ -698,7 +707,7 @@ class FeedForward:
     def create(symbol, X, y=None, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd",
                initializer=Uniform(0.01), eval_data=None, eval_metric="acc",
                epoch_end_callback=None, batch_end_callback=None, kvstore="local", logger=None,
-               work_load_list=None, eval_end_callback=LogValidationMetricsCallback(),
+               work_load_list=None, eval_end_callback=_LogValidationMetrics(),
                eval_batch_end_callback=None, **kwargs):
         """Make a FeedForward and ``fit`` it; returns the trained model."""
         model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size,
