@@ -373,8 +373,8 @@ def _train_multi_device(symbol, ctx, arg_names, param_names, aux_names, arg_para
 
 class _LogValidationMetrics:
     """The default ``eval_end_callback`` of fit/create: MXNet's default,
-    ``mx.callback.LogValidationMetricsCallback``, loaded on first call so that ``import gpunda`` does not load
-    ``gpunda.callback``."""
+    ``mx.callback.LogValidationMetricsCallback``, loaded on first call so that
+    ``import gpunda`` does not load ``gpunda.callback``."""
 
     def __call__(self, param):
         from gpunda.callback import LogValidationMetricsCallback
