@@ -1,4 +1,4 @@
 """``mx.executor`` (MXNet's module path): the Executor of ``Symbol.bind``."""
-from gpunda.symbol.executor import Executor  # noqa: F401
+from gpunda.symbol.executor import Executor, _monitor_callback_wrapper  # noqa: F401
 
 __all__ = ["Executor"]

@@ -39,6 +39,17 @@ from gpunda._testing.runners import __all__ as _runners_all
 from gpunda._testing.stats import *  # noqa: F401,F403
 from gpunda._testing.stats import __all__ as _stats_all
 
+# MXNet's private helpers of this module (tests call some of them)
+from gpunda._testing.compare import _find_max_violation  # noqa: E402,F401
+from gpunda._testing.gradients import (_parse_aux_states, _parse_location,  # noqa: E402,F401
+                                       _sorted_dict, _sorted_items)
+from gpunda._testing.random_data import (_get_powerlaw_dataset_csr,  # noqa: E402,F401
+                                         _get_uniform_dataset_csr,
+                                         _validate_csr_generation_inputs)
+
+#: the features of this build, as MXNet's module keeps them
+_features = Features()
+
 #: the gpunda package, as ``mx`` is in MXNet's module
 mx = sys.modules[__name__.rpartition(".")[0]]
 

@@ -275,3 +275,12 @@ def test_simple_bind_group2ctx_places_inputs_as_mxnet():
                                [[0.00193, 0.14342, -0.02122], [-0.00317, -0.23522, 0.0348],
                                 [0.00027, 0.0202, -0.00299], [0.00038, 0.02847, -0.00421]],
                                atol=2e-5)
+
+
+def test_monitor_callback_wrapper_drops_the_third_argument():
+    # MXNet 1.9.1: the wrapper calls callback(name, array) and ignores the user pointer
+    from gpunda import executor
+    seen = []
+    handle = executor._monitor_callback_wrapper(lambda n, arr: seen.append((n, arr)))
+    assert handle(b"fc_output", 7, None) is None
+    assert seen == [(b"fc_output", 7)]

@@ -314,3 +314,29 @@ def test_sequential_cell_steps_through_its_cells():
                                        mx.rnn.RNNCell(2, prefix="r_")))
     with pytest.raises(NotImplementedError, match="unroll"):
         stack(mx.sym.Variable("x"), stack.begin_state())
+
+
+def test_rnn_cell_module_helpers_match_mxnet():
+    # answers recorded from MXNet 1.9.1 (/work/mxref)
+    from gpunda.rnn import rnn_cell as R
+    cells = [mx.rnn.LSTMCell(4, prefix="l0_"), mx.rnn.GRUCell(3, prefix="g0_")]
+    assert R._cells_state_shape(cells) == [(0, 4), (0, 4), (0, 3)]
+    assert R._cells_state_info(cells) == [{"shape": (0, 4), "__layout__": "NC"},
+                                          {"shape": (0, 4), "__layout__": "NC"},
+                                          {"shape": (0, 3), "__layout__": "NC"}]
+    states = R._cells_begin_state(cells, func=mx.sym.zeros)
+    assert [s.name for s in states] == ["l0_begin_state_0", "l0_begin_state_1",
+                                        "g0_begin_state_0"]
+    fused = [mx.rnn.FusedRNNCell(3, num_layers=1, mode="lstm", prefix="f_")]
+    flat = mx.nd.array(np.arange(84, dtype=np.float32))
+    unpacked = R._cells_unpack_weights(fused, {"f_parameters": flat})
+    assert sorted(unpacked) == sorted(f"f_l0_{w}_{g}_{k}" for w in ("i2h", "h2h")
+                                      for g in "ifco" for k in ("weight", "bias"))
+    packed = R._cells_pack_weights(fused, unpacked)
+    assert sorted(packed) == ["f_parameters"]
+    assert packed["f_parameters"].asnumpy().tolist() == flat.asnumpy().tolist()
+    steps, axis = R._normalize_sequence(3, mx.sym.var("d"), "NTC", False)
+    assert len(steps) == 3 and axis == 1
+    merged, axis = R._normalize_sequence(3, [mx.sym.var(f"x{i}") for i in range(3)], "TNC", True)
+    assert axis == 0
+    assert merged.infer_shape(x0=(2, 5), x1=(2, 5), x2=(2, 5))[1] == [(3, 2, 5)]

@@ -487,3 +487,62 @@ def test_verify_generator_mean_and_var_checks():
     assert not tu.mean_check(normal, 0.1, 2.0, nsamples=100000)
     assert tu.var_check(normal, 2.0, nsamples=100000)
     assert not tu.var_check(normal, 2.2, nsamples=100000)
+
+
+def test_private_helpers_match_mxnet():
+    # answers recorded from MXNet 1.9.1 (/work/mxref) with the same inputs
+    from gpunda import test_utils as T
+    idx, worst = T._find_max_violation(np.array([1., 2., 3.]), np.array([1., 2.5, 3.1]),
+                                       0.01, 0.01)
+    assert tuple(int(i) for i in idx) == (1,) and worst == pytest.approx(14.285714285714285)
+    idx, worst = T._find_max_violation(np.array([[1., np.inf], [0, 1]]),
+                                       np.array([[1., np.inf], [0.5, 1]]), 0.1, 0.)
+    assert tuple(int(i) for i in idx) == (1, 0) and worst == pytest.approx(10.0)
+    assert T._sorted_items({"b": 1, "a": 2}) == [("a", 2), ("b", 1)]
+    assert list(T._sorted_dict({"b": 1, "a": 2}).items()) == [("a", 2), ("b", 1)]
+    assert isinstance(T._features, mx.runtime.Features)
+
+
+def test_private_csr_generators_match_mxnet():
+    from gpunda import test_utils as T
+    a = T._get_uniform_dataset_csr(10, 20, 0.2)
+    assert (a.stype, a.shape, a.dtype, a.data.shape) == ("csr", (10, 20), np.float64, (40,))
+    a = T._get_uniform_dataset_csr(10, 20, 0.2, dtype=np.float32, data_init=3.0)
+    assert a.dtype == np.float32 and np.unique(a.data.asnumpy()).tolist() == [3.0]
+    np.random.seed(0)
+    b = T._get_powerlaw_dataset_csr(6, 8, 0.5)
+    assert b.stype == "csr" and b.dtype == np.float32
+    assert (b.asnumpy() != 0).sum(1).tolist() == [2, 4, 8, 8, 1, 1]
+    b = T._get_powerlaw_dataset_csr(8, 8, 0.5, dtype=np.float64)
+    assert b.dtype == np.float32                          # MXNet's: mx.nd.array's default
+    assert (b.asnumpy() != 0).sum(1).tolist() == [2, 4, 8, 8, 7, 1, 1, 1]
+    with pytest.raises(ValueError, match="not supported for this density: 1.0"):
+        T._get_powerlaw_dataset_csr(4, 4, 1.0)
+    assert T._validate_csr_generation_inputs(4, 4, 0.5, "powerlaw") is None
+    for args, msg in [((3, 3, 1.5), "between 0 and 1"), ((0, 3, 0.1), "greater than 0"),
+                      ((4, 4, 0.1, "powerlaw"), "not supported for this density: 0.1")]:
+        with pytest.raises(ValueError, match=msg):
+            T._validate_csr_generation_inputs(*args)
+
+
+def test_private_parse_location_and_aux_states_match_mxnet():
+    from gpunda import test_utils as T
+    d, w = mx.sym.var("d"), mx.sym.var("w")
+    s = mx.sym.BatchNorm(mx.sym.FullyConnected(d, w, no_bias=True, num_hidden=3), name="bn")
+    loc = T._parse_location(s, [np.ones((2, 4)), np.ones((3, 4)), np.ones(3), np.ones(3)],
+                            mx.cpu())
+    assert [(k, v.dtype, v.shape) for k, v in loc.items()] == [
+        ("bn_beta", np.float32, (3,)), ("bn_gamma", np.float32, (3,)),
+        ("d", np.float32, (2, 4)), ("w", np.float32, (3, 4))]
+    loc = T._parse_location(s, {k: np.ones(2, dtype=np.float16) for k in s.list_arguments()},
+                            mx.cpu(), dtype="asnumpy")
+    assert [v.dtype for v in loc.values()] == [np.float16] * 4
+    with pytest.raises(ValueError, match="Symbol arguments and keys of the given location"):
+        T._parse_location(s, {"d": 1}, mx.cpu())
+    aux = T._parse_aux_states(s, [np.zeros(3), np.ones(3)], mx.cpu())
+    assert {k: v.asnumpy().tolist() for k, v in aux.items()} == {
+        "bn_moving_mean": [0.0] * 3, "bn_moving_var": [1.0] * 3}
+    assert aux["bn_moving_var"].dtype == np.float32
+    assert T._parse_aux_states(s, None, mx.cpu()) is None
+    with pytest.raises(ValueError, match="Symbol aux_states names and given aux_states"):
+        T._parse_aux_states(s, {"bn_moving_var": np.ones(3)}, mx.cpu())

@@ -173,6 +173,13 @@ def _violations(a, b, rtol, atol):
         return diff / (atol + rtol * np.abs(b) + 1e-20)
 
 
+def _find_max_violation(a, b, rtol, atol):
+    """``(index, value)`` of the largest ``|a - b| / (atol + rtol |b|)`` (equal entries,
+    infinities included, count 0), as MXNet's helper of the same name."""
+    viol = _violations(np.asarray(a), np.asarray(b), rtol, atol)
+    return np.unravel_index(np.argmax(viol), viol.shape), np.max(viol)
+
+
 def _mismatch_error(a, b, rtol, atol, names, mismatches, bad):
     """The AssertionError for ``a`` vs ``b`` (broadcast NumPy arrays) where ``bad`` is True.
 

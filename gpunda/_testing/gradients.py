@@ -42,6 +42,16 @@ def _to_nd(v, ctx, dtype):
     return v
 
 
+def _sorted_items(d):
+    """The ``(key, value)`` pairs of ``d`` sorted by key."""
+    return sorted(d.items(), key=lambda kv: kv[0])
+
+
+def _sorted_dict(d):
+    """``d`` as an OrderedDict sorted by key."""
+    return OrderedDict(_sorted_items(d))
+
+
 def _parse_location(sym, location, ctx, dtype=default_dtype()):
     """``location`` (a list in ``list_arguments()`` order, or a dict) as sorted NDArrays."""
     args = sym.list_arguments()
@@ -54,7 +64,7 @@ def _parse_location(sym, location, ctx, dtype=default_dtype()):
     else:
         raise GpundaError(f"location must be a list, tuple or dict of arrays, got "
                           f"{type(location).__name__}")
-    return OrderedDict(sorted((k, _to_nd(v, ctx, dtype)) for k, v in location.items()))
+    return _sorted_dict({k: _to_nd(v, ctx, dtype) for k, v in location.items()})
 
 
 def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):

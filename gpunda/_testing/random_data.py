@@ -150,6 +150,35 @@ def _powerlaw_dense(shape, density, dtype):
     return out
 
 
+def _validate_csr_generation_inputs(num_rows, num_cols, density, distribution="uniform"):
+    """A ValueError unless a ``num_rows x num_cols`` csr of ``density`` can be generated
+    with ``distribution`` ('uniform' or 'powerlaw', which needs 2 non-zeros a row)."""
+    _check_csr_request((num_rows, num_cols), density, distribution)
+
+
+def _get_uniform_dataset_csr(num_rows, num_cols, density=0.1, dtype=None, data_init=None,
+                             shuffle_csr_indices=False):
+    """A CSRNDArray with ``int(num_rows * num_cols * density)`` non-zeros at distinct
+    uniformly random places, values uniform in [0, 1) (all ``data_init`` when given);
+    ``dtype`` None is SciPy's float64, as in MXNet."""
+    from gpunda.ndarray import sparse
+    _validate_csr_generation_inputs(num_rows, num_cols, density, distribution="uniform")
+    dtype = np.float64 if dtype is None else dtype
+    csr = _uniform_csr((num_rows, num_cols), density, dtype, data_init, shuffle_csr_indices)
+    return sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=(num_rows, num_cols),
+                             dtype=dtype)
+
+
+def _get_powerlaw_dataset_csr(num_rows, num_cols, density=0.1, dtype=None):
+    """A float32 CSRNDArray whose rows have about twice the non-zeros of the row before
+    (``_powerlaw_dense``, built in ``dtype``); a ValueError where that cannot place
+    ``num_rows * num_cols * density`` values."""
+    from gpunda.ndarray.ndarray import array
+    _validate_csr_generation_inputs(num_rows, num_cols, density, distribution="powerlaw")
+    dense = _powerlaw_dense((num_rows, num_cols), density, dtype)
+    return array(dense, dtype=np.float32).tostype("csr")
+
+
 def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
                         data_init=None, rsp_indices=None, modifier_func=None,
                         shuffle_csr_indices=False, ctx=None):

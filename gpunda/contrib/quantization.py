@@ -1,9 +1,11 @@
 """``mx.contrib.quantization`` (also ``mx.contrib.quant``): the calibration helpers of
 MXNet's int8 flow.
 
-Built: the histogram helpers (``combine_histogram``, ``_smooth_distribution``) and the
+Built: the histogram helpers (``combine_histogram``, ``_smooth_distribution``), the
 entropy (KL divergence) threshold search ``_get_optimal_threshold(s)``, which runs the
-``_contrib_calibrate_entropy`` op as MXNet's does. Not built yet: the graph rewriting
+``_contrib_calibrate_entropy`` op as MXNet's does, the monitor-callback collectors
+(``_LayerHistogramCollector``, ``_LayerOutputMinMaxCollector``) and the loaders of
+calibration inputs (``_load_sym``, ``_load_params``, ``_DataIterWrapper``, ``_as_data_iter``). Not built yet: the graph rewriting
 (``quantize_model``, ``quantize_graph``, ``quantize_net``, ...), which in MXNet is a C++
 pass (``MXQuantizeSymbol``) with MKL-DNN subgraph backends; those names raise
 NotImplementedForGpunda.
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import NotImplementedForGpunda
+from gpunda.base import (GpundaAssertionError, GpundaTypeError, GpundaValueError,
+                         NotImplementedForGpunda)
+from gpunda.io import DataBatch, DataDesc, DataIter
 
 __all__ = ["combine_histogram", "quantize_model", "quantize_model_mkldnn", "quantize_graph",
            "calib_graph", "quantize_net", "quantize_net_v2"]
@@ -43,6 +47,81 @@ def combine_histogram(old_hist, arr, new_min, new_max, new_th):
     hist, edges = np.histogram(arr, bins=new_bins, range=(-new_th, new_th))
     hist[half_increased:new_bins - half_increased] += old_hist
     return hist, edges, min(old_min, new_min), max(old_max, new_max), new_th
+
+
+def _monitored_array(arr):
+    """The NDArray a monitor callback passes: gpunda's callbacks give the NDArray itself,
+    MXNet-style code an ``NDArrayHandle`` (read without taking ownership)."""
+    from gpunda.ndarray import NDArray
+    if isinstance(arr, NDArray):
+        return arr
+    import ctypes
+    from gpunda.base import NDArrayHandle
+    return NDArray(ctypes.cast(arr, NDArrayHandle), writable=False)
+
+
+def _layer_name(name):
+    return name.decode() if isinstance(name, bytes) else name
+
+
+class _LayerHistogramCollector:
+    """Monitor callback that keeps, per layer output named in ``include_layer``, the
+    histogram ``(hist, edges, min, max, threshold)`` of every value it has seen:
+    ``num_bins`` bins over ``[-th, th]`` with ``th = max(|min|, |max|)``, widened by
+    ``combine_histogram`` when later values reach further. Used by entropy calibration."""
+
+    def __init__(self, num_bins=8001, include_layer=None, logger=None):
+        self.hist_dict = {}
+        self.num_bins = num_bins
+        self.include_layer = include_layer
+        self.logger = logger
+
+    def collect(self, name, arr):
+        """The callback: ``name`` (bytes or str) and the array (NDArray or handle)."""
+        name = _layer_name(name)
+        if name not in self.include_layer:
+            return
+        from gpunda.context import cpu
+        arr = _monitored_array(arr).copyto(cpu()).asnumpy()
+        if self.logger:
+            self.logger.debug("Collecting layer %s histogram of shape %s" % (name, arr.shape))
+        lo, hi = np.min(arr), np.max(arr)
+        th = max(abs(lo), abs(hi))
+        if name in self.hist_dict:
+            self.hist_dict[name] = combine_histogram(self.hist_dict[name], arr, lo, hi, th)
+        else:
+            hist, edges = np.histogram(arr, bins=self.num_bins, range=(-th, th))
+            self.hist_dict[name] = (hist, edges, lo, hi, th)
+
+
+class _LayerOutputMinMaxCollector:
+    """Monitor callback that keeps, per layer output named in ``include_layer``, the
+    smallest and largest value seen: ``min_max_dict[name] = (min, max)``, the thresholds
+    of naive calibration."""
+
+    def __init__(self, quantized_dtype, include_layer=None, logger=None):
+        self.min_max_dict = {}
+        self.quantized_dtype = quantized_dtype
+        self.include_layer = include_layer
+        self.logger = logger
+
+    def collect(self, name, arr):
+        """The callback: ``name`` (bytes or str) and the array (NDArray or handle)."""
+        name = _layer_name(name)
+        if name not in self.include_layer:
+            return
+        from gpunda import ndarray
+        arr = _monitored_array(arr)
+        lo = ndarray.min(arr).asscalar()
+        hi = ndarray.max(arr).asscalar()
+        if name in self.min_max_dict:
+            old_lo, old_hi = self.min_max_dict[name]
+            self.min_max_dict[name] = (min(old_lo, lo), max(old_hi, hi))
+        else:
+            self.min_max_dict[name] = (lo, hi)
+        if self.logger:
+            self.logger.debug("Collecting layer %s min_range=%f, max_range=%f"
+                              % (name, lo, hi))
 
 
 def _smooth_distribution(p, eps=0.0001):
@@ -117,6 +196,97 @@ def _get_optimal_thresholds(hist_dict, quantized_dtype, num_quantized_bins=255, 
             logger.debug("layer=%s, min_val=%f, max_val=%f, th=%f, divergence=%f",
                          name, min_val, max_val, float(th[0]), float(divergence[0]))
     return th_dict
+
+
+def _load_sym(sym, logger=None):
+    """A Symbol, or one loaded from a ``.json`` path (taken relative to this module's
+    folder, as MXNet's; an absolute path is itself)."""
+    import os
+    from gpunda.symbol import Symbol, load
+    if isinstance(sym, str):
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), sym)
+        if logger:
+            logger.info("Loading symbol from file %s" % path)
+        return load(path)
+    if isinstance(sym, Symbol):
+        return sym
+    raise GpundaValueError(f"_load_sym only accepts Symbol or path to the symbol file, while "
+                           f"received type {type(sym)}")
+
+
+def _load_params(params, logger=None):
+    """``(arg_params, aux_params)`` from a ``.params`` path (relative to this module's
+    folder; keys ``arg:``/``aux:``, others dropped) or from such a pair itself."""
+    import os
+    from gpunda.ndarray import load
+    if isinstance(params, str):
+        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), params)
+        if logger:
+            logger.info("Loading params from file %s" % path)
+        arg_params, aux_params = {}, {}
+        for key, value in load(path).items():
+            kind, name = key.split(":", 1)
+            if kind == "arg":
+                arg_params[name] = value
+            elif kind == "aux":
+                aux_params[name] = value
+        return arg_params, aux_params
+    if isinstance(params, (tuple, list)) and len(params) == 2:
+        return params[0], params[1]
+    raise GpundaValueError("Unsupported params provided. Must be either a path to the param "
+                           "file or a pair of dictionaries representing arg_params and "
+                           "aux_params")
+
+
+def _fold_leading_axes(x):
+    # 5-d/6-d calibration data: the first two axes become one batch axis
+    return x.reshape((-1,) + x.shape[2:]) if len(x.shape) > 4 else x
+
+
+class _DataIterWrapper(DataIter):
+    """A DataIter over any iterable of batches (a Gluon DataLoader, a list), for
+    calibration. Each item is an array or a list/tuple of arrays; with one or two arrays
+    the inputs are named 'data' and 'data0', with three or more 'data0', 'data1', ...
+    The batch size is the first array's first axis (after folding a 5-d/6-d array's two
+    leading axes into one)."""
+
+    def __init__(self, calib_data):   # noqa: D107  (DataIter.__init__ not called, as MXNet's)
+        self._data = calib_data
+        try:
+            first = iter(calib_data)
+        except TypeError as e:
+            raise GpundaTypeError(f"calib_data is not a valid iterator. {e}") from None
+        example = next(first)
+        example = list(example) if isinstance(example, (list, tuple)) else [example]
+        if not example:
+            raise GpundaAssertionError("_DataIterWrapper: a calibration batch holds no arrays")
+        example[0] = _fold_leading_axes(example[0])
+        if len(example) >= 3:
+            self.provide_data = [DataDesc(name=f"data{i}", shape=x.shape)
+                                 for i, x in enumerate(example)]
+        else:
+            self.provide_data = ([DataDesc(name="data", shape=example[0].shape)]
+                                 + [DataDesc(name=f"data{i}", shape=x.shape)
+                                    for i, x in enumerate(example[1:])])
+        self.batch_size = example[0].shape[0]
+        self.reset()
+
+    def reset(self):
+        self._iter = iter(self._data)
+
+    def next(self):
+        batch = next(self._iter)
+        if len(batch[0].shape) > 4:
+            batch[0] = _fold_leading_axes(batch[0])
+        return DataBatch(data=batch)
+
+
+def _as_data_iter(calib_data):
+    """``(iterator, provide_data)``: a DataIter as it is, anything else wrapped in a
+    ``_DataIterWrapper``."""
+    if not isinstance(calib_data, DataIter):
+        calib_data = _DataIterWrapper(calib_data)
+    return calib_data, calib_data.provide_data
 
 
 def _not_built(name):

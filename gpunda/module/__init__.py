@@ -13,6 +13,7 @@ from gpunda.module.module import Module
 from gpunda.module.bucketing_module import BucketingModule
 from gpunda.module.sequential_module import SequentialModule
 from gpunda.module.python_module import PythonModule, PythonLossModule
+from gpunda.module import executor_group  # noqa: F401  (MXNet's submodule, an attribute too)
 
 __all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule",
            "PythonLossModule"]

@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaAssertionError, GpundaError
 
 __all__ = ["DataParallelExecutorGroup", "split_input_slice", "merge_devices"]
 
@@ -71,6 +71,44 @@ def _load(sources, targets, axes):
             _copy_part(src, dst, sl, axis)
 
 
+def _load_general(data, targets, major_axis):
+    """MXNet's loader: copy each source of ``data`` into its target, which is one NDArray
+    (the whole source), a list of arrays (for a source that is a list, one part each) or
+    ``[(slice, array), ...]`` (the slice of the source along ``major_axis``; the whole
+    source when that axis is negative)."""
+    from gpunda.ndarray import NDArray
+    for src, dst, axis in zip(data, targets, major_axis):
+        if isinstance(dst, NDArray):
+            src.copyto(dst)
+        elif isinstance(src, (list, tuple)):
+            for s, d in zip(src, dst):
+                s.copyto(d)
+        else:
+            for sl, d in dst:
+                _copy_part(src, d, sl, axis)
+
+
+def _load_data(batch, targets, major_axis):
+    """Load ``batch.data`` (or, for a list of pre-sliced batches, each one's data) into
+    ``targets``."""
+    _load_batch_field(batch, "data", targets, major_axis)
+
+
+def _load_label(batch, targets, major_axis):
+    """Load ``batch.label`` (or, for a list of pre-sliced batches, each one's label) into
+    ``targets``."""
+    _load_batch_field(batch, "label", targets, major_axis)
+
+
+def _load_batch_field(batch, field, targets, major_axis):
+    if isinstance(batch, list):
+        sources = [[getattr(b, field)[i] for b in batch] for i in range(len(targets))]
+        targets = [[dst for _, dst in parts] for parts in targets]
+        _load_general(sources, targets, major_axis)
+    else:
+        _load_general(getattr(batch, field), targets, major_axis)
+
+
 def _batch_field(batch, field, n):
     """``batch.data``/``batch.label`` of one DataBatch, or per input a list over a list of them."""
     if isinstance(batch, list):
@@ -98,8 +136,8 @@ def _group2ctxs_per_device(group2ctxs, n):
         return [None] * n
     if isinstance(group2ctxs, list):
         if len(group2ctxs) != n:
-            raise GpundaError(f"group2ctxs: a list needs one dict per context ({n}), got "
-                              f"{len(group2ctxs)}")
+            raise GpundaAssertionError(f"group2ctxs: a list needs one dict per context ({n}), "
+                                       f"got {len(group2ctxs)}")
         return group2ctxs
     if isinstance(group2ctxs, dict):
         out = [{} for _ in range(n)]
@@ -109,12 +147,18 @@ def _group2ctxs_per_device(group2ctxs, n):
             elif len(v) == 1:
                 v = list(v) * n
             elif len(v) != n:
-                raise GpundaError(f"group2ctxs[{group!r}]: needs 1 or {n} contexts, got {len(v)}")
+                raise GpundaAssertionError(f"group2ctxs[{group!r}]: needs 1 or {n} contexts, "
+                                           f"got {len(v)}")
             for i in range(n):
                 out[i][group] = v[i]
         return out
-    raise GpundaError(f"group2ctxs must be a dict group -> context(s) or a list of such dicts, "
-                      f"got {type(group2ctxs).__name__}")
+    raise GpundaAssertionError(f"group2ctxs must be a dict group -> context(s) or a list of "
+                               f"such dicts, got {type(group2ctxs).__name__}")
+
+
+# MXNet's names for the two helpers above (same arguments, same results)
+_merge_multi_context = merge_devices
+_prepare_group2ctxs = _group2ctxs_per_device
 
 
 def _resolve_grad_req(grad_req, arg_names, param_names, fixed, data_names, inputs_need_grad):

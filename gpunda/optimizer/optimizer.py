@@ -21,7 +21,7 @@ import numpy as np
 
 from gpunda._engine import autograd as _ag
 from gpunda.optimizer._rows import op_params, run_update
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaValueError
 from gpunda.ops.optimizer import updates as _ops
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "RMSProp", "AdaGrad", "AdaDelta", "Signum",
@@ -47,6 +47,34 @@ def _fused(name):
 
 
 _FUSED = {}
+
+
+def _flatten_list(nested_list):
+    """The items of the inner sequences of ``nested_list``, in order, as one list (the
+    argument list of MXNet's multi-tensor update ops: ``zip(weights, grads, ...)``)."""
+    return [item for inner in nested_list for item in inner]
+
+
+def _as_classic(a, allow_np):
+    """``a`` (an array or a list of them) with ``mx.np.ndarray`` entries turned into
+    ``mx.nd.NDArray`` views, so that optimizers written with ``nd`` ops take them; with
+    ``allow_np`` False an ``np.ndarray`` is an error. Anything else is returned as is."""
+    import sys
+    np_mod = sys.modules.get("gpunda.numpy")
+    if np_mod is None:          # no mx.np array can exist before mx.np is loaded
+        return a
+    is_np = lambda x: isinstance(x, np_mod.ndarray)  # noqa: E731
+    if isinstance(a, (tuple, list)):
+        if not any(is_np(x) for x in a):
+            return a
+        if not allow_np:
+            raise GpundaValueError("Converting np.ndarray to mx.nd.NDArray is not allowed")
+        return [x.as_nd_ndarray() for x in a]
+    if is_np(a):
+        if not allow_np:
+            raise GpundaValueError("Converting np.ndarray to mx.nd.NDArray is not allowed")
+        return a.as_nd_ndarray()
+    return a
 
 
 def _dense(grad):

@@ -6,7 +6,32 @@ from gpunda.rnn._cells import BaseRNNCell, _normalize_sequence
 
 
 def _cells_state_info(cells):
+    """The ``state_info`` of ``cells``, one list in order."""
     return [info for cell in cells for info in cell.state_info]
+
+
+def _cells_state_shape(cells):
+    """The ``state_shape`` of ``cells``, one list in order."""
+    return [shape for cell in cells for shape in cell.state_shape]
+
+
+def _cells_begin_state(cells, **kwargs):
+    """Each cell's ``begin_state(**kwargs)``, one list in order."""
+    return [state for cell in cells for state in cell.begin_state(**kwargs)]
+
+
+def _cells_unpack_weights(cells, args):
+    """``args`` passed through every cell's ``unpack_weights`` in turn."""
+    for cell in cells:
+        args = cell.unpack_weights(args)
+    return args
+
+
+def _cells_pack_weights(cells, args):
+    """``args`` passed through every cell's ``pack_weights`` in turn."""
+    for cell in cells:
+        args = cell.pack_weights(args)
+    return args
 
 
 def _require_unmodified(cell):
@@ -32,17 +57,13 @@ class _CellGroup(BaseRNNCell):
 
     def begin_state(self, **kwargs):
         _require_unmodified(self)
-        return [s for cell in self._cells for s in cell.begin_state(**kwargs)]
+        return _cells_begin_state(self._cells, **kwargs)
 
     def unpack_weights(self, args):
-        for cell in self._cells:
-            args = cell.unpack_weights(args)
-        return args
+        return _cells_unpack_weights(self._cells, args)
 
     def pack_weights(self, args):
-        for cell in self._cells:
-            args = cell.pack_weights(args)
-        return args
+        return _cells_pack_weights(self._cells, args)
 
 
 class SequentialRNNCell(_CellGroup):

@@ -141,7 +141,7 @@ from gpunda.symbol import namespaces as _namespaces  # noqa: E402
 _mods = _namespaces.build(_symbol.lookup, Symbol)
 contrib, linalg, image, sparse = (_mods[k] for k in ("contrib", "linalg", "image", "sparse"))
 from gpunda.symbol import control_flow as _control_flow  # noqa: E402
-for _cf in _control_flow.__all__:
+for _cf in _control_flow.__all__ + list(_control_flow._MXNET_HELPERS):
     setattr(contrib, _cf, getattr(_control_flow, _cf))
 from gpunda.symbol import random  # noqa: E402,F401,A001  (mx.sym.random: symbol/random.py)
 

@@ -17,12 +17,12 @@ import threading
 
 from gpunda._core.nesting import flatten, regroup as _regroup
 from gpunda.attribute import AttrScope, current as _current_attrs
-from gpunda.base import GpundaError
+from gpunda.base import GpundaAssertionError, GpundaError
 from gpunda import name as _name
 from gpunda.ops.control_flow.loops import with_subgraphs
 from gpunda.ops.registry import get_op
 from gpunda.symbol.shape_rules import _RULES
-from gpunda.symbol.symbol import Symbol, _Node, topo_order
+from gpunda.symbol.symbol import Group, Symbol, _Node, topo_order
 
 __all__ = ["foreach", "while_loop", "cond"]
 
@@ -160,6 +160,85 @@ def _fmt(v):
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(str(int(x)) for x in v) + "]"
     return str(v)
+
+
+# ---- MXNet's helpers of mx.sym.contrib under their names (python/mxnet/symbol/contrib.py) ----
+
+# _regroup (imported above from _core.nesting) has MXNet's arguments: (flat, fmt)
+_get_unique_subgraph_name = _unique_name
+
+
+def _get_sym_uniq_name(sym):
+    """``<node name>-<output index>`` of a single-output Symbol: the name MXNet gives the
+    variable standing for that entry inside a subgraph."""
+    return _uniq_var_name(sym)
+
+
+def _get_graph_inputs(subg):
+    """One variable Symbol per edge from a variable into an op node of ``subg``, in graph
+    order (a variable used twice is listed twice; a graph that is only a variable has
+    none)."""
+    return [Symbol([(c, i)]) for n in topo_order(subg._outputs) for c, i in n.inputs
+            if c.op is None]
+
+
+def _cut_subgraph(subg):
+    """Cut ``subg`` out of the graph it was built in, in place: every edge into one of its
+    nodes (those whose ``__subgraph_name__`` is that of its first output's node) from a
+    node outside becomes an edge from a new variable named after that entry, one variable
+    per distinct entry. Returns the cut entries as Symbols, one per edge cut; ``[]`` when
+    the first output carries no subgraph name."""
+    name = subg._outputs[0][0].attrs.get(_SUBGRAPH)
+    if name is None:
+        return []
+    cut, made = [], {}
+    for n in topo_order(subg._outputs):
+        if not _in_scope(n, name):
+            continue
+        inputs = list(n.inputs)
+        for j, (c, i) in enumerate(inputs):
+            if _in_scope(c, name):
+                continue
+            cut.append(Symbol([(c, i)]))
+            var = made.get((id(c), i))
+            if var is None:
+                var = made[(id(c), i)] = _Node(None, c.output_names()[i], {}, [], None)
+            inputs[j] = (var, 0)
+        n.inputs = inputs
+    return cut
+
+
+def _construct_subgraph(sym_out, sym_states, name):
+    """``Group(outputs + states)`` for the subgraph ``name``, where an entry that is an
+    input of the group, comes from outside the subgraph, or (a state) is also an output
+    goes through ``identity`` so that every head is a node of its own."""
+    from gpunda.symbol.symbol import op as _op
+    sym_out = sym_out if isinstance(sym_out, list) else [sym_out]
+    sym_states = sym_states if isinstance(sym_states, list) else [sym_states]
+    inputs = set(Group(sym_out + sym_states).list_inputs())
+    out_names = {o.name for o in sym_out}
+    heads = []
+    for s in sym_out:
+        keep = s.name not in inputs and s.list_attr().get(_SUBGRAPH, "") == name
+        heads.append(s if keep else _op.identity(s))
+    for s in sym_states:
+        keep = (s.name not in inputs and s.name not in out_names
+                and s.list_attr().get(_SUBGRAPH, "") == name)
+        heads.append(s if keep else _op.identity(s))
+    return Group(heads)
+
+
+def _check_data(inputs, in_type, msg):
+    """An AssertionError with ``msg`` unless ``inputs`` is an ``in_type`` or a list of
+    them."""
+    items = inputs if isinstance(inputs, list) else [inputs]
+    if not all(isinstance(x, in_type) for x in items):
+        raise GpundaAssertionError(msg)
+
+
+_MXNET_HELPERS = ("_flatten", "_regroup", "_get_sym_uniq_name", "_get_graph_inputs",
+                  "_cut_subgraph", "_get_unique_subgraph_name", "_construct_subgraph",
+                  "_check_data")
 
 
 def foreach(body, data, init_states, name="foreach"):

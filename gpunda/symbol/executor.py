@@ -43,6 +43,14 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
     return out
 
 
+def _monitor_callback_wrapper(callback):
+    """MXNet's adapter from a monitor callback ``callback(name, array)`` to the
+    three-argument form the engine calls (the third, an opaque user pointer, is dropped)."""
+    def callback_handle(name, array, _):
+        callback(name, array)
+    return callback_handle
+
+
 class Executor:
     """Bound arrays plus a CachedOp: ``forward``, ``backward``, ``outputs``, ``*_dict``."""
 

@@ -359,3 +359,72 @@ def test_symbolic_errors():
     ex = sym.Group(final).bind(mx.cpu(), {"i": nd.ones((2,))})
     with pytest.raises(GpundaError, match="scalar"):
         ex.forward()
+
+
+# ---- mx.sym.contrib's private helpers (MXNet 1.9.1's python/mxnet/symbol/contrib.py),
+# ---- answers recorded from MXNet 1.9.1 (/work/mxref) on the same graphs
+
+def test_sym_contrib_flatten_regroup_and_names_match_mxnet():
+    C = sym.contrib
+    a, b, c = sym.var("a"), sym.var("b"), sym.var("c")
+    flat, fmt = C._flatten([a, [b, c], sym.Group([a, b])], "inputs")
+    assert [s.name for s in flat] == ["a", "b", "c", None] and fmt == [0, [0, 0], 2]
+    flat, fmt = C._flatten(a, "x")
+    assert [s.name for s in flat] == ["a"] and fmt == 0
+    with pytest.raises(AssertionError, match="loop_vars must be \\(nested\\) list of Symbol"):
+        C._flatten([a, 3], "loop_vars")
+    assert C._regroup([1, 2, 3, 4, 5], [0, [0, 0], 2]) == ([1, [2, 3], [4, 5]], [])
+    assert C._regroup([1, 2], 0) == (1, [2]) and C._regroup([1, 2, 3], 2) == ([1, 2], [3])
+    fc = sym.FullyConnected(a, num_hidden=2, name="fc")
+    sp = sym.split(a, num_outputs=2, name="sp")
+    assert [C._get_sym_uniq_name(s) for s in (a, fc, sp[1])] == ["a-0", "fc-0", "sp-1"]
+    mx.attribute.AttrScope._subgraph_names.clear()
+    assert [C._get_unique_subgraph_name(n) for n in ("foreach", "foreach", "cond")] == [
+        "foreach0", "foreach1", "cond0"]
+    with mx.AttrScope(__subgraph_name__="outer0"):
+        assert C._get_unique_subgraph_name("while_loop") == "outer0$while_loop0"
+
+
+def test_sym_contrib_graph_inputs_and_cut_subgraph_match_mxnet():
+    C = sym.contrib
+    a, b, c = sym.var("a"), sym.var("b"), sym.var("c")
+    assert [s.name for s in C._get_graph_inputs((a + b) * a + sym.sin(c))] == ["a", "b", "a",
+                                                                               "c"]
+    assert [s.name for s in C._get_graph_inputs(sym.FullyConnected(a, num_hidden=2,
+                                                                   name="f2"))] == [
+        "a", "f2_weight", "f2_bias"]
+    assert C._get_graph_inputs(a) == []
+    outer = sym.exp(b, name="outer_exp")
+    with mx.AttrScope(__subgraph_name__="sg0"):
+        x = sym.var("x")
+        z = sym.elemwise_mul(sym.elemwise_add(x, outer, name="add1"), outer, name="mul1")
+        w = sym.elemwise_sub(z, a, name="sub1")
+    cut = C._cut_subgraph(w)
+    # one Symbol per edge cut; the graph now reads new variables named after the entries
+    assert [s.name for s in cut] == ["outer_exp", "outer_exp", "a"]
+    assert [s.list_outputs() for s in cut] == [["outer_exp_output"], ["outer_exp_output"],
+                                               ["a"]]
+    assert w.list_arguments() == ["x", "outer_exp_output", "a"]
+    assert outer.list_inputs() == ["b"]
+    out = w.eval(ctx=mx.cpu(), x=nd.array([1.]), outer_exp_output=nd.array([2.]),
+                 a=nd.array([10.]))
+    assert out[0].asnumpy().tolist() == [-4.0]
+    assert C._cut_subgraph(sym.sin(a)) == []
+
+
+def test_sym_contrib_construct_subgraph_and_check_data_match_mxnet():
+    C = sym.contrib
+    b = sym.var("b")
+    with mx.name.NameManager(), mx.AttrScope(__subgraph_name__="sg1"):
+        p = sym.var("p")
+        q = sym.sin(p, name="sinp")
+        g = C._construct_subgraph([q, p], [q, b], "sg1")
+    assert g.list_outputs() == ["sinp_output", "identity0_output", "identity1_output",
+                                "identity2_output"]
+    assert g.list_inputs() == ["p", "b"]
+    assert C._construct_subgraph(q, [], "sg1").list_outputs() == ["sinp_output"]
+    C._check_data([nd.ones(1)], nd.NDArray, "m")
+    C._check_data(nd.ones(1), nd.NDArray, "m")
+    for bad in ([nd.ones(1), 3], 3):
+        with pytest.raises(AssertionError, match="data should be an NDArray"):
+            C._check_data(bad, nd.NDArray, "data should be an NDArray")

@@ -45,3 +45,20 @@ def test_lr_scheduler_module_has_pi():
     assert lr_scheduler.pi == math.pi       # MXNet's lr_scheduler does `from math import pi`
     sched = lr_scheduler.CosineScheduler(max_update=10, base_lr=1.0, final_lr=0.0)
     assert sched(5) == pytest.approx((1 + math.cos(lr_scheduler.pi * 5 / 10)) / 2)
+
+
+def test_flatten_list_and_as_classic_match_mxnet():
+    # answers recorded from MXNet 1.9.1 (/work/mxref)
+    from gpunda.optimizer import optimizer as O
+    assert O._flatten_list(zip([1, 2], ["a", "b"], [None, 3.5])) == [1, "a", None, 2, "b", 3.5]
+    a, b = mx.np.array([1., 2.]), mx.nd.array([3.])
+    r = O._as_classic(a, True)
+    assert type(r) is mx.nd.NDArray and r.asnumpy().tolist() == [1.0, 2.0]
+    assert [type(x) for x in O._as_classic([a, b], True)] == [mx.nd.NDArray, mx.nd.NDArray]
+    assert O._as_classic(b, False) is b
+    lst = [b]
+    assert O._as_classic(lst, False) is lst
+    for x in (a, [a, b]):
+        with pytest.raises(ValueError, match="Converting np.ndarray to mx.nd.NDArray is not "
+                                             "allowed"):
+            O._as_classic(x, False)
