@@ -105,10 +105,12 @@ def test_method_and_function_on_legacy_and_mixed_inputs():
         np.exp(a, name="x")            # not one of NumPy's ufunc keywords
 
 
-def test_profiler_sees_inlined_np_calls():
+def test_profiler_sees_inlined_np_calls(tmp_path):
     from gpunda import profiler
     a = np.ones((3,))
-    profiler.set_config(profile_all=True, aggregate_stats=True)
+    # the trace file goes to tmp_path, not MXNet's default profile.json in the working dir
+    profiler.set_config(profile_all=True, aggregate_stats=True,
+                        filename=str(tmp_path / "profile.json"))
     profiler.set_state("run")
     try:
         a + a
