@@ -122,19 +122,22 @@ def _array_args(args, kwargs):
             if a is not None and not isinstance(a, (int, float, str, bool, tuple, list))]
 
 
-def call_op(opname, args, kwargs):
+def call_op(opname, args, kwargs, hint=None):
     """Registered op ``opname`` called as MXNet's generated op functions are (arrays
     positionally or by input name, further positional values fill the params in order,
     ``out=``), with NumPy-flavoured results: ``ndarray`` outputs for arrays, an np Symbol
-    (or a list of them) when building a graph. ``npx.*`` and ``np._internal.*`` use it."""
+    (or a list of them) when building a graph, its node named after ``hint`` (MXNet names
+    it after the function: ``npx.batch_flatten`` makes ``batch_flatten0``).
+    ``npx.*`` and ``np._internal.*`` use it."""
     if "out" in kwargs and kwargs["out"] is None:
         del kwargs["out"]
     from gpunda.numpy.multiarray import is_symbolic
     if is_symbolic(_array_args(args, kwargs)):
         from gpunda.symbol import creation
-        from gpunda.symbol.numpy import np_outputs
+        from gpunda.symbol.numpy import np_outputs, np_name_hint
         kwargs.pop("out", None)            # a graph node has no output buffer to write
-        return np_outputs(creation.lookup(opname)(*args, **kwargs))
+        fn = creation.lookup(opname, hint=hint or np_name_hint(opname))
+        return np_outputs(fn(*args, **kwargs))
     from gpunda.ndarray import _op
     out = getattr(_op, opname)(*args, **kwargs)
     return as_np(out) if isinstance(out, (NDArray, list, tuple)) else out

@@ -88,7 +88,7 @@ def broadcast_arrays(*args):
 
 
 def _atleast(n, arys):
-    r = _many("_npi_atleast_nd", arys, n=n)
+    r = _many(f"_np_atleast_{n}d", arys)
     return r[0] if len(r) == 1 else r
 
 
@@ -264,8 +264,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def trace(a, offset=0, axis1=0, axis2=1, out=None):
     """Sum along the diagonals."""
-    from gpunda.numpy._reduce import sum as _sum
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, out=out)
+    return invoke("_np_trace", [to_tensor(a)], out=out, offset=offset, axis1=axis1,
+                  axis2=axis2)
 
 
 def take(a, indices, axis=None, mode="raise", out=None):
@@ -338,7 +338,7 @@ def resize(a, new_shape):
 
 def copy(a):
     """A copy of ``a``."""
-    return invoke("_copy", [to_tensor(a)])
+    return invoke("_np_copy", [to_tensor(a)])
 
 
 def shape(a):

@@ -257,7 +257,7 @@ def _broadcast(x, shape):
 def copy(a, out=None):
     """A copy of array ``a`` (written into ``out`` when given, as MXNet's ``np.copy``)."""
     if is_symbolic((a,)) or out is not None:
-        return invoke_np("_copy", (a,), out=out)
+        return invoke_np("_np_copy", (a,), out=out)     # a graph node named copy0
     return array(a, dtype=a.dtype, ctx=a.ctx)
 
 

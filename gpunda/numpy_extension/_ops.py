@@ -47,7 +47,7 @@ def _drop_omitted_inputs(args):
 
 def _make(npx_name, opname):
     def fn(*args, **kwargs):
-        return call_op(opname, _drop_omitted_inputs(args), kwargs)
+        return call_op(opname, _drop_omitted_inputs(args), kwargs, hint=npx_name)
     fn.__name__ = fn.__qualname__ = npx_name
     fn.__doc__ = f"``npx.{npx_name}``: the registered op ``{opname}`` on mx.np arrays."
     from gpunda.ops.registry import get_op

@@ -267,3 +267,50 @@ def test_sym_np_functions_do_not_shadow_builtins_inside_the_module():
     ex = y.as_nd_ndarray().bind(mx.cpu(), {"x": mx.nd.array(onp.arange(12).reshape(3, 4))})
     onp.testing.assert_array_equal(ex.forward()[0].asnumpy(),
                                    onp.arange(12).reshape(3, 4)[:, None, 1])
+
+
+def test_np_symbol_nodes_are_named_after_the_function_as_mxnet():
+    # MXNet 1.9.1 names an np node after the function that made it (the op name without
+    # its _np_/_npi_/_npx_ prefix): recorded from MXNet with the same calls
+    x, y = mx.sym.var("x").as_np_ndarray(), mx.sym.var("y").as_np_ndarray()
+    with mx.name.NameManager():         # fresh counters, as in a new MXNet process
+        made = [mx.sym.np.diagonal(x), mx.sym.np.cumsum(x), mx.sym.np.copy(x),
+                mx.sym.np.sum(x),
+                mx.sym.np.exp(x), mx.sym.npx.relu(x), mx.sym.np.trace(x),
+                mx.sym.npx.sigmoid(x), mx.sym.npx.batch_flatten(x), mx.sym.np.argmax(x),
+                x + y, x * 2, x / y]
+    names = [json.loads(s.tojson())["nodes"][-1]["name"] for s in made]
+    assert names == ["diagonal0", "cumsum0", "copy0", "sum0", "exp0", "relu0", "trace0",
+                     "sigmoid0", "batch_flatten0", "argmax0", "add0", "multiply_scalar0",
+                     "true_divide0"]
+
+
+def test_trace_and_atleast_nd_are_mxnet_ops():
+    # MXNet 1.9.1 exports np.trace as one _np_trace node and np.atleast_2d as _np_atleast_2d
+    # with num_args; the values and gradients below were recorded from it
+    x, y = mx.sym.var("x").as_np_ndarray(), mx.sym.var("y").as_np_ndarray()
+    node = json.loads(mx.sym.np.trace(x, offset=1).tojson())["nodes"][-1]
+    assert node["op"] == "_np_trace" and node["attrs"]["offset"] == "1"
+    node = json.loads(mx.sym.np.atleast_2d(x, y)[0].tojson())["nodes"][-1]
+    assert node["op"] == "_np_atleast_2d" and node["attrs"] == {"num_args": "2"}
+    a = np.array([[1., 2, 3], [4, 5, 6]])
+    a.attach_grad()
+    with autograd.record():
+        t = np.trace(a, offset=1)
+    t.backward()
+    assert float(t) == 8.0
+    assert a.grad.asnumpy().tolist() == [[0, 1, 0], [0, 0, 1]]
+    b = np.arange(24.).reshape(2, 3, 4)
+    b.attach_grad()
+    with autograd.record():
+        t = np.trace(b, offset=-1, axis1=2, axis2=0)
+    t.backward(np.array([1., 2, 3]))
+    assert t.asnumpy().tolist() == [15, 23, 31]
+    want = onp.zeros((2, 3, 4))
+    want[0, :, 1] = want[1, :, 2] = [1, 2, 3]
+    onp.testing.assert_array_equal(b.grad.asnumpy(), want)
+    s = mx.sym.load_json(mx.sym.np.trace(x, offset=-1, axis1=2, axis2=0).tojson())
+    got = s.as_nd_ndarray().eval(x=mx.nd.arange(24).reshape((2, 3, 4)))[0]
+    assert got.asnumpy().tolist() == [15, 23, 31]
+    assert np.atleast_3d(np.array([1., 2])).shape == (1, 2, 1)
+    assert [z.shape for z in np.atleast_2d(np.ones(3), np.ones((2, 2)))] == [(1, 3), (2, 2)]

@@ -199,10 +199,13 @@ def _broadcast_to(xp, p, a):
 
 moving("_npi_broadcast_to", _broadcast_to, [Param("shape", "shape")],
        doc="Broadcast to ``shape`` (-2: keep the input's dimension).")
-moving("_npi_atleast_nd", lambda xp, p, *xs: [getattr(xp, f"atleast_{p.n}d")(x) for x in xs],
-       [Param("num_args", "int"), Param("n", "int")], inputs=_variadic,
-       num_outputs=lambda p: p.num_args, key_var_num_args="num_args",
-       doc="atleast_1d/2d/3d of each input.")
+for _n in (1, 2, 3):
+    # MXNet's _np_atleast_1d/2d/3d: num_args inputs, one output each
+    moving(f"_np_atleast_{_n}d",
+           lambda xp, p, *xs, _f=f"atleast_{_n}d": [getattr(xp, _f)(x) for x in xs],
+           [Param("num_args", "int")], inputs=_variadic,
+           num_outputs=lambda p: p.num_args, key_var_num_args="num_args",
+           doc=f"atleast_{_n}d of each input.")
 moving("_npi_broadcast_arrays", lambda xp, p, *xs: [a.copy() for a in xp.broadcast_arrays(*xs)],
        [Param("num_args", "int")], inputs=_variadic, num_outputs=lambda p: p.num_args,
        key_var_num_args="num_args", doc="Broadcast inputs against each other.")
@@ -310,6 +313,23 @@ moving("_np_diagflat", lambda xp, p, a: xp.diagflat(a, p.k), [Param("k", "int", 
 moving("_np_diagonal", lambda xp, p, a: xp.diagonal(a, p.offset, p.axis1, p.axis2).copy(),
        [Param("offset", "int", 0), Param("axis1", "int", 0), Param("axis2", "int", 1)],
        doc="Diagonals along two axes.")
+
+
+def _trace_grad(F, p, i, o, g):
+    # trace is the diagonal summed over its last axis: spread the head gradient along that
+    # axis, then send it back through _np_diagonal's index map
+    a = i[0]
+    dshape = np.broadcast_to(np.zeros((), bool), a.shape).diagonal(p.offset, p.axis1,
+                                                                   p.axis2).shape
+    gd = F.broadcast_to(F.expand_dims(g[0], axis=-1), shape=dshape)
+    return [F._npi_index_grad(gd, a, op="_np_diagonal", p=p, nout=1, nres=1)]
+
+
+register(OpDef("_np_trace", lambda xp, p, a: xp.asarray(xp.trace(a, p.offset, p.axis1, p.axis2)),
+               params=[Param("offset", "int", 0), Param("axis1", "int", 0),
+                       Param("axis2", "int", 1)],
+               inputs=("data",), gradient=_trace_grad, save=("inputs",), family="np_manip",
+               hidden=True, doc="Sums along diagonals (NumPy's trace)."))
 
 
 # ---------------------------------------------------------------------------

@@ -220,6 +220,8 @@ register(OpDef(
     gradient=lambda F, p, i, o, g: [F.gather_nd(g[0], i[1]), None],
     save=("inputs",), family="indexing",
     doc="Zeros of `shape` with `data` written at `indices` (the inverse of gather_nd)."))
+
+
 def _scatter_set_nd(xp, p, lhs, rhs, idx):
     shape = tuple(lhs.shape)
     if tuple(p.shape) != shape:

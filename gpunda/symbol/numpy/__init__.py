@@ -21,7 +21,7 @@ from gpunda.numpy.multiarray import _method, add_np_operators
 from gpunda.symbol.symbol import Symbol
 from gpunda.symbol import creation as _creation
 
-__all__ = ["_Symbol", "make_np_node", "np_outputs", "npx", "load", "load_json"]
+__all__ = ["_Symbol", "make_np_node", "np_name_hint", "np_outputs", "npx", "load", "load_json"]
 
 
 def _as_np_sym(s):
@@ -38,9 +38,19 @@ def np_outputs(sym):
     return [_Symbol([e]) for e in sym._outputs]
 
 
+def np_name_hint(opname):
+    """The automatic node name MXNet gives an np op's node: its function's name, the op's
+    without the ``_np_``/``_npi_``/``_npx_`` prefix (``_npi_exp`` makes ``exp0``); None
+    for other ops, which keep their own name."""
+    for prefix in ("_np_", "_npi_", "_npx_"):
+        if opname.startswith(prefix):
+            return opname[len(prefix):].lower()
+    return None
+
+
 def make_np_node(opname, inputs, params):
     """The node of registered op ``opname`` over Symbols ``inputs`` (``np_outputs``)."""
-    fn = _creation.lookup(opname)
+    fn = _creation.lookup(opname, hint=np_name_hint(opname))
     return np_outputs(fn(*inputs, **{k: v for k, v in params.items()
                                      if v is not None or k == "M"}))
 
