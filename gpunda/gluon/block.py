@@ -748,7 +748,7 @@ class HybridBlock(Block):
                               f"then run forward with this block at least once")
         sym = self._cached_graph[1]
         sym_file = f"{path}-symbol.json"
-        sym.save(sym_file)
+        sym.save(sym_file, remove_amp_cast=remove_amp_cast)
         arg_names = set(sym.list_arguments())
         aux_names = set(sym.list_auxiliary_states())
         arg_dict = {}

@@ -416,6 +416,11 @@ class Trainer:
 
     def _update(self, ignore_stale_grad=False):
         params = self._params
+        # amp.init_trainer gave this trainer a loss scaler: a step whose gradients hold
+        # inf/NaN is skipped (the scaler lowers its scale), as MXNet's Trainer
+        loss_scaler = getattr(self, "_amp_loss_scaler", None)
+        if loss_scaler is not None and loss_scaler.has_overflow(params):
+            return
         if not ignore_stale_grad:
             self._check_stale()
         if not (self._kvstore is not None and self._update_on_kvstore):

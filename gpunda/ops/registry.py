@@ -44,6 +44,9 @@ REQUIRED = _Required()
 
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
                   "bool_": "bool", "int": "int32", "long": "int64"}
+# MXNet's bfloat16 as its Python side spells it: a record of one 2-byte field. gpunda has no
+# bfloat16 arithmetic; the value names the dtype in graphs (amp_cast) and .params files.
+BFLOAT16 = np.dtype([("bfloat16", np.uint16)])
 _MX_DTYPES = ("float32", "float64", "float16", "uint8", "int8", "int32", "int64", "bool",
               "int16", "uint16", "uint32", "uint64")
 
@@ -150,7 +153,7 @@ class Param:
     """One op parameter: name, kind, default, choices, description.
 
     kinds: int, float, bool, str, enum, shape, shape_none (items may be None),
-    dtype, axis (None, int or tuple), floats/ints (tuples), any. ``optional=True``
+    dtype, dtype_bf16 (a dtype or "bfloat16", parsed to ``BFLOAT16``), axis (None, int or tuple), floats/ints (tuples), any. ``optional=True``
     accepts None/"None".
     """
 
@@ -189,6 +192,11 @@ class Param:
                 return _as_int(value, where)
             if k == "dtype":
                 return parse_dtype(value, where)
+            if k == "dtype_bf16":       # a dtype, or MXNet's bfloat16 (amp_cast)
+                if (value.strip() == "bfloat16" if isinstance(value, str)
+                        else isinstance(value, np.dtype) and value == BFLOAT16):
+                    return BFLOAT16
+                return parse_dtype(value, where)
             if k == "enum":
                 s = value if isinstance(value, str) else str(value)
                 s = s.strip().strip("'\"")
@@ -224,7 +232,7 @@ def to_attr_string(value):
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, np.dtype):
-        return value.name
+        return "bfloat16" if value == BFLOAT16 else value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, (tuple, list)):

@@ -17,7 +17,8 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.symbol.shape_rules import known, merge, rule_for
 
-__all__ = ["infer_graph", "to_internal", "to_public", "parse_shape_attr", "open_shapes"]
+__all__ = ["infer_graph", "node_types", "to_internal", "to_public", "parse_shape_attr",
+           "open_shapes"]
 
 _MAX_PASSES = 8
 
@@ -234,32 +235,36 @@ class _Pass:
             self.put_shape(k, s, self._where(n, f"{what} {label}"))
 
     def _types(self, n, ins, outs):
-        op, p = n.op, n.p
         in_t = [self.types.get(k) for k in ins]
-        if op.infer_type is not None:
-            try:
-                r = op.infer_type(p, list(in_t))
-            except GpundaError as e:
-                # a dtype the op refuses (BatchNorm's integer data or mixed parameters)
-                raise GpundaError(f"infer_type: node {n.name!r}: {e}") \
-                    from None
-            except Exception:
-                r = None
-            if r is not None:
-                for k, t in zip(ins, r[0]):
-                    self.put_type(k, t)
-                for k, t in zip(outs, r[1]):
-                    self.put_type(k, t)
-            return
-        # unknown inputs follow the first known one (MXNet's default rule)
-        first = next((t for t in in_t if t is not None), None)
-        if first is not None:
-            for k in ins:
-                self.put_type(k, first)
-        # an explicit dtype parameter (Cast, Embedding) decides the outputs
-        dt = p.dtype if getattr(p, "dtype", None) is not None and "dtype" in p._given else first
-        for k in outs:
-            self.put_type(k, dt)
+        try:
+            r = node_types(n, in_t)
+        except GpundaError as e:
+            # a dtype the op refuses (BatchNorm's integer data or mixed parameters)
+            raise GpundaError(f"infer_type: node {n.name!r}: {e}") from None
+        if r is not None:
+            for k, t in zip(ins, r[0]):
+                self.put_type(k, t)
+            for k, t in zip(outs, r[1]):
+                self.put_type(k, t)
+
+
+def node_types(n, in_t):
+    """(input dtypes, output dtypes) of op node ``n`` from what is known of its input dtypes
+    (``in_t``, None where unknown), None where they are not given; None when the op's rule
+    cannot say. GpundaError for a dtype the op refuses."""
+    op, p = n.op, n.p
+    if op.infer_type is not None:
+        try:
+            return op.infer_type(p, list(in_t))
+        except GpundaError:
+            raise
+        except Exception:
+            return None
+    # unknown inputs follow the first known one (MXNet's default rule)
+    first = next((t for t in in_t if t is not None), None)
+    # an explicit dtype parameter (Cast, Embedding) decides the outputs
+    dt = p.dtype if getattr(p, "dtype", None) is not None and "dtype" in p._given else first
+    return [first] * len(in_t), [dt] * n.nout
 
 
 def infer_graph(sym, given_shapes, given_types, var_shape):

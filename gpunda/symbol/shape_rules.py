@@ -62,6 +62,12 @@ def same_shape(p, ins, outs):
     return [s] * len(ins), [s] * len(outs)
 
 
+def pairwise(p, ins, outs):
+    """Output i has input i's shape, both ways (amp_multicast)."""
+    both = [merge(a, b, "amp_multicast shapes") for a, b in zip(ins, outs)]
+    return both, list(both)
+
+
 def broadcast(p, ins, outs):
     """MXNet's BinaryBroadcastShape: known pairs must match or be 1; forward only."""
     a, b = ins
@@ -433,6 +439,7 @@ _RULES = {
     "dot": dot, "batch_dot": batch_dot, "add_n": same_shape, "_copy": same_shape,
     "BlockGrad": same_shape, "Activation": same_shape, "Dropout": same_shape,
     "SoftmaxActivation": same_shape, "_identity_with_attr_like_rhs": same_shape,
+    "amp_cast": same_shape, "amp_multicast": pairwise,
     "where": where, "_np_dot": np_dot, "_npi_zeros": creation, "_npi_ones": creation, "_npi_full": creation,
 }
 

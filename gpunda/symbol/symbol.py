@@ -426,14 +426,39 @@ class Symbol(SymbolOperators):
 
     # -- serialisation ------------------------------------------------------------------
     def tojson(self, remove_amp_cast=True):
-        """The graph in MXNet's symbol JSON format (2-space indent, as MXNet writes it)."""
+        """The graph in MXNet's symbol JSON format (2-space indent, as MXNet writes it);
+        ``remove_amp_cast``: without the amp_cast/amp_multicast nodes that feed other nodes."""
         from gpunda.symbol.json_io import to_json
-        return to_json(self)
+        return to_json(self._without_amp_cast() if remove_amp_cast else self)
 
     def save(self, fname, remove_amp_cast=True):
-        """Write ``tojson()`` to file ``fname``."""
+        """Write ``tojson(remove_amp_cast)`` to file ``fname``."""
         with open(fname, "w", encoding="utf-8") as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast))
+
+    def _without_amp_cast(self):
+        """This graph with every input that comes from an amp_cast (amp_multicast) node
+        taken from that node's (matching) input instead, as MXNet's RemoveAmpCast pass; the
+        heads stay as they are. ``self`` when there is no such node."""
+        order = self._topo()
+        if not any(n.op is not None and n.op.name in ("amp_cast", "amp_multicast")
+                   for n in order):
+            return self
+        memo = {}           # id(old node) -> new node
+
+        def source(c, i):
+            # follow casts back to the entry they cast
+            while c.op is not None and c.op.name in ("amp_cast", "amp_multicast"):
+                c, i = c.inputs[0] if c.op.name == "amp_cast" else c.inputs[i]
+            return memo[id(c)], i
+
+        for n in order:
+            if n.op is None:
+                memo[id(n)] = _Node(None, n.name, dict(n.attrs), [], None)
+            else:
+                memo[id(n)] = _Node(n.op, n.name, dict(n.attrs),
+                                    [source(c, i) for c, i in n.inputs], n.p)
+        return Symbol([(memo[id(n)], i) for n, i in self._outputs])
 
     def debug_str(self):
         lines = []

@@ -1,6 +1,6 @@
-"""``mx.contrib.amp``: MXNet's automatic mixed precision (``amp.amp``'s names). The op lists
-and ``loss_scaler.LossScaler`` work; the AMP mode itself is not built yet (its functions raise
-a GpundaError saying so). ``lists`` and ``loss_scaler`` load on first use."""
+"""``mx.contrib.amp``: MXNet's automatic mixed precision (``amp.amp``'s names: ``init``,
+``init_trainer``/``scale_loss``/``unscale``, the ``convert_*`` graph conversions, the op
+lists). ``lists`` and ``loss_scaler`` load on first use."""
 import importlib
 
 from gpunda.contrib.amp import amp  # noqa: F401 -- MXNet's package exposes its submodule

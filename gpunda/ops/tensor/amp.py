@@ -5,20 +5,45 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.registry import BFLOAT16, OpDef, Param, register
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _amp_cast(xp, p, x):
+    if p.dtype == BFLOAT16:
+        raise GpundaError("Operator amp_cast: dtype=bfloat16 is not supported yet: gpunda has "
+                          "no bfloat16 arithmetic (use float16)")
     # only floating inputs are cast, as MXNet's AMPCast: integer data passes unchanged
     if x.dtype.kind != "f":
         return x.copy()
     return x.astype(p.dtype)
 
 
+def _is_amp_float(t):
+    return t is not None and (t in (np.float16, np.float32) or t == BFLOAT16)
+
+
+def _amp_cast_type(p, in_t):
+    # as MXNet's AMPCastType: float16/float32/bfloat16 data becomes `dtype`, other types pass
+    t = in_t[0]
+    return [t], [p.dtype if _is_amp_float(t) else t]
+
+
+def _amp_multicast_type(p, in_t):
+    # as MXNet's AMPMultiCastType: the low-precision floats widen to float32 when one input
+    # is float32 (narrow to the 16-bit type with cast_narrow); unknown inputs stay unknown
+    widest = np.dtype(np.float32) if p.cast_narrow else in_t[0]
+    for t in in_t:
+        if not p.cast_narrow and t == np.float32:
+            widest = np.dtype(np.float32)
+        elif p.cast_narrow and t is not None and (t == np.float16 or t == BFLOAT16):
+            widest = t
+    return list(in_t), [widest if _is_amp_float(t) else t for t in in_t]
+
+
 register(OpDef(
-    "amp_cast", _amp_cast, params=[Param("dtype", "dtype")],
+    "amp_cast", _amp_cast, params=[Param("dtype", "dtype_bf16")], infer_type=_amp_cast_type,
     gradient=lambda F, p, i, o, g: [F.Cast(g[0], dtype=i[0].dtype)], save=("inputs",),
     family="amp", doc="Cast floating data to `dtype` (integer data is left unchanged)."))
 
@@ -44,7 +69,7 @@ register(OpDef(
     inputs=lambda p: tuple(f"data_{i}" for i in range(p.num_outputs)),
     key_var_num_args="num_outputs",
     params=[Param("num_outputs", "int"), Param("cast_narrow", "bool", False)],
-    num_outputs=lambda p: p.num_outputs,
+    num_outputs=lambda p: p.num_outputs, infer_type=_amp_multicast_type,
     gradient=lambda F, p, i, o, g: [None if gk is None else F.Cast(gk, dtype=x.dtype)
                                     for x, gk in zip(i, g)],
     save=("inputs",), family="amp",
