@@ -61,6 +61,10 @@ def test_handles_storage_type_and_ufunc_helper():
     with pytest.raises(TypeError):
         n._ufunc_helper(mx.nd.ones(1), "x", None, None, None)
     assert mx.nd._GRAD_REQ_MAP == {"null": 0, "write": 1, "add": 3}
+    # mx.nd re-exports these as MXNet's ndarray/__init__.py does (same objects)
+    assert mx.nd._DTYPE_NP_TO_MX is n._DTYPE_NP_TO_MX and mx.nd._DTYPE_NP_TO_MX[np.float16] == 2
+    assert mx.nd._DTYPE_MX_TO_NP is n._DTYPE_MX_TO_NP
+    assert mx.nd._ndarray_cls is mx.nd.sparse._ndarray_cls
     from gpunda.runtime import Features
     assert n._int64_enabled() is n._INT64_TENSOR_SIZE_ENABLED is True
     assert Features().is_enabled("INT64_TENSOR_SIZE") is n._int64_enabled()

@@ -7,7 +7,8 @@ from gpunda.ndarray import _op
 from gpunda.ndarray import register as _register
 from gpunda.ndarray.ndarray import (NDArray, array, empty, zeros, ones, full, arange, waitall, from_dlpack,
                       concatenate, moveaxis, onehot_encode, imdecode, _new, _OPS)
-from gpunda.ndarray.ndarray import _GRAD_REQ_MAP, _new_empty_handle  # noqa: F401  (MXNet's)
+from gpunda.ndarray.ndarray import (_GRAD_REQ_MAP, _new_empty_handle,  # noqa: F401  (MXNet's)
+                                    _DTYPE_MX_TO_NP, _DTYPE_NP_TO_MX)
 from gpunda.ndarray.functions import (add, subtract, multiply, divide, true_divide, modulo, power,  # noqa: F401
                         maximum, minimum, equal, not_equal, greater, greater_equal, lesser,
                         lesser_equal, logical_and, logical_or, logical_xor, linspace, eye,
@@ -36,7 +37,7 @@ def _export_public():
 _export_public()
 
 from gpunda.ndarray import sparse  # noqa: F401,E402
-from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray  # noqa: F401,E402
+from gpunda.ndarray.sparse import CSRNDArray, RowSparseNDArray, _ndarray_cls  # noqa: F401,E402
 from gpunda.ndarray.io import save, load, load_frombuffer, save_to_bytes  # noqa: F401,E402
 from gpunda._core import hooks as _hooks  # noqa: E402
 
