@@ -5,9 +5,10 @@ MXNet's Python layer talks to ``libmxnet`` through ctypes handles and
 
 - the ctypes helpers (``c_str``, ``c_array``, ...) and handle types, which are
   plain ctypes and work unchanged;
-- a handle table: an ``NDArrayHandle`` (a ``ctypes.c_void_p``) whose value is a
-  key of ``_handles``; ``NDArray(handle=h)`` takes the array the key names
-  (ownership moves to the new NDArray, as MXNet's constructor takes the handle);
+- a handle table: an ``NDArrayHandle`` or ``SymbolHandle`` (a ``ctypes.c_void_p``)
+  whose value is a key of ``_handles``; ``NDArray(handle=h)`` / ``Symbol(h)`` take the
+  object the key names (ownership moves to the new object, as MXNet's constructors take
+  the handle);
 - ``_LIB``: the few C entry points that mean something here, written in Python
   with C-API conventions (return 0, write results through ``byref``). Any other
   entry point is importable by name and raises "not supported yet" when reached.
@@ -112,7 +113,7 @@ _handles = {}
 
 
 def new_handle(obj):
-    """An ``NDArrayHandle`` naming ``obj`` in the handle table."""
+    """A handle (``ctypes.c_void_p``) naming ``obj`` in the handle table."""
     key = id(obj)
     _handles[key] = obj
     return NDArrayHandle(key)
@@ -140,7 +141,7 @@ def peek_handle(handle):
     return obj if obj is not None else _lent.get(key)
 
 
-def take_handle(handle):
+def take_handle(handle, what="NDArray"):
     """The object ``handle`` names, removed from the table (its new owner holds it)."""
     key = _handle_value(handle) if not isinstance(handle, int) else handle
     try:
@@ -149,8 +150,39 @@ def take_handle(handle):
         obj = _lent.get(key)
         if obj is not None:
             return obj
-        raise GpundaError(f"NDArray: handle={handle!r} does not name an array gpunda "
-                          f"handed out (only handles from gpunda's _LIB calls are valid)") from None
+        noun = "an array" if what == "NDArray" else f"a {what}"
+        raise GpundaError(f"{what}: handle={handle!r} does not name {noun} gpunda handed "
+                          f"out (only handles from gpunda's _LIB calls are valid)") from None
+
+
+def _symbol_arg(handle, where):
+    """The Symbol a ``SymbolHandle`` argument names (``sym.handle`` is the Symbol itself);
+    the caller keeps it."""
+    Symbol = hooks.Symbol
+    if Symbol is not None and isinstance(handle, Symbol):
+        return handle
+    key = _handle_value(handle) if not isinstance(handle, int) else handle
+    obj = _handles.get(key)
+    if obj is None:
+        obj = _lent.get(key)
+    if Symbol is None or not isinstance(obj, Symbol):
+        raise GpundaError(f"_LIB.{where}: {handle!r} is not a SymbolHandle gpunda handed out "
+                          f"(pass sym.handle)")
+    return obj
+
+
+def _strings(array, count, where):
+    """The ``count`` strings of a ``const char **`` argument (c_str_array)."""
+    n = count.value if isinstance(count, ctypes._SimpleCData) else int(count)
+    if n and array is None:
+        raise GpundaError(f"_LIB.{where}: {n} names announced but no array given")
+    return [_decode(array[i]) for i in range(n)]
+
+
+def _partitioning(where):
+    if hooks.subgraph_api is None:
+        raise hooks.missing("subgraph_api", f"_LIB.{where}")
+    return hooks.subgraph_api()
 
 
 def _out_pointer(ref):
@@ -197,6 +229,42 @@ class _Lib:
             os.environ.pop(name, None)
         else:
             os.environ[name] = _decode(value)
+        return 0
+
+    # graph partitioning (MXNet's c_api_test.cc and MXGenBackendSubgraph), over
+    # NOTE [Subgraph partitioning] in gpunda/_frontend/subgraph.py
+    def MXBuildSubgraphByOpNames(self, sym, prop_name, num_ops, op_names, out):
+        where = "MXBuildSubgraphByOpNames"
+        res = _partitioning(where).build_by_op_names(
+            _symbol_arg(sym, where), _decode(prop_name), _strings(op_names, num_ops, where))
+        _out_pointer(out).value = new_handle(res).value
+        return 0
+
+    def MXSetSubgraphPropertyOpNames(self, prop_name, num_ops, op_names):
+        where = "MXSetSubgraphPropertyOpNames"
+        _partitioning(where).set_op_names(_decode(prop_name),
+                                          _strings(op_names, num_ops, where))
+        return 0
+
+    def MXSetSubgraphPropertyOpNamesV2(self, prop_name, num_ops, op_names):
+        where = "MXSetSubgraphPropertyOpNamesV2"
+        _partitioning(where).set_property_op_names(_decode(prop_name),
+                                                   _strings(op_names, num_ops, where))
+        return 0
+
+    def MXRemoveSubgraphPropertyOpNames(self, prop_name):
+        _partitioning("MXRemoveSubgraphPropertyOpNames").remove_op_names(_decode(prop_name))
+        return 0
+
+    def MXRemoveSubgraphPropertyOpNamesV2(self, prop_name):
+        _partitioning("MXRemoveSubgraphPropertyOpNamesV2").remove_property_op_names(
+            _decode(prop_name))
+        return 0
+
+    def MXGenBackendSubgraph(self, sym, backend, out):
+        where = "MXGenBackendSubgraph"
+        res = _partitioning(where).backend_symbol(_symbol_arg(sym, where), _decode(backend))
+        _out_pointer(out).value = new_handle(res).value
         return 0
 
     def __getattr__(self, name):

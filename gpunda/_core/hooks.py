@@ -6,8 +6,8 @@ ends, libraries, tools. A few calls must still go up: the engine hands gradients
 NDArrays and runs create_graph rules through the ``nd`` namespace; a control-flow op runs
 its subgraph as a CachedOp and infers shapes inside it with the Symbol machinery; a
 Custom op calls user Python with NDArrays; a sparse op wraps storage as an NDArray; the
-C-API stand-in waits on every array; while mx.profiler records, array creation and
-Custom ops' Python report to it. Each of those callees is a slot here, set once by
+C-API stand-in waits on every array and partitions Symbols; while mx.profiler records,
+array creation and Custom ops' Python report to it. Each of those callees is a slot here, set once by
 the module that owns it when that module is imported, so the lower layer never imports
 the upper one. ``import gpunda`` imports every owner except ``gpunda.operator`` (loaded by
 the first Custom op through ``python_operators``, which gpunda.ndarray registers).
@@ -28,6 +28,7 @@ infer_graph = None      # infer_graph(symbol, shapes, dtypes, var_shape) -> (sha
 var_shape = None        # a variable node's declared shape
 var_dtype = None        # a variable node's declared dtype
 symbol_from_json = None  # symbol_from_json(text) -> Symbol (MXNet symbol JSON; the _CachedOp op)
+subgraph_api = None     # () -> gpunda._frontend.subgraph (graph partitioning; the C-API stand-in)
 # engine: gpunda._engine
 CachedOp = None         # the CachedOp class (a control-flow op's subgraph runs as one)
 invoke_parsed = None    # imperative.invoke_parsed

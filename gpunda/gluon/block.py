@@ -513,6 +513,8 @@ class HybridBlock(Block):
         self._np_out = False
         self._callback = None
         self._monitor_all = False
+        self._backend = None
+        self._backend_opts = {}
 
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
@@ -557,10 +559,14 @@ class HybridBlock(Block):
         ``static_alloc``/``static_shape`` go to the CachedOp (buffers kept
         between calls; on a GPU with both, replay through CUDA graphs); a graph of
         at most ``inline_limit`` ops is recorded op by op under autograd.
-        ``backend`` (MXNet's subgraph partitioning) must be None: gpunda has no
-        subgraph backends.
+        ``backend`` names a subgraph backend that partitions the graph when the
+        CachedOp is built (``Symbol.optimize_for``; ``kwargs`` are its options); it
+        applies to this block, not to its children, as in MXNet.
         """
         _check_backend(self, "hybridize", backend)
+        if kwargs:
+            self._backend_opts = kwargs
+        self._backend = backend
         self._active = bool(active)
         flags = [("static_alloc", bool(static_alloc)), ("static_shape", bool(static_shape)),
                  ("inline_limit", inline_limit)]
@@ -582,15 +588,31 @@ class HybridBlock(Block):
     def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False,
                      static_shape=False, inline_limit=2, forward_bulk_size=None,
                      backward_bulk_size=None, **kwargs):
-        """MXNet's partition-for-a-backend API: hybridize and build the CachedOp for the
-        inputs ``x, *args`` without running it.
+        """MXNet's partition-for-a-backend API: hybridize with subgraph ``backend`` and
+        build the (partitioned) CachedOp for the inputs ``x, *args`` without running it.
 
-        ``backend`` is required (ValueError without one, as MXNet); gpunda has no
-        subgraph backends, so any name raises GpundaError naming it.
+        ``backend`` is required (ValueError without one, as MXNet); a name that is not a
+        registered subgraph backend raises GpundaError naming it.
         """
+        if kwargs:
+            self._backend_opts = kwargs
         if not backend:
             raise ValueError('Must specify "backend" to optimize_for')
-        _check_backend(self, "optimize_for", backend)
+        self.hybridize(True, backend, clear, static_alloc, static_shape, inline_limit,
+                       forward_bulk_size, backward_bulk_size)
+        has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x] + list(args))
+        if not has_sym and not has_nd:
+            raise ValueError(f"HybridBlock {self.name}: optimize_for needs at least one "
+                             f"NDArray or Symbol input")
+        if ctxs is not None and len(ctxs) > 1:
+            raise ValueError(f"HybridBlock {self.name}: a hybridized block takes inputs on "
+                             f"one context, got {sorted(map(str, ctxs))}")
+        if not has_nd:      # Symbols: the graph is partitioned from their declared shapes
+            self._build_cache(x, *args)
+            return
+        with ctx:
+            self._init_deferred(x, *args)
+            self._build_cache(x, *args)
 
     def cast(self, dtype):
         self._clear_cached_op()
@@ -623,19 +645,57 @@ class HybridBlock(Block):
             return {k: _np_mode.np_var(v.var()) for k, v in self._reg_params.items()}
         return {k: v.var() for k, v in self._reg_params.items()}
 
+    def _partition(self, out, data_names, params, args):
+        """``out`` partitioned for ``self._backend`` (MXNet's HybridBlock._build_cache):
+        the backend sees the data arrays and parameter values by name and may add inputs
+        to the two dicts, which are returned too."""
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        ctx = next((a.context for a in flat if _is_nd(a)), None)
+        arg_dict, aux_dict, shapes = {}, {}, {}
+        for names, d in ((out.list_arguments(), arg_dict),
+                         (out.list_auxiliary_states(), aux_dict)):
+            for name in names:
+                if name in data_names and data_names[name] < len(flat):
+                    a = flat[data_names[name]]
+                    if _is_nd(a):
+                        d[name] = a
+                    elif _is_sym(a) and a.attr("__shape__"):
+                        shapes[name] = tuple(int(v) for v in
+                                             a.attr("__shape__").strip("()").split(",") if v)
+                elif name in params:
+                    d[name] = params[name].data(ctx)
+        out = out.optimize_for(self._backend, arg_dict, aux_dict, ctx, shapes,
+                               **self._backend_opts)
+        if _np_mode.is_np_array():
+            out = out.as_np_ndarray()
+        return out, arg_dict, aux_dict
+
     def _build_cache(self, *args):
         from gpunda._engine.cached_op import CachedOp
         data, out = self._get_graph(*args)
         data_names = {d.name: i for i, d in enumerate(data)}
         params = self.collect_params()
+        added = {}
+        if self._backend:
+            out, arg_dict, aux_dict = self._partition(out, data_names, params, args)
+            self._cached_graph = data, out
+            # inputs the backend added: parameters holding the values it gave
+            for name in out.list_inputs():
+                if name not in params and name not in data_names and \
+                        (name in arg_dict or name in aux_dict):
+                    value = arg_dict.get(name, aux_dict.get(name))
+                    added[name] = Parameter(name, dtype=value.dtype)
+                    added[name]._load_init(value, value.context)
         input_names = out.list_inputs()
-        unknown = [n for n in input_names if n not in params and n not in data_names]
+        unknown = [n for n in input_names if n not in params and n not in data_names
+                   and n not in added]
         if unknown:
             raise GpundaError(f"HybridBlock {self.name}: the graph has inputs {unknown} that "
                               f"are neither data ({list(data_names)}) nor parameters of the "
                               f"block; create parameters with self.params.get() inside "
                               f"name_scope()")
-        self._cached_op_args = [(True, data_names[n]) if n in data_names else (False, params[n])
+        self._cached_op_args = [(True, data_names[n]) if n in data_names else
+                                (False, added[n] if n in added else params[n])
                                 for n in input_names]
         data_indices = [i for i, n in enumerate(input_names) if n in data_names]
         param_indices = [i for i, n in enumerate(input_names) if n not in data_names]
@@ -652,11 +712,7 @@ class HybridBlock(Block):
         flat = [a for a in flat if a is not None]
         ctx = flat[0].context
         if self._cached_op is None:
-            params = list(self.collect_params().values())
-            if any(p._data is None and p._deferred_init for p in params):
-                self._deferred_infer_shape(*args)
-                for p in params:
-                    p._finish_deferred_init()
+            self._init_deferred(*args)
             self._build_cache(*args)
         cargs = [flat[i] if is_arg else i.data(ctx) for is_arg, i in self._cached_op_args]
         out = self._cached_op(*cargs)
@@ -665,6 +721,14 @@ class HybridBlock(Block):
         if self._np_out:
             _np_mode.to_np(out)
         return _regroup(list(out), self._out_format)[0]
+
+    def _init_deferred(self, *args):
+        """Initialize the parameters still waiting for their shapes, from ``args``."""
+        params = list(self.collect_params().values())
+        if any(p._data is None and p._deferred_init for p in params):
+            self._deferred_infer_shape(*args)
+            for p in params:
+                p._finish_deferred_init()
 
     def _deferred_infer_shape(self, *args):
         """Fill the unknown parameter shapes from the inputs ``args``."""
@@ -763,10 +827,10 @@ class HybridBlock(Block):
 
 
 def _check_backend(block, where, backend):
+    """GpundaError naming ``backend`` unless it is None or a registered subgraph backend."""
     if backend is not None:
-        raise GpundaError(f"HybridBlock {block.name}: {where}(backend={backend!r}): subgraph "
-                          f"backend {backend!r} is not supported by gpunda, which has no "
-                          f"subgraph partitioning backends; use backend=None")
+        from gpunda._frontend.subgraph import get_backend
+        get_backend(backend, f"HybridBlock {block.name}: {where}(backend={backend!r})")
 
 
 def _have_cached_op():

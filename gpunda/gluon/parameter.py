@@ -736,6 +736,10 @@ class ParameterDict:
                     raise GpundaError(f"ParameterDict.load: restore_prefix={restore_prefix!r} "
                                       f"but Parameter {name!r} does not start with it")
         loaded = _nd().load(filename)
+        if isinstance(loaded, list) and not loaded:
+            # nd.save of an empty dict writes what an empty list does; MXNet loads it as
+            # no parameters (an exported block without any)
+            loaded = {}
         if not isinstance(loaded, dict):
             raise GpundaError(f"ParameterDict.load: {filename!r} holds a list of arrays, not "
                               f"a name -> array dict")

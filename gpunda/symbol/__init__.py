@@ -190,3 +190,12 @@ _hooks.infer_graph = _infer_graph
 _hooks.var_shape = _symbol._var_shape
 _hooks.var_dtype = _symbol._var_dtype
 _hooks.symbol_from_json = _symbol_from_json
+
+
+def _subgraph_api():
+    # partitioning loads on first use
+    from gpunda._frontend import subgraph
+    return subgraph
+
+
+_hooks.subgraph_api = _subgraph_api

@@ -11,6 +11,8 @@ after an unrecorded forward first runs the forward again under recording
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from gpunda.base import GpundaError
@@ -92,9 +94,16 @@ class Executor:
             _check_differentiable(sym, reqs)
         # as MXNet's: every argument is a key, None where it gets no gradient
         self.grad_dict = {n: grads.get(n) for n in self._arg_names}
-        # the graph that runs: common subexpressions merged unless
-        # MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's default is to merge)
-        self._optimized = concretize_shapes(bound_dtypes_win(optimize(sym)), {
+        # the graph that runs: partitioned when MXNET_SUBGRAPH_BACKEND names a subgraph
+        # backend ("NONE": off; NOTE [Subgraph partitioning] in _frontend/subgraph.py),
+        # common subexpressions merged unless MXNET_ELIMINATE_COMMON_EXPR=0 (MXNet's
+        # default is to merge)
+        run = sym
+        backend = os.environ.get("MXNET_SUBGRAPH_BACKEND", "")
+        if backend and backend != "NONE":
+            from gpunda._frontend.subgraph import partition_for_executor
+            run = partition_for_executor(sym, backend)
+        self._optimized = concretize_shapes(bound_dtypes_win(optimize(run)), {
             k: tuple(v.shape) for k, v in list(self.arg_dict.items()) + list(self.aux_dict.items())
             if v is not None})
         # reshape() shares the CachedOp: its plans are kept per input signature

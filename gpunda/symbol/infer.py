@@ -125,7 +125,7 @@ def _run_dummy(node, in_shapes, in_types):
 class _Pass:
     """The shape and dtype tables of one inference, filled node by node."""
 
-    def __init__(self, order, given_shapes, given_types, var_shape):
+    def __init__(self, order, given_shapes, given_types, var_shape, entry_shapes=None):
         self.shapes, self.types = {}, {}
         self.changed = False
         self.done = set()
@@ -133,6 +133,8 @@ class _Pass:
             if n.op is None:
                 self.shapes[(id(n), 0)] = var_shape(n, given_shapes)
                 self.types[(id(n), 0)] = _var_dtype(n, given_types)
+        for key, s in (entry_shapes or {}).items():
+            self.put_shape(key, s, "infer_shape: a subgraph output")
 
     def put_shape(self, key, s, where):
         old = self.shapes.get(key)
@@ -267,14 +269,16 @@ def node_types(n, in_t):
     return [first] * len(in_t), [dt] * n.nout
 
 
-def infer_graph(sym, given_shapes, given_types, var_shape):
+def infer_graph(sym, given_shapes, given_types, var_shape, entry_shapes=None):
     """Maps (id(node), output) -> internal shape / np.dtype (None when unknown).
 
     ``given_shapes`` holds internal shapes by variable name; ``var_shape(node,
-    given)`` gives a variable's starting shape (its ``__shape__`` attribute).
+    given)`` gives a variable's starting shape (its ``__shape__`` attribute);
+    ``entry_shapes`` maps (id(node), output) to what is known of other entries (a
+    subgraph's outputs, for inference through a subgraph node).
     """
     order = sym._topo()
-    st = _Pass(order, given_shapes, given_types, var_shape)
+    st = _Pass(order, given_shapes, given_types, var_shape, entry_shapes)
     ops = [n for n in order if n.op is not None]
     for _ in range(_MAX_PASSES):
         st.changed = False

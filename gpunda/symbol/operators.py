@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda, NotImplementedForSymbol
+from gpunda.base import GpundaError, NotImplementedForSymbol
 from gpunda.ops.registry import get_op
 
 __all__ = ["SymbolOperators"]
@@ -159,12 +159,50 @@ class SymbolOperators:
         return split_v2(self, *args, **kwargs)
 
     def get_backend_symbol(self, backend):
-        raise NotImplementedForGpunda(f"Symbol.get_backend_symbol (subgraph backend "
-                                      f"{backend!r}) is not supported yet")
+        """This graph partitioned by every property of subgraph ``backend`` (MXNet's
+        MXGenBackendSubgraph; NOTE [Subgraph partitioning] in _frontend/subgraph.py)."""
+        from gpunda._frontend.subgraph import backend_symbol
+        return backend_symbol(self, backend)
 
-    def optimize_for(self, backend, *args, **kwargs):
-        raise NotImplementedForGpunda(f"Symbol.optimize_for (subgraph backend {backend!r}) is "
-                                      f"not supported yet")
+    def optimize_for(self, backend, args=None, aux=None, ctx=None, shape_dict=None,
+                     type_dict=None, stype_dict=None, skip_infer=False, **kwargs):
+        """This graph partitioned for subgraph ``backend``, a new Symbol (NOTE [Subgraph
+        partitioning] in _frontend/subgraph.py).
+
+        ``args``/``aux`` (dicts of name -> NDArray) and the shape/type dicts describe the
+        inputs for backends whose selectors read them (``default`` and ``default_v2`` do
+        not); inputs the partitioned graph no longer has leave ``args``/``aux``, as in
+        MXNet. ``kwargs`` are the backend's options, passed as strings
+        (``dedup_subgraph=True``: one subgraph input per distinct entry).
+        """
+        from gpunda._frontend.subgraph import optimize_for
+        if not isinstance(backend, str):
+            raise GpundaError(f"Symbol.optimize_for: backend must be a str, got {backend!r}")
+        for what, d in (("args", args), ("aux", aux)):
+            if d is None:
+                continue
+            if not isinstance(d, dict):
+                raise GpundaError(f"Symbol.optimize_for: {what} must be a dict of name -> "
+                                  f"NDArray or None, got {type(d).__name__}")
+            bad = [k for k, v in d.items() if not hasattr(v, "context")]
+            if bad:
+                raise TypeError(f"Symbol.optimize_for: {what}[{bad[0]!r}] must be an NDArray")
+        new = optimize_for(self, backend, {k: str(v) for k, v in kwargs.items()})
+        for what, d, before, after in (
+                ("args", args, self.list_arguments(), new.list_arguments()),
+                ("aux", aux, self.list_auxiliary_states(), new.list_auxiliary_states())):
+            gone = set(before) - set(after)
+            if not gone:
+                continue
+            if d is None:
+                import warnings
+                warnings.warn(f"optimize_for: the partitioned graph dropped inputs "
+                              f"{sorted(gone)} and no {what} dict was given; make sure the "
+                              f"model's weights match the new graph", stacklevel=2)
+            else:
+                for name in gone:
+                    d.pop(name, None)
+        return new
 
     def as_np_ndarray(self):
         """The same graph as an np Symbol (``mx.sym.np._Symbol``): its operators and

@@ -430,7 +430,23 @@ def creation(p, ins, outs):
     return ins, [tuple(-1 if d == 0 else d for d in p.shape)]
 
 
+def cached_op(p, ins, outs):
+    """_CachedOp: inference inside its subgraph from what is known of the node's inputs and
+    outputs, so shapes flow through it both ways (MXNet's DefaultSubgraphOpShapeHelper)."""
+    from gpunda.ops.control_flow.subgraph import subgraph_symbol
+    from gpunda.symbol.infer import infer_graph
+    from gpunda.symbol.symbol import _var_shape
+    sub = subgraph_symbol(p)
+    inputs = [n for n in sub._topo() if n.op is None]
+    given = {v.name: tuple(s) for v, s in zip(inputs, ins) if s is not None}
+    seeds = {(id(n), i): tuple(s) for (n, i), s in zip(sub._outputs, outs) if s is not None}
+    shapes, _ = infer_graph(sub, given, {}, _var_shape, seeds)
+    return ([shapes.get((id(v), 0)) for v in inputs],
+            [shapes.get((id(n), i)) for n, i in sub._outputs])
+
+
 _RULES = {
+    "_CachedOp": cached_op,
     "Reshape": reshape, "_np_reshape": reshape, "_npx_reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation,
     "FullyConnected": fully_connected, "Convolution": convolution, "Deconvolution": deconvolution,

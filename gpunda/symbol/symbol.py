@@ -8,6 +8,8 @@ else (JSON, CachedOp, executors) walks that structure.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from gpunda.base import GpundaError, NotImplementedForSymbol
@@ -139,7 +141,20 @@ class Symbol(SymbolOperators):
     __slots__ = ("_outputs", "__weakref__")
 
     def __init__(self, outputs):
+        if isinstance(outputs, ctypes.c_void_p):
+            # MXNet's Symbol(handle): a SymbolHandle from a _LIB call (MXBuildSubgraphByOpNames)
+            from gpunda._core.capi import take_handle
+            src = take_handle(outputs, "Symbol")
+            if not isinstance(src, Symbol):
+                raise GpundaError(f"Symbol: handle {outputs!r} names a {type(src).__name__}, "
+                                  f"not a Symbol")
+            outputs = src._outputs
         self._outputs = list(outputs)
+
+    @property
+    def handle(self):
+        """What MXNet's ``SymbolHandle`` is for ``_LIB`` calls: here the Symbol itself."""
+        return self
 
     # -- structure ----------------------------------------------------------
     def _topo(self):

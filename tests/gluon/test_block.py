@@ -228,6 +228,27 @@ def test_export_and_symbolblock_imports(tmp_path, rng):
     np.testing.assert_allclose(blk(x).asnumpy(), y, rtol=1e-5, atol=1e-6)
 
 
+def test_symbolblock_imports_an_export_without_parameters(tmp_path):
+    # nd.save of an empty dict writes the bytes of an empty list (MXNet 1.9.1 writes
+    # 12 01 00 .. 00, 32 bytes, for both) and nd.load reads []; MXNet's
+    # SymbolBlock.imports takes it as no parameters
+    data = mx.sym.var("data")
+    mx.sym.exp(data).save(str(tmp_path / "e-symbol.json"))
+    nd.save(str(tmp_path / "e-0000.params"), {})
+    raw = (tmp_path / "e-0000.params").read_bytes()
+    assert raw == bytes.fromhex("12010000000000000000000000000000"
+                                "00000000000000000000000000000000")
+    assert nd.load(str(tmp_path / "e-0000.params")) == []
+    blk = gluon.SymbolBlock.imports(str(tmp_path / "e-symbol.json"), ["data"],
+                                    str(tmp_path / "e-0000.params"), ctx=CPU)
+    np.testing.assert_allclose(blk(nd.array([0.0, 1.0])).asnumpy(), [1.0, np.e], rtol=1e-6)
+    # a block that has parameters still misses them in such a file
+    with pytest.raises(Exception, match="fc_weight"):
+        mx.sym.FullyConnected(data, num_hidden=2, name="fc").save(str(tmp_path / "f-symbol.json"))
+        gluon.SymbolBlock.imports(str(tmp_path / "f-symbol.json"), ["data"],
+                                  str(tmp_path / "e-0000.params"), ctx=CPU)
+
+
 def test_export_requires_forward():
     net = _mlp()
     net.initialize(ctx=CPU)

@@ -1,6 +1,8 @@
-"""``_CachedOp`` as a registry op: a whole graph, given as symbol JSON, run as one node
-(MXNet 1.9.1 registers it in ``src/imperative/cached_op.cc``; ``make_subgraph`` in
-MXNet's tests builds it with ``mx.sym._internal._CachedOp(*inputs, subgraph=json)``).
+"""``_CachedOp`` as a registry op: a whole graph run as one node (MXNet 1.9.1 registers it
+in ``src/imperative/cached_op.cc``). The graph is the ``subgraph`` parameter, symbol JSON
+(``make_subgraph`` in MXNet's tests builds it with ``mx.sym._internal._CachedOp(*inputs,
+subgraph=json)``), or else the node's own subgraph (the node's "subgraphs" in JSON, as
+the partitioning pass makes it: NOTE [Subgraph partitioning] in _frontend/subgraph.py).
 
 The node's inputs are the subgraph's inputs in ``list_inputs()`` order and carry their
 names; those that are auxiliary states inside the subgraph (BatchNorm's moving
@@ -31,21 +33,40 @@ class _Body:
 
     __slots__ = ("sym", "cop", "inputs", "aux", "mutated", "outputs")
 
-    def __init__(self, text):
-        if hooks.symbol_from_json is None:
-            raise hooks.missing("symbol_from_json", f"Operator {_NAME}")
-        try:
-            sym = hooks.symbol_from_json(text)
-        except GpundaError as e:
-            raise GpundaError(f"Operator {_NAME}: subgraph is not a valid symbol JSON: "
-                              f"{e}") from None
+    def __init__(self, text=None, sym=None):
+        if sym is None:
+            if hooks.symbol_from_json is None:
+                raise hooks.missing("symbol_from_json", f"Operator {_NAME}")
+            try:
+                sym = hooks.symbol_from_json(text)
+            except GpundaError as e:
+                raise GpundaError(f"Operator {_NAME}: subgraph is not a valid symbol JSON: "
+                                  f"{e}") from None
         self.sym = sym
         self.inputs = tuple(sym.list_inputs())
         aux = set(sym.list_auxiliary_states())
         self.aux = tuple(n for n in self.inputs if n in aux)
         self.mutated = tuple(i for i, n in enumerate(self.inputs) if n in aux)
-        self.outputs = tuple(sym.list_outputs())
+        self.outputs = _output_names(sym)
         self.cop = None
+
+
+def _output_names(sym):
+    """The subgraph's output names as MXNet's CachedOp lists them: an entry that is an
+    output again is given through a ``_copy`` node, ``<node>_copy0``; the common-expression
+    pass merges the further copies into that one, and its repeats become
+    ``<node>_copy0_<k>_copy`` (cached_op.h CreateForwardGraph, then EliminateCommonExpr)."""
+    names, repeats = [], {}
+    for (node, i), name in zip(sym._outputs, sym.list_outputs()):
+        k = repeats.get((id(node), i))
+        repeats[(id(node), i)] = 0 if k is None else k + 1
+        if k is None:
+            names.append(name)
+        elif k == 0:
+            names.append(f"{node.name}_copy0_output")
+        else:
+            names.append(f"{node.name}_copy0_{k - 1}_copy_output")
+    return tuple(names)
 
 
 _bodies = {}       # subgraph text -> _Body (the text is the node's identity)
@@ -53,7 +74,14 @@ _bodies = {}       # subgraph text -> _Body (the text is the node's identity)
 
 def _body(p):
     b = p.__dict__.get("_body")
-    if b is None:
+    if not p.subgraph:
+        subs = p.__dict__.get("_subgraphs")
+        if not subs:
+            raise GpundaError(f"Operator {_NAME}: no subgraph: give the graph as "
+                              f"subgraph=<symbol JSON> (sym.tojson())")
+        if b is None or b.sym is not subs[0]:   # (params copied from another node's)
+            b = p.__dict__["_body"] = _Body(sym=subs[0])
+    elif b is None:
         b = _bodies.get(p.subgraph)
         if b is None:
             if len(_bodies) > 64:
@@ -72,7 +100,15 @@ def _cop(p):
     return b.cop
 
 
+def subgraph_symbol(p):
+    """The graph a ``_CachedOp`` node with params ``p`` runs."""
+    return _body(p).sym
+
+
 def _check(p):
+    # no text: the graph comes with the node (its "subgraphs", attached after parsing)
+    if p.subgraph == "":
+        return
     if not isinstance(p.subgraph, str) or not p.subgraph.strip():
         raise GpundaError(f"Operator {_NAME}: subgraph must be the JSON text of a Symbol "
                           f"(sym.tojson()), got {p.subgraph!r}")
@@ -117,7 +153,8 @@ def _infer_type(p, in_types):
 
 
 _PARAMS = [
-    Param("subgraph", "str", doc="the graph to run, as symbol JSON (sym.tojson())"),
+    Param("subgraph", "str", "", doc="the graph to run, as symbol JSON (sym.tojson()); "
+          "empty: the node's own subgraph"),
     # MXNet's CachedOp flags: accepted; the node runs its plain plan
     Param("static_alloc", "bool", False), Param("static_shape", "bool", False),
     Param("is_dynamic", "bool", False), Param("inline_limit", "int", 2),
