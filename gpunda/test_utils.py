@@ -47,8 +47,16 @@ from gpunda._testing.random_data import (_get_powerlaw_dataset_csr,  # noqa: E40
                                          _get_uniform_dataset_csr,
                                          _validate_csr_generation_inputs)
 
-#: the features of this build, as MXNet's module keeps them
-_features = Features()
+
+
+def __getattr__(name):
+    # ``_features``: the features of this build, as MXNet's module keeps them; made on first
+    # use, since probing for a GPU (and NCCL) at import would slow every test module down
+    if name == "_features":
+        value = globals()["_features"] = Features()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: the gpunda package, as ``mx`` is in MXNet's module
 mx = sys.modules[__name__.rpartition(".")[0]]

@@ -167,7 +167,7 @@ def test_np_helpers_match_mxnet():
     v[0, 0] = 7
     assert x.asnumpy().tolist() == [7, 1, 2, 3, 4, 5] and v.shape == (2, 3)
     assert type(v) is mx.np.ndarray
-    vals, ctx = ma._as_onp_array([mx.np.ones(2), 3])
+    vals, ctx = ma._as_onp_array([mx.np.ones(2, ctx=mx.cpu()), 3])
     assert isinstance(vals[0], np.ndarray) and vals[1] == 3 and ctx == mx.cpu()
     y = ma._as_mx_np_array(np.arange(3.))
     assert type(y) is mx.np.ndarray and y.dtype == np.float64

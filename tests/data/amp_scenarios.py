@@ -77,7 +77,7 @@ def case_hybrid(mx):
                 mx.gluon.nn.Activation("relu"), mx.gluon.nn.Dense(4, in_units=8))
     net.initialize(mx.init.Xavier(), ctx=mx.cpu())
     net.hybridize()
-    net(mx.nd.ones((2, 3)))
+    net(mx.nd.ones((2, 3), ctx=mx.cpu()))
     out = {}
     for cop in (False, True):
         blk = amp.convert_hybrid_block(net, target_dtype="float16", ctx=mx.cpu(),
