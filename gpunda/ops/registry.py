@@ -153,8 +153,8 @@ class Param:
     """One op parameter: name, kind, default, choices, description.
 
     kinds: int, float, bool, str, enum, shape, shape_none (items may be None),
-    dtype, dtype_bf16 (a dtype or "bfloat16", parsed to ``BFLOAT16``), axis (None, int or tuple), floats/ints (tuples), any. ``optional=True``
-    accepts None/"None".
+    dtype, dtype_bf16 (a dtype or "bfloat16", parsed to ``BFLOAT16``), axis (None, int or
+    tuple), floats/ints (tuples), any. ``optional=True`` accepts None/"None".
     """
 
     __slots__ = ("name", "kind", "default", "choices", "doc", "optional")
