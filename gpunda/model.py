@@ -184,8 +184,8 @@ def _create_kvstore(kvstore, num_device, arg_params):
             kv = None
         else:
             kv = kvs.create(kvstore)
-            if kvstore == "local":
-                largest = max(int(np.prod(p.shape)) for p in arg_params.values())
+            if kvstore == "local" and arg_params:
+                largest = max(int(np.prod(p.shape, dtype=np.int64)) for p in arg_params.values())
                 if largest > 1024 * 1024 * 16:
                     update_on_kvstore = False
     else:
