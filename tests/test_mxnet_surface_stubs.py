@@ -9,7 +9,7 @@ import gpunda as mx
 
 
 @pytest.mark.parametrize("path,name", [
-    ("gpunda._ctypes.ndarray", "NDArrayBase"), ("gpunda._ctypes.symbol", "_symbol_creator"),
+    ("gpunda._ctypes.ndarray", "_imperative_invoke"), ("gpunda._ctypes.symbol", "_symbol_creator"),
     ("gpunda._ffi.function", "get_global_func"), ("gpunda._ffi._ctypes.types", "TypeCode"),
     ("gpunda.space", "ConfigSpace"), ("gpunda.torch", "_make_torch_function"),
     ("gpunda._global_var", "_set_ndarray_class")])
@@ -17,6 +17,19 @@ def test_c_library_stubs_raise_naming_themselves(path, name):
     obj = getattr(importlib.import_module(path), name)
     with pytest.raises(mx.MXNetError, match=f"{name} is not supported"):
         obj()
+
+
+def test_ctypes_layer_classes_are_the_front_ends():
+    # MXNet 1.9.1: mx._ctypes.ndarray.NDArrayBase is mx.nd._internal.NDArrayBase (the base
+    # of every array), and the same for CachedOp and SymbolBase
+    import gpunda._ctypes as c
+    assert c.ndarray.NDArrayBase is mx.nd._internal.NDArrayBase is mx.nd.NDArray
+    assert c.ndarray.CachedOp is mx.nd.CachedOp
+    assert c.symbol.SymbolBase is mx.sym._internal.SymbolBase is mx.sym.Symbol
+    assert isinstance(mx.nd.ones(2), c.ndarray.NDArrayBase)
+    got = []
+    c.ndarray._monitor_callback_wrapper(lambda *a: got.append(a))("x", "exp", 3, None)
+    assert got == [("x", "exp", 3)]
 
 
 def test_misc_factor_scheduler_matches_mxnet():
