@@ -55,3 +55,21 @@ def test_library_load_is_not_supported(tmp_path):
     so.write_bytes(b"")
     with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
         mx.library.load(str(so))
+
+
+def test_params_with_number_lists_are_cached_without_holding_the_list():
+    # the multi-tensor optimizers pass lrs=[...] on every step: parsed once per distinct
+    # value, into tuples, so changing the caller's list afterwards changes nothing cached
+    from gpunda.ops.registry import get_op
+    op = get_op("_multi_adamw_update")
+    lrs = [0.5, 0.25]
+    a = op.parse_params(dict(num_weights=2, lrs=lrs, wds=[0.0, 0.1], etas=[1.0, 1.0]))
+    assert a.lrs == (0.5, 0.25) and a.wds == (0.0, 0.1)
+    assert op.parse_params(dict(num_weights=2, lrs=[0.5, 0.25], wds=[0.0, 0.1],
+                                etas=[1.0, 1.0])) is a
+    lrs[0] = 0.125
+    b = op.parse_params(dict(num_weights=2, lrs=lrs, wds=[0.0, 0.1], etas=[1.0, 1.0]))
+    assert b.lrs == (0.125, 0.25) and a.lrs == (0.5, 0.25)
+    # a list given to a parameter kept as given ('any') is parsed every time
+    custom = get_op("Custom")
+    assert custom._list_key({"op_type": "x", "v": [1]}) is None

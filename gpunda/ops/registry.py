@@ -398,13 +398,37 @@ class OpDef:
         try:
             key = tuple(kwargs.items())
             p = self._cache.get(key)
-        except TypeError:      # an unhashable value (a list): parse every time
-            return self._build(kwargs)
+        except TypeError:      # an unhashable value: a list of numbers (lrs=[...]) still caches
+            key = self._list_key(kwargs)
+            if key is None:
+                return self._build(kwargs)
+            p = self._cache.get(key)
         if p is None:
             p = self._build(kwargs)
             if len(self._cache) < 4096:
                 self._cache[key] = p
         return p
+
+    _TUPLE_KINDS = frozenset(("floats", "ints", "shape", "shape_none", "axis"))
+
+    def _list_key(self, kwargs):
+        """A cache key for kwargs whose unhashable values are lists of numbers given to
+        parameters parsed into tuples (the multi-tensor optimizers' ``lrs``/``wds``), so
+        the parsed Params never holds the caller's list; None otherwise."""
+        items = []
+        for k, v in kwargs.items():
+            if type(v) is list:
+                spec = self.param_map.get(k)
+                if spec is None or spec.kind not in self._TUPLE_KINDS:
+                    return None
+                v = ("__list__",) + tuple(v)
+            items.append((k, v))
+        try:
+            key = tuple(items)
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     # -- structure ------------------------------------------------------------
     def input_names(self, p, n=None):
