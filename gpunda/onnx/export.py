@@ -17,6 +17,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.onnx._builder import GraphBuilder, ConversionError
 from gpunda.onnx._registry import converter_for, load_all
+from gpunda.onnx import _mxconv
 
 __all__ = ["export_model", "get_operator_support", "MIN_OPSET", "DEFAULT_OPSET_CAP"]
 
@@ -39,7 +40,8 @@ def _onnx():
 
 
 def get_operator_support(opset_version=None):
-    """Sorted names of the MXNet ops that ``export_model`` converts.
+    """Sorted names of the MXNet ops that ``export_model`` converts (gpunda's converters
+    and those registered with ``MXNetGraph.register`` at or below the opset).
 
     Args:
         opset_version: checked to be one export supports (``MIN_OPSET`` .. onnx's newest);
@@ -48,7 +50,11 @@ def get_operator_support(opset_version=None):
     onnx = _onnx()
     if opset_version is not None:
         _check_opset(onnx, opset_version)
-    return sorted(load_all())
+    top = opset_version if opset_version is not None else onnx.defs.onnx_opset_version()
+    user = {op for v, table in _mxconv.REGISTRY.items() if v <= top
+            for op, fn in table.items() if _mxconv.lookup(op, top) is fn
+            and not getattr(fn, "_gpunda_builtin", False)}
+    return sorted(set(load_all()) | user)
 
 
 def _check_opset(onnx, opset):
@@ -246,7 +252,9 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
     g = GraphBuilder(helper, numpy_helper, opset, shapes, dtypes, weights, varying)
     order = sym._topo()
     input_names = {n for n, _, _ in inputs}
-    for node in order:
+    bridge = (_mxconv.ExportBridge(sym, order, g, weights, inputs, dyn)
+              if _mxconv.has_user_converters() else None)
+    for idx, node in enumerate(order):
         if node.op is None:
             g.bind_var(node, node.name)
             continue
@@ -257,6 +265,14 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
                 raise GpundaError(f"export_model: the shape of input {k} of node "
                                   f"{node.name!r} (op {node.op.name}) cannot be inferred "
                                   "from in_shapes")
+        user = bridge.converter_for(node) if bridge is not None else None
+        if user is not None:    # registered with MXNetGraph.register: it goes first
+            if verbose:
+                _log.info("export_model: converting %s (%s) with %s", node.name,
+                          node.op.name, getattr(user, "__name__", user))
+            g.node = node
+            bridge.convert(idx, node, user)
+            continue
         fn = converter_for(node.op)
         if fn is None:
             raise ConversionError(f"export_model: node {node.name!r} has op {node.op.name!r}, "

@@ -1,11 +1,13 @@
 """``mx.onnx.mx2onnx._export_onnx``: ``MXNetGraph``, the Symbol -> ONNX graph converter.
 
-gpunda's converters are registered per MXNet op in ``gpunda.onnx._registry`` (signature
-``fn(graph_builder, node)``); ``MXNetGraph.create_onnx_graph_proto`` runs them on a whole
-Symbol. Registering a converter in MXNet's per-node convention (``register``,
-``convert_layer``) is not supported.
+``MXNetGraph.register(op_name, opset_version)`` registers a converter in MXNet's
+convention (``fn(node, **kwargs)`` on the node's JSON dict, returning ONNX NodeProtos);
+``mx.onnx.export_model`` calls it for the nodes of that op, before gpunda's own converter
+(``gpunda.onnx._mxconv`` wires its nodes in). ``convert_layer`` calls the converter MXNet
+would pick for a node; the built-in ``convert_*`` names of ``_op_translations`` run
+gpunda's converters. ``create_onnx_graph_proto`` converts a whole Symbol.
 """
-from gpunda.base import NotImplementedForGpunda
+from gpunda.onnx import _mxconv
 
 __all__ = ["MXNetGraph"]
 
@@ -13,23 +15,46 @@ __all__ = ["MXNetGraph"]
 class MXNetGraph:
     """Converts an MXNet Symbol and its parameters to an ONNX graph."""
 
-    registry_ = {}
+    registry_ = _mxconv.REGISTRY
     input_output_maps_ = {}
+
+    def __init__(self):
+        self.nodes = []
+        self.input_tensors = []
+        self.output_tensors = []
 
     @staticmethod
     def register(op_name, opset_version=12):
-        """Not supported: gpunda's converters live in ``gpunda.onnx._registry``."""
-        raise NotImplementedForGpunda(
-            f"MXNetGraph.register({op_name!r}) is not supported: gpunda's ONNX converters "
-            "take (graph_builder, node), not MXNet's (node, **kwargs); see "
-            "gpunda.onnx._registry.register")
+        """Decorator: the function converts MXNet op ``op_name`` for ONNX opsets from
+        ``opset_version`` up (until one registered for a newer opset takes over)."""
+        def wrapper(func):
+            _mxconv.register(op_name, opset_version, func)
+            return func
+        return wrapper
 
     @staticmethod
     def convert_layer(node, **kwargs):
-        """Not supported: see :meth:`register`."""
-        raise NotImplementedForGpunda(
-            "MXNetGraph.convert_layer is not supported: gpunda converts whole Symbols "
-            "(create_onnx_graph_proto, mx.onnx.export_model)")
+        """Convert one JSON node with the converter registered for its op at the newest
+        opset from ``kwargs["opset_version"]`` (default onnx's newest) down to 12.
+
+        Returns ``(nodes, dtypes)``: ``dtypes`` is None when the converter returns only
+        a list. Raises AttributeError when no converter is registered for the op."""
+        from gpunda.onnx.export import _onnx
+        onnx = _onnx()
+        op = str(node["op"])
+        opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
+        if opset < 12:
+            import logging
+            logging.warning("Your ONNX op set version is %s, which is lower than the lowest "
+                            "tested op set (12), please consider updating ONNX", opset)
+            opset = 12
+        func = _mxconv.lookup(op, opset)
+        if func is None:
+            raise AttributeError(f"No conversion function registered for op type {op} yet.")
+        ret = func(node, **kwargs)
+        if isinstance(ret, list):
+            return ret, None
+        return ret
 
     @staticmethod
     def split_params(sym, params):

@@ -4,15 +4,15 @@ The attribute parsers (``parse_helper``, ``transform_padding``, ``convert_string
 ``get_boolean_attribute_value``) and the node/tensor builders work on MXNet's JSON node
 dicts (``{"name", "op", "attrs", "inputs": [[node, out, 0]]}``) and its converter keyword
 arguments (``outputs_lookup``, ``initializer``) as MXNet 1.9.1's do. MXNet's per-op
-``convert_*`` functions are not built: gpunda converts whole Symbols with its own
-converters (``gpunda.onnx._registry``); each name raises saying so.
+``convert_*`` names take the same arguments and run gpunda's converter for the node's op
+(``gpunda.onnx._mxconv.run_builtin``); each is registered in ``MXNetGraph.registry_`` for
+the ops MXNet registers it for.
 """
 import ast
 import re
 
 import numpy as np
 
-from gpunda.base import NotImplementedForGpunda
 
 _TUPLE = re.compile(r"\([0-9L|, ]+\)")
 
@@ -106,27 +106,106 @@ def create_tensor(tensor_list, tensor_name, initializer, dtype="int64"):
 
 
 def create_helper_trans_node(node_name, input_node):
-    """An ONNX Transpose of ``input_node`` swapping its last two axes (named ``node_name``)."""
-    return _onnx().helper.make_node("Transpose", [input_node], [node_name], perm=[0, 2, 1],
-                                    name=node_name)
+    """An ONNX Transpose of ``input_node`` (reversing its axes) named ``node_name``."""
+    return _onnx().helper.make_node("Transpose", [input_node], [node_name], name=node_name)
+
+
+def transpose_last_two_dim(name, kwargs):
+    """ONNX nodes that swap the last two axes of tensor ``name`` whatever its rank (up to
+    8): the tensor is padded to rank 8 with leading ones, transposed, and reshaped back.
+    The result is ``name + "_transposed"``; three int64 constants go to the initializer."""
+    make = _onnx().helper.make_node
+    init = kwargs["initializer"]
+    create_tensor([0], name + "_0", init)
+    create_tensor([1], name + "_1", init)
+    create_tensor([8], name + "_8", init)
+    perm = list(range(6)) + [7, 6]
+    return [
+        make("Shape", [name], [name + "_shape"]),
+        make("Shape", [name + "_shape"], [name + "_dim"]),
+        make("Sub", [name + "_8", name + "_dim"], [name + "_sub"]),
+        make("Concat", [name + "_sub", name + "_0"], [name + "_concat"], axis=0),
+        make("Pad", [name + "_shape", name + "_concat", name + "_1"], [name + "_shape_8_dim"]),
+        make("Reshape", [name, name + "_shape_8_dim"], [name + "_data_8_dim"]),
+        make("Transpose", [name + "_data_8_dim"], [name + "_data_t"], perm=perm),
+        make("Shape", [name + "_data_t"], [name + "_new_shape_"]),
+        make("Slice", [name + "_new_shape_", name + "_sub", name + "_8", name + "_0"],
+             [name + "_new_shape"]),
+        make("Reshape", [name + "_data_t", name + "_new_shape"], [name + "_transposed"]),
+    ]
+
+
+_FOLD = {"Mul": lambda a, s, r: a * s, "Add": lambda a, s, r: a + s,
+         "Sub": lambda a, s, r: s - a if r else a - s,
+         "Div": lambda a, s, r: s / a if r else a / s, "Pow": lambda a, s, r: a ** s}
 
 
 def scalar_op_helper(node, op_name, **kwargs):
-    """Not built (MXNet's per-node converter convention); see the module docstring."""
-    raise NotImplementedForGpunda(_per_node_message("scalar_op_helper"))
+    """ONNX ``op_name`` (Mul/Add/Sub/Div/Pow) of the node's input and its ``scalar`` attr.
+
+    As MXNet's: an input that is an initializer is folded into a new initializer named as
+    the node (returns its ValueInfo); otherwise the scalar becomes the initializer
+    ``"scalar_op" + str(idx)`` and one node computes the result (the scalar first for
+    ``_rminusscalar``/``_rdivscalar`` nodes). Returns ``[ValueInfo, ...]`` as MXNet does."""
+    onnx = _onnx()
+    from onnx import numpy_helper
+    name, inputs, attrs = get_inputs(node, kwargs)
+    dtype = np.dtype(get_input_dtypes(node, kwargs)[0])
+    ttype = onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    value = float(attrs.get("scalar", "1"))
+    if dtype.kind in "iu":
+        value = int(value)
+    rev = name.startswith("_rminusscalar") or name.startswith("_rdivscalar")
+    init = kwargs["initializer"]
+    src = next((t for t in init if t.name == inputs[0]), None)
+    if src is not None and op_name in _FOLD:
+        arr = np.asarray(_FOLD[op_name](numpy_helper.to_array(src), value, rev))
+        folded = numpy_helper.from_array(arr, name)
+        init.append(folded)
+        return [onnx.helper.make_tensor_value_info(name, folded.data_type, arr.shape)]
+    const = f"scalar_op{kwargs['idx']}"
+    stored = np.asarray([value], dtype=dtype)
+    init.append(_tensor(const, stored, (1,)))
+    pair = [const, inputs[0]] if ("_rminusscalar" in name or "_rdivscalar" in name) \
+        else [inputs[0], const]
+    return [onnx.helper.make_tensor_value_info(const, ttype, (1,)),
+            onnx.helper.make_node(op_name, pair, [name], name=name)]
 
 
-def _per_node_message(name):
-    return (f"mx.onnx.mx2onnx's {name} is not supported: gpunda converts whole Symbols with "
-            "its own converters (mx.onnx.export_model; gpunda.onnx._registry), not MXNet's "
-            "per-node converter functions")
+def convert_weights_and_inputs(node, **kwargs):
+    """MXNet's converter of ``null`` nodes: a graph input (``is_input``: a ValueInfo of
+    ``in_shape``/``in_type``) or a weight (a ValueInfo plus its initializer from
+    ``weights``). Returns ``([ValueInfo], (numpy dtype,))``."""
+    onnx = _onnx()
+    name = node["name"]
+    if kwargs["is_input"] is False:
+        arr = np.asarray(kwargs["weights"][name])
+        ttype = onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
+        kwargs["initializer"].append(_tensor(name, arr, arr.shape))
+        return [onnx.helper.make_tensor_value_info(name, ttype, arr.shape)], (arr.dtype,)
+    ttype = kwargs["in_type"]
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype))
+    return [onnx.helper.make_tensor_value_info(name, ttype, kwargs["in_shape"])], (dtype,)
 
 
-def define_converters(namespace, names):
-    """Put MXNet's per-node converter names into a module's dict, each raising when called."""
-    for name in names:
-        def convert(node=None, _name=name, **kwargs):
-            raise NotImplementedForGpunda(_per_node_message(_name))
-        convert.__name__ = convert.__qualname__ = name
-        convert.__module__ = namespace["__name__"]
-        namespace[name] = convert
+def define_converters(namespace, table, opset_version):
+    """Put MXNet's per-node converter names into a module's dict: ``table`` maps each name
+    to the MXNet ops MXNet registers it for at ``opset_version``. Each runs gpunda's
+    converter for the node's op (``_mxconv.run_builtin``) and is registered for those ops
+    in ``MXNetGraph.registry_``, as MXNet's module does at import."""
+    from gpunda.onnx import _mxconv
+    for name, ops in table.items():
+        if name == "convert_weights_and_inputs":
+            fn = _mxconv.mark_builtin(convert_weights_and_inputs)
+        else:
+            def fn(node, _name=name, **kwargs):
+                from gpunda.onnx._mxconv import run_builtin
+                return run_builtin(_name, node, kwargs)
+            fn.__name__ = fn.__qualname__ = name
+            fn.__module__ = namespace["__name__"]
+            fn.__doc__ = (f"MXNet's ``{name}(node, **kwargs)`` for op(s) {', '.join(ops)}: "
+                          "the ONNX nodes of gpunda's converter, outputs named as the node.")
+            _mxconv.mark_builtin(fn)
+        namespace[name] = fn
+        for op in ops:
+            _mxconv.register(op, opset_version, fn)

@@ -1,7 +1,9 @@
 """``mx.onnx.mx2onnx._op_translations._op_translations_opset13``: MXNet's opset-13 converter module.
 
-The shared helpers work (see ``_helpers``); the per-op ``convert_*`` names exist and raise
-saying that gpunda converts whole Symbols (``mx.onnx.export_model``) with its own converters.
+The shared helpers work (see ``_helpers``). Each ``convert_*`` name takes MXNet's
+arguments (``node`` dict, ``**kwargs``) and returns the ONNX nodes of gpunda's converter for
+the node's op; it is registered in ``MXNetGraph.registry_`` for the ops MXNet registers it
+for at this opset (the table below). Ops gpunda's exporter does not convert raise saying so.
 """
 from gpunda.onnx.mx2onnx._op_translations._helpers import (  # noqa: F401
     convert_string_to_list, create_basic_op_node, create_const_node, create_const_scalar_node,
@@ -10,11 +12,41 @@ from gpunda.onnx.mx2onnx._op_translations._helpers import (  # noqa: F401
 
 OPSET_VERSION = 13
 
-define_converters(globals(), """
-    convert_RNN convert_arange_like convert_broadcast_axis convert_contrib_box_nms
-    convert_contrib_roialign convert_contrib_split_v2 convert_expand_dims
-    convert_layer_norm convert_logsoftmax convert_max convert_mean convert_min
-    convert_norm convert_prod convert_repeat convert_reverse convert_sequencemask
-    convert_slice_channel convert_softmax convert_softmax_output convert_squeeze
-    convert_stack convert_sum
-""".split())
+_CONVERTERS = """
+    convert_RNN: RNN
+    convert_arange_like: _contrib_arange_like
+    convert_broadcast_axis: broadcast_axis
+    convert_contrib_box_nms: _contrib_box_nms
+    convert_contrib_roialign: _contrib_ROIAlign
+    convert_contrib_split_v2: _split_v2
+    convert_expand_dims: expand_dims
+    convert_layer_norm: LayerNorm
+    convert_logsoftmax: log_softmax
+    convert_max: max
+    convert_mean: mean
+    convert_min: min
+    convert_norm: norm
+    convert_prod: prod
+    convert_repeat: repeat
+    convert_reverse: reverse
+    convert_sequencemask: SequenceMask
+    convert_slice_channel: SliceChannel
+    convert_softmax: softmax
+    convert_softmax_output: SoftmaxOutput
+    convert_squeeze: squeeze
+    convert_stack: stack
+    convert_sum: sum
+"""
+
+define_converters(globals(), {line.split(":")[0].strip(): line.split(":")[1].split()
+                              for line in _CONVERTERS.strip().splitlines()}, OPSET_VERSION)
+
+
+def __getattr__(name):
+    if name == "onnx":                   # MXNet's module holds the onnx package as a name
+        from gpunda.onnx.export import _onnx
+        return _onnx()
+    if name == "mx_op":                  # MXNet's name for MXNetGraph in this module
+        from gpunda.onnx.mx2onnx._export_onnx import MXNetGraph
+        return MXNetGraph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
