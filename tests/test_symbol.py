@@ -440,3 +440,14 @@ def test_numpy_scalar_params_are_written_as_mxnet_writes_them():
     r = sym.reshape(sym.var("x"), shape=(np.int32(3), np.int64(2)))
     assert json.loads(r.tojson())["nodes"][1]["attrs"] == {"shape": "(3, 2)"}
     assert sym.load_json(r.tojson()).infer_shape(x=(6,))[1] == [(3, 2)]
+
+
+def test_symbol_json_attrs_are_written_as_mxnet():
+    # MXNet 1.9.1 writes str(value) (recorded there): a list keeps its brackets, a NumPy
+    # float its short form
+    y = mx.sym.reshape(mx.sym.var("a"), shape=[2, -1, 3])
+    assert json.loads(y.tojson())["nodes"][1]["attrs"] == {"shape": "[2, -1, 3]"}
+    z = mx.sym.load_json(y.tojson())
+    assert z.eval(a=mx.nd.ones((3, 4)))[0].shape == (2, 2, 3)
+    c = mx.sym.clip(mx.sym.var("a"), a_min=np.float32(0.3), a_max=np.float64(0.7))
+    assert json.loads(c.tojson())["nodes"][1]["attrs"] == {"a_max": "0.7", "a_min": "0.3"}

@@ -236,11 +236,16 @@ def to_attr_string(value):
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, (tuple, list)):
+        # MXNet writes str(value): a list keeps its brackets
         inner = ", ".join("None" if v is None else to_attr_string(v) for v in value)
+        if isinstance(value, list):
+            return f"[{inner}]"
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if value is None:
         return "None"
-    if isinstance(value, (np.integer, np.floating)):   # before float: np.float64 is one
+    if isinstance(value, np.floating):   # before float: np.float64 is one
+        return str(value)               # str(np.float32(0.3)) is '0.3', as MXNet writes it
+    if isinstance(value, np.integer):
         return repr(value.item())
     if isinstance(value, float):
         return repr(value)
