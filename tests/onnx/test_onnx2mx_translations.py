@@ -221,16 +221,20 @@ def test_whole_model_through_graphproto_gluon_and_import_model(tmp_path):
     x = np.random.RandomState(1).randn(1, 2, 4, 4).astype(np.float32)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     want = sess.run(None, {"x": x})[0]
+    # MXNet's GraphProto makes the parameters on the default context (gpu(0) under
+    # --standin-gpu): the data goes there too
+    ctx = mx.current_context()
     sym, args, aux = import_onnx.GraphProto().from_onnx(model.graph, 11)
     assert sorted(args) == ["b", "fb", "fw", "w"] and aux == {}
-    got = sym.eval(ctx=mx.cpu(), x=mx.nd.array(x), **args)[0].asnumpy()
+    got = sym.eval(ctx=ctx, x=mx.nd.array(x, ctx=ctx), **args)[0].asnumpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    net = import_onnx.GraphProto().graph_to_gluon(model.graph, mx.cpu(), 11)
-    np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-5)
+    net = import_onnx.GraphProto().graph_to_gluon(model.graph, ctx, 11)
+    np.testing.assert_allclose(net(mx.nd.array(x, ctx=ctx)).asnumpy(), want, rtol=1e-4,
+                               atol=1e-5)
     # gpunda's own importer still takes the same model
     path = tmp_path / "cnn.onnx"
     onnx.save(model, str(path))
     sym2, args2, aux2 = mx.contrib.onnx.import_model(str(path))
-    got2 = sym2.eval(ctx=mx.cpu(), x=mx.nd.array(x), **args2)[0].asnumpy()
+    got2 = sym2.eval(ctx=ctx, x=mx.nd.array(x, ctx=ctx), **args2)[0].asnumpy()
     np.testing.assert_allclose(got2, want, rtol=1e-4, atol=1e-5)
 
