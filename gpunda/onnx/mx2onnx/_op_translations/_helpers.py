@@ -189,11 +189,16 @@ def convert_weights_and_inputs(node, **kwargs):
 
 
 def define_converters(namespace, table, opset_version):
-    """Put MXNet's per-node converter names into a module's dict: ``table`` maps each name
-    to the MXNet ops MXNet registers it for at ``opset_version``. Each runs gpunda's
-    converter for the node's op (``_mxconv.run_builtin``) and is registered for those ops
-    in ``MXNetGraph.registry_``, as MXNet's module does at import."""
+    """Put MXNet's per-node converter names into a module's dict: ``table`` (text, one
+    ``convert_name: Op1 Op2 ...`` line each) gives each name and the MXNet ops MXNet
+    registers it for at ``opset_version``. Each runs gpunda's converter for the node's op
+    (``_mxconv.run_builtin``) and is registered for those ops in ``MXNetGraph.registry_``,
+    as MXNet's module does at import. The module also gets MXNet's ``onnx`` and ``mx_op``
+    names, loaded on first use."""
     from gpunda.onnx import _mxconv
+    table = {line.split(":")[0].strip(): line.split(":")[1].split()
+             for line in table.strip().splitlines()}
+    namespace["__getattr__"] = _opset_module_getattr(namespace["__name__"])
     for name, ops in table.items():
         if name == "convert_weights_and_inputs":
             fn = _mxconv.mark_builtin(convert_weights_and_inputs)
@@ -209,3 +214,15 @@ def define_converters(namespace, table, opset_version):
         namespace[name] = fn
         for op in ops:
             _mxconv.register(op, opset_version, fn)
+
+
+def _opset_module_getattr(module_name):
+    def __getattr__(name):
+        if name == "onnx":                   # MXNet's module holds the onnx package as a name
+            from gpunda.onnx.export import _onnx
+            return _onnx()
+        if name == "mx_op":                  # MXNet's name for MXNetGraph in these modules
+            from gpunda.onnx.mx2onnx._export_onnx import MXNetGraph
+            return MXNetGraph
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+    return __getattr__

@@ -162,15 +162,4 @@ _CONVERTERS = """
     covert_broadcast_sub: broadcast_sub
 """
 
-define_converters(globals(), {line.split(":")[0].strip(): line.split(":")[1].split()
-                              for line in _CONVERTERS.strip().splitlines()}, 12)
-
-
-def __getattr__(name):
-    if name == "onnx":                   # MXNet's module holds the onnx package as a name
-        from gpunda.onnx.export import _onnx
-        return _onnx()
-    if name == "mx_op":                  # MXNet's name for MXNetGraph in this module
-        from gpunda.onnx.mx2onnx._export_onnx import MXNetGraph
-        return MXNetGraph
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+define_converters(globals(), _CONVERTERS, 12)
