@@ -7,8 +7,6 @@ running mean/var), exactly as written by MXNet 1.x's ``save_checkpoint`` and
 """
 from __future__ import annotations
 
-import importlib.util
-import logging
 import os
 import time
 import warnings
@@ -21,9 +19,17 @@ from gpunda.initializer import Uniform
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_params", "params_path", "symbol_path"]
 
-#: whether scikit-learn can be imported (looked up, not imported: ``import gpunda`` stays fast;
-#: MXNet's FeedForward derives from sklearn's BaseEstimator when it is, gpunda's never does)
-SKLEARN_INSTALLED = importlib.util.find_spec("sklearn") is not None
+
+
+def __getattr__(name):
+    # SKLEARN_INSTALLED: whether scikit-learn can be imported, looked up on first use (a
+    # search of sys.path at `import gpunda` costs time for nothing); MXNet's FeedForward
+    # derives from sklearn's BaseEstimator when it is, gpunda's never does
+    if name == "SKLEARN_INSTALLED":
+        import importlib.util
+        value = globals()[name] = importlib.util.find_spec("sklearn") is not None
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def symbol_path(prefix):
@@ -293,6 +299,7 @@ def _train_multi_device(symbol, ctx, arg_names, param_names, aux_names, arg_para
     from gpunda.executor_manager import DataParallelExecutorManager
     from gpunda.optimizer import get_updater
     if logger is None:
+        import logging
         logger = logging
     manager = DataParallelExecutorManager(symbol=symbol, sym_gen=sym_gen, ctx=ctx,
                                           train_data=train_data, param_names=param_names,
