@@ -113,7 +113,9 @@ def test_group_indexing_internals_children():
     (lambda a, b: 3 / a, lambda x, y: 3 / x, "_rdiv_scalar"),
     (lambda a, b: a ** 2, lambda x, y: x ** 2, "_power_scalar"),
     (lambda a, b: 2 ** a, lambda x, y: 2 ** x, "_rpower_scalar"),
-    (lambda a, b: a ** b, lambda x, y: x ** y, "broadcast_power"),
+    (lambda a, b: a ** b, lambda x, y: x ** y, "_power"),
+    (lambda a, b: a % b, lambda x, y: np.mod(x, y), "_mod"),
+    (lambda a, b: a >= b, lambda x, y: (x >= y).astype(np.float32), "_greater_equal"),
     (lambda a, b: -a, lambda x, y: -x, "_mul_scalar"),
     (lambda a, b: a / b, lambda x, y: x / y, "elemwise_div"),
 ])
@@ -122,11 +124,25 @@ def test_arithmetic(build, ref, opname, rng):
     s = build(a, b)
     assert json.loads(s.tojson())["nodes"][-1]["op"] == opname
     x = rng.uniform(0.5, 2, (2, 3)).astype(np.float32)
-    # Symbol operators do not broadcast (MXNet's), except ** (broadcast_power here)
-    y = rng.uniform(0.5, 2, (1, 3) if opname == "broadcast_power" else (2, 3)).astype(np.float32)
+    # Symbol operators do not broadcast: MXNet 1.9.1 makes elemwise_*/_power/_mod/_equal...
+    y = rng.uniform(0.5, 2, (2, 3)).astype(np.float32)
     kw = {n: mx.nd.array(v) for n, v in (("a", x), ("b", y)) if n in s.list_arguments()}
     out = s.eval(**kw)[0].asnumpy()
     np.testing.assert_allclose(out, ref(x, y), rtol=1e-6)
+
+
+def test_symbol_binary_operators_refuse_unequal_shapes_as_mxnet():
+    # MXNet 1.9.1: a ** b, a % b, a == b and sym.maximum(a, b) of two Symbols are _power, _mod,
+    # _equal and _maximum, which fail shape inference on (2, 3) and (1, 3)
+    a, b = sym.var("a"), sym.var("b")
+    for s, op in [(a ** b, "_power"), (a % b, "_mod"), (a == b, "_equal"),
+                  (sym.maximum(a, b), "_maximum"), (sym.minimum(a, b), "_minimum")]:
+        assert json.loads(s.tojson())["nodes"][-1]["op"] == op
+        with pytest.raises(mx.base.MXNetError):
+            s.infer_shape(a=(2, 3), b=(1, 3))
+    # NDArray operators broadcast (MXNet's broadcast_* ops)
+    assert (mx.nd.ones((2, 3)) ** mx.nd.ones((1, 3))).shape == (2, 3)
+    assert mx.nd.maximum(mx.nd.ones((2, 3)), mx.nd.ones((1, 3))).shape == (2, 3)
 
 
 def test_attr_scope_and_attr_dict():

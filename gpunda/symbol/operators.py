@@ -43,13 +43,13 @@ class SymbolOperators:
     __div__, __rdiv__ = __truediv__, __rtruediv__
 
     def __mod__(self, other):
-        return _arith(self, other, ("broadcast_mod", "_mod"), ("_mod_scalar", "_modscalar"))
+        return _arith(self, other, ("_mod", "_mod"), ("_mod_scalar", "_modscalar"))
 
     def __rmod__(self, other):
         return _arith(self, other, None, ("_rmod_scalar", "_rmodscalar"))
 
     def __pow__(self, other):
-        return _arith(self, other, ("broadcast_power", "_power"),
+        return _arith(self, other, ("_power", "_power"),
                       ("_power_scalar", "_powerscalar"))
 
     def __rpow__(self, other):
@@ -66,24 +66,24 @@ class SymbolOperators:
         return make_node(get_op("abs"), [self], {}, None, None, hint="abs")
 
     def __eq__(self, other):
-        return _arith(self, other, ("broadcast_equal", "_equal"), ("_equal_scalar", None))
+        return _arith(self, other, ("_equal", "_equal"), ("_equal_scalar", None))
 
     def __ne__(self, other):
-        return _arith(self, other, ("broadcast_not_equal", "_not_equal"),
+        return _arith(self, other, ("_not_equal", "_not_equal"),
                       ("_not_equal_scalar", None))
 
     def __gt__(self, other):
-        return _arith(self, other, ("broadcast_greater", "_greater"), ("_greater_scalar", None))
+        return _arith(self, other, ("_greater", "_greater"), ("_greater_scalar", None))
 
     def __ge__(self, other):
-        return _arith(self, other, ("broadcast_greater_equal", "_greater_equal"),
+        return _arith(self, other, ("_greater_equal", "_greater_equal"),
                       ("_greater_equal_scalar", None))
 
     def __lt__(self, other):
-        return _arith(self, other, ("broadcast_lesser", "_lesser"), ("_lesser_scalar", None))
+        return _arith(self, other, ("_lesser", "_lesser"), ("_lesser_scalar", None))
 
     def __le__(self, other):
-        return _arith(self, other, ("broadcast_lesser_equal", "_lesser_equal"),
+        return _arith(self, other, ("_lesser_equal", "_lesser_equal"),
                       ("_lesser_equal_scalar", None))
 
     # MXNet's Symbol is unhashable (it defines __eq__); gpunda keeps identity hashing so

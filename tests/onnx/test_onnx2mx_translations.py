@@ -33,25 +33,6 @@ CASES = {c["id"]: c for c in sc.CASES}
 # UnboundLocalError; Slice and TopK of opset 10 pass float32 constants to integer
 # parameters. gpunda gives ONNX's answer, checked in ONNX Runtime.
 MXNET_FAILS = {"clip11_none", "slice10", "slice10_noaxes", "topk10"}
-# mx.sym.maximum/minimum/pow of two Symbols: MXNet writes its non-broadcasting ops
-# _maximum/_minimum/_power; gpunda's are its broadcasting ops under those names (the values
-# agree on equal shapes)
-GPUNDA_OP = {"_maximum": "broadcast_maximum", "_minimum": "broadcast_minimum",
-             "_power": "broadcast_power"}
-
-
-def _as_gpunda(value):
-    """MXNet's recorded JSON form with the op names gpunda writes for the same call."""
-    if isinstance(value, dict):
-        out = {k: _as_gpunda(v) for k, v in value.items()}
-        if isinstance(out.get("op"), str) and "name" in out and out["op"] in GPUNDA_OP:
-            out["op"] = GPUNDA_OP[out["op"]]
-        return out
-    if isinstance(value, list):
-        return [_as_gpunda(v) for v in value]
-    return value
-
-
 def _same_error(got, want):
     """gpunda raises a GpundaError that is also the exception class MXNet raised."""
     assert "error" in got, got
@@ -98,7 +79,7 @@ def test_translation_as_mxnet(cid):
     if "error" in want:
         _same_error(got, want)
         return
-    assert got == _as_gpunda(want)
+    assert got == want
 
 
 @pytest.mark.parametrize("cid", sorted(CASES))
@@ -111,7 +92,7 @@ def test_imported_model_as_mxnet(cid):
         return
     assert "error" not in got, got
     if cid not in MXNET_FAILS:
-        assert got["sym"] == _as_gpunda(want["sym"])
+        assert got["sym"] == want["sym"]
         assert (got["args"], got["aux"]) == (want["args"], want["aux"])
         assert len(got["outs"]) == len(want["outs"])
         for g, w in zip(got["outs"], want["outs"]):

@@ -346,18 +346,22 @@ for _n, _pyop, _g, _al in _ARITH:
         else:
             _bin(_kind + _n, _f, _g, same_shape=True, save=() if _shapes_only else ("inputs",),
                  aliases=_al, doc=f"Element-wise {_n} of equal shapes.")
-_bin("broadcast_mod", _typed("broadcast_mod", _mod, same_dtype_out=True), _g_mod,
-     aliases=("_mod",), doc="Remainder with broadcasting.")
-_bin("broadcast_power", _typed("broadcast_power", lambda xp, p, a, b: xp.power(a, b),
-                               same_dtype_out=True), _g_pow,
-     aliases=("_power", "_Power"), doc="a ** b with broadcasting.")
-_bin("broadcast_maximum", _typed("broadcast_maximum", lambda xp, p, a, b: xp.maximum(a, b)),
-     _g_max, aliases=("_maximum", "_Maximum"), doc="Element-wise maximum with broadcasting.")
-_bin("broadcast_minimum", _typed("broadcast_minimum", lambda xp, p, a, b: xp.minimum(a, b)),
-     _g_min, aliases=("_minimum", "_Minimum"), doc="Element-wise minimum with broadcasting.")
-_bin("broadcast_hypot", _typed("broadcast_hypot", lambda xp, p, a, b: xp.hypot(a, b),
-                               same_dtype_out=True), _g_hypot, aliases=("_hypot",),
-     doc="sqrt(a**2 + b**2) with broadcasting.")
+# each broadcast_<op> has an equal-shape twin _<op>: MXNet registers _mod, _power,
+# _maximum, _minimum, _hypot and the comparisons as ops of their own (what Symbol's
+# operators and sym.maximum/pow of two Symbols make), refusing unequal shapes
+_BINARY = [
+    ("mod", _mod, _g_mod, dict(same_dtype_out=True), "Remainder"),
+    ("power", lambda xp, p, a, b: xp.power(a, b), _g_pow, dict(same_dtype_out=True), "a ** b"),
+    ("maximum", lambda xp, p, a, b: xp.maximum(a, b), _g_max, {}, "Element-wise maximum"),
+    ("minimum", lambda xp, p, a, b: xp.minimum(a, b), _g_min, {}, "Element-wise minimum"),
+    ("hypot", lambda xp, p, a, b: xp.hypot(a, b), _g_hypot, dict(same_dtype_out=True),
+     "sqrt(a**2 + b**2)"),
+]
+for _n, _f, _g, _kw, _what in _BINARY:
+    _bin("broadcast_" + _n, _typed("broadcast_" + _n, _f, **_kw), _g,
+         doc=f"{_what} with broadcasting.")
+    _bin("_" + _n, _typed("_" + _n, _f, **_kw), _g, same_shape=True,
+         doc=f"{_what} of equal shapes.")
 
 
 _COMPARE = [
@@ -370,8 +374,10 @@ _COMPARE = [
 ]
 for _n, _f in _COMPARE:
     _bin("broadcast_" + _n, _typed("broadcast_" + _n, _f, as_input_dtype=True), None,
-         nondiff=True, save=(), aliases=("_" + _n,),
+         nondiff=True, save=(),
          doc=f"Element-wise {_n} (1 or 0 in the input dtype) with broadcasting.")
+    _bin("_" + _n, _typed("_" + _n, _f, as_input_dtype=True), None, nondiff=True, save=(),
+         same_shape=True, doc=f"Element-wise {_n} (1 or 0 in the input dtype) of equal shapes.")
 _unary("logical_not", lambda xp, p, x: xp.logical_not(x).astype(x.dtype), None, nondiff=True,
        save=(), doc="Logical not (1 or 0 in the input dtype).")
 
