@@ -15,7 +15,7 @@ __all__ = ["CONVERTERS", "register", "converter_for", "load_all"]
 CONVERTERS: dict = {}
 
 _FAMILIES = ("ops_nn", "ops_conv", "ops_norm", "ops_math", "ops_tensor", "ops_rnn",
-             "ops_contrib")
+             "ops_contrib", "ops_vision")
 _loaded = False
 
 

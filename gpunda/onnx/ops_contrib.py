@@ -85,6 +85,13 @@ def random_uniform(g, node):
           shape=[int(d) for d in g.out_shape(node)], dtype=_sample_dtype(g, node))
 
 
+@register("_random_uniform_like")
+def random_uniform_like(g, node):
+    p = node.p
+    g.add("RandomUniformLike", [g.inp(node, 0)], [g.out(node)], low=float(p.low),
+          high=float(p.high), dtype=_sample_dtype(g, node))
+
+
 @register("_random_normal")
 def random_normal(g, node):
     p = node.p

@@ -262,6 +262,42 @@ def topk(g, node):
         g.bind(node, 0, vals)
 
 
+def _axis_length(g, node, x, axis):
+    """The length of ``x`` (input 0 of ``node``, maybe flattened) along ``axis`` as a 1-d
+    int64 tensor: a constant unless that dim follows a dynamic input."""
+    shape = g.in_shape(node, 0)
+    if axis in g.varying_in(node, 0) or (g.varying_in(node, 0) and len(shape) != 1
+                                         and node.p.axis is None):
+        return g.add("Gather", [g.add("Shape", [x]), g.ints([axis], "axis")], axis=0)
+    n = int(np.prod(shape)) if node.p.axis is None else shape[axis]
+    return g.ints([n], "k")
+
+
+@register("argsort")
+def argsort(g, node):
+    # every index along the axis, best first: TopK with k the axis length
+    p = node.p
+    x = g.inp(node, 0)
+    if p.axis is None:
+        x, axis = g.add("Reshape", [x, g.ints([-1])]), 0
+    else:
+        axis = p.axis % len(g.in_shape(node, 0))
+    _, idx = g.add("TopK", [x, _axis_length(g, node, x, axis)], 2, axis=axis,
+                   largest=0 if p.is_ascend else 1, sorted=1)
+    g.add("Cast", [idx], [g.out(node)], to=g.onnx_dtype(g.out_dtype(node)))
+
+
+@register("_contrib_div_sqrt_dim")
+def div_sqrt_dim(g, node):
+    shape, dt = g.in_shape(node, 0), g.in_dtype(node, 0)
+    if len(shape) - 1 in g.varying_in(node, 0):
+        d = g.add("Gather", [g.add("Shape", [g.inp(node, 0)]), g.ints([-1], "last")], axis=0)
+        root = g.add("Sqrt", [g.add("Cast", [d], to=g.onnx_dtype(dt))])
+    else:
+        root = g.scalar(math.sqrt(shape[-1]), dt, "sqrt_dim")
+    g.add("Div", [g.inp(node, 0), root], [g.out(node)])
+
+
 @register("Cast", "amp_cast")
 def cast(g, node):
     g.add("Cast", [g.inp(node, 0)], [g.out(node)], to=g.onnx_dtype(g.out_dtype(node)))

@@ -284,3 +284,66 @@ def sequence_mask(g, node):
         mask = g.unsqueeze(mask, list(range(2, len(shape))))
     val = g.scalar(p.value, g.in_dtype(node, 0), "value")
     g.add("Where", [mask, g.inp(node, 0), val], [g.out(node)])
+
+
+@register("SequenceReverse")
+def sequence_reverse(g, node):
+    p = node.p
+    if p.axis != 0:
+        raise g.unsupported(node, f"axis={p.axis} (MXNet reverses along axis 0 only)")
+    x = g.inp(node, 0)
+    if p.use_sequence_length:
+        lens = g.add("Cast", [g.inp(node, 1)], to=g.onnx_dtype(np.int64))
+    else:       # every sequence is full length: T repeated over the batch
+        dims = g.add("Shape", [x])
+        steps = g.add("Gather", [dims, g.ints([0], "time")], axis=0)
+        batch = g.add("Gather", [dims, g.ints([1], "batch")], axis=0)
+        lens = g.add("Expand", [steps, batch])
+    g.add("ReverseSequence", [x, lens], [g.out(node)], batch_axis=1, time_axis=0)
+
+
+@register("Crop")
+def crop(g, node):
+    from gpunda.ops.nn.crop import _crop_geometry
+    p = node.p
+    like = len(node.inputs) > 1
+    moving = [k for k in (2, 3) if k in g.varying_in(node, 0)
+              or (like and len(g.in_shape(node, 1)) - 4 + k in g.varying_in(node, 1))]
+    if p.center_crop and moving:
+        raise g.unsupported(node, "center_crop=True with a dynamic height or width")
+    (top, left), (h, w) = _crop_geometry(p, g.in_shape(node, 0),
+                                         g.in_shape(node, 1) if like else None)
+    starts = g.ints([top, left], "starts")
+    if like and moving:         # the window follows crop_like's size at run time
+        size = g.add("Slice", [g.add("Shape", [g.inp(node, 1)]), g.ints([-2], "from"),
+                               g.ints([_INT_MAX], "to")])
+        ends = g.add("Add", [starts, size])
+    else:
+        ends = g.ints([top + h, left + w], "ends")
+    g.add("Slice", [g.inp(node, 0), starts, ends, g.ints([2, 3], "axes")], [g.out(node)])
+
+
+@register("_split_v2")
+def split_v2(g, node):
+    p = node.p
+    shape = g.in_shape(node, 0)
+    axis = p.axis % len(shape)
+    x = g.inp(node, 0)
+    if p.sections > 0:
+        # equal parts, sized at run time (so a dynamic axis works too)
+        n = int(p.sections)
+        extra = {"num_outputs": n} if g.opset >= 18 else {}
+        parts = g.add("Split", [x], n, axis=axis, **extra)
+        parts = [parts] if n == 1 else parts
+    else:
+        # part k runs from indices[k] to indices[k + 1] (the last to the end of the axis)
+        bounds = [int(b) for b in p.indices] + [_INT_MAX]
+        parts = [g.add("Slice", [x, g.ints([b], "starts"), g.ints([e], "ends"),
+                                 g.ints([axis], "axes")])
+                 for b, e in zip(bounds[:-1], bounds[1:])]
+    if p.squeeze_axis:
+        for part, out in zip(parts, g.outs(node)):
+            g.squeeze(part, [axis], [out])
+    else:
+        for i, part in enumerate(parts):
+            g.bind(node, i, part)

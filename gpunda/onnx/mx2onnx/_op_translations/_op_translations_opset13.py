@@ -3,7 +3,7 @@
 The shared helpers work (see ``_helpers``). Each ``convert_*`` name takes MXNet's
 arguments (``node`` dict, ``**kwargs``) and returns the ONNX nodes of gpunda's converter for
 the node's op; it is registered in ``MXNetGraph.registry_`` for the ops MXNet registers it
-for at this opset (the table below). Ops gpunda's exporter does not convert raise saying so.
+for at this opset (the table below); gpunda's exporter converts every op of the table.
 """
 from gpunda.onnx.mx2onnx._op_translations._helpers import (  # noqa: F401
     convert_string_to_list, create_basic_op_node, create_const_node, create_const_scalar_node,
