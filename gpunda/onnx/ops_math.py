@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from gpunda.onnx._registry import register
+from gpunda.ops.registry import get_op
 
 _BINARY = {"broadcast_add": "Add", "elemwise_add": "Add", "broadcast_sub": "Sub",
            "elemwise_sub": "Sub", "broadcast_mul": "Mul", "elemwise_mul": "Mul",
@@ -55,12 +56,16 @@ def _binary_converter(kind):
     return convert
 
 
-for _name, _op in _BINARY.items():
-    register(_name)(_binary_converter(_op))
-for _name in list(_COMPARE) + list(_LOGIC):
-    register(_name)(_binary_converter(_name))
-register("broadcast_mod")(_binary_converter("mod"))
-register("broadcast_hypot")(_binary_converter("hypot"))
+# op name -> the kind _emit_binary writes
+_KINDS = dict(_BINARY, **{n: n for n in list(_COMPARE) + list(_LOGIC)},
+              broadcast_mod="mod", broadcast_hypot="hypot")
+for _name, _kind in _KINDS.items():
+    register(_name)(_binary_converter(_kind))
+    _twin = "_" + _name[len("broadcast_"):]
+    if _name.startswith("broadcast_") and get_op(_twin).name == _twin:
+        # the equal-shape op of its own that Symbol operators make (_power, _mod, _equal,
+        # ...; _add is only a name of elemwise_add)
+        register(_twin)(_binary_converter(_kind))
 
 # scalar ops: (binary kind, scalar on the left)
 _SCALAR = {"_plus_scalar": ("Add", False), "_minus_scalar": ("Sub", False),

@@ -94,6 +94,10 @@ CASES = [
      + S.broadcast_maximum(x, y) - S.broadcast_minimum(x, y)
      + S.broadcast_power(S.abs(x) + 0.5, y) + S.broadcast_mod(x, S.abs(y) + 0.5),
      {"data": _f(2, 3, 4), "other": _f(1, 3, 1)}, {}),
+    # Symbol operators of two Symbols make MXNet's equal-shape ops (_power, _mod, _equal, ...)
+    ("symbol_operators", S.maximum(x, y) - S.minimum(x, y) + (S.abs(x) + 0.5) ** y
+     + x % (S.abs(y) + 0.5) + (x == y) + (x != y) + (x > y) + (x >= y) + (x < y) + (x <= y)
+     + S.hypot(x, y), {"data": _f(3, 4), "other": _f(3, 4)}, {}),
     ("scalar_math", (x + 1) * 2 - 3 / (S.abs(x) + 1) + (1 - x) ** 2 + 2 ** x
      + S.maximum(x, 0.2) + S.minimum(x, -0.1) + (x > 0) + (x <= 0.3) + (x == 0.5)
      + (x != 0.5), {"data": _f(3, 4)}, {}),
