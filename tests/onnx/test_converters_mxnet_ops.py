@@ -280,7 +280,13 @@ def test_mxnet_convert_random_uniform_like():
     (got,) = _mxnet_call(o12.convert_random_uniform_like, "_random_uniform_like",
                          {"low": 1.0, "high": 2.0}, {"a": np.zeros((30, 30), np.float32)})
     assert got.shape == (30, 30) and got.dtype == np.float32
-    assert 1.0 <= got.min() and got.max() < 2.0 and len(np.unique(got)) > 500
+    # 900 draws from U[1, 2): every one in range, nearly all distinct, mean and spread of
+    # the distribution (1.5 and 1/sqrt(12); 10 standard errors of slack)
+    assert got.min() >= 1.0, got.min()
+    assert got.max() < 2.0, got.max()
+    assert len(np.unique(got)) > 500, len(np.unique(got))
+    assert abs(float(got.mean()) - 1.5) < 0.1, got.mean()
+    assert abs(float(got.std()) - 12 ** -0.5) < 0.05, got.std()
 
 
 def test_every_op_of_mxnets_tables_converts():

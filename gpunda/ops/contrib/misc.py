@@ -107,10 +107,9 @@ def _sync_bn_gradient(F, p, ins, outs, og):
 register(OpDef(
     "_contrib_SyncBatchNorm", _sync_bn,
     inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
-    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
-            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
-            Param("output_mean_var", "bool", False), Param("ndev", "int", 1),
-            Param("key", "str", doc="the name shared by the synchronised copies")],
+    params=_nn.BN_COMMON_PARAMS + [
+        Param("ndev", "int", 1),
+        Param("key", "str", doc="the name shared by the synchronised copies")],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
     output_names=("output", "mean", "var"), gradient=_sync_bn_gradient,

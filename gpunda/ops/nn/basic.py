@@ -989,14 +989,19 @@ def _infer_bn(p, in_shapes):
     return shapes, [d, (C,), (C,)]
 
 
+# the parameters every batch-norm op takes (SyncBatchNorm adds its own to these), and
+# BatchNorm's whole list, which _contrib_BatchNormWithReLU shares
+BN_COMMON_PARAMS = [Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
+                    Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
+                    Param("output_mean_var", "bool", False)]
+BN_PARAMS = BN_COMMON_PARAMS + [
+    Param("axis", "int", 1), Param("cudnn_off", "bool", False, "accepted, ignored"),
+    Param("min_calib_range", "float", None, "accepted, ignored"),
+    Param("max_calib_range", "float", None, "accepted, ignored")]
+
 register(OpDef(
     "BatchNorm", _batch_norm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
-    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
-            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
-            Param("output_mean_var", "bool", False), Param("axis", "int", 1),
-            Param("cudnn_off", "bool", False, "accepted, ignored"),
-            Param("min_calib_range", "float", None, "accepted, ignored"),
-            Param("max_calib_range", "float", None, "accepted, ignored")],
+    params=BN_PARAMS,
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), output_names=("output", "mean", "var"),
     gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn,

@@ -12,8 +12,8 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops._util import require_same_dtype
-from gpunda.ops.nn.basic import (_acc, _norm_grad, _kshape, _batch_norm, _grad_batch_norm,
-                                 _infer_bn, bn_infer_type)
+from gpunda.ops.nn.basic import (BN_PARAMS, _acc, _norm_grad, _kshape, _batch_norm,
+                                 _grad_batch_norm, _infer_bn, bn_infer_type)
 
 # ---------------------------------------------------------------------------
 # GroupNorm: channels split into num_groups groups, each normalised with its
@@ -100,13 +100,7 @@ def _infer_bn_relu(p, in_shapes):
 
 register(OpDef(
     "_contrib_BatchNormWithReLU", _batch_norm_relu,
-    inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
-    params=[Param("eps", "float", 1e-3), Param("momentum", "float", 0.9),
-            Param("fix_gamma", "bool", True), Param("use_global_stats", "bool", False),
-            Param("output_mean_var", "bool", False), Param("axis", "int", 1),
-            Param("cudnn_off", "bool", False, "accepted, ignored"),
-            Param("min_calib_range", "float", None, "accepted, ignored"),
-            Param("max_calib_range", "float", None, "accepted, ignored")],
+    inputs=("data", "gamma", "beta", "moving_mean", "moving_var"), params=BN_PARAMS,
     num_outputs=4, num_visible=lambda p: 3 if p.output_mean_var else 1,
     aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
     output_names=("output", "mean", "var", "workspace"),
