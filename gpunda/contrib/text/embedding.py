@@ -228,6 +228,16 @@ class _TokenEmbedding(vocab.Vocabulary):
         self._vec_len = width
         self._idx_to_vec = table
 
+    def _load_pretrained(self, source, pretrained_file_name, embedding_root, init_unknown_vec,
+                         vocabulary):
+        """Load ``source``'s (GloVe's, FastText's) pretrained file, space-separated, from
+        ``embedding_root`` (``data_dir()/embeddings`` when None), then index
+        ``vocabulary``'s tokens if one is given."""
+        root = os.path.join(data_dir(), "embeddings") if embedding_root is None else embedding_root
+        self._load_embedding(source._get_pretrained_file(root, pretrained_file_name), " ",
+                             init_unknown_vec)
+        self._build_embedding_for_vocabulary(vocabulary)
+
     def _build_embedding_for_vocabulary(self, vocabulary):
         if vocabulary is None:
             return
@@ -323,11 +333,8 @@ class GloVe(_TokenEmbedding):
                  init_unknown_vec=nd.zeros, vocabulary=None, **kwargs):
         GloVe._check_pretrained_file_names(pretrained_file_name)
         super().__init__(**kwargs)
-        root = os.path.join(data_dir(), "embeddings") if embedding_root is None else embedding_root
-        self._load_embedding(GloVe._get_pretrained_file(root, pretrained_file_name), " ",
-                             init_unknown_vec)
-        if vocabulary is not None:
-            self._build_embedding_for_vocabulary(vocabulary)
+        self._load_pretrained(GloVe, pretrained_file_name, embedding_root, init_unknown_vec,
+                              vocabulary)
 
 
 @register
@@ -347,11 +354,8 @@ class FastText(_TokenEmbedding):
                  init_unknown_vec=nd.zeros, vocabulary=None, **kwargs):
         FastText._check_pretrained_file_names(pretrained_file_name)
         super().__init__(**kwargs)
-        root = os.path.join(data_dir(), "embeddings") if embedding_root is None else embedding_root
-        self._load_embedding(FastText._get_pretrained_file(root, pretrained_file_name), " ",
-                             init_unknown_vec)
-        if vocabulary is not None:
-            self._build_embedding_for_vocabulary(vocabulary)
+        self._load_pretrained(FastText, pretrained_file_name, embedding_root, init_unknown_vec,
+                              vocabulary)
 
 
 class CustomEmbedding(_TokenEmbedding):
