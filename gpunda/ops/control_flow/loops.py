@@ -96,6 +96,22 @@ def _grad_names(n_subgraphs):
     return lambda p: tuple(f"ograd{i}" for i in range(p.num_outputs)) + args(p)
 
 
+def _register_loop_op(name, compute, grad_compute, params, n_subgraphs, infer_shape,
+                      infer_type, doc, check=None):
+    """Register control-flow op ``name`` (``n_subgraphs`` subgraphs counted in num_args)
+    and its once-differentiable ``_backward_<name[1:]>`` op, which its gradient rule runs."""
+    common = dict(params=params, check=check, wants_ctx=True, capture=_HOST, hidden=True,
+                  family="control_flow")
+    grad_op = register(OpDef(
+        "_backward" + name, grad_compute, inputs=_grad_names(n_subgraphs),
+        num_outputs=lambda p: p.num_args - n_subgraphs, gradient=_once(name), save=(),
+        doc=f"{name}'s gradients wrt its inputs.", **common))
+    register(OpDef(
+        name, compute, inputs=_arg_names(n_subgraphs), num_outputs=lambda p: p.num_outputs,
+        gradient=_gradient(grad_op), save=("inputs", "outputs"), infer_shape=infer_shape,
+        infer_type=infer_type, doc=doc, **common))
+
+
 def _place(n, pairs):
     out = [None] * n
     for loc, a in pairs:
@@ -233,17 +249,10 @@ def _back_types(values, sub_t, sources):
     return values
 
 
-_FOREACH_GRAD = register(OpDef(
-    "_backward_foreach", _foreach_grad, params=_FOREACH_PARAMS, wants_ctx=True,
-    inputs=_grad_names(1), num_outputs=lambda p: p.num_args - 1, gradient=_once("_foreach"), save=(), hidden=True,
-    capture=_HOST, family="control_flow", doc="_foreach's gradients wrt its inputs."))
-register(OpDef(
-    "_foreach", _foreach, params=_FOREACH_PARAMS, wants_ctx=True, inputs=_arg_names(1),
-    num_outputs=lambda p: p.num_outputs, gradient=_gradient(_FOREACH_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_foreach, infer_type=_infer_type_foreach,
-    capture=_HOST, hidden=True,
-    family="control_flow",
-    doc="Runs its subgraph over axis 0 of the data inputs, carrying states (contrib.foreach)."))
+_register_loop_op(
+    "_foreach", _foreach, _foreach_grad, _FOREACH_PARAMS, 1, _infer_foreach,
+    _infer_type_foreach,
+    "Runs its subgraph over axis 0 of the data inputs, carrying states (contrib.foreach).")
 
 
 # -------------------------------------------------------------------------- while_loop
@@ -351,19 +360,12 @@ def _infer_type_while(p, in_types):
     return _back_types(values, sub_t, p.func_input_locs), out_t
 
 
-_WHILE_GRAD = register(OpDef(
-    "_backward_while_loop", _while_loop_grad, params=_WHILE_PARAMS, check=_check_while,
-    wants_ctx=True,
-    inputs=_grad_names(2), num_outputs=lambda p: p.num_args - 2, gradient=_once("_while_loop"), save=(), hidden=True,
-    capture=_HOST, family="control_flow", doc="_while_loop's gradients wrt its inputs."))
-register(OpDef(
-    "_while_loop", _while_loop, params=_WHILE_PARAMS, check=_check_while, wants_ctx=True,
-    inputs=_arg_names(2), num_outputs=lambda p: p.num_outputs, gradient=_gradient(_WHILE_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_while, infer_type=_infer_type_while,
-    capture=_HOST, hidden=True,
-    family="control_flow",
-    doc="Runs its func subgraph while its cond subgraph is true, at most max_iterations "
-        "times; step outputs are stacked and padded to max_iterations (contrib.while_loop)."))
+_register_loop_op(
+    "_while_loop", _while_loop, _while_loop_grad, _WHILE_PARAMS, 2, _infer_while,
+    _infer_type_while,
+    "Runs its func subgraph while its cond subgraph is true, at most max_iterations times; "
+    "step outputs are stacked and padded to max_iterations (contrib.while_loop).",
+    check=_check_while)
 
 
 # -------------------------------------------------------------------------------- cond
@@ -415,15 +417,6 @@ def _infer_type_cond(p, in_types):
     return values, outs
 
 
-_COND_GRAD = register(OpDef(
-    "_backward_cond", _cond_grad, params=_COND_PARAMS, wants_ctx=True,
-    inputs=_grad_names(3), num_outputs=lambda p: p.num_args - 3, gradient=_once("_cond"), save=(), hidden=True,
-    capture=_HOST, family="control_flow", doc="_cond's gradients wrt its inputs."))
-register(OpDef(
-    "_cond", _cond, params=_COND_PARAMS, wants_ctx=True, inputs=_arg_names(3),
-    num_outputs=lambda p: p.num_outputs, gradient=_gradient(_COND_GRAD),
-    save=("inputs", "outputs"), infer_shape=_infer_cond, infer_type=_infer_type_cond,
-    capture=_HOST, hidden=True,
-    family="control_flow",
-    doc="Runs its then or else subgraph as its cond subgraph is true or false "
-        "(contrib.cond)."))
+_register_loop_op(
+    "_cond", _cond, _cond_grad, _COND_PARAMS, 3, _infer_cond, _infer_type_cond,
+    "Runs its then or else subgraph as its cond subgraph is true or false (contrib.cond).")
