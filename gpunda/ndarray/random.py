@@ -18,17 +18,9 @@ def _random_helper(random, sampler, params, shape, dtype, ctx, out, kwargs):
     per-element ``sampler(*params, shape=, dtype=, out=, **kwargs)``; with numbers (all
     of them) ``random(*params, shape=, dtype=, ctx=, out=, **kwargs)`` on ``ctx`` (the
     current context by default), one sample when neither ``shape`` nor ``out`` is given."""
-    from gpunda.base import GpundaAssertionError, GpundaValueError, _Null
-    kind = NDArray if isinstance(params[0], NDArray) else \
-        numeric_types if isinstance(params[0], numeric_types) else None
-    if kind is None:
-        raise GpundaValueError(f"Distribution parameters must be either NDArray or numbers, "
-                               f"but got {type(params[0])}.")
-    for p in params[1:]:
-        if not isinstance(p, kind):
-            raise GpundaAssertionError(f"Distribution parameters must all have the same type, "
-                                       f"but got both {type(params[0])} and {type(p)}.")
-    if kind is NDArray:
+    from gpunda.base import _Null
+    from gpunda._frontend.sampler_args import sampler_param_kind
+    if sampler_param_kind(params, NDArray) is NDArray:
         return sampler(*params, shape=shape, dtype=dtype, out=out, **kwargs)
     if ctx is None:
         ctx = current_context()

@@ -39,17 +39,8 @@ def _random_helper(random, sampler, params, shape, dtype, kwargs):
     """MXNet's dispatch of a sampler Symbol: with Symbol parameters (all of them)
     ``sampler(*params, shape=, dtype=, **kwargs)``, with numbers (all of them)
     ``random(*params, shape=, dtype=, **kwargs)``."""
-    from gpunda.base import GpundaAssertionError, GpundaValueError
-    kind = Symbol if isinstance(params[0], Symbol) else \
-        numeric_types if isinstance(params[0], numeric_types) else None
-    if kind is None:
-        raise GpundaValueError(f"Distribution parameters must be either Symbol or numbers, "
-                               f"but got {type(params[0])}.")
-    for p in params[1:]:
-        if not isinstance(p, kind):
-            raise GpundaAssertionError(f"Distribution parameters must all have the same type, "
-                                       f"but got both {type(params[0])} and {type(p)}.")
-    call = sampler if kind is Symbol else random
+    from gpunda._frontend.sampler_args import sampler_param_kind
+    call = sampler if sampler_param_kind(params, Symbol) is Symbol else random
     return call(*params, shape=shape, dtype=dtype, **kwargs)
 
 
