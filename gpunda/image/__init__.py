@@ -14,6 +14,7 @@ from gpunda.image.augmenters import (Augmenter, SequentialAug, ResizeAug, ForceR
                          HueJitterAug, ColorJitterAug, LightingAug, ColorNormalizeAug,
                          RandomGrayAug, HorizontalFlipAug, CastAug, CreateAugmenter)
 from gpunda.image import image  # noqa: F401
+from gpunda._core.reexports import optional_module_getattr
 from gpunda import ndarray as nd  # noqa: F401
 from gpunda.base import numeric_types  # noqa: F401
 from gpunda.util import is_np_array  # noqa: F401
@@ -25,14 +26,6 @@ from gpunda.image.detection import (DetAugmenter, DetBorrowAug, DetRandomSelectA
                         CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)
 
 
-def __getattr__(name):
-    # MXNet's image module shows the cv2 module it imports (None without OpenCV); OpenCV is
-    # imported here on first access, so that importing gpunda.image does not load it
-    if name == "cv2":
-        try:
-            import cv2
-        except ImportError:
-            cv2 = None
-        globals()["cv2"] = cv2
-        return cv2
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# MXNet's image module shows the cv2 module it imports (None without OpenCV); OpenCV is
+# imported on first access, so that importing gpunda.image does not load it
+__getattr__ = optional_module_getattr(__name__, "cv2", "cv2")

@@ -1,5 +1,6 @@
 """Helpers of mx.io kept under MXNet's module name (``mx.io.utils``)."""
 from gpunda.io.io import _init_data, _is_h5  # noqa: F401
+from gpunda._core.reexports import optional_module_getattr
 
 
 def _has_instance(data, dtype):
@@ -30,13 +31,5 @@ def _slice_along_batch_axis(data, s, batch_axis):
     return data.slice_axis(axis=batch_axis, begin=s.start, end=s.stop)
 
 
-def __getattr__(name):
-    # MXNet's io.utils shows h5py (None when it is not installed); imported on first access
-    if name == "h5py":
-        try:
-            import h5py
-        except ImportError:
-            h5py = None
-        globals()["h5py"] = h5py
-        return h5py
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# MXNet's io.utils shows h5py (None when it is not installed); imported on first access
+__getattr__ = optional_module_getattr(__name__, "h5py", "h5py")

@@ -14,6 +14,7 @@ import datetime
 import time
 from collections import defaultdict
 
+from gpunda._core.reexports import optional_module_getattr
 from gpunda.base import GpundaError
 
 __all__ = ["PandasLogger", "LiveBokehChart", "LiveTimeSeries", "LiveLearningCurve",
@@ -24,15 +25,9 @@ class Pandas_Failed_To_Import:  # noqa: N801 - MXNet's name
     """Stands for ``pandas`` when it is not installed (``pip install pandas``)."""
 
 
-def __getattr__(name):
-    if name == "pd":
-        try:
-            import pandas as pd
-        except ImportError:
-            pd = Pandas_Failed_To_Import
-        globals()["pd"] = pd
-        return pd
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# pandas as pd, as MXNet's module shows it (Pandas_Failed_To_Import without it), loaded on
+# first use
+__getattr__ = optional_module_getattr(__name__, "pd", "pandas", Pandas_Failed_To_Import)
 
 
 def _need(package, what):
