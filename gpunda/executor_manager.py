@@ -45,26 +45,32 @@ def _split_input_slice(batch_size, work_load_list):
     return slices
 
 
+def _first_duplicate(names):
+    """The first name of ``names`` seen before, or None."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _check_arguments(symbol):
     """A ValueError when ``symbol`` has two arguments (or two auxiliary states) of one
     name."""
     arg_names = symbol.list_arguments()
-    seen = set()
-    for name in arg_names:
-        if name in seen:
-            raise GpundaValueError(
-                f"Find duplicated argument name \"{name}\", please make the weight name "
-                f"non-duplicated(using name arguments), arguments are {arg_names}")
-        seen.add(name)
+    name = _first_duplicate(arg_names)
+    if name is not None:
+        raise GpundaValueError(
+            f"Find duplicated argument name \"{name}\", please make the weight name "
+            f"non-duplicated(using name arguments), arguments are {arg_names}")
     aux_names = symbol.list_auxiliary_states()
-    seen = set()
-    for name in aux_names:
-        if name in seen:
-            raise GpundaValueError(
-                f"Find duplicated auxiliary param name \"{name}\", please make the weight name "
-                f"non-duplicated(using name arguments), arguments are {arg_names}, auxiliary "
-                f"params are {aux_names}")
-        seen.add(name)
+    name = _first_duplicate(aux_names)
+    if name is not None:
+        raise GpundaValueError(
+            f"Find duplicated auxiliary param name \"{name}\", please make the weight name "
+            f"non-duplicated(using name arguments), arguments are {arg_names}, auxiliary "
+            f"params are {aux_names}")
 
 
 def _load_general(data, targets):

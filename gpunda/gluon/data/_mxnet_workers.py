@@ -153,15 +153,20 @@ class ConnectionWrapper:
         return getattr(conn, name)
 
 
+def _wrap_pipe_ends(queue):
+    # the queue's pipe ends pickle through ForkingPickler (NDArrays by shared memory)
+    queue._reader = ConnectionWrapper(queue._reader)
+    queue._writer = ConnectionWrapper(queue._writer)
+    queue._send = queue._writer.send
+    queue._recv = queue._reader.recv
+
+
 class Queue(multiprocessing.queues.Queue):
     """A multiprocessing Queue (default context) that sends NDArrays through shared memory."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, ctx=multiprocessing.get_context(), **kwargs)
-        self._reader = ConnectionWrapper(self._reader)
-        self._writer = ConnectionWrapper(self._writer)
-        self._send = self._writer.send
-        self._recv = self._reader.recv
+        _wrap_pipe_ends(self)
 
 
 class SimpleQueue(multiprocessing.queues.SimpleQueue):
@@ -170,10 +175,7 @@ class SimpleQueue(multiprocessing.queues.SimpleQueue):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, ctx=multiprocessing.get_context(), **kwargs)
-        self._reader = ConnectionWrapper(self._reader)
-        self._writer = ConnectionWrapper(self._writer)
-        self._send = self._writer.send
-        self._recv = self._reader.recv
+        _wrap_pipe_ends(self)
 
 
 # -- DataLoaderV1: worker processes fed through queues ---------------------------------------
