@@ -170,7 +170,14 @@ def test_run_module_like_python_dash_m(tmp_path):
     got = _run(["-m", "pkg.tool", "x", "-y"], tmp_path)
     assert got.returncode == 1
     assert got.stdout == "['x', '-y'] __main__ True\n"
-    assert got.stderr.startswith('Traceback (most recent call last):\n  File "<frozen runpy>"')
+    # the traceback opens as plain ``python -m`` opens it on this interpreter (runpy's frames:
+    # "<frozen runpy>" on 3.11+, the path of runpy.py on 3.10)
+    _write(tmp_path / "pkg" / "plain.py", 'raise ValueError("plain")')
+    ref = _py(["-m", "pkg.plain"], tmp_path)
+    assert ref.returncode == 1
+    opening = "\n".join(ref.stderr.splitlines()[:2])
+    assert "runpy" in opening
+    assert got.stderr.startswith(opening + "\n")
     assert "_runscript" not in got.stderr
     assert got.stderr.endswith("ValueError: from the module\n")
     missing = _run(["-m", "no_such_module_here"], tmp_path)

@@ -19,8 +19,8 @@ class ConversionError(GpundaError):
 
 # ONNX ops that ONNX Runtime's CPU kernels take in float32 only (see _ort_double)
 _ORT_FLOAT32_ONLY = frozenset((
-    "Softplus", "Softsign", "Elu", "Selu", "HardSigmoid", "ThresholdedRelu", "Tan", "Sinh",
-    "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Asin", "Acos", "Atan"))
+    "Softplus", "Softsign", "Elu", "Selu", "HardSigmoid", "ThresholdedRelu", "Cos", "Tan",
+    "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Asin", "Acos", "Atan"))
 
 
 class GraphBuilder:

@@ -1,11 +1,12 @@
 """float64 forms of the ONNX ops ONNX Runtime's CPU kernels take only in float32.
 
 ONNX Runtime (1.x) registers Softplus, Softsign, Elu, Selu, HardSigmoid, ThresholdedRelu,
-Tan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf, Asin, Acos and Atan for float only: a float64
-model holding one is valid ONNX that ONNX Runtime refuses to load. When the node being
-converted is float64, ``GraphBuilder.add`` builds the first twelve from ops that have
-float64 kernels (the same function, no rounding to float32) and warns, naming the node,
-for the last four, which have no exact form in those ops.
+Tan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf, Asin, Acos and Atan for float only, and Cos too
+before about 1.24 (1.23 is the last release for Python 3.10): a float64 model holding one is
+valid ONNX that ONNX Runtime refuses to load. When the node being converted is float64,
+``GraphBuilder.add`` builds the first thirteen (Cos among them) from ops that have float64
+kernels (the same function, no rounding to float32) and warns, naming the node, for the last
+four, which have no exact form in those ops.
 """
 from __future__ import annotations
 
@@ -53,8 +54,16 @@ def _thresholded_relu(g, x, out, attrs):
     return g.add("Where", [above, x, _zero(g)], out)
 
 
+def _cos(g, x, out, attrs):
+    # 1 - 2 sin^2(x/2): halving is exact, so the error stays near float64's epsilon, where
+    # sin(x + pi/2) would carry the rounding of x + pi/2 (an ulp of x)
+    s = g.add("Sin", [g.add("Mul", [x, g.scalar(0.5, np.float64)])])
+    twice = g.add("Mul", [g.add("Mul", [s, s]), g.scalar(2.0, np.float64)])
+    return g.add("Sub", [_one(g), twice], out)
+
+
 def _tan(g, x, out, attrs):
-    return g.add("Div", [g.add("Sin", [x]), g.add("Cos", [x])], out)
+    return g.add("Div", [g.add("Sin", [x]), _cos(g, x, 1, attrs)], out)
 
 
 def _exp_pair(g, x):
@@ -97,8 +106,8 @@ def _zero(g):
 
 
 FORMS = {"Softplus": _softplus, "Softsign": _softsign, "Elu": _elu, "Selu": _selu,
-         "HardSigmoid": _hard_sigmoid, "ThresholdedRelu": _thresholded_relu, "Tan": _tan,
-         "Sinh": _sinh, "Cosh": _cosh, "Asinh": _asinh, "Acosh": _acosh, "Atanh": _atanh}
+         "HardSigmoid": _hard_sigmoid, "ThresholdedRelu": _thresholded_relu, "Cos": _cos,
+         "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh, "Asinh": _asinh, "Acosh": _acosh, "Atanh": _atanh}
 NO_FORM = ("Erf", "Asin", "Acos", "Atan")
 
 

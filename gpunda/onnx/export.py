@@ -309,8 +309,12 @@ def build_model(onnx, sym, params, in_shapes, in_types, opset, verbose=False, dy
              for k, v in list(weights.items()) + list(g.constants.items()) if k in used]
     graph = helper.make_graph(g.nodes, "gpunda_exported_model", graph_inputs, graph_outputs,
                               initializer=inits)
-    model = helper.make_model(graph, producer_name="gpunda",
-                              opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)]
+    # The IR version the opset needs, not the newest the installed onnx knows: a model from
+    # onnx 1.20+ would otherwise say IR 14, which the ONNX Runtime that pip gives Python 3.10
+    # (1.23, IR <= 11) refuses to load, though nothing in the graph needs it.
+    model = helper.make_model(graph, producer_name="gpunda", opset_imports=opsets,
+                              ir_version=helper.find_min_ir_version_for(opsets, ignore_unknown=True))
     if check:
         _check(onnx, model)
     return model

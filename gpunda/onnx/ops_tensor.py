@@ -294,6 +294,9 @@ def sequence_reverse(g, node):
     x = g.inp(node, 0)
     if p.use_sequence_length:
         lens = g.add("Cast", [g.inp(node, 1)], to=g.onnx_dtype(np.int64))
+        # ONNX wants lengths in [1, T]; a length of 0 reverses nothing in MXNet, as 1 does, and
+        # runtimes disagree on 0 (ONNX Runtime 1.23 zeroes that sequence)
+        lens = g.add("Max", [lens, g.ints([1], "min_len")])
     else:       # every sequence is full length: T repeated over the batch
         dims = g.add("Shape", [x])
         steps = g.add("Gather", [dims, g.ints([0], "time")], axis=0)

@@ -108,7 +108,8 @@ def _run_dummy(node, in_shapes, in_types):
                     first = first or e
                     if make is makers[-1]:
                         raise first from None
-                except (ValueError, TypeError) as e:
+                # (LinAlgError: a ValueError from NumPy 2 on, a bare Exception before)
+                except (ValueError, TypeError, np.linalg.LinAlgError) as e:
                     if make is not _dummy:     # (zero strides are read-only: not a reason)
                         first = first or GpundaError(
                             f"Operator {op.name} (node {node.name!r}): {e} "

@@ -304,7 +304,11 @@ def make_model(onnx, case):
     node = helper.make_node(case["op"], names, outs, name=f"n_{case['id']}", **case["attrs"])
     graph = helper.make_graph([node], case["id"], g_in, g_out,
                               [numpy_helper.from_array(v, n) for n, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", case["opset"])])
+    # the IR version the opset needs (as gpunda's exporter writes): ONNX Runtime 1.23, the last
+    # for Python 3.10, refuses the newest onnx's default IR version
+    opsets = [helper.make_opsetid("", case["opset"])]
+    return helper.make_model(graph, opset_imports=opsets,
+                             ir_version=helper.find_min_ir_version_for(opsets, ignore_unknown=True))
 
 
 def norm(v):

@@ -32,3 +32,13 @@ def check_all(path, feed, expected):
             assert got.shape == want.shape, (where, k, got.shape, want.shape)
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
                                        err_msg=f"{where}, output {k}")
+
+
+def model_at(graph, opset):
+    """A model of ``graph`` at ``opset`` with the IR version that opset needs, as gpunda's
+    exporter writes it: ONNX Runtime 1.23 (the last for Python 3.10) refuses the newest onnx's
+    default IR version."""
+    from onnx import helper
+    opsets = [helper.make_opsetid("", opset)]
+    return helper.make_model(graph, opset_imports=opsets,
+                             ir_version=helper.find_min_ir_version_for(opsets, ignore_unknown=True))

@@ -13,6 +13,7 @@ from gpunda.base import GpundaError
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import helper  # noqa: E402
+from _onnx_check import model_at  # noqa: E402
 
 from gpunda.onnx._mxconv import NodeOutput  # noqa: E402
 from gpunda.onnx.mx2onnx._op_translations import _op_translations_opset12 as o12  # noqa: E402
@@ -233,7 +234,7 @@ def _mxnet_call(fn, op, attrs, feed, opset=13):
     graph = helper.make_graph(nodes, "g", proc, [
         helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(t)), None)
         for o, t in zip(outs, dtypes)], initializer=init)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = model_at(graph, opset)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return sess.run(None, feed)
 

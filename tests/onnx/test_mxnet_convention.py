@@ -15,6 +15,7 @@ from gpunda.base import GpundaError
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import helper, numpy_helper, NodeProto, ValueInfoProto  # noqa: E402
+from _onnx_check import model_at  # noqa: E402
 
 from gpunda.onnx.mx2onnx._export_onnx import MXNetGraph  # noqa: E402
 from gpunda.onnx.mx2onnx._op_translations import _op_translations_opset12 as o12  # noqa: E402
@@ -185,7 +186,7 @@ def _mxnet_loop(sym, params, in_shapes, opset=13):
     names = {t.name for t in init}
     g = helper.make_graph(nodes, "m", [i for i in inputs if i.name not in names], [out],
                           initializer=init)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    model = model_at(g, opset)
     onnx.checker.check_model(model)
     return model
 
@@ -244,7 +245,7 @@ def test_builtin_converter_alone():
     g = helper.make_graph(nodes, "g", proc, [helper.make_tensor_value_info(
         "fc", onnx.TensorProto.FLOAT, (4, 2))], initializer=init + [
         numpy_helper.from_array(w, "fc_weight"), numpy_helper.from_array(b, "fc_bias")])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model = model_at(g, 13)
     x = np.random.RandomState(5).randn(4, 3).astype(np.float32)
     got = ort.InferenceSession(model.SerializeToString(),
                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
@@ -289,8 +290,8 @@ def test_helpers_answer_as_mxnet():
                           [helper.make_tensor_value_info("x_transposed", 1, None)],
                           initializer=consts)
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    got = ort.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid(
-        "", 13)]).SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = ort.InferenceSession(model_at(g, 13).SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_array_equal(got[0], x.swapaxes(1, 2))
     vi, dt = o12.convert_weights_and_inputs(
         {"name": "w2", "op": "null", "inputs": []}, is_input=False,

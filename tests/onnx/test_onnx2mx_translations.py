@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from _onnx_check import onnx, ort  # noqa: F401 -- skips when onnx/onnxruntime are missing
+from _onnx_check import onnx, ort, model_at  # noqa: F401 -- skips when onnx/onnxruntime are missing
 
 import gpunda as mx
 from gpunda.base import GpundaError
@@ -193,7 +193,7 @@ def _small_cnn():
     graph = helper.make_graph(nodes, "cnn", g_in,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 5))],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    return model_at(graph, 11)
 
 
 def test_whole_model_through_graphproto_gluon_and_import_model(tmp_path):
