@@ -28,11 +28,33 @@ _HISTORY = re.compile(r"\b(this|the|a|that) session\b|\bsessions?\b|\bengineers?
 
 
 @pytest.mark.parametrize("path", ["README.md", "docs/benchmarks.md", "bench/bench_kvstore.py",
-                                  "ci/gpu_check.sh"])
+                                  "ci/gpu_check.sh", "docs/architecture.md", "docs/testing.md",
+                                  "ci/wheel_smoke.sh"])
 def test_docs_speak_of_the_project_only(path):
     text = (REPO / path).read_text()
     hits = [m.group(0) for m in _HISTORY.finditer(text)]
     assert not hits, f"{path}: {hits}"
+
+
+def test_readme_is_the_users_page_and_links_the_docs_it_names():
+    text = (REPO / "README.md").read_text()
+    first, second = text.split("\n")[:2]
+    # .ci/run executes line 2 verbatim; line 1 is the install-and-demo command
+    assert first.strip().endswith("pip install -e . && python -m gpunda demo")
+    assert second.strip().endswith("pip install -e '.[test]' && python -m pytest -q")
+    extras = _pyproject()["project"]["optional-dependencies"]
+    for extra in ("gpu-cuda12", "gpu-cuda13"):
+        assert f"'.[{extra}]'" in text and extra in extras
+    for doc in re.findall(r"docs/[\w-]+\.md", text):
+        assert (REPO / doc).is_file(), doc
+    assert "docs/architecture.md" in text
+    # the internals live in docs/architecture.md, which keeps one op call and the layers
+    arch = (REPO / "docs/architecture.md").read_text()
+    for heading in ("## The path of one op call", "## Where each concern lives",
+                    "## Calls that must go up: hooks"):
+        assert heading in arch
+    for doc in re.findall(r"docs/[\w-]+\.md", arch):
+        assert (REPO / doc).is_file(), doc
 
 
 def test_benchmarks_page_keeps_what_where_and_when():
