@@ -23,6 +23,8 @@ if [ "${KEEP:-0}" = 1 ]; then echo "wheel smoke: keeping $work"; else trap 'rm -
 fail() { echo "wheel smoke: FAILED: $*" >&2; exit 1; }
 step() { echo "wheel smoke [$((SECONDS))s]: $*"; }
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+# the installed package, not a checkout on the path nor an alias switched on by the caller
+unset PYTHONPATH GPUNDA_AS_MXNET PIP_REQUIRE_VIRTUALENV
 
 # 1. the source: tracked files only (what a clean clone has), so no build/, egg-info or venv
 #    of the checkout leaks in, and nothing is written into the checkout
