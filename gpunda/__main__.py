@@ -30,6 +30,9 @@ def info(argv=()):
                   + (f" [nvml {g.nvml_index}]" if g.nvml_index is not None else ""))
     else:
         print(f"GPUs: none ({why})")
+    from gpunda._tools import gpu_extra
+    for line in gpu_extra.report():
+        print(line)
     try:
         ctx, reason = default_device_choice()
         print(f"default device: {ctx} ({reason})")
@@ -47,8 +50,9 @@ _COMMANDS = ("info", "demo", "inspect", "run", "im2rec", "export-onnx")
 def _info_parser():
     return argparse.ArgumentParser(
         prog="python -m gpunda info", description="Print the versions of gpunda, NumPy, SciPy "
-        "and CuPy, the GPUs found, which default device is chosen and why, and the features "
-        "(mx.runtime.Features()). Takes no options; GPUNDA_DEFAULT_DEVICE and "
+        "and CuPy, the GPUs found, the CUDA version the NVIDIA driver runs (NVML) and which GPU "
+        "extra (gpunda[gpu-cuda12] or gpunda[gpu-cuda13]) fits it and the installed CuPy, which "
+        "default device is chosen and why, and the features (mx.runtime.Features()). Takes no options; GPUNDA_DEFAULT_DEVICE and "
         "GPUNDA_REQUIRE_GPU change the device chosen.")
 
 

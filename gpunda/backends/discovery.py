@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = ["GpuInfo", "probe", "usable_gpu_count", "list_gpus", "most_free_gpu",
-           "parse_visible_devices", "cupy_version"]
+           "parse_visible_devices", "cupy_version", "driver_cuda_version", "cupy_runtime_cuda"]
 
 _probe_result = None
 
@@ -136,6 +136,49 @@ def _nvml():
         return pynvml
     except Exception:   # ImportError, NVMLError (library not found, driver not loaded), OSError
         return None
+
+
+def driver_cuda_version():
+    """``((major, minor), "")`` of the newest CUDA the NVIDIA driver runs, read through NVML,
+    or ``(None, reason)`` when there is no NVML or driver. Never raises.
+
+    NVML talks to the driver without the CUDA runtime, so this creates no CUDA context
+    (``python -m gpunda info`` asks it on machines with no GPU, or a busy one).
+    """
+    try:
+        import pynvml
+    except Exception as e:   # nvidia-ml-py not installed, or broken
+        return None, f"nvidia-ml-py is not installed ({type(e).__name__})"
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:   # NVMLError: LibraryNotFound (no driver), DriverNotLoaded; OSError
+        return None, f"NVML: {_short(e)}"
+    # _v2 reads the driver's own library; the first form falls back to a guess when libcuda
+    # is missing, and very old nvidia-ml-py lacks _v2
+    for fn in ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"):
+        get = getattr(pynvml, fn, None)
+        if get is None:
+            continue
+        try:
+            v = int(get())     # e.g. 13000 for 13.0, 12040 for 12.4
+        except Exception:
+            continue
+        if v > 0:
+            return (v // 1000, (v % 1000) // 10), ""
+    return None, "NVML does not report the driver's CUDA version"
+
+
+def cupy_runtime_cuda():
+    """(major, minor) of the CUDA runtime CuPy runs on, asked only when a real GPU is usable
+    (None otherwise: no GPU, the test stand-in, or an error). Never raises."""
+    if probe()[0] == 0 or standin_active():
+        return None
+    try:
+        import cupy
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:
+        return None
+    return v // 1000, (v % 1000) // 10
 
 
 def list_gpus():
