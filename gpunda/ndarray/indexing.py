@@ -26,6 +26,7 @@ import numpy as np
 
 from gpunda.base import (GpundaAssertionError, GpundaError, GpundaIndexError, GpundaValueError,
                          integer_types)
+from gpunda.ops._util import is_view_of
 
 __all__ = ["indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
            "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types", "select",
@@ -152,13 +153,6 @@ def slice_is_contiguous(slc_key, shape):
 
 # -- the view-or-copy rule (NOTE [View or copy]) ----------------------------------------
 
-def _is_view_of(r, data):
-    """Whether backend array ``r`` is a view of ``data``'s memory (NumPy and CuPy both
-    point a view's ``base`` at the array owning the memory)."""
-    b = getattr(r, "base", None)
-    return b is not None and (b is data or b is data.base)
-
-
 def _key_is_contiguous(key, shape):
     """MXNet's rule on the key itself: whether basic index ``key`` selects one contiguous
     run of a C-ordered array of ``shape``."""
@@ -181,11 +175,11 @@ def select(data, key, r, zero_dim):
             # NumPy answers an all-integer key with a scalar: index once more keeping the
             # element's axis, which gives a (1,)-shaped view
             r = data[(key if isinstance(key, tuple) else (key,)) + (None,)]
-            if r.ndim != 1 or not _is_view_of(r, data):
+            if r.ndim != 1 or not is_view_of(r, data):
                 return r.reshape(()) if zero_dim else r.reshape(1), False
             return (r.reshape(()) if zero_dim else r), True
-        return (r if zero_dim else r.reshape(1)), _is_view_of(r, data)
-    if not _is_view_of(r, data):
+        return (r if zero_dim else r.reshape(1)), is_view_of(r, data)
+    if not is_view_of(r, data):
         return r, False
     if r.flags.c_contiguous:
         if data.flags.c_contiguous or _key_is_contiguous(key, data.shape):

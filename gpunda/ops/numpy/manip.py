@@ -19,6 +19,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, get_op
 from gpunda.ops.numpy.elemwise import np_result_type
+from gpunda.ops._util import is_view_of
 
 _I64 = np.dtype("int64")
 
@@ -122,9 +123,8 @@ def _owned(compute):
 
 
 def _fresh(o, xs):
-    b = getattr(o, "base", None)
     for x in xs:
-        if o is x or (b is not None and (b is x or b is getattr(x, "base", None))):
+        if o is x or is_view_of(o, x):
             return o.copy()
     return o
 
