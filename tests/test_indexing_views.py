@@ -184,6 +184,14 @@ FORMS = [
     ('np', 'np.moveaxis(a, 0, 1)', (2, 3, 4), (3, 2, 4), ()),
     ('np', 'np.atleast_1d(a)', (2, 3, 4), (2, 3, 4), ()),
     ('np', 'np.split(a, 2)[0]', (2, 3, 4), (1, 3, 4), ()),
+    ('np', 'npx.reshape(a, (-2, -1))', (2, 3, 4), (2, 12), ()),
+    ('np', 'a.swapaxes(0, 1)', (2, 3, 4), (3, 2, 4), ()),
+    ('np', 'a.transpose(1, 0, 2)', (2, 3, 4), (3, 2, 4), ()),
+    ('np', 'np.reshape(a, (2, 3, 4))', (2, 3, 4), (2, 3, 4), ()),
+    ('np', 'np.transpose(a, (0, 1, 2))', (2, 3, 4), (2, 3, 4), ()),
+    ('np', 'np.moveaxis(a, 0, 0)', (2, 3, 4), (2, 3, 4), ()),
+    ('np', 'np.expand_dims(a, 0)[0]', (2, 3, 4), (2, 3, 4), ()),
+    ('np', 'a[0].T', (2, 3, 4), (4, 3), ()),
 ]
 
 
@@ -203,7 +211,7 @@ def _make(kind, shape):
 
 def _form(kind, expr, shape):
     a = _make(kind, shape)
-    return a, eval(expr, {"nd": nd, "np": np, "onp": onp, "a": a})
+    return a, eval(expr, {"nd": nd, "np": np, "npx": mx.npx, "onp": onp, "a": a})
 
 
 def _check(kind, expr, shape_in, shape_out, written):
