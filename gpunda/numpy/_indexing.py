@@ -1,8 +1,9 @@
 """``mx.np.ndarray`` indexing with NumPy's rules for which elements and MXNet's for
 which results share memory (NOTE [View or copy] in ndarray/indexing.py): a basic key
 (ints, slices, ``None``, ``...``) selecting a contiguous run is a view, another basic
-key and integer/list/boolean-mask keys give copies, and a 0-d result stays 0-d. While recording, ``x[key]`` is the ``_getitem`` op, whose gradient
-scatters back into ``x``'s shape."""
+key and integer/list/boolean-mask keys give copies, and a 0-d result stays 0-d. While
+recording, ``x[key]`` is the ``_getitem`` op, whose gradient scatters back into ``x``'s
+shape."""
 from __future__ import annotations
 
 import numpy as _onp
