@@ -1,9 +1,24 @@
 """MXNet's indexing helpers of ``mxnet.ndarray.ndarray``: key validation, implicit axes,
-dispatch codes and the contiguity rule of basic slicing.
+dispatch codes, the contiguity rule of basic slicing and the view-or-copy rule.
 
 ``NDArray.__getitem__``/``__setitem__`` index the backend array directly (NumPy's
-rules, which MXNet 1.x follows); these helpers give MXNet's errors for keys it
-refuses and its public helper functions.
+rules for which elements, which MXNet 1.x follows); ``select`` then applies MXNet's
+rule for whether the result shares memory (NOTE [View or copy]); the other helpers
+give MXNet's errors for keys it refuses and its public helper functions.
+
+NOTE [View or copy]
+MXNet 1.9.1 (``_get_nd_basic_indexing``, ``_get_np_basic_indexing``, ``_at``,
+``_slice``) makes a basic index (ints, slices, ``None``, ``...``) a view exactly when
+the selected elements are one contiguous run of the C-ordered source -- it slices the
+flat array and reshapes -- and a copy (the ``slice`` op) otherwise. So ``a[1]``,
+``a[1:3]``, ``a[1, 2]``, ``a[::2]`` of a length-2 axis and ``a[:, 1]`` of a (1, 3, 4)
+array are views, while ``a[:, 1]`` of a (2, 3, 4) array, ``a[::2]`` over more than
+one element and ``a[::-1]`` are copies. An all-integer key is a view too: of shape
+(1,) for a legacy NDArray (0-d under ``np_shape``), 0-d for ``mx.np``. Advanced
+indexing (arrays, lists, boolean masks) always copies. The backend's own basic
+index is a strided view: a view of a C-contiguous source is contiguous exactly when
+MXNet's rule says "view", so the flag decides; a source that is itself not
+C-contiguous falls back to the rule on the key (``slice_is_contiguous``).
 """
 from __future__ import annotations
 
@@ -11,9 +26,11 @@ import numpy as np
 
 from gpunda.base import (GpundaAssertionError, GpundaError, GpundaIndexError, GpundaValueError,
                          integer_types)
+from gpunda.ops._util import is_view_of
 
 __all__ = ["indexing_key_expand_implicit_axes", "get_indexing_dispatch_code",
-           "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types"]
+           "get_oshape_of_gather_nd_op", "slice_is_contiguous", "check_key_types", "select",
+           "at", "slice_rows"]
 
 # MXNet's return codes of get_indexing_dispatch_code
 _NDARRAY_UNSUPPORTED_INDEXING = -1
@@ -132,6 +149,70 @@ def slice_is_contiguous(slc_key, shape):
             expect *= ln
         c_stride *= n
     return True
+
+
+# -- the view-or-copy rule (NOTE [View or copy]) ----------------------------------------
+
+def _key_is_contiguous(key, shape):
+    """MXNet's rule on the key itself: whether basic index ``key`` selects one contiguous
+    run of a C-ordered array of ``shape``."""
+    try:
+        full, _ = indexing_key_expand_implicit_axes(key, shape)
+    except (GpundaError, IndexError, ValueError, TypeError):
+        return False
+    slc = tuple(i if isinstance(i, slice) else _int_to_slice(int(i))
+                for i in full if i is not None)
+    return len(slc) == len(shape) and slice_is_contiguous(slc, shape)
+
+
+def select(data, key, r, zero_dim):
+    """``(result, is_view)`` for ``r = data[key]`` (backend arrays) under MXNet's
+    view-or-copy rule (NOTE [View or copy]): a basic index whose elements are contiguous
+    stays a view, another basic index becomes a C-ordered copy, and an all-integer index
+    becomes a view of one element, shaped (1,) or, with ``zero_dim``, 0-d."""
+    if r.ndim == 0:
+        if isinstance(r, np.generic):
+            # NumPy answers an all-integer key with a scalar: index once more keeping the
+            # element's axis, which gives a (1,)-shaped view
+            r = data[(key if isinstance(key, tuple) else (key,)) + (None,)]
+            if r.ndim != 1 or not is_view_of(r, data):
+                return r.reshape(()) if zero_dim else r.reshape(1), False
+            return (r.reshape(()) if zero_dim else r), True
+        return (r if zero_dim else r.reshape(1)), is_view_of(r, data)
+    if not is_view_of(r, data):
+        return r, False
+    if r.flags.c_contiguous:
+        if data.flags.c_contiguous or _key_is_contiguous(key, data.shape):
+            return r, True
+    elif not data.flags.c_contiguous and _key_is_contiguous(key, data.shape):
+        return r, True
+    return r.copy(), False
+
+
+def at(data, idx, zero_dim):
+    """MXNet's ``NDArray._at``: the view of row ``idx`` (negative counts from the end) of
+    backend array ``data``; a 1-D source gives a (1,)-shaped view (0-d with ``zero_dim``)."""
+    n = data.shape[0] if data.ndim else 0
+    i = int(idx)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise GpundaIndexError(f"_at: index {idx} is out of bounds for axis 0 with size {n}")
+    r = data[i:i + 1]
+    if data.ndim > 1 or zero_dim:
+        r = r.reshape(data.shape[1:])
+    return r
+
+
+def slice_rows(data, start, stop):
+    """MXNet's ``NDArray._slice``: the view of rows ``[start, stop)`` of backend array
+    ``data`` (negative bounds count from the end, out-of-range ones are clipped)."""
+    n = data.shape[0] if data.ndim else 0
+    start, stop, _ = _get_index_range(start, stop, n)
+    if stop < start:
+        raise GpundaValueError(f"_slice: start={start} must not be after stop={stop} "
+                               f"(axis 0 has size {n})")
+    return data[start:stop]
 
 
 # -- MXNet's private slicing and broadcasting helpers (mxnet.ndarray.ndarray) ---------

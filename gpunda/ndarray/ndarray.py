@@ -19,6 +19,7 @@ from gpunda.context import Context, current_context, cpu, shares_memory_space
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks as _hooks
 from gpunda._core.deferred import Poisoned as _Poisoned
+from gpunda.ndarray.indexing import select as _select
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -375,6 +376,12 @@ class NDArray:
         _ag.bump_version(self)
 
     def __getitem__(self, key):
+        # MXNet answers ``a[:]`` and ``a[()]`` with the array itself
+        if key.__class__ is slice:
+            if key.start is None and key.stop is None and (key.step is None or key.step == 1):
+                return self
+        elif key.__class__ is tuple and not key:
+            return self
         if _is_rec() and self._ag is not None:
             _check_key_types(key)
             from gpunda.ndarray import _op
@@ -394,11 +401,31 @@ class NDArray:
                               f"{self.shape}: {e}") from None
         if r.ndim == 0:
             from gpunda.util import is_np_shape
-            if not is_np_shape():
-                r = r.reshape(1)
+            r, view = _select(self._data, rkey, r, is_np_shape())
+        else:
+            r, view = _select(self._data, rkey, r, False)
         a = _new(r, self._ctx)
-        if r.base is not None and _shares(r, self._data):
+        if view:
             a._base = self._base if self._base is not None else self
+        return a
+
+    def _at(self, idx):
+        """MXNet's ``_at``: the view of row ``idx`` (what ``a[idx]`` gives for an int);
+        a 1-D array gives a (1,)-shaped view (0-d under ``np_shape`` and for ``mx.np``)."""
+        from gpunda.ndarray.indexing import at
+        from gpunda.util import is_np_shape
+        return self._view(at(self._data, idx, type(self) is not NDArray or is_np_shape()))
+
+    def _slice(self, start, stop):
+        """MXNet's ``_slice``: the view of rows ``[start, stop)`` (``a[start:stop]``)."""
+        from gpunda.ndarray.indexing import slice_rows
+        return self._view(slice_rows(self._data, start, stop))
+
+    def _view(self, r):
+        """Backend view ``r`` of this array's memory as an array of this class."""
+        a = _alloc(type(self))
+        a._data, a._ctx = r, self._ctx
+        a._base = self._base if self._base is not None else self
         return a
 
     # -- shape helpers that take MXNet's calling styles ------------------------------

@@ -1,7 +1,9 @@
-"""``mx.np.ndarray`` indexing with NumPy's rules: basic keys (ints, slices, ``None``,
-``...``) give views sharing memory, integer/list/boolean-mask keys give copies, and a
-0-d result stays 0-d. While recording, ``x[key]`` is the ``_getitem`` op, whose gradient
-scatters back into ``x``'s shape."""
+"""``mx.np.ndarray`` indexing with NumPy's rules for which elements and MXNet's for
+which results share memory (NOTE [View or copy] in ndarray/indexing.py): a basic key
+(ints, slices, ``None``, ``...``) selecting a contiguous run is a view, another basic
+key and integer/list/boolean-mask keys give copies, and a 0-d result stays 0-d. While
+recording, ``x[key]`` is the ``_getitem`` op, whose gradient scatters back into ``x``'s
+shape."""
 from __future__ import annotations
 
 import numpy as _onp
@@ -9,8 +11,8 @@ import numpy as _onp
 from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.context import shares_memory_space
-from gpunda.ndarray import ndarray as _nd_mod
 from gpunda.ndarray.ndarray import NDArray
+from gpunda.ndarray.indexing import select
 from gpunda.numpy.multiarray import _wrap
 
 __all__ = ["getitem", "setitem"]
@@ -44,6 +46,12 @@ def _check_key(key):
 
 def getitem(x, key):
     """``x[key]`` for an ``mx.np.ndarray`` ``x``."""
+    # MXNet answers ``a[:]`` and ``a[()]`` with the array itself
+    if key.__class__ is slice:
+        if key.start is None and key.stop is None and (key.step is None or key.step == 1):
+            return x
+    elif key.__class__ is tuple and not key:
+        return x
     _check_key(key)
     ctx = x._ctx
     raw = _raw(key, ctx)
@@ -57,12 +65,9 @@ def getitem(x, key):
     except IndexError as e:
         raise IndexError(f"index {key!r} does not fit an array of shape {x.shape}: {e}") \
             from None
-    if not hasattr(r, "shape") or isinstance(r, _onp.generic):
-        r = ctx._xp.asarray(r) if ctx._xp is not None else _onp.asarray(r)
-    base = None
-    if getattr(r, "base", None) is not None and _nd_mod._shares(r, x._data):
-        base = x._base if x._base is not None else x
-    return _wrap(r, ctx, base)
+    # MXNet's view-or-copy rule (NOTE [View or copy]); a 0-d result is a 0-d view
+    r, view = select(x._data, raw, r, True)
+    return _wrap(r, ctx, (x._base if x._base is not None else x) if view else None)
 
 
 def setitem(x, key, value):

@@ -90,7 +90,8 @@ def npx_reshape_shape(src, codes, reverse=False):
 
 
 def _reshape(xp, p, x):
-    return x.reshape(npx_reshape_shape(x.shape, p.newshape, p.reverse))
+    # a copy, as MXNet's op writes its own output (writes to it never reach ``x``)
+    return x.reshape(npx_reshape_shape(x.shape, p.newshape, p.reverse)).copy()
 
 
 register(OpDef("_npx_reshape", _reshape, inputs=("a",),

@@ -19,6 +19,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, get_op
 from gpunda.ops.numpy.elemwise import np_result_type
+from gpunda.ops._util import is_view_of
 
 _I64 = np.dtype("int64")
 
@@ -108,9 +109,31 @@ def _all_diff(p, n):
     return range(n)
 
 
+def _owned(compute):
+    """``compute`` with every output that is an input or a backend view of one copied:
+    MXNet's ops write fresh memory, so ``np.reshape``/``transpose``/``squeeze``/... of an
+    ``mx.np`` array are copies there (writes to them never reach the input), while
+    NumPy and CuPy answer them with views."""
+    def run(xp, p, *xs):
+        r = compute(xp, p, *xs)
+        if isinstance(r, (list, tuple)):
+            return [_fresh(o, xs) for o in r]
+        return _fresh(r, xs)
+    return run
+
+
+def _fresh(o, xs):
+    for x in xs:
+        if o is x or is_view_of(o, x):
+            return o.copy()
+    return o
+
+
 def moving(name, compute, params=(), inputs=("a",), num_outputs=1, diff=None,
            index_params=None, key_var_num_args=None, doc=""):
-    """Register an element-moving op; its gradient is NOTE [Index-map gradients]."""
+    """Register an element-moving op; its gradient is NOTE [Index-map gradients].
+    Outputs never share memory with inputs (``_owned``)."""
+    compute = _owned(compute)
     def rule(F, p, i, o, g):
         nin = len(i)
         r = F._npi_index_grad(*g, *i, op=name, p=p, nout=len(g), nres=nin)
@@ -155,7 +178,7 @@ def _reshape(xp, p, a):
                           f"(shape {a.shape}) into shape {shape}") from None
 
 
-register(OpDef("_np_reshape", _reshape, inputs=("a",),
+register(OpDef("_np_reshape", _owned(_reshape), inputs=("a",),
                params=[Param("newshape", "shape"), Param("order", "enum", "C", choices=("C", "F", "A"))],
                gradient=lambda F, p, i, o, g: [F._np_reshape(g[0], newshape=i[0].shape)],
                save=("inputs",), family="np_manip", hidden=True,
