@@ -27,6 +27,10 @@ ONE = ([0.3050000071525574, -0.04499995708465576], [1.6229166984558105, 0.902916
 # after two backwards through BatchNorm nodes (y1 + y2, or retain_graph twice)
 TWO = ([0.3995000422000885, 0.1845000982284546], [1.73354172706604, 1.0855417251586914])
 
+# MXNet gives INIT/ONE/TWO for nd.BatchNorm, npx.batch_norm (on .as_np_ndarray() copies)
+# and nd.contrib.SyncBatchNorm(..., key='k') alike. BatchNorm_v1 is BatchNorm's alias here;
+# MXNet's nd.BatchNorm_v1 takes no moving-stat arrays, and its Backward writes them as
+# BatchNorm's does (src/operator/batch_norm_v1-inl.h).
 OPS = ["BatchNorm", "BatchNorm_v1", "_contrib_SyncBatchNorm", "npx.batch_norm"]
 
 
