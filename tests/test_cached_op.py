@@ -190,7 +190,15 @@ def test_train_predict_batchnorm_and_dropout(rng):
     mm2, mv2 = mm.copy(), mv.copy()
     with autograd.train_mode():
         cop(xv, gamma, beta, mm, mv)
-        nd.BatchNorm(xv, gamma, beta, mm2, mv2, fix_gamma=False)
+    # as MXNet's, BatchNorm's backward writes the moving stats: a forward alone does not
+    np.testing.assert_array_equal(mm.asnumpy(), 0)
+    g2 = gamma.copy()
+    gamma.attach_grad()
+    g2.attach_grad()
+    with autograd.record():
+        y = cop(xv, gamma, beta, mm, mv)
+        y2 = nd.BatchNorm(xv, g2, beta, mm2, mv2, fix_gamma=False)
+    autograd.backward([y, y2])
     np.testing.assert_allclose(mm.asnumpy(), mm2.asnumpy(), rtol=1e-6)
     np.testing.assert_allclose(mv.asnumpy(), mv2.asnumpy(), rtol=1e-6)
     assert np.abs(mm.asnumpy()).sum() > 0

@@ -135,6 +135,29 @@ def bump_version(x):
     (x._base if x._base is not None else x)._version = n
 
 
+# the train_mode of the backward being run (NOTE [Mutated inputs and their pass] in
+# ops/registry.py): a rule runs under its node's forward mode, but MXNet's backward
+# writes BatchNorm's moving stats only when the backward itself is in training mode
+_bwd_train = [True]
+
+
+def updates_enabled():
+    """Whether a backward-pass writer (``OpDef.update``) runs for the node whose rule is
+    running now: its forward was in training mode, and so is the backward."""
+    return _is_train() and _bwd_train[0]
+
+
+def run_update(op, p, xp, ins, outs, arrays=None):
+    """Apply ``op.update`` to the raw ``ins``/``outs`` a node kept, then note the write on
+    the NDArrays ``arrays`` (the node's inputs, when known) it mutated."""
+    op.update(xp, p, ins, outs)
+    if arrays is not None:
+        for i in op.mutated(p):
+            x = arrays[i]
+            if x is not None:
+                bump_version(x)
+
+
 _weakref = weakref.ref
 _alloc = object.__new__
 
@@ -517,8 +540,9 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
                 g = g._data
             cur = node._g[idx]
             node._g[idx] = g if cur is None else cur + g
-        prev_rec, prev_train = _is_rec(), _is_train()
+        prev_rec, prev_train, prev_bwd = _is_rec(), _is_train(), _bwd_train[0]
         _set_rec(bool(create_graph))
+        _bwd_train[0] = bool(train_mode)
         try:
             if create_graph:
                 _walk_nd_mixing(nodes, bool(train_mode))
@@ -527,6 +551,7 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         finally:
             _set_rec(prev_rec)
             _set_train(prev_train)
+            _bwd_train[0] = prev_bwd
         if var_entries is not None:
             result = _gather(variables, var_entries, create_graph, head_list, hg_list)
         else:
@@ -639,6 +664,10 @@ def _walk_raw(nodes, train_mode):
                     grads = rule(F, node.p, ins, node.out_data, gs, inputs)
                 else:
                     grads = rule(F, node.p, ins, node.out_data, gs)
+            if node.op.update is not None and cur_train and train_mode:
+                # BatchNorm's moving stats: written when its backward runs (NOTE [Mutated
+                # inputs and their pass] in ops/registry.py)
+                run_update(node.op, node.p, F._xp, ins, node.out_data, saved)
             if len(inputs) == 1:
                 e = inputs[0]
                 g = grads[0]
@@ -709,6 +738,9 @@ def _walk_nd(nodes, train_mode):
                     grads = rule(F, node.p, ins, outs, gs, node.inputs)
                 else:
                     grads = rule(F, node.p, ins, outs, gs)
+            if node.op.update is not None and cur_train and train_mode:
+                run_update(node.op, node.p, node.ctx.backend.xp, [x._data for x in saved],
+                           list(node.out_data), saved)
             _accumulate(node.inputs, grads)
     except GpundaError:
         raise

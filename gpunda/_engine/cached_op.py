@@ -181,10 +181,12 @@ class _Step:
 class _Saved:
     """What one recorded call keeps for its backward (``Node.p`` of the tape node)."""
 
-    __slots__ = ("cop", "vals", "req", "ctx")
+    __slots__ = ("cop", "vals", "req", "ctx", "args")
 
-    def __init__(self, cop, vals, req, ctx):
+    def __init__(self, cop, vals, req, ctx, args=None):
         self.cop, self.vals, self.req, self.ctx = cop, vals, req, ctx
+        # the call's input NDArrays, whose versions a backward-pass write bumps
+        self.args = args
 
     def attrs(self):
         return {}
@@ -326,12 +328,18 @@ class CachedOp:
                 if last[s] == -1:
                     frees[i].append(s)
         self._frees = frees
-        mutated = set()
+        mutated, fwd_mutated = set(), set()
         for st in steps:
             for k in (st.op.mutated(st.p) if st.op.mutates else ()):
                 if k < len(st.ins) and st.ins[k] < self._nin:
                     mutated.add(st.ins[k])
+                    if st.op.fwd_mutates:
+                        fwd_mutated.add(st.ins[k])
+        # inputs some step writes, in either pass, and those a forward run writes (NOTE
+        # [Mutated inputs and their pass]: BatchNorm's moving stats change in the backward)
         self._mutated_inputs = sorted(mutated)
+        self._fwd_mutated_inputs = sorted(fwd_mutated)
+        self._has_updates = any(st.op.update is not None for st in steps)
         keep = set()
         for st in steps:
             save = st.op.save or ()
@@ -439,7 +447,7 @@ class CachedOp:
                         raise
                     vals, raw = _oom.retry(lambda: self._compute(xp, ctx, arrays, recording),
                                            ctx, lambda e2: e2, e)
-            for k in self._mutated_inputs:
+            for k in self._fwd_mutated_inputs:
                 a = args[k]
                 _ag.bump_version(a)
             if recording and self._inlining:
@@ -666,7 +674,7 @@ class CachedOp:
         for s in range(self._nin, self._nslots):
             if s not in keep:
                 vals[s] = None      # not read by any gradient rule: free it now
-        saved = _Saved(self, vals, req, ctx)
+        saved = _Saved(self, vals, req, ctx, args if self._has_updates else None)
         tape_op = _CACHED_OPDEF
         if self._mutated_inputs:
             # aux inputs (BatchNorm's moving stats) change on every training call; the
@@ -737,6 +745,11 @@ def _plain(x):
     return f is not None and f.c_contiguous and getattr(f, "writeable", True)
 
 
+def _raw(x):
+    """The backend array of a slot value (an NDArray when the backward is recorded)."""
+    return x._data if isinstance(x, hooks.NDArray) else x
+
+
 def _root(x):
     while getattr(x, "base", None) is not None:
         x = x.base
@@ -772,6 +785,10 @@ def _cached_backward(F, p, ins, outs, ograds):
         if og is not None:
             g[h] = og if g[h] is None else g[h] + og
     xp = ctx.backend.xp
+    # steps whose backward writes their inputs (BatchNorm's moving stats; NOTE [Mutated
+    # inputs and their pass] in ops/registry.py), as MXNet's backward graph does
+    update = cop._has_updates and _ag.updates_enabled()
+    nin = cop._nin
     for st in reversed(steps):
         ogs = [g[s] for s in st.outs]
         if all(x is None for x in ogs) or not any(req[s] for s in st.ins):
@@ -800,6 +817,12 @@ def _cached_backward(F, p, ins, outs, ograds):
         except Exception as e:
             raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
                               f"failed: {e}") from e
+        if update and op.update is not None:
+            args = p.args
+            _ag.run_update(op, st.p, xp, [_raw(vals[s]) for s in st.ins],
+                           [_raw(v) for v in o_vals],
+                           None if args is None else
+                           [args[s] if s < nin else None for s in st.ins])
         for s, gr in zip(st.ins, grads):
             if gr is None or not req[s]:
                 continue

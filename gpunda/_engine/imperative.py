@@ -173,7 +173,7 @@ def invoke_parsed(op, inputs, p, out=None, ctx=None):
         outs = [new(res, ctx)]
     else:
         outs = [new(r, ctx) for r in res]
-    if op.mutates:
+    if op.fwd_mutates:     # written by the compute (NOTE [Mutated inputs and their pass])
         for i in op.mutated(p):
             x = inputs[i]
             _ag.bump_version(x)

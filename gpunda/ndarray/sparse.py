@@ -445,7 +445,7 @@ def _sparse_invoke(op, inputs, p, out=None):
         outs = [_wrap(res, ctx)]
     else:
         outs = [_wrap(r, ctx) for r in res]
-    for i in op.mutated(p) if op.mutates else ():
+    for i in op.mutated(p) if op.fwd_mutates else ():
         x = inputs[i]
         _ag.bump_version(x)
     if _is_rec() and not op.nondiff:

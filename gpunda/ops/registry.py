@@ -21,6 +21,20 @@ NDArrays, so the gradient is itself differentiable. Rules therefore use only
 gradient over broadcast axes (add, sub): the inputs are then kept only when
 their shapes differ, and otherwise the rule gets ``ins=None`` and passes the
 output gradient through.
+
+# NOTE [Mutated inputs and their pass]
+``OpDef.mutates`` lists the inputs an op writes in place; ``mutates_in`` says in
+which pass MXNet writes them. "forward" (optimizer updates, ``_copyto``-like ops):
+the compute body writes them and the dispatcher bumps their versions. "backward"
+(BatchNorm's moving statistics; MXNet's BatchNormBackward writes them): the
+compute body must leave them alone and ``update(xp, p, ins, outs)`` writes them
+from the raw inputs and outputs the node kept, when the engine runs that node's
+backward (imperative tape, CachedOp backward, Executor backward) in training mode
+after a training-mode forward, once per backward that reaches it. A forward
+that no backward follows, or a node no gradient reaches (a BatchNorm over data
+nothing differentiates), leaves them untouched, as in MXNet. An op whose own
+gradient rule writes them (IdentityAttachKLSparseReg) declares "backward" with no
+``update``.
 """
 from __future__ import annotations
 
@@ -309,7 +323,7 @@ class OpDef:
                  output_names=None, key_var_num_args=None, sparse=None, capture="ok",
                  check=None, aux_inputs=(), no_grad_inputs=(), ufunc=None,
                  method=None, hidden=False, grad_need=False, sparse_out=False,
-                 extra_params=False):
+                 extra_params=False, mutates_in="forward", update=None):
         self.name = name
         self.compute = compute
         self.params = tuple(params)
@@ -326,6 +340,18 @@ class OpDef:
         # callable(p) -> indices; either way falsy only when it mutates nothing, so
         # the dispatcher's ``if op.mutates`` stays the one test ops without state pay
         self.mutates = mutates if callable(mutates) else tuple(mutates)
+        # NOTE [Mutated inputs and their pass]: fwd_mutates is what the dispatcher tests
+        # after a compute (falsy for ops that write nothing, or write in their backward);
+        # update is the backward's writer, None unless mutates_in == "backward"
+        if mutates_in not in ("forward", "backward"):
+            raise GpundaError(f"OpDef {name}: mutates_in={mutates_in!r} must be 'forward' "
+                              f"or 'backward'")
+        if update is not None and (mutates_in != "backward" or not self.mutates):
+            raise GpundaError(f"OpDef {name}: update= needs mutates= and "
+                              f"mutates_in='backward'")
+        self.mutates_in = mutates_in
+        self.fwd_mutates = self.mutates if mutates_in == "forward" else ()
+        self.update = update
         self.wants_ctx = wants_ctx
         self.random = random
         self.doc = doc

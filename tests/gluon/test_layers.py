@@ -80,6 +80,9 @@ def test_batchnorm_train_and_predict(rng):
         y = bn(_nd(x))
     ref = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
     np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    # the running statistics change in the backward, as MXNet's
+    np.testing.assert_array_equal(bn.running_mean.data().asnumpy(), 0)
+    y.backward()
     np.testing.assert_allclose(bn.running_mean.data().asnumpy(), 0.1 * mean, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(bn.running_var.data().asnumpy(), 0.9 + 0.1 * var, rtol=1e-4)
     # predict mode normalises with the running statistics

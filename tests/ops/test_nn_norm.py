@@ -157,9 +157,11 @@ def test_batch_norm_with_relu_forward_moving_stats_and_gradient():
                                          momentum=0.9)
     y.backward(_nd(head))
     np.testing.assert_allclose(y.asnumpy(), _bn_relu_ref(x, gamma, beta, 1e-5), rtol=1e-10)
-    # training updates the moving statistics as BatchNorm does
-    np.testing.assert_allclose(mm.asnumpy(), 0.1 * x.mean(axis=(0, 2)), rtol=1e-10)
-    np.testing.assert_allclose(mv.asnumpy(), 0.9 + 0.1 * x.var(axis=(0, 2)), rtol=1e-10)
+    # its backward updates the moving statistics as BatchNorm's does (momentum a float32
+    # parameter in MXNet, also for float64 statistics)
+    mom = np.float64(np.float32(0.9))
+    np.testing.assert_allclose(mm.asnumpy(), (1 - mom) * x.mean(axis=(0, 2)), rtol=1e-10)
+    np.testing.assert_allclose(mv.asnumpy(), mom + (1 - mom) * x.var(axis=(0, 2)), rtol=1e-10)
 
     # central differences of the NumPy formula
     def numeric(arr, f):

@@ -61,7 +61,8 @@ register(OpDef(
     params=[Param("sparseness_target", "float", 0.1, "target mean activation rho"),
             Param("penalty", "float", 0.001, "weight of the KL penalty"),
             Param("momentum", "float", 0.9, "moving average decay of the mean activation")],
-    check=_kl_check, aux_inputs=("moving_avg",), mutates=(1,), no_grad_inputs=("moving_avg",),
+    check=_kl_check, aux_inputs=("moving_avg",), mutates=(1,), mutates_in="backward",
+    no_grad_inputs=("moving_avg",),
     gradient=_kl_gradient, save=("inputs",), family="nn",
     infer_shape=lambda p, s: ([s[0], None if s[0] is None else (s[0][1],)],
                               None if s[0] is None else [tuple(s[0])]),
@@ -97,6 +98,11 @@ def _sync_bn(xp, p, x, gamma, beta, mm, mv):
     return out, mean, var.astype(mean.dtype)      # the parameters' dtype, as mean
 
 
+def _sync_bn_update(xp, p, ins, outs):
+    # MXNet's SyncBatchNorm backward: the moving stats from the saved mean and variance
+    _nn.bn_update(xp, p, ins, outs, var_is_invstd=False)
+
+
 def _sync_bn_gradient(F, p, ins, outs, og):
     # BatchNorm's rule wants 1/sqrt(var + eps) as its third output; the mean/var outputs
     # pass no gradient, as in MXNet
@@ -111,8 +117,8 @@ register(OpDef(
         Param("ndev", "int", 1),
         Param("key", "str", doc="the name shared by the synchronised copies")],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
-    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
-    output_names=("output", "mean", "var"), gradient=_sync_bn_gradient,
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), mutates_in="backward",
+    update=_sync_bn_update, output_names=("output", "mean", "var"), gradient=_sync_bn_gradient,
     save=("inputs", "outputs"), infer_shape=get_op("BatchNorm").infer_shape,
     infer_type=_nn.bn_infer_type("_contrib_SyncBatchNorm", ints=True), family="nn",
     doc="BatchNorm over axis 1 (statistics of this device's batch, ndev=1); the third "

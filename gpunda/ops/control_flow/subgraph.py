@@ -128,9 +128,13 @@ def _backward(xp, p, *arrays, ctx=None):
     b = _body(p)
     n = len(b.outputs)
     ograds, ins = arrays[:n], arrays[n:]
-    # the forward already updated the auxiliary states: the re-run works on copies
-    ins = [a.copy() if i in b.mutated else a for i, a in enumerate(ins)]
-    return tuple(_cop(p)._vjp(xp, ctx, raw_namespace(ctx), ins, list(ograds)))
+    cop = _cop(p)
+    # the re-run forward must not write again what the forward wrote: those inputs are
+    # copied; BatchNorm's moving stats are written by the backward itself (NOTE [Mutated
+    # inputs and their pass] in ops/registry.py), into the caller's arrays
+    again = cop._fwd_mutated_inputs
+    ins = [a.copy() if i in again else a for i, a in enumerate(ins)]
+    return tuple(cop._vjp(xp, ctx, raw_namespace(ctx), ins, list(ograds)))
 
 
 def _gradient(rule):

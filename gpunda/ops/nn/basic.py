@@ -910,11 +910,8 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv, opname="BatchNorm"):
         scale = r if p.fix_gamma else _acc(gamma) * r
         out = (xa - mean.reshape(bshape)) * scale.reshape(bshape) + _acc(beta).reshape(bshape)
         out = out.astype(x.dtype, copy=False)
-    if training:
-        # moving stats are written last, once nothing can fail any more
-        mom = p.momentum
-        mm[...] = mm * mom + mean.astype(pt, copy=False) * (1 - mom)
-        mv[...] = mv * mom + var.astype(pt, copy=False) * (1 - mom)
+    # the moving stats are not written here: MXNet writes them in the backward
+    # (bn_update, NOTE [Mutated inputs and their pass] in ops/registry.py)
     # the third output is 1/sqrt(var + eps), as MXNet's (its "var" output holds the
     # inverse standard deviation, batch or moving, on CPU and with cuDNN alike); both
     # statistics in the parameters' dtype (NOTE [BatchNorm parameter dtypes])
@@ -978,6 +975,30 @@ def _grad_batch_norm(F, p, ins, outs, og):
     return [dx, dgamma, F._nn_axis_sum(g, axis=ax), None, None]
 
 
+def bn_update(xp, p, ins, outs, var_is_invstd=True):
+    """The BatchNorm family's backward-pass write of the moving statistics (OpDef.update).
+
+    As MXNet's BatchNormBackward (CPU, MKL-DNN and SyncBatchNorm alike): only when the
+    batch statistics were used (not use_global_stats), from the forward's saved mean and
+    third output, ``moving = moving * momentum + batch * (1 - momentum)``. BatchNorm's
+    third output is 1/sqrt(var + eps), turned back into the biased batch variance as
+    MXNet does (INVSTD_TO_VARIANCE); SyncBatchNorm's is the variance itself."""
+    if p.use_global_stats:
+        return
+    mm, mv = ins[3], ins[4]
+    mean, v = outs[1], outs[2]
+    dt = mm.dtype.type
+    if var_is_invstd:
+        # MXNet: 1.0 / (invstd * invstd) - eps, the square in the stats' dtype, the rest in
+        # double (eps is a double parameter)
+        v = 1.0 / (v * v).astype(np.float64) - p.eps
+    # momentum is a float32 parameter in MXNet, (1 - momentum) taken in the stats' dtype
+    mom = dt(np.float32(p.momentum))
+    rest = dt(1) - mom
+    mm[...] = mm * mom + mean.astype(mm.dtype, copy=False) * rest
+    mv[...] = mv * mom + v.astype(mv.dtype, copy=False) * rest
+
+
 def _infer_bn(p, in_shapes):
     shapes = list(in_shapes)
     d = shapes[0]
@@ -1003,11 +1024,13 @@ register(OpDef(
     "BatchNorm", _batch_norm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
     params=BN_PARAMS,
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
-    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), output_names=("output", "mean", "var"),
-    gradient=_grad_batch_norm, save=("inputs", "outputs"), infer_shape=_infer_bn,
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), mutates_in="backward",
+    update=bn_update, output_names=("output", "mean", "var"), gradient=_grad_batch_norm,
+    save=("inputs", "outputs"), infer_shape=_infer_bn,
     infer_type=bn_infer_type("BatchNorm"), family="nn", aliases=("BatchNorm_v1",),
     doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "
-        "use_global_stats) it uses batch statistics and updates moving_mean/moving_var in place."))
+        "use_global_stats) it uses batch statistics, and its backward updates "
+        "moving_mean/moving_var in place (as MXNet's)."))
 
 
 def _layer_norm(xp, p, x, gamma, beta):

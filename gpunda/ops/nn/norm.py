@@ -13,7 +13,7 @@ from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops._util import require_same_dtype
 from gpunda.ops.nn.basic import (BN_PARAMS, _acc, _norm_grad, _kshape, _batch_norm,
-                                 _grad_batch_norm, _infer_bn, bn_infer_type)
+                                 _grad_batch_norm, _infer_bn, bn_infer_type, bn_update)
 
 # ---------------------------------------------------------------------------
 # GroupNorm: channels split into num_groups groups, each normalised with its
@@ -102,12 +102,12 @@ register(OpDef(
     "_contrib_BatchNormWithReLU", _batch_norm_relu,
     inputs=("data", "gamma", "beta", "moving_mean", "moving_var"), params=BN_PARAMS,
     num_outputs=4, num_visible=lambda p: 3 if p.output_mean_var else 1,
-    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4),
-    output_names=("output", "mean", "var", "workspace"),
+    aux_inputs=("moving_mean", "moving_var"), mutates=(3, 4), mutates_in="backward",
+    update=bn_update, output_names=("output", "mean", "var", "workspace"),
     gradient=_grad_batch_norm_relu, save=("inputs", "outputs"), infer_shape=_infer_bn_relu,
     infer_type=bn_infer_type("_contrib_BatchNormWithReLU", nout=4), family="nn",
-    doc="relu(BatchNorm(...)): batch normalisation fused with ReLU; moving_mean/moving_var "
-        "are updated in training as BatchNorm's."))
+    doc="relu(BatchNorm(...)): batch normalisation fused with ReLU; its backward updates "
+        "moving_mean/moving_var in training as BatchNorm's."))
 
 # ---------------------------------------------------------------------------
 # L2Normalization
