@@ -14,6 +14,7 @@ import numpy as np
 from gpunda._engine import autograd as _ag
 from gpunda._engine import imperative as _imp
 from gpunda.ops.registry import get_op
+from gpunda.ops._util import wrapped_array, wrapped_int
 from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaValueError, numeric_types
 from gpunda.context import Context, current_context, cpu, shares_memory_space
 from gpunda._core import deferred as _deferred
@@ -361,6 +362,8 @@ class NDArray:
                 value = self._ctx.backend.from_host(value)
         try:
             self._data[key] = value
+        except OverflowError:       # an integer that the dtype wraps, as on NumPy 1.x and MXNet
+            self._data[key] = wrapped_int(self.dtype, value)
         except ValueError as e:
             # MXNet fits a value of the right size to the indexed shape (b[0] = array([x]))
             if not _assign_resized(self._data, key, value):
@@ -845,7 +848,7 @@ def array(source_array, ctx=None, dtype=None):
         if hasattr(source_array, "__cuda_array_interface__"):
             source_array = _cuda_to_host(source_array)
         try:
-            host = np.array(source_array, dtype=_dtype_of(dtype) if dtype is not None else None)
+            host = wrapped_array(source_array, _dtype_of(dtype) if dtype is not None else None)
         except (ValueError, TypeError) as e:
             raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
         if host.dtype.kind not in "fiubc":
@@ -940,11 +943,21 @@ def _into(out, r):
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array filled with ``val``."""
-    r = _make("full", shape, ctx, dtype, lambda xp, s, d: xp.full(s, val, d))
+    r = _make("full", shape, ctx, dtype, lambda xp, s, d: xp.full(s, _fill_value(val, d), d))
     if out is not None:
         out._assign_from(r)
         return out
     return r
+
+
+def _fill_value(val, dtype):
+    # an integer the dtype cannot hold wraps, as on NumPy 1.x and in MXNet's kernels
+    if isinstance(val, numeric_types) and np.dtype(dtype).kind in "iu":
+        try:
+            np.dtype(dtype).type(val)
+        except OverflowError:
+            return wrapped_int(dtype, val)
+    return val
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):

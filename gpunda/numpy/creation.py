@@ -16,6 +16,7 @@ from gpunda.context import Context, current_context
 from gpunda.ndarray import ndarray as _nd_mod
 from gpunda.ndarray.ndarray import NDArray
 from gpunda.numpy._dtypes import resolve_dtype
+from gpunda.ops._util import wrapped_array
 from gpunda.numpy.multiarray import ndarray, invoke_np, is_symbolic, _wrap, _symbol_cls
 
 __all__ = ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
@@ -65,7 +66,7 @@ def array(object, dtype=None, ctx=None):  # noqa: A002 (NumPy's parameter name)
     else:
         dt = resolve_dtype(dtype, "array")
     try:
-        host = _onp.array(object, dtype=dt)
+        host = wrapped_array(object, dt)
     except (ValueError, TypeError) as e:
         raise TypeError(f"array: cannot make an mx.np.ndarray of {type(object).__name__}: "
                         f"{e}") from None

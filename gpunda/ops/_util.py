@@ -29,7 +29,36 @@ def scalar_for(x, s):
     k = x.dtype.kind
     if k == "f" or k == "c":
         return s
-    return x.dtype.type(s)
+    try:
+        return x.dtype.type(s)
+    except OverflowError:
+        return wrapped_int(x.dtype, s)
+
+
+def wrapped_int(dtype, s):
+    """Python number ``s`` cast into integer ``dtype`` as C casts it, wrapping modulo 2**bits
+    (truncating a float first): what MXNet's kernels and NumPy 1.x do with ``int8 + 200`` or
+    ``array([300], dtype=uint8)``, where NumPy 2 raises OverflowError."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return dtype.type(bool(s))
+    bits = 8 * dtype.itemsize
+    v = int(s) & ((1 << bits) - 1)
+    if dtype.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return dtype.type(v)
+
+
+def wrapped_array(source, dtype):
+    """``np.array(source, dtype)`` for a Python sequence whose integers may not fit ``dtype``:
+    wrapped as NumPy 1.x (and MXNet on it) stored them, where NumPy 2 raises OverflowError."""
+    try:
+        return np.array(source, dtype=dtype)
+    except OverflowError:
+        wide = np.array(source)
+        if wide.dtype.kind == "O":     # beyond int64: reduce each integer first
+            wide = np.vectorize(lambda v: wrapped_int(dtype, v), otypes=[dtype])(wide)
+        return wide.astype(dtype)
 
 
 def norm_axis(axis, ndim, where, name="axis"):

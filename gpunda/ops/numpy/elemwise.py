@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import special, sum_to_shape
+from gpunda.ops._util import special, sum_to_shape, wrapped_int
 
 _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")
@@ -316,6 +316,17 @@ def _scalar_dtype(x, div):
     return x.dtype
 
 
+def _int_array_scalar(x, p):
+    """The scalar as MXNet 1.9.1's kernels meet it beside array ``x``: cast to an integer
+    array's own dtype first (``DType(scalar)``: truncated, and wrapped where it does not fit),
+    so int32 [1, 2, 5] * 1.5 is [1, 2, 5] and [1, 2, 5] == 1.5 is [True, False, False]."""
+    if p.is_int:
+        return int(p.scalar)
+    if x.dtype.kind in "iu" and math.isfinite(p.scalar):
+        return int(wrapped_int(x.dtype, p.scalar))
+    return p.scalar
+
+
 def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
     def compute(xp, p, x):
         dt = x.dtype
@@ -325,7 +336,8 @@ def _sc(name, f, grad, div=False, save=("inputs", "outputs")):
                 r = r.astype(dt)
             return r if r.ndim else xp.asarray(r)
         dt = _scalar_dtype(x, div)
-        s = int(p.scalar) if p.is_int else p.scalar
+        # true division keeps the float scalar (its result is float32)
+        s = (int(p.scalar) if p.is_int else p.scalar) if div else _int_array_scalar(x, p)
         if x.dtype.kind != "f":
             x = x.astype(np.float64 if not p.is_int or div else np.int64)
         return _arr(xp, f(xp, x, s), dt)
@@ -380,7 +392,7 @@ _sc("_npi_rfloor_divide_scalar", lambda xp, x, s: xp.floor_divide(s, x), None)
 
 def _cmp_sc(name, fn, reverse=False):
     def compute(xp, p, x):
-        s = int(p.scalar) if p.is_int else p.scalar
+        s = _int_array_scalar(x, p)
         f = getattr(xp, fn)
         return _arr(xp, f(s, x) if reverse else f(x, s))
     register(OpDef(name, compute, inputs=("x",), params=_SCALAR, gradient=_cmp_zero,

@@ -12,7 +12,8 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, parse_dtype
-from gpunda.ops._util import special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype
+from gpunda.ops._util import (special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype,
+                              wrapped_int)
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -171,8 +172,18 @@ def _clip_check(p):
         raise GpundaError(f"Operator clip: a_min={p.a_min} must be <= a_max={p.a_max}")
 
 
+def _clip(xp, p, x):
+    if x.dtype.kind not in "iu":
+        return xp.clip(x, scalar_for(x, p.a_min), scalar_for(x, p.a_max))
+    # MXNet compares an integer element with the float bounds and writes the bound cast to
+    # the dtype: clip(int8, 200, 300) gives int8(200) = -56 everywhere, clip(int8, -300, 300)
+    # leaves every element as it is
+    lo, hi = wrapped_int(x.dtype, p.a_min), wrapped_int(x.dtype, p.a_max)
+    return xp.where(x > p.a_max, hi, xp.where(x < p.a_min, lo, x)).astype(x.dtype, copy=False)
+
+
 register(OpDef(
-    "clip", lambda xp, p, x: xp.clip(x, scalar_for(x, p.a_min), scalar_for(x, p.a_max)),
+    "clip", _clip,
     params=[Param("a_min", "float"), Param("a_max", "float")], check=_clip_check,
     gradient=lambda F, p, i, o, g: [g[0] * F._greater_equal_scalar(i[0], scalar=p.a_min)
                                     * F._lesser_equal_scalar(i[0], scalar=p.a_max)],
