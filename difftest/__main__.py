@@ -14,6 +14,8 @@ def main(argv=None):
     rep = sub.add_parser("replay", help="run fixtures on gpunda, print differences by class")
     rep.add_argument("--only", nargs="*")
     rep.add_argument("-v", "--verbose", action="store_true")
+    rep.add_argument("--write-open", action="store_true",
+                     help="record today's unexplained classes as open (difftest/open.json)")
     shr = sub.add_parser("shrink", help="minimise a failing program of a fixture")
     shr.add_argument("program_id")
     shr.add_argument("--mxnet-python", required=True)

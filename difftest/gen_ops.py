@@ -124,7 +124,7 @@ def gen_op_program(rng, fam, name, path, pid, op):
         extra = inp[4] if len(inp) > 4 else {}
         steps.append(["input", "x%d" % j, list(s), dt, st, dist, api] +
                      ([extra.get("lo", 0), extra.get("hi", 4)] if extra else []))
-    random_op = fam in RANDOM_FAMILIES or "random" in path or "sample" in name
+    random_op = bool(op.random) or fam in RANDOM_FAMILIES or "random" in path or "sample" in name
     steps.append(["call", "y", path, ["@x%d" % j for j in range(len(inputs))], kwargs, random_op])
     return {"id": pid, "kind": "op", "family": fam, "op": name, "seed": rng.randrange(2 ** 31),
             "steps": steps}

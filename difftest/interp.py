@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 
@@ -105,7 +106,7 @@ class Interp:
         self.random = set()          # entries whose values come from a random stream
         self.files = {}              # save tag -> bytes written
         self.foreign = foreign or {}  # save tag -> bytes written by the other framework
-        self.workdir = workdir or tempfile.mkdtemp(prefix="difftest")
+        self.workdir = workdir
         self.blocks = {}
 
     # -- helpers ---------------------------------------------------------------
@@ -128,8 +129,18 @@ class Interp:
         return obj
 
     def run(self):
-        for i, st in enumerate(self.prog["steps"]):
-            self.do(st, i)
+        # mx.np arrays are meant to run under NumPy semantics (npx.set_np); MXNet's
+        # legacy semantics for them (a[1] keeps an axis, no zero-size arrays) differ
+        np_mode = any(st[0] == "input" and len(st) > 6 and st[6] == "np"
+                      for st in self.prog["steps"])
+        if np_mode:
+            self.mx.npx.set_np()
+        try:
+            for i, st in enumerate(self.prog["steps"]):
+                self.do(st, i)
+        finally:
+            if np_mode:
+                self.mx.npx.reset_np()
         return self.env
 
     def do(self, st, i):
@@ -326,6 +337,9 @@ def normalise(mx, it):
 
 def run_program(mx, prog, foreign=None, workdir=None):
     """Normalised results and saved files of one program."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="difftest") as tmp:
+            return run_program(mx, prog, foreign, tmp)
     it = Interp(mx, prog, foreign, workdir)
     try:
         it.run()
@@ -356,9 +370,70 @@ def unpack(res):
     return res
 
 
+def _run_range(mx, batch, start, dst, workdir):
+    with open(dst, "ab") as out:
+        for k in range(start, len(batch["programs"])):
+            prog = batch["programs"][k]
+            foreign = {t: base64.b64decode(b) for t, b in
+                       batch.get("foreign", {}).get(prog["id"], {}).items()}
+            res, files = run_program(mx, prog, foreign, workdir)
+            pickle.dump((k, _pack(res), files), out, protocol=4)
+            out.flush()
+            shutil.rmtree(workdir, ignore_errors=True)
+            os.makedirs(workdir, exist_ok=True)
+
+
+def _done(dst):
+    last = -1
+    if os.path.exists(dst):
+        with open(dst, "rb") as f:
+            while True:
+                try:
+                    last = pickle.load(f)[0]
+                except EOFError:
+                    return last
+                except Exception:         # a torn last record from a killed child
+                    return last
+    return last
+
+
+def _forked(mx, batch, start, dst, workdir, stall=20.0):
+    """Run the programs in forked children of this process (MXNet imported once): a
+    child that dies (segfault) or stalls (an endless loop) costs one program, which is
+    recorded as ``None``, and the next child resumes after it."""
+    import time
+    n = len(batch["programs"])
+    while start < n:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _run_range(mx, batch, start, dst, workdir)
+            finally:
+                os._exit(0)
+        size, since = -1, time.time()
+        while True:
+            got, _ = os.waitpid(pid, os.WNOHANG)
+            if got:
+                break
+            time.sleep(0.05)
+            now = os.path.getsize(dst) if os.path.exists(dst) else 0
+            if now != size:
+                size, since = now, time.time()
+            elif time.time() - since > stall:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                break
+        last = _done(dst)
+        if last + 1 < n:
+            with open(dst, "ab") as out:
+                pickle.dump((last + 1, None, None), out, protocol=4)
+        start = last + 2
+
+
 def main(argv=None):
     """``interp.py FRAMEWORK PROGRAMS.json OUT.pkl [START]``: run programs from index START,
-    appending one pickle per program to OUT (the recorder restarts after a crash)."""
+    appending one pickle per program to OUT (``None`` results for programs that killed
+    or hung the framework)."""
     argv = sys.argv[1:] if argv is None else argv
     fw, src, dst = argv[0], argv[1], argv[2]
     start = int(argv[3]) if len(argv) > 3 else 0
@@ -368,16 +443,7 @@ def main(argv=None):
     with open(src) as f:
         batch = json.load(f)
     workdir = tempfile.mkdtemp(prefix="difftest")
-    with open(dst, "ab") as out:
-        for k in range(start, len(batch["programs"])):
-            prog = batch["programs"][k]
-            foreign = {t: base64.b64decode(b) for t, b in
-                       batch.get("foreign", {}).get(prog["id"], {}).items()}
-            res, files = run_program(mx, prog, foreign, workdir)
-            pickle.dump((k, _pack(res), files), out, protocol=4)
-            out.flush()
-            for fn in os.listdir(workdir):
-                os.unlink(os.path.join(workdir, fn))
+    _forked(mx, batch, start, dst, workdir)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from difftest import fixture, gen_more, gen_ops
+from difftest.compare import compact
 from difftest.interp import unpack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,7 +70,11 @@ def run_mxnet(python, programs, foreign=None):
                             k, res, fl = pickle.load(f)
                         except EOFError:
                             break
-                        results[k], files[k] = unpack(res), fl
+                        if res is None:
+                            print("  MXNet crashed or hung on %s; skipped" % programs[k]["id"],
+                                  file=sys.stderr)
+                        else:
+                            results[k], files[k] = unpack(res), fl
                         last = max(last, k)
             if last + 1 < n:
                 print("  MXNet died on %s; skipped" % programs[last + 1]["id"], file=sys.stderr)
@@ -96,6 +101,7 @@ def record_all(named, python):
     saving = [p for p in programs if p["kind"] == "saveload"]
     foreign = run_gpunda(saving) if saving else None
     results, files = run_mxnet(python, programs, foreign)
+    results = [None if r is None else compact(r) for r in results]
     os.makedirs(FIXTURES, exist_ok=True)
     kept, k = {}, 0
     for name, progs in named:
@@ -103,7 +109,7 @@ def record_all(named, python):
         k += len(progs)
         keep = [i for i, r in enumerate(res) if r is not None]
         fixture.save(os.path.join(FIXTURES, name + ".npz"), [progs[i] for i in keep],
-                     [res[i] for i in keep], {progs[i]["id"]: fl[i] for i in keep if fl[i]})
+                     [res[i] for i in keep])
         kept[name] = len(keep)
     return kept
 

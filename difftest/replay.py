@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import glob
+import json
 import os
 import warnings
 
@@ -36,10 +37,10 @@ def check(mx, prog, ref, foreign=None):
 def replay_file(path):
     """Differences of every program in fixture ``path`` (see module doc)."""
     import gpunda as mx
-    programs, results, files = fixture.load(path)
+    programs, results = fixture.load(path)
     out = []
     for prog, ref in zip(programs, results):
-        bad, ok = check(mx, prog, ref, files.get(prog["id"]))
+        bad, ok = check(mx, prog, ref, fixture.saved_files(prog, ref))
         if bad or ok:
             out.append((prog, bad, ok))
     return out
@@ -47,6 +48,9 @@ def replay_file(path):
 
 def main(args):
     """The ``replay`` command: counts per kind and unexplained differences by class."""
+    old_open = set(known.OPEN)
+    if args.write_open:
+        known.OPEN.clear()
     counts = collections.Counter()
     explained = collections.Counter()
     classes = collections.defaultdict(list)
@@ -54,18 +58,23 @@ def main(args):
         name = os.path.basename(path)[:-4]
         if args.only and not any(name.startswith(o) for o in args.only):
             continue
-        programs, _, _ = fixture.load(path)
+        programs, _ = fixture.load(path)
         for p in programs:
             counts[p["kind"] if p["kind"] != "op" else "op:" + p["family"]] += 1
         for prog, bad, ok in replay_file(path):
-            for tag in ok:
+            for tag in set(ok):
                 explained[tag] += 1
             for d in bad:
                 classes[known.class_key(prog, d)].append((prog, d))
+    if args.write_open:
+        keys = sorted(set(classes) | (old_open if args.only else set()))
+        with open(known.OPEN_FILE, "w") as f:
+            json.dump(keys, f, indent=0)
+        print("wrote %d open classes to %s" % (len(keys), known.OPEN_FILE))
     print("programs:", sum(counts.values()))
     for k, n in sorted(counts.items()):
         print("  %-28s %6d" % (k, n))
-    print("explained differences:")
+    print("programs with explained differences, by tag:")
     for k, n in explained.most_common():
         print("  %-50s %6d" % (k, n))
     print("unexplained classes: %d" % len(classes))

@@ -62,7 +62,7 @@ def main(args):
     """The ``shrink`` command."""
     from difftest import fixture
     for path in replay.fixture_files():
-        programs, results, _ = fixture.load(path)
+        programs, results = fixture.load(path)
         for p, r in zip(programs, results):
             if p["id"] == args.program_id:
                 print(json.dumps(shrink(p, r, args.mxnet_python)))
