@@ -2,7 +2,7 @@
 
 ``python -m difftest record --mxnet-python /work/mxref/bin/python`` regenerates every
 fixture under ``difftest/fixtures/``: programs are generated here (the generator reads
-gpunda's op registry), run in batches by MXNet in a subprocess (``interp.py``), and
+gpunda's op registry), run in batches by MXNet in a subprocess (``runner.py``), and
 stored with MXNet's normalised results (``fixture.py``). A program that kills the
 MXNet process is dropped and named; the batch resumes after it.
 """
@@ -19,7 +19,7 @@ import time
 
 from difftest import fixture, gen_more, gen_ops
 from difftest.compare import compact
-from difftest.interp import unpack
+from difftest.runner import unpack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "difftest", "fixtures")
@@ -60,7 +60,7 @@ def run_mxnet(python, programs, foreign=None):
         env = dict(os.environ, PYTHONPATH=ROOT, MXNET_ENGINE_TYPE="NaiveEngine",
                    OMP_NUM_THREADS="1", MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
         while start < n:
-            _run_watched([python, "-m", "difftest.interp", "mxnet", src, dst, str(start)],
+            _run_watched([python, "-m", "difftest.runner", "mxnet", src, dst, str(start)],
                          env, dst)
             last = start - 1
             if os.path.exists(dst):
