@@ -230,7 +230,7 @@ def arg_reduce(g, node):
 
 @register("argmax_channel")
 def argmax_channel(g, node):
-    y = g.add("ArgMax", [g.inp(node, 0)], axis=-1, keepdims=0)
+    y = g.add("ArgMax", [g.inp(node, 0)], axis=1, keepdims=0)     # MXNet's axis is 1
     g.add("Cast", [y], [g.out(node)], to=g.onnx_dtype(g.out_dtype(node)))
 
 

@@ -130,8 +130,8 @@ def _softmax_rows(g, node, x):
 def softmax_activation(g, node):
     if node.p.mode == "channel":
         g.add("Softmax", [g.inp(node, 0)], [g.out(node)], axis=1)
-    else:
-        _softmax_rows(g, node, g.inp(node, 0))
+    else:       # MXNet's instance mode: over the last axis (the same in every opset)
+        g.add("Softmax", [g.inp(node, 0)], [g.out(node)], axis=-1)
 
 
 @register("SoftmaxOutput")

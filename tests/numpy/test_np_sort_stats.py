@@ -117,3 +117,14 @@ def test_stats_gradients():
     check_grad(lambda a, b: np.ediff1d(a, to_begin=b), x, onp.array([1.0, 2.0]))
     check_grad(lambda a, w: np.average(a, axis=0, weights=w, returned=True), x, x + 1)
     check_grad(lambda a: np.average(a, axis=1), x)
+
+
+def test_unique_inverse_is_flat():
+    # MXNet 1.9.1 (NumPy 1.x semantics): np.unique of a (4, 2) array with
+    # return_inverse=True gives a flat (8,) inverse [1, 2, 2, 3, 1, 1, 0, 4]; NumPy 2
+    # would give it the input's shape
+    x = np.array([[1, 2], [2, 3], [1, 1], [0, 5]])
+    u, inv = np.unique(x, return_inverse=True)
+    assert inv.shape == (8,)
+    assert inv.tolist() == [1, 2, 2, 3, 1, 1, 0, 4]
+    assert np.unique(x, return_inverse=True, axis=0)[1].tolist() == [2, 3, 1, 0]

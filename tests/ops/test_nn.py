@@ -231,9 +231,15 @@ def test_softmax_second_order(rng):
 def test_softmax_activation(rng, mode):
     x = rng.standard_normal((2, 3, 2))
     y = nd.SoftmaxActivation(_nd(x), mode=mode).asnumpy()
-    ref = _np_softmax(x, 1) if mode == "channel" else _np_softmax(x.reshape(2, 6), 1).reshape(x.shape)
+    # MXNet 1.9.1's instance mode is a softmax over the last axis (it runs on FlatTo2D):
+    # nd.SoftmaxActivation(nd.array(np.arange(12).reshape(1, 2, 2, 3) / 10.)) has every
+    # row [0.301, 0.332, 0.367]
+    ref = _np_softmax(x, 1) if mode == "channel" else _np_softmax(x, 2)
     np.testing.assert_allclose(y, ref, rtol=1e-12)
     _fd_check(lambda a: nd.SoftmaxActivation(a, mode=mode), [x], [0])
+    if mode == "instance":
+        y = nd.SoftmaxActivation(nd.array(np.arange(12).reshape(1, 2, 2, 3) / 10.)).asnumpy()
+        np.testing.assert_allclose(y[0, 1, 0], [0.301, 0.332, 0.367], atol=1e-3)
 
 
 def _np_masked_softmax(x, length, log):

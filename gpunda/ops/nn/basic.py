@@ -480,12 +480,14 @@ def _softmax_activation(xp, p, x):
             raise GpundaError(f"Operator SoftmaxActivation: mode='channel' needs data with at "
                               f"least 2 dimensions, got shape {tuple(x.shape)}")
         return _softmax_core(xp, x, 1, False)
-    return _softmax_core(xp, x.reshape(x.shape[0], -1), 1, False).reshape(x.shape)
+    # MXNet's instance mode runs on data.FlatTo2D(): every axis but the last folds into
+    # rows, so the softmax is over the last axis ((1, 2, 2, 3) gives rows of 3 summing to 1)
+    return _softmax_core(xp, x, x.ndim - 1, False)
 
 
 def _grad_softmax_activation(F, p, ins, outs, og):
     y, g = outs[0], og[0]
-    axes = (1,) if p.mode == "channel" else tuple(range(1, y.ndim))
+    axes = (1,) if p.mode == "channel" else (y.ndim - 1,)
     return [y * (g - F._sum_to(g * y, shape=_kshape(y.shape, axes)))]
 
 
@@ -493,7 +495,7 @@ register(OpDef("SoftmaxActivation", _softmax_activation,
                params=[Param("mode", "enum", "instance", choices=("instance", "channel"))],
                gradient=_grad_softmax_activation, save=("outputs",), family="nn",
                infer_shape=_same,
-               doc="Softmax per instance (over all but the batch axis) or per channel (axis 1)."))
+               doc="Softmax per instance (over the last axis) or per channel (axis 1)."))
 
 
 def _onehot(xp, p, label):

@@ -71,7 +71,8 @@ def _unique(xp, p, a):
     r = r if isinstance(r, tuple) else (r,)
     out = [xp.asarray(r[0])]
     for extra in r[1:]:
-        out.append(xp.asarray(np.asarray(extra, dtype=_I64)))
+        # NumPy 2 gives the inverse the input's shape; MXNet (NumPy 1.x) keeps it flat
+        out.append(xp.asarray(np.asarray(extra, dtype=_I64).reshape(-1)))
     return out if len(out) > 1 else out[0]
 
 

@@ -337,10 +337,13 @@ def _norm_axis(axis, ndim, where):
 
 _arg("argmax", lambda x, axis=None: x.argmax(axis=axis))
 _arg("argmin", lambda x, axis=None: x.argmin(axis=axis))
+# MXNet's argmax_channel is argmax with axis=1 (its parser fixes ReduceAxisParam.axis), so
+# a 1-D input is an axis error and (2, 1, 3) gives (2, 3)
 register(OpDef("argmax_channel",
-               lambda xp, p, x: legacy_scalar(xp, x.argmax(axis=-1)).astype(x.dtype),
+               lambda xp, p, x: legacy_scalar(xp, x.argmax(
+                   axis=_norm_axis(1, x.ndim, "argmax_channel"))).astype(x.dtype),
                nondiff=True, save=(), family="reduce",
-               doc="Indices of the maximum along the last axis, in the input dtype."))
+               doc="Indices of the maximum along axis 1, in the input dtype."))
 
 # ----------------------------------------------------------------------------
 # sort / argsort / topk
