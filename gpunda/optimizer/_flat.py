@@ -302,9 +302,17 @@ def flat_update(trainer, dev, upd, skip=()):
         return ()
     by_key = {}
     params = trainer._params
+    nstates = spec.states(opt)
     for i, p in enumerate(params):
         if _eligible(p, dev, opt.multi_precision):
             w = p._data[dev]
+            st = upd.states.get(i)
+            if st is not None and upd.states_synced.get(i, False):
+                # a state of another dtype or layout (the weight was cast after it was
+                # made) is updated as it is, by the per-parameter path
+                sl = _state_list(st, nstates)
+                if sl is None or any(s.dtype != w.dtype for s in sl):
+                    continue
             by_key.setdefault((str(w.context), np.dtype(w.dtype).str), []).append((i, p))
     done = set()
     for key, members in by_key.items():
