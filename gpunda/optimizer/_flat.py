@@ -14,7 +14,7 @@ import numpy as np
 from gpunda._engine import autograd as _ag
 from gpunda.optimizer import _flat_kernels as K
 from gpunda.optimizer._more import LAMB
-from gpunda.optimizer.optimizer import SGD, Adam
+from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 
 # NOTE [Flat buffers]
 # The dense parameters of one Trainer that share a context and a dtype (and have a
@@ -54,8 +54,6 @@ def _clip_of(opt):
 
 
 class _SGDSpec:
-    nstates = None      # per optimizer instance: 0 or 1
-
     @staticmethod
     def states(opt):
         return 0 if opt.momentum == 0.0 else 1
@@ -114,7 +112,64 @@ class _LAMBSpec:
                         opt.upper_bound)
 
 
-_SPECS = ((SGD, _SGDSpec), (Adam, _AdamSpec), (LAMB, _LAMBSpec))
+class _NAGSpec:
+    @staticmethod
+    def states(opt):
+        return 0 if opt.momentum == 0.0 else 1
+
+    @staticmethod
+    def scalars(opt, i):
+        opt._update_count(i)
+        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.momentum)
+
+    @staticmethod
+    def run(xp, grp, lo, hi, k):
+        if len(grp.bufs) == 2:      # no momentum: SGD's operator formula
+            lr, wd, rs, clip, _ = k
+            K.sgd(xp, grp.bufs, grp.scratch, lo, hi, (lr, wd, rs, True, clip, 0.0))
+        else:
+            K.nag(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+
+class _RMSPropSpec:
+    @staticmethod
+    def states(opt):
+        return 3 if opt.centered else 1
+
+    @staticmethod
+    def scalars(opt, i):
+        opt._update_count(i)
+        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        cw = opt.clip_weights
+        # the operator clips for clip_weights >= 0 when given; centered, when truthy
+        cw = (float(cw) if cw and (opt.centered or cw >= 0) else None)
+        return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.gamma1, opt.gamma2, opt.epsilon,
+                cw, opt.centered)
+
+    @staticmethod
+    def run(xp, grp, lo, hi, k):
+        K.rmsprop(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+
+class _AdaGradSpec:
+    @staticmethod
+    def states(opt):
+        return 1
+
+    @staticmethod
+    def scalars(opt, i):
+        opt._update_count(i)
+        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.float_stable_eps)
+
+    @staticmethod
+    def run(xp, grp, lo, hi, k):
+        K.adagrad(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+
+_SPECS = ((SGD, _SGDSpec), (Adam, _AdamSpec), (LAMB, _LAMBSpec), (NAG, _NAGSpec),
+          (RMSProp, _RMSPropSpec), (AdaGrad, _AdaGradSpec))
 
 
 def spec_of(opt):
@@ -130,8 +185,8 @@ def _state_list(state, n):
     from gpunda.ndarray import NDArray
     if n == 0:
         return [] if state is None else None
-    if n == 1:
-        return [state] if isinstance(state, NDArray) and state.stype == "default" else None
+    if n == 1 and isinstance(state, NDArray):
+        return [state] if state.stype == "default" else None
     if isinstance(state, (tuple, list)) and len(state) == n and \
             all(isinstance(s, NDArray) and s.stype == "default" for s in state):
         return list(state)

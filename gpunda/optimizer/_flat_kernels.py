@@ -12,8 +12,6 @@ per-parameter code, and NumPy casts them to the buffers' dtype.
 """
 from __future__ import annotations
 
-import numpy as np
-
 CHUNK = 1 << 16          # elements per chunk on the CPU (256 KiB of float32 per array)
 
 
@@ -165,4 +163,87 @@ def lamb_step(xp, W, D, sc, lo, hi, lr, lower, upper):
         W[s:e] -= a
 
 
-_ = np  # numpy is the CPU xp; kept importable for callers that pass it
+
+def nag(xp, bufs, sc, lo, hi, k):
+    """NAG with momentum (``NAG.update``'s step, MXNet's in-place kernel: the momentum's
+    weight-decay term reads the weight just written). ``k = (lr, wd, rs, clip, mu)``."""
+    lr, wd, rs, clip, mu = k
+    W, G, M = bufs
+    for s, e in chunks(lo, hi, sc.n):
+        w, g, m = W[s:e], G[s:e], M[s:e]
+        a, b = sc.a[:e - s], sc.b[:e - s]
+        _rescaled(xp, g, a, rs, clip)
+        m *= mu
+        xp.multiply(w, wd, out=b)
+        xp.add(a, b, out=b)
+        b *= lr
+        xp.subtract(m, b, out=b)
+        b *= mu + 1
+        w -= m
+        w += b
+        xp.multiply(w, wd, out=b)
+        xp.add(a, b, out=b)
+        b *= lr
+        m -= b
+
+
+def rmsprop(xp, bufs, sc, lo, hi, k):
+    """RMSProp (``_ops._rmsprop``; centered: ``RMSProp.update``'s formula).
+    ``k = (lr, wd, rs, clip, gamma1, gamma2, epsilon, clip_weights, centered)``."""
+    lr, wd, rs, clip, g1, g2, eps, cw, centered = k
+    W, G = bufs[0], bufs[1]
+    N = bufs[2]
+    for s, e in chunks(lo, hi, sc.n):
+        w, g, n = W[s:e], G[s:e], N[s:e]
+        a, b = sc.a[:e - s], sc.b[:e - s]
+        xp.multiply(w, wd, out=b)
+        xp.multiply(g, g.dtype.type(rs), out=a)
+        a += b
+        if clip is not None:
+            xp.clip(a, -clip, clip, out=a)
+        xp.multiply(a, 1 - g1, out=b)
+        b *= a
+        n *= g1
+        n += b
+        if not centered:
+            xp.add(n, eps, out=b)
+            xp.sqrt(b, out=b)
+            a *= lr
+            a /= b
+            w -= a
+        else:
+            gb, delta = bufs[3][s:e], bufs[4][s:e]
+            gb *= g1
+            xp.multiply(a, 1.0 - g1, out=b)
+            gb += b
+            xp.multiply(gb, gb, out=b)
+            xp.subtract(n, b, out=b)
+            b += eps
+            xp.sqrt(b, out=b)
+            a *= lr
+            a /= b
+            delta *= g2
+            delta -= a
+            w += delta
+        if cw is not None:
+            xp.clip(w, -cw, cw, out=w)
+
+
+def adagrad(xp, bufs, sc, lo, hi, k):
+    """AdaGrad (``AdaGrad.update``): ``h += g*g; w -= lr * (g / sqrt(h + eps) + wd*w)``.
+    ``k = (lr, wd, rs, clip, eps)``."""
+    lr, wd, rs, clip, eps = k
+    W, G, H = bufs
+    for s, e in chunks(lo, hi, sc.n):
+        w, g, h = W[s:e], G[s:e], H[s:e]
+        a, b = sc.a[:e - s], sc.b[:e - s]
+        _rescaled(xp, g, a, rs, clip)
+        xp.multiply(a, a, out=b)
+        h += b
+        xp.add(h, eps, out=b)
+        xp.sqrt(b, out=b)
+        a /= b
+        xp.multiply(w, wd, out=b)
+        a += b
+        a *= lr
+        w -= a

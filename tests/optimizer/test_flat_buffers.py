@@ -92,6 +92,15 @@ OPTS = [
     ("lamb", dict(learning_rate=0.1, wd=0.01, bias_correction=False, lower_bound=0.1,
                   upper_bound=1.0, clip_gradient=0.4)),
     ("lamb", dict(wd=0.01, sched=True)),
+    ("nag", dict(learning_rate=0.1, wd=0.01)),
+    ("nag", dict(learning_rate=0.1, momentum=0.9, wd=0.01, clip_gradient=0.3)),
+    ("nag", dict(momentum=0.9, wd=0.01, sched=True, rescale_grad=0.5)),
+    ("rmsprop", dict(learning_rate=0.01, wd=0.01)),
+    ("rmsprop", dict(learning_rate=0.01, wd=0.01, clip_gradient=0.5, clip_weights=0.8)),
+    ("rmsprop", dict(learning_rate=0.01, wd=0.01, centered=True, clip_weights=0.8)),
+    ("rmsprop", dict(wd=0.01, centered=True, sched=True, clip_gradient=0.4)),
+    ("adagrad", dict(learning_rate=0.1, wd=0.01)),
+    ("adagrad", dict(wd=0.01, sched=True, clip_gradient=0.4, rescale_grad=0.3)),
 ]
 
 
@@ -277,4 +286,5 @@ def test_subclass_overriding_update_keeps_per_parameter_path():
 
     assert _flat.spec_of(MySGD()) is None
     assert _flat.spec_of(mx.optimizer.ccSGD()) is not None
-    assert _flat.spec_of(mx.optimizer.RMSProp()) is None
+    assert _flat.spec_of(mx.optimizer.RMSProp()) is not None
+    assert _flat.spec_of(mx.optimizer.AdaDelta()) is None
