@@ -180,9 +180,15 @@ def spec_of(opt):
     return None
 
 
+_ND = []
+
+
 def _state_list(state, n):
     """The ``n`` state NDArrays of one parameter's state, or None for another layout."""
-    from gpunda.ndarray import NDArray
+    if not _ND:
+        from gpunda.ndarray import NDArray
+        _ND.append(NDArray)
+    NDArray = _ND[0]
     if n == 0:
         return [] if state is None else None
     if n == 1 and isinstance(state, NDArray):
@@ -222,6 +228,8 @@ class FlatGroup:
         self.views = [[b[o:o + s].reshape(p.shape) for b in self.bufs]
                       for (o, s, (_, p)) in zip(self.offsets, sizes, members)]
         self.pos = {i: k for k, (i, _) in enumerate(members)}
+        self.st_objs = [None] * len(members)
+        self.src = None             # the members list last checked (reused while unchanged)
         self._starts = {o: k for k, o in enumerate(self.offsets)}
         with _scope(self.ctx):
             for k, (i, p) in enumerate(members):
@@ -237,14 +245,14 @@ class FlatGroup:
     def _bind(self, k, i, p, fresh_states=False):
         """Copy the arrays of member ``k`` into their segments and re-bind them there."""
         arrays = self._arrays(k, i, p)
-        if any(a is None for a in arrays[2:]):
+        if i not in self.upd.states or any(a is None for a in arrays[2:]):
             # no state yet (or one loaded from a file, or of another layout): a new
             # one, with the old value when it has one
             w = arrays[0]
             old = _state_list(self.upd.states.get(i), self.nstates)
             new = self.opt.create_state_multi_precision(i, w)
             new_list = _state_list(new, self.nstates)
-            if old is not None:
+            if old is not None and new_list:
                 for a, b in zip(new_list, old):
                     a._data[...] = b.as_in_context(self.ctx)._data
             self.upd.states[i] = new
@@ -255,13 +263,32 @@ class FlatGroup:
                 view[...] = a._data
                 a._data = view
             self.nds[k][j] = a
+        self.st_objs[k] = self.upd.states[i]
+
+    def _intact(self, k, i, p, states, synced):
+        """Whether member ``k`` still holds the NDArrays and payloads it was bound to."""
+        nds, views, dev = self.nds[k], self.views[k], self.dev
+        if p._data[dev] is not nds[0] or p._grad[dev] is not nds[1] or \
+                states.get(i) is not self.st_objs[k] or not synced.get(i, False):
+            return False
+        for a, v in zip(nds, views):
+            if a._data is not v:
+                return False
+        return True
 
     def check(self, members):
         """Re-bind replaced payloads; False when the group must be rebuilt."""
-        if [(i, id(p)) for i, p in members] != self.key or self.upd.optimizer is not self.opt:
+        if self.upd.optimizer is not self.opt:
             return False
+        if members is not self.src:
+            if [(i, id(p)) for i, p in members] != self.key:
+                return False
+            self.src = members
         xp = self.xp
+        states, synced = self.upd.states, self.upd.states_synced
         for k, (i, p) in enumerate(self.members):
+            if self._intact(k, i, p, states, synced):
+                continue
             nds, views = self.nds[k], self.views[k]
             arrays = self._arrays(k, i, p)
             for j, a in enumerate(arrays):
@@ -355,8 +382,36 @@ def flat_update(trainer, dev, upd, skip=()):
     if spec is None:
         groups.clear()
         return ()
-    by_key = {}
     params = trainer._params
+    # membership is recomputed only when a Parameter's array lists or grad_req changed
+    sig = [(id(p._data), id(p._grad), p.grad_req) for p in params]
+    cache = trainer.__dict__.setdefault("_flat_members", {})
+    hit = cache.get(dev)
+    if hit is not None and hit[0] == sig and hit[2] is opt and hit[3] == opt.multi_precision:
+        by_key = hit[1]
+    else:
+        by_key = _members(params, dev, upd, spec, opt)
+        # the lists are kept so their ids in ``sig`` cannot be reused
+        cache[dev] = (sig, by_key, opt, opt.multi_precision,
+                      [(p._data, p._grad) for p in params])
+    done = set()
+    for key, members in by_key.items():
+        gkey = (dev,) + key
+        grp = groups.get(gkey)
+        if grp is None or grp.upd is not upd or not grp.check(members):
+            grp = groups[gkey] = FlatGroup(spec, upd, dev, members)
+            grp.src = members
+        active = {i for i, p in members if i not in skip and p._fresh_grad(dev)}
+        done.update(grp.step(active))
+        done.update(i for i, _ in members if i not in active)   # stale: skipped, as the loop
+    for gkey in [g for g in groups if g[0] == dev and g[1:] not in by_key]:
+        del groups[gkey]
+    return done
+
+
+def _members(params, dev, upd, spec, opt):
+    """``{(context, dtype): [(index, Parameter)]}`` of the parameters that qualify."""
+    by_key = {}
     nstates = spec.states(opt)
     for i, p in enumerate(params):
         if _eligible(p, dev, opt.multi_precision):
@@ -369,15 +424,4 @@ def flat_update(trainer, dev, upd, skip=()):
                 if sl is None or any(s.dtype != w.dtype for s in sl):
                     continue
             by_key.setdefault((str(w.context), np.dtype(w.dtype).str), []).append((i, p))
-    done = set()
-    for key, members in by_key.items():
-        gkey = (dev,) + key
-        grp = groups.get(gkey)
-        if grp is None or grp.upd is not upd or not grp.check(members):
-            grp = groups[gkey] = FlatGroup(spec, upd, dev, members)
-        active = {i for i, p in members if i not in skip and p._fresh_grad(dev)}
-        done.update(grp.step(active))
-        done.update(i for i, _ in members if i not in active)   # stale: skipped, as the loop
-    for gkey in [g for g in groups if g[0] == dev and g[1:] not in by_key]:
-        del groups[gkey]
-    return done
+    return by_key
