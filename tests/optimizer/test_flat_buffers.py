@@ -35,7 +35,9 @@ def _set_grads(ps, step, skip=()):
     for i, p in enumerate(ps):
         g = r.standard_normal(p.shape) * (i + 1)
         if i not in skip and p.grad_req != "null":
-            p.grad()[:] = mx.nd.array(g, dtype=p.dtype)
+            g = mx.nd.array(g, dtype=p.dtype)
+            # 'add' accumulates, as backward does into such a gradient
+            p.grad()[:] = p.grad() + g if p.grad_req == "add" else g
 
 
 def _values(ps, trainer):
@@ -156,6 +158,12 @@ def _scenario_grad_req(s, ps, tr):
         ps[4].grad_req = "write"
 
 
+def _scenario_grad_add(s, ps, tr):
+    if s == 1:
+        ps[0].grad_req = "add"       # gradients accumulate: each step adds the new one
+        ps[5].grad_req = "add"
+
+
 def _scenario_zero_grad(s, ps, tr):
     if s == 2:
         for p in ps:
@@ -177,7 +185,7 @@ def _scenario_states(s, ps, tr, path=[None]):   # noqa: B006 -- one file per tes
 
 
 SCENARIOS = [_scenario_set_data, _scenario_cast, _scenario_reset_ctx, _scenario_grad_req,
-             _scenario_zero_grad, _scenario_states]
+             _scenario_grad_add, _scenario_zero_grad, _scenario_states]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f.__name__[10:] for f in SCENARIOS])
