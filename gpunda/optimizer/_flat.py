@@ -221,7 +221,7 @@ class FlatGroup:
         self.total = total = self.offsets[-1]
         self.bufs = [xp.empty(total, self.dtype) for _ in range(2 + self.nstates)]
         self.D = None
-        n = K.CHUNK if xp is np else max(total, 1)
+        n = K.CHUNK if xp is np else K.GPU_CHUNK
         self.scratch = K.Scratch(xp, self.dtype, min(n, max(total, 1)))
         # slot j of member k: its NDArray and the view it must hold
         self.nds = [[None] * (2 + self.nstates) for _ in members]

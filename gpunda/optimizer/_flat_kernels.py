@@ -6,13 +6,15 @@ same order and with the same scalar types, so the flat step and the
 per-parameter step give bit-identical weights and states. The slice is walked
 in chunks of ``CHUNK`` elements on the CPU: every chunk's temporaries live in
 two preallocated scratch vectors that stay in cache, so main-memory traffic is
-about one read of each input and one write of each output; on a GPU a run is
-one chunk. A kernel's scalars (``lr``, ``wd``, ...) are Python floats, as in the
-per-parameter code, and NumPy casts them to the buffers' dtype.
+about one read of each input and one write of each output; on a GPU chunks are
+large (``GPU_CHUNK``), to launch few kernels. A kernel's scalars (``lr``, ``wd``, ...)
+are Python floats, as in the per-parameter code, and NumPy casts them to the
+buffers' dtype.
 """
 from __future__ import annotations
 
 CHUNK = 1 << 16          # elements per chunk on the CPU (256 KiB of float32 per array)
+GPU_CHUNK = 1 << 22      # on a GPU: few launches, and two scratch vectors of bounded size
 
 
 def chunks(lo, hi, step):
