@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda.optimizer import _flat_kernels as K
+from gpunda.ops.optimizer import flat as K
 from gpunda.optimizer._more import LAMB
 from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 
@@ -31,7 +31,7 @@ from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 # (``cast``, ``reset_ctx`` elsewhere, grad_req 'null') rebuilds the group from the
 # current values. Segments are ordered by (lr_mult, wd_mult, index), so parameters
 # with equal hyper-parameters form one run, and one run is updated by a few
-# vectorized calls per cache-sized chunk (optimizer/_flat_kernels.py) instead of
+# vectorized calls per cache-sized chunk (ops/optimizer/flat.py) instead of
 # one Python-level update per parameter. Update counts, learning rates (schedulers
 # included) and weight decays are still taken per index, in index order, exactly
 # as the per-parameter path takes them; a skipped (stale) parameter only splits a

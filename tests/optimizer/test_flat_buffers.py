@@ -296,3 +296,46 @@ def test_subclass_overriding_update_keeps_per_parameter_path():
     assert _flat.spec_of(mx.optimizer.ccSGD()) is not None
     assert _flat.spec_of(mx.optimizer.RMSProp()) is not None
     assert _flat.spec_of(mx.optimizer.AdaDelta()) is None
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("clip", [-1.0, 0.05])
+@pytest.mark.parametrize("mp", [False, True])
+def test_multi_sgd_ops_on_the_chunked_kernel_equal_the_tensor_formula(momentum, clip, mp):
+    """multi_(mp_)sgd(_mom)_update run on ops/optimizer/flat.py's chunked kernel; the
+    result is _sgd_step's (the MultiSGDKernel transcription that
+    tests/ops/test_optim_multi.py checks against MXNet 1.9.1's literals) bit for bit,
+    also for a tensor longer than one chunk and for a non-contiguous one."""
+    from gpunda.ops.optimizer import flat, multi
+    from gpunda.ops.registry import get_op
+    r = np.random.default_rng(9)
+    shapes = [(flat.CHUNK + 1000,), (7, 3), (4,)]
+    wdt = np.float16 if mp else np.float32
+    ws = [r.standard_normal(s).astype(wdt) for s in shapes]
+    ws[1] = np.asfortranarray(ws[1])          # not C-contiguous: the per-tensor formula
+    gs = [(r.standard_normal(s) * 0.1).astype(wdt) for s in shapes]
+    moms = [r.standard_normal(s).astype(np.float32) for s in shapes]
+    w32s = [w.astype(np.float32) for w in ws]
+    lrs, wds = [0.1, 0.05, 0.2], [0.01, 0.0, 0.03]
+    name = "multi_" + ("mp_" if mp else "") + ("sgd_mom_update" if momentum else "sgd_update")
+    arrays = []
+    for i in range(3):
+        arrays += [ws[i].copy(), gs[i]] + ([moms[i].copy()] if momentum else []) + \
+            ([w32s[i].copy()] if mp else [])
+    from types import SimpleNamespace
+    p = SimpleNamespace(num_weights=3, lrs=lrs, wds=wds, rescale_grad=0.7, clip_gradient=clip,
+                        momentum=momentum)
+    outs = get_op(name).compute(np, p, *arrays)
+    stride = 2 + bool(momentum) + mp
+    for i in range(3):
+        mom = moms[i].copy() if momentum else None
+        if mp:
+            w32 = w32s[i].copy()
+            w32[...] = multi._sgd_step(np, p, lrs[i], wds[i], w32, gs[i], mom)
+            want = w32.astype(wdt)
+            np.testing.assert_array_equal(arrays[i * stride + stride - 1], w32)
+        else:
+            want = multi._sgd_step(np, p, lrs[i], wds[i], ws[i], gs[i], mom)
+        np.testing.assert_array_equal(outs[i], want)
+        if momentum:
+            np.testing.assert_array_equal(arrays[i * stride + 2], mom)

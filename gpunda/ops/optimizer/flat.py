@@ -249,3 +249,30 @@ def adagrad(xp, bufs, sc, lo, hi, k):
         a += b
         a *= lr
         w -= a
+
+
+def multi_sgd(xp, w, g, mom, out, sc, lr, wd, rs, clip, momentum):
+    """MultiSGDKernel (``multi.py``'s ``_sgd_step``) on one tensor, in chunks: ``w``, ``g``,
+    ``mom`` (or None) and ``out`` are flat, ``w``/``mom``/``out`` in the master dtype;
+    ``mom`` is written in place and ``out`` (which may be ``w``) gets the new weight."""
+    dt = w.dtype.type
+    c = -dt(lr) * dt(wd)
+    lr32, rs32, mo32 = dt(lr), dt(rs), dt(momentum)
+    for s, e in chunks(0, w.shape[0], sc.n):
+        a, b = sc.a[:e - s], sc.b[:e - s]
+        if g.dtype == w.dtype:
+            xp.multiply(g[s:e], rs32, out=a)
+        else:                       # a float16 gradient of a float32 master weight
+            a[...] = g[s:e]
+            a *= rs32
+        if clip is not None:
+            xp.clip(a, -clip, clip, out=a)
+        xp.multiply(w[s:e], c, out=b)
+        a *= lr32
+        b -= a
+        if mom is not None:
+            m = mom[s:e]
+            m *= mo32
+            m += b
+            b = m
+        xp.add(w[s:e], b, out=out[s:e])
