@@ -233,7 +233,7 @@ class FlatGroup:
         self._starts = {o: k for k, o in enumerate(self.offsets)}
         with _scope(self.ctx):
             for k, (i, p) in enumerate(members):
-                self._bind(k, i, p, fresh_states=True)
+                self._bind(k, i, p)
 
     # -- binding the Parameters' NDArrays to their segments ---------------------------
     def _arrays(self, k, i, p):
@@ -242,7 +242,7 @@ class FlatGroup:
         return [p._data[self.dev], p._grad[self.dev]] + (states if states is not None else
                                                            [None] * self.nstates)
 
-    def _bind(self, k, i, p, fresh_states=False):
+    def _bind(self, k, i, p):
         """Copy the arrays of member ``k`` into their segments and re-bind them there."""
         arrays = self._arrays(k, i, p)
         if i not in self.upd.states or any(a is None for a in arrays[2:]):
