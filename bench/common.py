@@ -40,6 +40,10 @@ CASES = {
                                "step, batch 32 of 3x32x32, SGD momentum, imperative"),
     "w11_resnet_step_hybrid": ("W11", "CIFAR-style ResNet-20 training step, batch 32 of 3x32x32, "
                                       "hybridized/compiled"),
+    "w12_opt_adam": ("W12", "gluon Trainer.step, Adam, 200 float32 tensors of 9.39M values"),
+    "w12_opt_sgd_mom": ("W12", "gluon Trainer.step, SGD momentum 0.9, 200 float32 tensors of "
+                               "9.39M values"),
+    "w12_opt_lamb": ("W12", "gluon Trainer.step, LAMB, 200 float32 tensors of 9.39M values"),
 }
 
 # (case, reference case) -> the most gpunda's case may take, in times the reference's
@@ -326,3 +330,46 @@ def resnet_inputs(batch=None, seed=10):
     y = r.integers(0, p["classes"], n)
     x = protos[y] + 0.5 * r.standard_normal((n, 3, p["image"], p["image"])).astype(np.float32)
     return x, y
+
+
+# W12: one optimizer step over many tensors (issue 36): name -> (optimizer, its params)
+OPT_CASES = {"w12_opt_adam": ("adam", {"learning_rate": 0.001, "wd": 1e-4}),
+             "w12_opt_sgd_mom": ("sgd", {"learning_rate": 0.01, "momentum": 0.9, "wd": 1e-4}),
+             "w12_opt_lamb": ("lamb", {"learning_rate": 0.001, "wd": 1e-4})}
+
+
+def opt_inputs():
+    """200 (weight, gradient) float32 pairs: 100 (300, 312) matrices and their (312,)
+    biases, 9,391,200 values in all."""
+    r = rng(12)
+    out = []
+    for _ in range(100):
+        for shape in ((300, 312), (312,)):
+            out.append((r.standard_normal(shape, dtype=np.float32),
+                        (r.standard_normal(shape, dtype=np.float32) * 0.01)))
+    return out
+
+
+def numpy_opt_step(name, hp, ws, gs, states, t):
+    """The floor: MXNet's update formula for every tensor, plain NumPy, one tensor at
+    a time (weights and states in place; rescale_grad 1)."""
+    lr, wd = hp["learning_rate"], hp["wd"]
+    for i, (w, g) in enumerate(zip(ws, gs)):
+        if name == "sgd":
+            m = states.setdefault(i, np.zeros_like(w))
+            m *= hp["momentum"]
+            m -= lr * (g + wd * w)
+            w += m
+            continue
+        m, v = states.setdefault(i, (np.zeros_like(w), np.zeros_like(w)))
+        gr = g + wd * w if name == "adam" else g
+        m *= 0.9
+        m += 0.1 * gr
+        v *= 0.999
+        v += 0.001 * gr * gr
+        if name == "adam":
+            w -= (lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)) * m / (np.sqrt(v) + 1e-8)
+        else:
+            d = (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-6) + wd * w
+            r1, r2 = np.linalg.norm(w), np.linalg.norm(d)
+            w -= (lr * (r1 / r2 if r1 and r2 else 1.0)) * d

@@ -65,6 +65,27 @@ class NumpyFloor(Framework):
         x = C.graph50_input()
         return (lambda: C.numpy_graph50(x)), C.numpy_graph50(x)
 
+    def _w12(self, case):
+        name, hp = C.OPT_CASES[case]
+        pairs = C.opt_inputs()
+        ws, gs = [w for w, _ in pairs], [g for _, g in pairs]
+        states, t = {}, [0]
+
+        def step():
+            t[0] += 1
+            C.numpy_opt_step(name, hp, ws, gs, states, t[0])
+            return ws[0]
+        return step, step().copy()
+
+    def w12_opt_adam(self):
+        return self._w12("w12_opt_adam")
+
+    def w12_opt_sgd_mom(self):
+        return self._w12("w12_opt_sgd_mom")
+
+    def w12_opt_lamb(self):
+        return self._w12("w12_opt_lamb")
+
     def w9_imagerec(self):
         from concurrent.futures import ThreadPoolExecutor
         payloads = C.imagerec_payloads(C.imagerec_file())
@@ -162,6 +183,41 @@ class Gpunda(Framework):
             return loss
         first = step().mean().asnumpy()
         return step, first.astype(np.float32).reshape(())
+
+    def _w12(self, case):
+        # the same code drives MXNet (its Parameter/Trainer API is the same); only
+        # marking the gradients fresh, as backward would, differs (_fresh)
+        gluon = self.mx.gluon
+        name, hp = C.OPT_CASES[case]
+        params = []
+        for i, (w, g) in enumerate(C.opt_inputs()):
+            p = gluon.Parameter(f"w12_{i}", shape=w.shape)
+            p.initialize(ctx=self.ctx)
+            p.set_data(self._arr(w))
+            p.grad(self.ctx)[:] = self._arr(g)
+            params.append(p)
+        trainer = gluon.Trainer(params, name, dict(hp), kvstore=None)
+        fresh = self._fresh
+
+        def step():
+            fresh(params)
+            trainer.step(1)
+            return params[0].data(self.ctx)
+        return step, step().asnumpy()
+
+    def _fresh(self, params):
+        from gpunda._engine.autograd import bump_version
+        for p in params:
+            bump_version(p._grad[0])
+
+    def w12_opt_adam(self):
+        return self._w12("w12_opt_adam")
+
+    def w12_opt_sgd_mom(self):
+        return self._w12("w12_opt_sgd_mom")
+
+    def w12_opt_lamb(self):
+        return self._w12("w12_opt_lamb")
 
     def w3_mlp_step(self):
         return self._mlp(False)
@@ -539,6 +595,14 @@ class MXNet(Framework):
     w9_imagerec = Gpunda.w9_imagerec
     w9_box_nms = Gpunda.w9_box_nms
     w9_roi_align = Gpunda.w9_roi_align
+    _w12 = Gpunda._w12
+    w12_opt_adam = Gpunda.w12_opt_adam
+    w12_opt_sgd_mom = Gpunda.w12_opt_sgd_mom
+    w12_opt_lamb = Gpunda.w12_opt_lamb
+
+    def _fresh(self, params):
+        for p in params:        # MXNet's Trainer reads the weight's fresh-gradient flag
+            p.list_data()[0]._fresh_grad = True
 
     @property
     def ctx(self):

@@ -342,7 +342,7 @@ def charts(res, outdir):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--frameworks", default=",".join(ALL_FWS))
-    ap.add_argument("--cases", default="w1,w2,w3,w4,w5,w6,w7,w8,w9,w10,w11",
+    ap.add_argument("--cases", default="w1,w2,w3,w4,w5,w6,w7,w8,w9,w10,w11,w12",
                     help="comma-separated prefixes of case names (w1, w3_mlp, ...)")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads per process")

@@ -16,6 +16,7 @@ import numpy as np
 from gpunda import optimizer as opt
 from gpunda.base import GpundaError
 from gpunda.gluon.parameter import Parameter, ParameterDict
+from gpunda.optimizer._flat import flat_update
 
 __all__ = ["Trainer"]
 
@@ -426,8 +427,9 @@ class Trainer:
         if not (self._kvstore is not None and self._update_on_kvstore):
             for dev, upd in enumerate(self._updaters):
                 self._optimizer._set_current_context(dev)
+                flat = flat_update(self, dev, upd)     # NOTE [Flat buffers]
                 for i, p in enumerate(params):
-                    if p.grad_req == "null":
+                    if p.grad_req == "null" or i in flat:
                         continue
                     if not p._fresh_grad(dev):
                         continue          # only reachable with ignore_stale_grad

@@ -7,6 +7,7 @@ update kernels; ``gpunda.optimizer`` re-exports every class here.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -150,7 +151,9 @@ class LAMB(Optimizer):
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
         self.bias_correction = bias_correction
-        self.aggregate_num = 45
+        # as MXNet's: up to MXNET_OPTIMIZER_AGGREGATION_SIZE (at most 45) tensors a call
+        self.aggregate_num = max(1, min(45, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE",
+                                                          "45"))))
 
     def create_state(self, index, weight):
         return (_zeros(weight), _zeros(weight))

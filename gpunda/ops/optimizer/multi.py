@@ -17,6 +17,7 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.optimizer import flat as _flat
 from gpunda.ops.optimizer.updates import _clip
 
 _SCALE = [Param("rescale_grad", "float", 1.0, "gradient scale"),
@@ -89,11 +90,28 @@ def _register_sgd(name, slots, with_mom, mp, preloaded):
             check_group_lengths(name, p, n, ("lrs", "wds"))
             lrs, wds = p.lrs, p.wds
         outs = []
+        sc = None
+        clip = p.clip_gradient if p.clip_gradient >= 0 else None
         for i in range(n):
             grp = arrays[i * stride:(i + 1) * stride]
             check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
             w, g = grp[0], grp[1]
             mom = grp[imom] if with_mom else None
+            if all(getattr(getattr(a, "flags", None), "c_contiguous", False) for a in grp):
+                # the chunked kernel of the flat optimizer buffers (ops/optimizer/flat.py):
+                # the same formula, its temporaries in two cache-sized scratch vectors
+                master = grp[-1] if mp else w
+                if sc is None or sc.a.dtype != master.dtype:
+                    cap = _flat.CHUNK if xp is np else _flat.GPU_CHUNK
+                    big = max(int(a.size) for a in arrays[:stride * n:stride])
+                    sc = _flat.Scratch(xp, master.dtype, max(1, min(cap, big)))
+                out = master if mp else xp.empty_like(w)
+                _flat.multi_sgd(xp, master.reshape(-1), g.reshape(-1),
+                                None if mom is None else mom.reshape(-1), out.reshape(-1), sc,
+                                lrs[i], wds[i], p.rescale_grad, clip, p.momentum if with_mom
+                                else 0.0)
+                outs.append(master.astype(w.dtype) if mp else out)
+                continue
             if mp:
                 w32 = grp[-1]
                 w32[...] = _sgd_step(xp, p, lrs[i], wds[i], w32, g, mom)
