@@ -1,6 +1,8 @@
 """DataLoader with workers (processes and threads), pin_memory, prefetch, errors;
 FilterSampler, lazy Dataset.filter and RecordFileDataset."""
+import glob
 import multiprocessing
+import os
 import time
 
 import numpy as np
@@ -30,6 +32,12 @@ class _Slow(_Squares):
     def __getitem__(self, i):
         time.sleep(2)
         return super().__getitem__(i)
+
+
+def _closed(pool):
+    if isinstance(pool, multiprocessing.pool.ThreadPool):
+        return pool._state != multiprocessing.pool.RUN
+    return pool.closed
 
 
 def _batches(loader):
@@ -88,10 +96,9 @@ def test_pool_is_terminated_with_the_loader():
     next(it)
     del loader                      # the running iterator keeps the pool alive
     assert len(list(it)) == 11
-    del it
-    import gc
-    gc.collect()
-    assert pool._state != multiprocessing.pool.RUN
+    pids = pool.pids
+    del it                          # nothing waits for the garbage collector
+    assert pool.closed and not any(os.path.exists(f"/proc/{p}") for p in pids)
 
 
 def test_filter_sampler_and_lazy_filter():
@@ -117,18 +124,16 @@ def test_record_file_dataset(tmp_path):
 
 
 def test_dropping_a_loader_mid_epoch_with_large_batches_does_not_hang():
-    import glob
-    from gpunda.gluon.data import _workers
-    # batches of ~128 KB: pickled through the result pipe they would fill it and
-    # deadlock Pool.terminate; through shared-memory files they cannot
+    from gpunda.gluon.data import _process_pool
+    # batches of ~128 KB in flight: their shared-memory files go with the loader, at once
     for _ in range(3):
         loader = gdata.DataLoader(np.random.rand(400, 2000), batch_size=8, num_workers=4)
+        prefix = loader._worker_pool.prefix
         it = iter(loader)
         assert next(it).shape == (8, 2000)
         del it, loader
-    import gc
-    gc.collect()
-    assert not glob.glob(_workers._SHM_DIR + "/gpunda-dl-%d-*" % __import__("os").getpid())
+        assert not glob.glob(os.path.join(_process_pool._SHM_DIR, prefix + "*"))
+    assert not glob.glob(_process_pool._SHM_DIR + "/gpunda-dl-%d-*" % os.getpid())
 
 
 @pytest.mark.timeout(60)
@@ -146,7 +151,7 @@ def test_loaders_left_open_then_many_dropped_do_not_hang():
             pools.append(loader._worker_pool)
     del loader
     # dropped loaders stop their pools at once, without waiting for the garbage collector
-    assert all(p._state != multiprocessing.pool.RUN for p in pools)
+    assert all(_closed(p) for p in pools)
     # a deadlocked close happens in a finalizer, whose exceptions (the timeout's too)
     # are swallowed: the elapsed time is what shows it
     start = time.time()
@@ -156,7 +161,7 @@ def test_loaders_left_open_then_many_dropped_do_not_hang():
         it = iter(loader)
         assert next(it).shape == (8, 2000)
         del it, loader
-        assert pool._state != multiprocessing.pool.RUN
+        assert _closed(pool)
     assert time.time() - start < 30
 
 
