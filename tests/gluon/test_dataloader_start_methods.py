@@ -221,3 +221,14 @@ def test_bad_multiprocessing_context():
                          multiprocessing_context="threads")
     with pytest.raises(GpundaError, match="multiprocessing_context=3"):
         gdata.DataLoader(_Squares(), batch_size=2, num_workers=1, multiprocessing_context=3)
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "fork"])
+def test_an_unpicklable_dataset_names_the_start_method(method):
+    ds = gdata.SimpleDataset(list(range(6))).transform(lambda v: v * 2)
+    with pytest.raises(GpundaError, match=f"pickled for '{method}'.*module level"):
+        gdata.DataLoader(ds, batch_size=2, num_workers=2, multiprocessing_context=method)
+    if "fork" in METHODS:               # inherited, not pickled: lambdas work
+        loader = gdata.DataLoader(ds, batch_size=2, num_workers=2,
+                                  multiprocessing_context="fork")
+        assert [b.asnumpy().tolist() for b in loader] == [[0, 2], [4, 6], [8, 10]]

@@ -127,7 +127,7 @@ class SampleError:
     def __init__(self, index, exc):
         self.index = index
         self.kind = type(exc).__name__
-        self.message = str(exc)
+        self.message = str(exc)[:_MAX_TRACE]
         # bounded, so an error result stays a small message on the pipe
         self.trace = traceback.format_exc()[-_MAX_TRACE:]
 
@@ -207,7 +207,8 @@ class ProcessPool:
     """
 
     def __init__(self, num_workers, dataset, batchify_fn, ctx, np_flags):
-        self.prefix = f"gpunda-dl-{os.getpid()}-{secrets.token_hex(4)}-"
+        self._owner = os.getpid()
+        self.prefix = f"gpunda-dl-{self._owner}-{secrets.token_hex(4)}-"
         self.start_method = ctx.get_start_method()
         self._workers = []          # (process, connection)
         self._stash = {}            # (tag, seq) -> result of a live tag that came early
@@ -223,6 +224,18 @@ class ProcessPool:
                                        + tuple(np_flags), daemon=True)
                     try:
                         proc.start()
+                    except (pickle.PicklingError, AttributeError, TypeError) as e:
+                        here.close()
+                        if self.start_method == "fork":
+                            raise
+                        raise GpundaError(
+                            f"DataLoader: the dataset and batchify_fn are pickled for "
+                            f"{self.start_method!r} worker processes (Python's default start "
+                            f"method, or the one set with multiprocessing.set_start_method or "
+                            f"multiprocessing_context), and could not be: {e}. Define them "
+                            f"at module level (no lambdas or local functions), or use "
+                            f"multiprocessing_context='fork' where the platform has it"
+                        ) from e
                     finally:
                         there.close()
                     self._workers.append((proc, here))
@@ -246,6 +259,8 @@ class ProcessPool:
 
     def forget(self, tag):
         """Results of ``tag`` still to come are not wanted: their files are unlinked."""
+        if os.getpid() != self._owner:
+            return      # a forked worker's copy: the files are the parent's
         self._live.discard(tag)
         for key in [k for k in self._stash if k[0] == tag]:
             _discard(self._stash.pop(key))
@@ -297,7 +312,7 @@ class ProcessPool:
         proc.join(0.5)
         self._error = (f"DataLoader: worker process {proc.pid} died (exit code "
                        f"{proc.exitcode}) while building a batch; the loader's workers are shut "
-                       f"down, make a new DataLoader")
+                       f"down (its next pass starts new ones)")
         self.terminate()
         raise GpundaError(self._error)
 
@@ -307,6 +322,8 @@ class ProcessPool:
         if self.closed:
             return
         self.closed = True
+        if os.getpid() != self._owner:
+            return      # a forked worker's copy: the workers and files are the parent's
         if self._error is None:
             self._error = "DataLoader: the worker processes were shut down"
         for proc, _ in self._workers:
