@@ -211,6 +211,7 @@ class ProcessPool:
         self.prefix = f"gpunda-dl-{self._owner}-{secrets.token_hex(4)}-"
         self.start_method = ctx.get_start_method()
         self._workers = []          # (process, connection)
+        self._busy = [0] * num_workers      # tasks sent to each worker and not read back
         self._stash = {}            # (tag, seq) -> result of a live tag that came early
         self._live = set()          # tags of iterators that still want their results
         self._error = None
@@ -266,13 +267,18 @@ class ProcessPool:
             _discard(self._stash.pop(key))
 
     def send(self, tag, seq, samples):
-        """Give batch ``seq`` of pass ``tag`` to a worker; returns the worker's index."""
+        """Give batch ``seq`` of pass ``tag`` to the worker with the fewest unfinished tasks
+        (round robin among equals); returns the worker's index. A worker that the OS runs
+        less (a busy machine) is then given less, as a shared task queue would."""
         self._check()
-        worker = seq % len(self._workers)
+        self._drain()
+        n = len(self._workers)
+        worker = min(range(n), key=lambda w: (self._busy[w], (w - seq) % n))
         try:
             self._workers[worker][1].send((tag, seq, list(samples)))
         except (OSError, ValueError):
             self._died(worker)
+        self._busy[worker] += 1
         return worker
 
     def result(self, tag, seq, worker, timeout):
@@ -287,21 +293,32 @@ class ProcessPool:
                 return None
             ready = connection.wait([conn, proc.sentinel], left)
             if conn in ready:
-                try:
-                    got_tag, got_seq, out = pickle.loads(conn.recv_bytes())
-                except (EOFError, OSError):
-                    self._died(worker)
-                except BaseException:
-                    # interrupted mid-message (Ctrl-C): the pipe cannot be trusted any more
-                    self.terminate()
-                    raise
-                if got_tag in self._live:
-                    self._stash[(got_tag, got_seq)] = out
-                else:
-                    _discard(out)
+                self._read(worker)
             elif ready:
                 self._died(worker)
         return self._stash.pop((tag, seq))
+
+    def _drain(self):
+        # results already there: read now, so that _busy counts unfinished tasks
+        conns = {conn: w for w, (_, conn) in enumerate(self._workers)}
+        for conn in connection.wait(list(conns), 0):
+            self._read(conns[conn])
+
+    def _read(self, worker):
+        conn = self._workers[worker][1]
+        try:
+            got_tag, got_seq, out = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            self._died(worker)
+        except BaseException:
+            # interrupted mid-message (Ctrl-C): the pipe cannot be trusted any more
+            self.terminate()
+            raise
+        self._busy[worker] -= 1
+        if got_tag in self._live:
+            self._stash[(got_tag, got_seq)] = out
+        else:
+            _discard(out)
 
     def _check(self):
         if self._error is not None:
