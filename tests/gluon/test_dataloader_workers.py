@@ -187,3 +187,21 @@ def test_closing_a_stuck_pool_returns(monkeypatch):
     _workers.close_pool(_StuckPool())
     assert time.time() - start < 5
     release.set()
+
+
+def test_a_subclass_may_set_its_own_worker_pool():
+    # GluonCV's loaders set _worker_pool on MXNet's DataLoader after super().__init__
+    class _Own(gdata.DataLoader):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._worker_pool = multiprocessing.pool.ThreadPool(1)
+
+    loader = _Own(_Squares(), batch_size=8)
+    pool = loader._worker_pool
+    try:
+        assert isinstance(pool, multiprocessing.pool.ThreadPool)
+        assert [b[1].asnumpy().tolist() for b in loader][2] == [16, 17, 18, 19, 20, 21, 22]
+    finally:
+        pool.terminate()
+    loader._worker_pool = None
+    assert loader._worker_pool is None

@@ -1,9 +1,10 @@
 """DataLoader's worker processes (``num_workers > 0`` without ``thread_pool``).
 
 NOTE [DataLoader worker processes]
-Each worker is a daemon process with its own duplex pipe; the parent sends it
-``(tag, seq, samples)`` and it answers ``(tag, seq, result)`` in the order it got
-the tasks. The parent runs no thread of its own for this (a
+Each worker is a daemon process with its own duplex pipe; the parent sends
+``(tag, seq, samples)`` to the worker with the fewest unfinished tasks, which
+answers ``(tag, seq, result)`` in the order it got them (``tag`` names the pass, so
+results of an abandoned pass are told apart and dropped). The parent runs no thread of its own for this (a
 ``multiprocessing.Pool`` runs three): a second loader's workers, forked while a
 first loader's are running, are then forked from a process that has no
 gpunda thread in it, which is what fork needs to be safe (CPython 3.12+ warns

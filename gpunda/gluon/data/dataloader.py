@@ -162,6 +162,12 @@ class DataLoader:
     def _worker_pool(self):
         return self._pools[0] if self._pools else None
 
+    @_worker_pool.setter
+    def _worker_pool(self, pool):
+        # subclasses that run their own pool set it, as on MXNet's DataLoader (GluonCV's)
+        pools = self.__dict__.setdefault("_pools", [])
+        pools[:] = [] if pool is None else [pool]
+
     def _post(self, batch):
         if self._pin_memory:
             return _Pin(self._pin_device_id)(batch)
