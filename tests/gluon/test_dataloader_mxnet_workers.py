@@ -22,6 +22,16 @@ _FORK = "fork" in multiprocessing.get_all_start_methods()
 needs_fork = pytest.mark.skipif(not _FORK, reason="worker processes are forked here")
 
 
+@pytest.fixture(autouse=True)
+def _stop_resource_sharer():
+    yield
+    # NDArrays reduced in this process outside a process start had their descriptors served
+    # by multiprocessing's listener thread: stopped, so that later tests' forks are not forks
+    # of a multi-threaded process
+    import multiprocessing.resource_sharer
+    multiprocessing.resource_sharer.stop()
+
+
 def _ds():
     return ArrayDataset(np.arange(10, dtype="float32").reshape(5, 2) * 1.5,
                         np.arange(5, dtype="int32"))

@@ -1,6 +1,8 @@
 """DataLoader with workers (processes and threads), pin_memory, prefetch, errors;
 FilterSampler, lazy Dataset.filter and RecordFileDataset."""
+import glob
 import multiprocessing
+import os
 import time
 
 import numpy as np
@@ -30,6 +32,12 @@ class _Slow(_Squares):
     def __getitem__(self, i):
         time.sleep(2)
         return super().__getitem__(i)
+
+
+def _closed(pool):
+    if isinstance(pool, multiprocessing.pool.ThreadPool):
+        return pool._state != multiprocessing.pool.RUN
+    return pool.closed
 
 
 def _batches(loader):
@@ -73,6 +81,10 @@ def test_timeout_and_bad_arguments():
                               timeout=0.2)
     with pytest.raises(multiprocessing.TimeoutError, match="timed out after 0.2"):
         next(iter(loader))
+    threads = loader._worker_pool._pool
+    del loader
+    for t in threads:       # a thread still in a slow sample would make later forks unsafe
+        t.join(10)
     with pytest.raises(GpundaError, match="num_workers"):
         gdata.DataLoader(_Squares(), batch_size=1, num_workers=-1)
     with pytest.raises(GpundaError, match="timeout"):
@@ -88,10 +100,9 @@ def test_pool_is_terminated_with_the_loader():
     next(it)
     del loader                      # the running iterator keeps the pool alive
     assert len(list(it)) == 11
-    del it
-    import gc
-    gc.collect()
-    assert pool._state != multiprocessing.pool.RUN
+    pids = pool.pids
+    del it                          # nothing waits for the garbage collector
+    assert pool.closed and not any(os.path.exists(f"/proc/{p}") for p in pids)
 
 
 def test_filter_sampler_and_lazy_filter():
@@ -117,21 +128,21 @@ def test_record_file_dataset(tmp_path):
 
 
 def test_dropping_a_loader_mid_epoch_with_large_batches_does_not_hang():
-    import glob
-    from gpunda.gluon.data import _workers
-    # batches of ~128 KB: pickled through the result pipe they would fill it and
-    # deadlock Pool.terminate; through shared-memory files they cannot
+    from gpunda.gluon.data import _process_pool
+    # batches of ~128 KB in flight: their shared-memory files go with the loader, at once
     for _ in range(3):
         loader = gdata.DataLoader(np.random.rand(400, 2000), batch_size=8, num_workers=4)
+        prefix = loader._worker_pool.prefix
         it = iter(loader)
         assert next(it).shape == (8, 2000)
         del it, loader
-    import gc
-    gc.collect()
-    assert not glob.glob(_workers._SHM_DIR + "/gpunda-dl-%d-*" % __import__("os").getpid())
+        assert not glob.glob(os.path.join(_process_pool._SHM_DIR, prefix + "*"))
+    assert not glob.glob(_process_pool._SHM_DIR + "/gpunda-dl-%d-*" % os.getpid())
 
 
 @pytest.mark.timeout(60)
+# the open thread_pool loaders' threads make the later forks warn: threads asked for
+@pytest.mark.filterwarnings("ignore:.*use of fork:DeprecationWarning")
 def test_loaders_left_open_then_many_dropped_do_not_hang():
     # MXNet's test_multi_worker then test_multi_worker_dataloader_release_pool:
     # loaders of every kind are left open (an auto_reload loader holds its
@@ -146,7 +157,7 @@ def test_loaders_left_open_then_many_dropped_do_not_hang():
             pools.append(loader._worker_pool)
     del loader
     # dropped loaders stop their pools at once, without waiting for the garbage collector
-    assert all(p._state != multiprocessing.pool.RUN for p in pools)
+    assert all(_closed(p) for p in pools)
     # a deadlocked close happens in a finalizer, whose exceptions (the timeout's too)
     # are swallowed: the elapsed time is what shows it
     start = time.time()
@@ -156,7 +167,7 @@ def test_loaders_left_open_then_many_dropped_do_not_hang():
         it = iter(loader)
         assert next(it).shape == (8, 2000)
         del it, loader
-        assert pool._state != multiprocessing.pool.RUN
+        assert _closed(pool)
     assert time.time() - start < 30
 
 
@@ -176,3 +187,21 @@ def test_closing_a_stuck_pool_returns(monkeypatch):
     _workers.close_pool(_StuckPool())
     assert time.time() - start < 5
     release.set()
+
+
+def test_a_subclass_may_set_its_own_worker_pool():
+    # GluonCV's loaders set _worker_pool on MXNet's DataLoader after super().__init__
+    class _Own(gdata.DataLoader):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._worker_pool = multiprocessing.pool.ThreadPool(1)
+
+    loader = _Own(_Squares(), batch_size=8)
+    pool = loader._worker_pool
+    try:
+        assert isinstance(pool, multiprocessing.pool.ThreadPool)
+        assert [b[1].asnumpy().tolist() for b in loader][2] == [16, 17, 18, 19, 20, 21, 22]
+    finally:
+        pool.terminate()
+    loader._worker_pool = None
+    assert loader._worker_pool is None

@@ -33,6 +33,8 @@ import numpy as np
 
 from gpunda.base import GpundaError
 
+_JOIN_TIMEOUT = 5.0     # seconds a terminated worker gets before SIGKILL
+
 __all__ = ["rebuild_ndarray", "reduce_ndarray", "rebuild_np_ndarray", "reduce_np_ndarray",
            "ConnectionWrapper", "Queue", "SimpleQueue", "worker_loop_v1", "fetcher_loop_v1",
            "_MultiWorkerIterV1", "DataLoaderV1", "_MultiWorkerIter"]
@@ -232,8 +234,9 @@ class _MultiWorkerIterV1:
         self._sent_idx = 0
         self._iter = iter(batch_sampler)
         self._shutdown = False
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        # Python's default start method (multiprocessing.set_start_method), as MXNet's
+        # multiprocessing.Process; the workers start before this iterator's threads do
+        ctx = multiprocessing.get_context()
         self._workers = []
         for _ in range(num_workers):
             w = ctx.Process(target=worker_fn, args=(dataset, self._key_queue, self._data_queue,
@@ -284,9 +287,12 @@ class _MultiWorkerIterV1:
         return self
 
     def shutdown(self):
-        """Stop the fetcher, then the workers (terminating any still alive)."""
+        """Stop the fetcher, then the workers (terminating any still alive), and wait for
+        them and the key queue's feeder thread, so that no thread or process of this
+        iterator outlives it (a later fork then copies no running thread)."""
         if getattr(self, "_shutdown", True):
             return
+        self._shutdown = True
         self._data_queue.put((None, None))
         self._fetcher.join()
         for _ in range(self._num_workers):
@@ -294,7 +300,26 @@ class _MultiWorkerIterV1:
         for w in self._workers:
             if w.is_alive():
                 w.terminate()
-        self._shutdown = True
+        for w in self._workers:
+            w.join(_JOIN_TIMEOUT)
+            if w.exitcode is None:
+                w.kill()
+                w.join(_JOIN_TIMEOUT)
+        _close_and_join(self._key_queue)
+        # batches still in the data queue hold descriptors of shared memory: dropped with it
+        self._data_queue.close()
+
+
+def _close_and_join(q):
+    # the feeder thread ends once it has written what it holds; if the workers left keys
+    # unread and the pipe is full it cannot (nobody reads the pipe: reading it here is
+    # unsafe, a killed worker may have left half a message), and is left to the daemon
+    q.close()
+    feeder = getattr(q, "_thread", None)
+    if feeder is not None:
+        feeder.join(_JOIN_TIMEOUT)
+        if feeder.is_alive():
+            q.cancel_join_thread()
 
 
 def _batch_sampler(dataset, batch_size, shuffle, sampler, last_batch, batch_sampler):

@@ -95,14 +95,18 @@ class DataLoader:
     batches ahead; a batch not ready after ``timeout`` seconds raises
     ``multiprocessing.TimeoutError``. ``auto_reload`` starts the next epoch's
     prefetch as soon as one epoch ends (and the first at construction).
+    ``multiprocessing_context`` (gpunda's addition; a start-method name such as
+    ``'forkserver'`` or a ``multiprocessing`` context) starts the worker
+    processes; by default Python's default context, which
+    ``multiprocessing.set_start_method`` sets, as MXNet's ``multiprocessing.Pool``
+    (NOTE [DataLoader worker processes] in ``_process_pool.py``).
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
                  pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
-                 auto_reload=False):
+                 auto_reload=False, multiprocessing_context=None):
         self._dataset = dataset
-        self._worker_pool = None
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("DataLoader: batch_size must be given when batch_sampler is not")
@@ -133,17 +137,36 @@ class DataLoader:
             # workers of either kind batch on cpu_shared(0), as MXNet 1.9.1's DataLoader
             batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
         self._batchify_fn = batchify_fn
+        self._pools = []            # the current pool, the only item (shared with _close)
         if self._num_workers:
             import weakref
-            from gpunda.gluon.data._workers import make_pool, close_pool
-            self._worker_pool = make_pool(self._num_workers, dataset, self._thread_pool)
-            # terminated as soon as the loader is dropped, or at interpreter exit: a Pool
+            from gpunda.gluon.data._workers import close_pools, resolve_context
+            self._mp_context = (None if self._thread_pool
+                                else resolve_context(multiprocessing_context))
+            self._new_pool()
+            # shut down as soon as the loader is dropped, or at interpreter exit: a pool
             # is not reliably shut down by garbage collection (bpo-34172)
-            self._close = weakref.finalize(self, close_pool, self._worker_pool)
+            self._close = weakref.finalize(self, close_pools, self._pools)
         self.auto_reload = auto_reload
         self._iter = None
         if auto_reload:
             self.refresh()
+
+    def _new_pool(self):
+        from gpunda.gluon.data._workers import close_pools, make_pool
+        close_pools(self._pools)
+        self._pools.append(make_pool(self._num_workers, self._dataset, self._thread_pool,
+                                     self._batchify_fn, self._mp_context))
+
+    @property
+    def _worker_pool(self):
+        return self._pools[0] if self._pools else None
+
+    @_worker_pool.setter
+    def _worker_pool(self, pool):
+        # subclasses that run their own pool set it, as on MXNet's DataLoader (GluonCV's)
+        pools = self.__dict__.setdefault("_pools", [])
+        pools[:] = [] if pool is None else [pool]
 
     def _post(self, batch):
         if self._pin_memory:
@@ -167,6 +190,8 @@ class DataLoader:
         from gpunda.gluon.data._workers import MultiWorkerIter
         # a function that does not hold the loader: an auto_reload loader keeps its iterator
         post = _Pin(self._pin_device_id) if self._pin_memory else _unchanged
+        if getattr(self._worker_pool, "closed", False):
+            self._new_pool()        # a worker died (or Ctrl-C) in an earlier pass
         return MultiWorkerIter(self._dataset, self._worker_pool, self._thread_pool,
                                self._batchify_fn, self._batch_sampler, self._prefetch,
                                self._timeout, post)
