@@ -26,7 +26,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError
 from gpunda.context import Context, cpu
 
 __all__ = ["save", "load", "load_frombuffer", "save_to_bytes", "load_raw", "RawArray"]
@@ -455,7 +455,7 @@ def load(fname, ctx=None):
 def load_frombuffer(buf, ctx=None):
     """Like :func:`load`, from the bytes of an NDArray file."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
-        raise GpundaError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
+        raise GpundaTypeError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
     src, _ = _open_source(buf, "load_frombuffer")
     records, names = _read_file(src)
     _check_shape_mode(records, "load_frombuffer")
@@ -468,7 +468,8 @@ def _path(fname, where):
     if isinstance(fname, os.PathLike):
         fname = os.fspath(fname)
     if not isinstance(fname, str):
-        raise GpundaError(f"{where}: fname must be a str or path, got {type(fname).__name__}")
+        raise GpundaTypeError(f"{where}: fname must be a str or path, got "
+                              f"{type(fname).__name__}")
     return fname
 
 
@@ -481,11 +482,22 @@ def _container(data, where):
         for k in data:
             if not isinstance(k, str):
                 raise GpundaError(f"{where}: dict keys must be str, got {k!r}")
+        _check_arrays(data.values(), where)
         return list(data.values()), list(data.keys())
     if isinstance(data, (list, tuple)):
+        _check_arrays(data, where)
         return list(data), None
-    raise GpundaError(f"{where}: data must be an NDArray, a list of NDArrays or a dict "
-                      f"str -> NDArray, got {type(data).__name__}")
+    # the exception classes are MXNet's: TypeError for a bad element, ValueError here
+    raise GpundaValueError(f"{where}: data must be an NDArray, a list of NDArrays or a dict "
+                           f"str -> NDArray, got {type(data).__name__}")
+
+
+def _check_arrays(values, where):
+    from gpunda.ndarray.ndarray import NDArray
+    for v in values:
+        if not isinstance(v, NDArray):
+            raise GpundaTypeError(f"{where}: save only accepts a dict str -> NDArray or a list "
+                                  f"of NDArrays, got an element of type {type(v).__name__}")
 
 
 def _host_le(a, ctx):
