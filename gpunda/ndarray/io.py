@@ -482,22 +482,13 @@ def _container(data, where):
         for k in data:
             if not isinstance(k, str):
                 raise GpundaError(f"{where}: dict keys must be str, got {k!r}")
-        _check_arrays(data.values(), where)
         return list(data.values()), list(data.keys())
     if isinstance(data, (list, tuple)):
-        _check_arrays(data, where)
         return list(data), None
     # the exception classes are MXNet's: TypeError for a bad element, ValueError here
     raise GpundaValueError(f"{where}: data must be an NDArray, a list of NDArrays or a dict "
                            f"str -> NDArray, got {type(data).__name__}")
 
-
-def _check_arrays(values, where):
-    from gpunda.ndarray.ndarray import NDArray
-    for v in values:
-        if not isinstance(v, NDArray):
-            raise GpundaTypeError(f"{where}: save only accepts a dict str -> NDArray or a list "
-                                  f"of NDArrays, got an element of type {type(v).__name__}")
 
 
 def _host_le(a, ctx):
@@ -532,7 +523,8 @@ def _raw_of(x):
 def _record_chunks(a, label, v3, where):
     from gpunda.ndarray.ndarray import NDArray
     if not isinstance(a, NDArray):
-        raise GpundaError(f"{where}: {label} is a {type(a).__name__}, not an NDArray")
+        # a TypeError, as MXNet's "save only accept dict str->NDArray or list of NDArray"
+        raise GpundaTypeError(f"{where}: {label} is a {type(a).__name__}, not an NDArray")
     stype = getattr(a, "stype", "default")
     magic = V3_MAGIC if v3 else V2_MAGIC
     ctx_fields = (1, 0)  # always written as cpu(0): loaders ignore it and every host has one
