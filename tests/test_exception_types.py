@@ -20,7 +20,7 @@ Conditions checked and left (gpunda's class differs; see the helper's report): N
 __setitem__ of a str value (TypeError in MXNet), NDArray.reshape with an unknown keyword
 (TypeError), nd.array of a ragged list (TypeError), nd.from_numpy of complex (ValueError),
 CSRNDArray [a:b:2] / [i, j] (ValueError), csr<->row_sparse tostype (ValueError),
-sym.maximum of two strings (TypeError), nd.ones(dtype='nosuch') (TypeError), an op given
+nd.ones(dtype='nosuch') (TypeError), an op given
 a Python int as input (AssertionError), lr_scheduler / initializer argument checks
 (ValueError / AssertionError).
 """
@@ -449,6 +449,7 @@ TABLE = [
     ('sym load bad fname', TypeError),
     ('sym load_json bad', TypeError),
     ('sym pow bad', TypeError),
+    ('sym maximum bad', TypeError),
     ('sym histogram bad bins', ValueError),
     ('sym histogram null range', ValueError),
     ('sym split bad', ValueError),
