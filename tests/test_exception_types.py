@@ -20,8 +20,7 @@ Conditions checked and left (gpunda's class differs; see the helper's report): N
 __setitem__ of a str value (TypeError in MXNet), NDArray.reshape with an unknown keyword
 (TypeError), nd.array of a ragged list (TypeError), nd.from_numpy of complex (ValueError),
 CSRNDArray [a:b:2] / [i, j] (ValueError), csr<->row_sparse tostype (ValueError),
-nd.ones(dtype='nosuch') (TypeError), an op given
-a Python int as input (AssertionError), lr_scheduler / initializer argument checks
+an op given a Python int as input (AssertionError), lr_scheduler / initializer argument checks
 (ValueError / AssertionError).
 """
 import os
@@ -450,6 +449,7 @@ TABLE = [
     ('sym load_json bad', TypeError),
     ('sym pow bad', TypeError),
     ('sym maximum bad', TypeError),
+    ('nd dtype ones bad', TypeError),
     ('sym histogram bad bins', ValueError),
     ('sym histogram null range', ValueError),
     ('sym split bad', ValueError),
