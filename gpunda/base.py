@@ -202,6 +202,23 @@ class GpundaAssertionError(GpundaError, AssertionError):
     AssertionError MXNet code and tests catch."""
 
 
+class GpundaKeyError(GpundaError, KeyError):
+    """A ``KeyError`` where MXNet raises one (a missing constant in a ParameterDict)."""
+
+
+class GpundaNotImplementedError(GpundaError, NotImplementedError):
+    """A ``NotImplementedError`` where MXNet raises one (stepping a BidirectionalCell)."""
+
+
+class GpundaUserWarning(GpundaError, UserWarning):
+    """MXNet raises ``UserWarning`` as an exception (Trainer.step with a stale gradient,
+    the learning rate of a Trainer without an optimizer): code catches that class."""
+
+
+class GpundaDeprecationWarning(GpundaError, DeprecationWarning):
+    """MXNet raises ``DeprecationWarning`` as an exception (list_attr(recursive=True))."""
+
+
 register_error(NotImplementedForSymbol)
 for _cls in (ValueError, TypeError, AttributeError, IndexError, NotImplementedError):
     register_error(_cls.__name__, _cls)

@@ -29,6 +29,7 @@ from gpunda.context import Context
 from gpunda.gluon.parameter import Parameter, ParameterDict, DeferredInitializationError, _check_names
 from gpunda.gluon import _np_mode
 from gpunda.gluon.utils import HookHandle, _indent
+from gpunda.symbol.infer import parse_shape_attr
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -659,9 +660,9 @@ class HybridBlock(Block):
                     a = flat[data_names[name]]
                     if _is_nd(a):
                         d[name] = a
-                    elif _is_sym(a) and a.attr("__shape__"):
-                        shapes[name] = tuple(int(v) for v in
-                                             a.attr("__shape__").strip("()").split(",") if v)
+                    elif _is_sym(a) and parse_shape_attr(a.attr("__shape__") or ""):
+                        # "[2, 3]" and "5" are shapes too (var writes str(shape))
+                        shapes[name] = parse_shape_attr(a.attr("__shape__"))
                 elif name in params:
                     d[name] = params[name].data(ctx)
         out = out.optimize_for(self._backend, arg_dict, aux_dict, ctx, shapes,

@@ -10,7 +10,7 @@ import math
 
 from gpunda import ndarray as _ndmod
 from gpunda import ndarray  # noqa: F401 -- a name MXNet's loss module has
-from gpunda.base import GpundaError, numeric_types  # noqa: F401
+from gpunda.base import GpundaError, GpundaValueError, numeric_types  # noqa: F401
 from gpunda.util import is_np_array  # noqa: F401
 from gpunda.gluon.block import HybridBlock
 
@@ -231,8 +231,8 @@ class LogisticLoss(Loss):
     def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
         if label_format not in ("signed", "binary"):
-            raise GpundaError(f"LogisticLoss: label_format={label_format!r} must be 'signed' "
-                              f"or 'binary'")
+            raise GpundaValueError(f"LogisticLoss: label_format={label_format!r} must be "
+                                   f"'signed' or 'binary'")
         self._label_format = label_format
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):

@@ -17,7 +17,7 @@ from gpunda import autograd
 from gpunda._engine import autograd as _engine_autograd
 from gpunda.gluon import _np_mode
 from gpunda import initializer
-from gpunda.base import (GpundaAssertionError, GpundaError, GpundaTypeError,
+from gpunda.base import (GpundaAssertionError, GpundaError, GpundaKeyError, GpundaTypeError,
                          GpundaValueError)
 from gpunda.context import Context, cpu, current_context
 
@@ -302,8 +302,8 @@ class Parameter:
             if self._allow_deferred_init:
                 self._deferred_init = (init, ctx, default_init, None)
                 return
-            raise GpundaError(f"Parameter {self.name!r}: cannot initialize it because it has "
-                              f"invalid shape {self.shape}")
+            raise GpundaValueError(f"Parameter {self.name!r}: cannot initialize it because it "
+                                   f"has invalid shape {self.shape}")
         self._deferred_init = (init, ctx, default_init, None)
         self._finish_deferred_init()
 
@@ -336,7 +336,11 @@ class Parameter:
         with autograd.pause():
             if getattr(data, "stype", "default") != "default":
                 data = data.tostype("default")
-            self._data = [nd.array(data, ctx=c, dtype=self.dtype) for c in self._ctx_list]
+            # the value keeps the dtype of ``data`` (MXNet copies it with copyto): a
+            # deferred parameter given float64 arrays by set_data becomes float64,
+            # while ``self.dtype`` stays what it was, as in MXNet
+            dtype = getattr(data, "dtype", None) or self.dtype
+            self._data = [nd.array(data, ctx=c, dtype=dtype) for c in self._ctx_list]
             if self._stype != "default":
                 self._data = [d.tostype(self._stype) for d in self._data]
         if _np_mode.is_np_array():     # parameters made in NumPy mode hold mx.np.ndarray
@@ -367,6 +371,10 @@ class Parameter:
 
     def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
         """Take the value ``data`` loaded from a file (fills unknown shape dims)."""
+        if cast_dtype and dtype_source not in ("current", "saved"):
+            # checked first, as MXNet's assert, whether or not the dtypes differ
+            raise GpundaAssertionError(f"Parameter {self.name!r}: dtype_source="
+                                       f"{dtype_source!r} must be 'current' or 'saved'")
         if self.shape:
             ok = len(self.shape) == len(data.shape) and all(
                 a in (0, b) for a, b in zip(self._shape, data.shape))
@@ -381,11 +389,8 @@ class Parameter:
             if cast_dtype:
                 if dtype_source == "current":
                     data = data.astype(self.dtype)
-                elif dtype_source == "saved":
-                    self._dtype = data.dtype
                 else:
-                    raise GpundaError(f"Parameter {self.name!r}: dtype_source="
-                                      f"{dtype_source!r} must be 'current' or 'saved'")
+                    self.cast(data.dtype)   # MXNet's dtype setter, which casts the value
             else:
                 # an AssertionError too, as MXNet's (code loading checkpoints catches it)
                 raise GpundaAssertionError(
@@ -411,8 +416,6 @@ class Parameter:
             if ctx is not None and set(map(Context, ctx)) != set(self._ctx_list):
                 raise GpundaError(f"Parameter {self.name!r}: failed loading, it is on "
                                   f"{self._ctx_list} but ctx={list(ctx)} was given")
-            if np.dtype(self._data[0].dtype) != np.dtype(self.dtype):
-                self.cast(self.dtype)   # dtype_source='saved' took the file's dtype
             self.set_data(data)
         self._deferred_init = ()
 
@@ -431,7 +434,8 @@ class Parameter:
         if len(block) == 1:
             return block[0].copyto(cpu())
         host = sum(d.asnumpy().astype(np.float64) for d in block) / len(block)
-        return nd.array(host.astype(np.dtype(self.dtype)), ctx=cpu(), dtype=self.dtype)
+        dtype = block[0].dtype      # the value's dtype, which may differ from self.dtype
+        return nd.array(host.astype(np.dtype(dtype)), ctx=cpu(), dtype=dtype)
 
     def set_data(self, data):
         """Write ``data`` (NDArray or NumPy array) into every copy of the value."""
@@ -499,25 +503,26 @@ class Parameter:
             init = self.init
             if isinstance(init, initializer.Initializer):
                 init = init.dumps()
-            kw = dict(shape=self.shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                      wd_mult=self.wd_mult, init=init)
-            if self._stype != "default":
-                kw["stype"] = self._stype
-            self._var = symbol.var(self.name, **kw)
+            # MXNet always passes stype, so every parameter variable carries
+            # __storage_type__ (0 for default) in exported JSON and list_attr()
+            self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=init,
+                                   stype=self._stype)
         return self._var
 
     def cast(self, dtype):
         """Convert value and gradient to ``dtype``."""
         from gpunda.ops.registry import parse_dtype
-        self._dtype = parse_dtype(dtype, f"Parameter {self.name!r}: cast").type
+        to = parse_dtype(dtype, f"Parameter {self.name!r}: cast").type
+        self._dtype = dtype         # kept as given ('float16' stays a string), as MXNet's
         self._var = None
         if self._data is None:
             return
         with autograd.pause():
-            self._data = [d.astype(self._dtype) for d in self._data]
+            self._data = [d.astype(to) for d in self._data]
             if self._grad is None:
                 return
-            self._grad = [g.astype(self._dtype) for g in self._grad]    # flavour kept
+            self._grad = [g.astype(to) for g in self._grad]    # flavour kept
             autograd.mark_variables(self._data, self._grad, self.grad_req)
             self._seen = [g._version for g in self._grad]
 
@@ -662,13 +667,14 @@ class ParameterDict:
         param = self._get_impl(full)
         if param is None:
             if value is None:
-                raise GpundaError(f"ParameterDict: no constant {full!r} and no value given to "
-                                  f"create it")
+                raise GpundaKeyError(f"ParameterDict: no constant {full!r} and no value given "
+                                     f"to create it")
             param = Constant(full, value)
             self._params[full] = param
         elif value is not None:
             if not isinstance(param, Constant):
-                raise GpundaError(f"ParameterDict: {full!r} exists and is not a Constant")
+                raise GpundaAssertionError(f"ParameterDict: {full!r} exists and is not a "
+                                           f"Constant")
         return param
 
     def update(self, other):
@@ -775,7 +781,8 @@ def _check_names(expected, loaded, src, allow_missing, ignore_extra, hint=""):
     if extra:
         parts.append(f"Parameters {extra} loaded from {src} are not present in the model, "
                      f"which has {list(expected)}; set ignore_extra=True to ignore them")
-    raise GpundaError(". ".join(parts) + (". " + hint if hint else ""))
+    # MXNet asserts here (load_parameters, ParameterDict.load)
+    raise GpundaAssertionError(". ".join(parts) + (". " + hint if hint else ""))
 
 
 def _select(params, select):

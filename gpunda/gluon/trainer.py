@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from gpunda import optimizer as opt
-from gpunda.base import GpundaError
+from gpunda.base import GpundaAssertionError, GpundaError, GpundaUserWarning
 from gpunda.gluon.parameter import Parameter, ParameterDict
 from gpunda.optimizer._flat import flat_update
 
@@ -109,8 +109,8 @@ class Trainer:
         param_dict = {i: p for i, p in enumerate(self._params)}
         if isinstance(optimizer, opt.Optimizer):
             if optimizer_params and set(optimizer_params) != {"rescale_grad"}:
-                raise GpundaError("Trainer: optimizer_params must be None if optimizer is an "
-                                  "Optimizer instance instead of a name")
+                raise GpundaAssertionError("Trainer: optimizer_params must be None if optimizer "
+                                           "is an Optimizer instance instead of a name")
             self._optimizer = optimizer
             self._optimizer.param_dict = param_dict
         elif isinstance(optimizer, str):
@@ -260,15 +260,23 @@ class Trainer:
     @property
     def learning_rate(self):
         """The optimizer's current learning rate."""
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise GpundaUserWarning("Optimizer has to be defined before its learning rate can "
+                                    "be accessed.")
         return self._optimizer.learning_rate
 
     @property
     def optimizer(self):
         """The Optimizer instance."""
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise GpundaUserWarning("Optimizer has not been initialized yet")
         return self._optimizer
 
     def set_learning_rate(self, lr):
         """Set the optimizer's learning rate."""
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise GpundaUserWarning("Optimizer has to be defined before its learning rate is "
+                                    "mutated.")
         self._optimizer.set_learning_rate(lr)
 
     def _ready_contexts(self):
@@ -407,7 +415,8 @@ class Trainer:
                 continue
             for i, c in enumerate(p._ctx_list):
                 if not p._fresh_grad(i):
-                    raise GpundaError(
+                    # a UserWarning raised, as MXNet's (code catches that class)
+                    raise GpundaUserWarning(
                         f"Trainer.step: gradient of Parameter {p.name!r} on context {c} has "
                         f"not been updated by backward since the last step. This could mean "
                         f"a bug in your model that made it only use a subset of the "

@@ -14,15 +14,16 @@ import warnings
 
 import numpy as np
 
-from gpunda.base import GpundaError, _as_list
+from gpunda.base import GpundaAssertionError, GpundaError, _as_list
 from gpunda.initializer import Uniform
 
 __all__ = ["BaseModule"]
 
 
 def _require(cond, msg):
+    # every state check MXNet's module code makes is an assert: an AssertionError there
     if not cond:
-        raise GpundaError(msg)
+        raise GpundaAssertionError(msg)
 
 
 def _check_input_names(symbol, names, typename, throw):

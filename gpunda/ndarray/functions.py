@@ -142,14 +142,15 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     if isinstance(indices_or_sections, numbers.Integral):
         sec = int(indices_or_sections)
         if sec <= 0 or n % sec:
-            raise GpundaError(f"split_v2: indices_or_sections={sec} must divide the axis length "
-                              f"{n} of shape {ary.shape}")
+            # ValueError, as MXNet's "array split does not result in an equal division"
+            raise GpundaValueError(f"split_v2: indices_or_sections={sec} must divide the axis "
+                                   f"length {n} of shape {ary.shape}")
         bounds = [i * (n // sec) for i in range(sec)] + [n]
     elif isinstance(indices_or_sections, (tuple, list)):
         bounds = [0] + [int(i) for i in indices_or_sections] + [n]
     else:
-        raise GpundaError(f"split_v2: indices_or_sections must be an int or a tuple, got "
-                          f"{type(indices_or_sections).__name__}")
+        raise GpundaValueError(f"split_v2: indices_or_sections must be an int or a tuple, "
+                               f"got {type(indices_or_sections).__name__}")
     parts = []
     for b, e in zip(bounds[:-1], bounds[1:]):
         b, e = min(max(b, 0), n), min(max(e, 0), n)

@@ -26,7 +26,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError
 from gpunda.context import Context, cpu
 
 __all__ = ["save", "load", "load_frombuffer", "save_to_bytes", "load_raw", "RawArray"]
@@ -455,7 +455,7 @@ def load(fname, ctx=None):
 def load_frombuffer(buf, ctx=None):
     """Like :func:`load`, from the bytes of an NDArray file."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
-        raise GpundaError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
+        raise GpundaTypeError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
     src, _ = _open_source(buf, "load_frombuffer")
     records, names = _read_file(src)
     _check_shape_mode(records, "load_frombuffer")
@@ -468,7 +468,8 @@ def _path(fname, where):
     if isinstance(fname, os.PathLike):
         fname = os.fspath(fname)
     if not isinstance(fname, str):
-        raise GpundaError(f"{where}: fname must be a str or path, got {type(fname).__name__}")
+        raise GpundaTypeError(f"{where}: fname must be a str or path, got "
+                              f"{type(fname).__name__}")
     return fname
 
 
@@ -484,8 +485,10 @@ def _container(data, where):
         return list(data.values()), list(data.keys())
     if isinstance(data, (list, tuple)):
         return list(data), None
-    raise GpundaError(f"{where}: data must be an NDArray, a list of NDArrays or a dict "
-                      f"str -> NDArray, got {type(data).__name__}")
+    # the exception classes are MXNet's: TypeError for a bad element, ValueError here
+    raise GpundaValueError(f"{where}: data must be an NDArray, a list of NDArrays or a dict "
+                           f"str -> NDArray, got {type(data).__name__}")
+
 
 
 def _host_le(a, ctx):
@@ -520,7 +523,8 @@ def _raw_of(x):
 def _record_chunks(a, label, v3, where):
     from gpunda.ndarray.ndarray import NDArray
     if not isinstance(a, NDArray):
-        raise GpundaError(f"{where}: {label} is a {type(a).__name__}, not an NDArray")
+        # a TypeError, as MXNet's "save only accept dict str->NDArray or list of NDArray"
+        raise GpundaTypeError(f"{where}: {label} is a {type(a).__name__}, not an NDArray")
     stype = getattr(a, "stype", "default")
     magic = V3_MAGIC if v3 else V2_MAGIC
     ctx_fields = (1, 0)  # always written as cpu(0): loaders ignore it and every host has one

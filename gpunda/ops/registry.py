@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gpunda.base import GpundaError, np_dtype
+from gpunda.base import GpundaError, GpundaTypeError, np_dtype
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
            "Params", "fill_positional_params"]
@@ -73,12 +73,13 @@ def parse_dtype(value, where="dtype"):
         name = _DTYPE_ALIASES.get(value, value)
         if name in _MX_DTYPES:
             return np.dtype(name)
-        raise GpundaError(f"{where}: dtype={value!r} is not a dtype gpunda knows; "
-                          f"valid: {', '.join(_MX_DTYPES)}")
+        # a TypeError too, as numpy.dtype(name) raises in MXNet's Python front end
+        raise GpundaTypeError(f"{where}: dtype={value!r} is not a dtype gpunda knows; "
+                              f"valid: {', '.join(_MX_DTYPES)}")
     try:
         dt = np_dtype(value)
     except (TypeError, ValueError):
-        raise GpundaError(f"{where}: dtype={value!r} is not a dtype") from None
+        raise GpundaTypeError(f"{where}: dtype={value!r} is not a dtype") from None
     if dt.name not in _MX_DTYPES:
         raise GpundaError(f"{where}: dtype={dt.name!r} is not supported; valid: {', '.join(_MX_DTYPES)}")
     return dt

@@ -114,14 +114,20 @@ import builtins as _builtins  # noqa: E402
 
 def _binary_fn(fname, sym_op, scalar_op, rscalar_op, pyop):
     """``sym.<fname>(left, right)`` over Symbols and numbers, as MXNet's symbol.py."""
+    from gpunda.base import GpundaTypeError, numeric_types as num   # (float, int, np.generic)
+
     def fn(left, right):
         if isinstance(left, Symbol) and isinstance(right, Symbol):
             return _symbol.lookup(sym_op)(left, right)
-        if isinstance(left, Symbol):
+        if isinstance(left, Symbol) and isinstance(right, num):
             return _symbol.lookup(scalar_op)(left, scalar=right)
-        if isinstance(right, Symbol):
+        if isinstance(right, Symbol) and isinstance(left, num):
             return _symbol.lookup(rscalar_op)(right, scalar=left)
-        return pyop(left, right)
+        if isinstance(left, num) and isinstance(right, num):
+            return pyop(left, right)
+        # MXNet's class for any other pair of operand types
+        raise GpundaTypeError(f"{fname}: types ({type(left).__name__}, "
+                              f"{type(right).__name__}) not supported")
     fn.__name__ = fn.__qualname__ = fname
     fn.__doc__ = f"Element-wise {fname} of Symbols and/or numbers (no broadcasting)."
     return fn

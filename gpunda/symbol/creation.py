@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaTypeError
 from gpunda._core.not_built import stub_function
 from gpunda import name as _name
 from gpunda import attribute as _attribute
@@ -173,10 +173,12 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         stype=None, **kwargs):
     """A variable (graph input) named ``name``; shape/dtype/lr_mult/... kept as ``__x__`` attrs."""
     if not isinstance(name, str):
-        raise GpundaError(f"var: name must be a string, got {type(name).__name__}")
+        raise GpundaTypeError(f"var: name must be a string, got {type(name).__name__}")
     attrs = _attribute.current().get(attr)
     if shape is not None:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        # MXNet writes str(shape): an int stays "5", a list keeps its brackets
+        if not isinstance(shape, (tuple, list)):
+            shape = int(shape) if hasattr(shape, "__index__") else tuple(shape)
         attrs["__shape__"] = to_attr_string(shape)
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
@@ -209,12 +211,17 @@ Variable = var
 
 def Group(symbols):
     """One Symbol whose outputs are the outputs of ``symbols`` in order."""
+    # TypeError, as MXNet's: "Expected a list of symbols as input"
+    if isinstance(symbols, Symbol) or not hasattr(symbols, "__iter__"):
+        raise GpundaTypeError(f"Group: expected a list of symbols, got {symbols!r}")
+    symbols = list(symbols)
     if not symbols:
-        raise GpundaError("Group: needs at least one symbol")
+        raise GpundaTypeError("Group: expected a non-empty list of symbols")
     outs = []
     for i, s in enumerate(symbols):
         if not isinstance(s, Symbol):
-            raise GpundaError(f"Group: symbols[{i}] must be a Symbol, got {type(s).__name__}")
+            raise GpundaTypeError(f"Group: symbols[{i}] must be a Symbol, got "
+                                  f"{type(s).__name__}")
         outs.extend(s._outputs)
     return Symbol(outs)
 
@@ -222,6 +229,9 @@ def Group(symbols):
 def load_json(json_str):
     """A Symbol from MXNet's JSON text."""
     from gpunda.symbol.json_io import from_json
+    if not isinstance(json_str, (str, bytes)):
+        raise GpundaTypeError(f"load_json: json_str must be a string, got "
+                              f"{type(json_str).__name__}")
     return from_json(json_str)
 
 
@@ -231,7 +241,7 @@ fromjson = load_json
 def load(fname):
     """A Symbol from a ``*-symbol.json`` file."""
     if not isinstance(fname, str):
-        raise GpundaError(f"load: fname must be a path string, got {type(fname).__name__}")
+        raise GpundaTypeError(f"load: fname must be a path string, got {type(fname).__name__}")
     with open(fname, "r", encoding="utf-8") as f:
         return load_json(f.read())
 

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError
 from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
@@ -37,7 +37,8 @@ def _as_dict(values, names, where, allow_missing=False, extra_ok=()):
         out = dict(zip(names, values))
     for k, v in out.items():
         if v is not None and not isinstance(v, NDArray):
-            raise GpundaError(f"{where}: {k} must be an NDArray, got {type(v).__name__}")
+            raise GpundaTypeError(f"{where}: {k} must be an NDArray, got {type(v).__name__} "
+                                  f"(only a list of NDArrays or a dict of str to NDArray)")
     if not allow_missing:
         missing = [n for n in names if out.get(n) is None]
         if missing:
@@ -86,7 +87,8 @@ class Executor:
             reqs = dict(zip(self._arg_names, grad_req))
         for n, r in reqs.items():
             if r not in _REQS:
-                raise GpundaError(f"bind: grad_req for {n} is {r!r}; valid: {list(_REQS)}")
+                raise GpundaValueError(f"bind: grad_req for {n} is {r!r}; valid: "
+                                       f"{list(_REQS)}")
             if grads.get(n) is None:
                 reqs[n] = "null"
         self._grad_req = reqs
@@ -150,7 +152,7 @@ class Executor:
         from gpunda._engine.cached_op import CachedOp
         callback, monitor_all, cop = self._monitor
         sym = self._optimized
-        internals = sym.get_internals()
+        internals = sym._all_internals()     # hidden outputs too, as MXNet's monitor
         if cop is None:      # evaluating every entry is a second run, made only when asked
             cop = CachedOp(internals)
             self._monitor = (callback, monitor_all, cop)
@@ -454,6 +456,32 @@ def input_contexts(sym, ctx, group2ctx):
             c = group2ctx[g]
             out[name] = c if isinstance(c, Context) else Context(c)
     return out
+
+
+def check_simple_bind_args(grad_req, type_dict, stype_dict, shared_arg_names, shared_buffer):
+    """MXNet's Python-side checks of simple_bind's arguments, with its exception classes."""
+    from gpunda.symbol.symbol import DTYPE_TO_CODE, _STYPE_TO_CODE
+    from gpunda.ops.registry import parse_dtype
+    if isinstance(grad_req, (list, tuple)) and not grad_req:
+        raise GpundaError("simple_bind: grad_req cannot be an empty list")
+    if isinstance(grad_req, dict) and not grad_req:
+        raise GpundaError("simple_bind: grad_req cannot be an empty dict")
+    for k, v in (type_dict or {}).items():
+        try:
+            name = parse_dtype(v, "simple_bind").name
+        except GpundaError:
+            name = None
+        if name not in DTYPE_TO_CODE:
+            raise GpundaTypeError(f"simple_bind: type_dict[{k!r}]={v!r} is not a MXNet type")
+    for k, v in (stype_dict or {}).items():
+        if v not in _STYPE_TO_CODE:
+            # a RuntimeError in MXNet (GpundaError is one)
+            raise GpundaError(f"simple_bind: stype_dict[{k!r}]={v!r} is not a MXNet "
+                              f"storage type")
+    if shared_arg_names is not None and not isinstance(shared_arg_names, list):
+        raise GpundaValueError("simple_bind: shared_arg_names must be a list or None")
+    if shared_buffer is not None and not isinstance(shared_buffer, dict):
+        raise GpundaValueError("simple_bind: shared_buffer must be a dict or None")
 
 
 def simple_bind(sym, ctx, grad_req, type_dict, shapes, group2ctx=None):

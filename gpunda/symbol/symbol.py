@@ -12,7 +12,8 @@ import ctypes
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForSymbol
+from gpunda.base import (GpundaDeprecationWarning, GpundaError, GpundaIndexError,
+                         GpundaTypeError, GpundaValueError, NotImplementedForSymbol)
 from gpunda.ops.registry import parse_dtype, to_attr_string
 from gpunda.symbol.attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
 from gpunda.symbol.operators import SymbolOperators
@@ -55,14 +56,13 @@ class _Node:
         on = self.op.output_names
         if callable(on):
             on = on(self.p)
-        if on and len(on) >= n:
-            return [f"{self.name}_{s}" for s in list(on)[:n]]
-        if n == 1:
-            return [f"{self.name}_output"]
-        if self.nvis == 1:
-            # one visible output (BatchNorm, Dropout): it is "<name>_output" as in MXNet
-            return [f"{self.name}_output"] + [f"{self.name}_output{i}" for i in range(1, n)]
-        return [f"{self.name}_output{i}" for i in range(n)]
+        on = list(on or ())
+        # nnvm's ListOutputNames: the op's own name for the output where it lists one,
+        # else "output" for an op with one output in all and "output<i>" for one with
+        # several, hidden ones counted (sort's one visible output is "output0")
+        return [f"{self.name}_{on[i]}" if i < len(on) else
+                f"{self.name}_output" if n == 1 else f"{self.name}_output{i}"
+                for i in range(n)]
 
     def input_names(self):
         if self.op is None:
@@ -185,22 +185,28 @@ class Symbol(SymbolOperators):
         return (Symbol([e]) for e in self._outputs)
 
     def __getitem__(self, index):
+        # the exception classes are MXNet's (ValueError for a name, TypeError for a
+        # key of another type, IndexError past the end, which ends iteration)
         if isinstance(index, str):
             names = self.list_outputs()
             idx = [i for i, n in enumerate(names) if n == index]
             if not idx:
-                raise GpundaError(f"Symbol.__getitem__: no output named {index!r}; outputs are "
-                                  f"{names}")
+                raise GpundaValueError(f"Symbol.__getitem__: cannot find output that matches "
+                                       f"name {index!r}; outputs are {names}")
             if len(idx) > 1:
-                raise GpundaError(f"Symbol.__getitem__: output name {index!r} is ambiguous")
+                raise GpundaValueError(f"Symbol.__getitem__: there are multiple outputs with "
+                                       f"name {index!r}")
             index = idx[0]
         if isinstance(index, slice):
             return Symbol(self._outputs[index])
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
-            raise GpundaError(f"Symbol.__getitem__: index {index!r} must be an int or an "
-                              f"output name")
+            raise GpundaTypeError(f"Symbol.__getitem__: index {index!r} must be an int or "
+                                  f"an output name")
         n = len(self._outputs)
-        if not -n <= index < n:
+        if index >= n:
+            raise GpundaIndexError(f"Symbol.__getitem__: index {index} out of range for "
+                                   f"{n} output(s)")
+        if index < -n:
             raise GpundaError(f"Symbol.__getitem__: index {index} out of range for "
                               f"{n} output(s)")
         return Symbol([self._outputs[index]])
@@ -266,7 +272,16 @@ class Symbol(SymbolOperators):
         return [n.output_names()[i] for n, i in self._outputs]
 
     def get_internals(self):
-        """A group of every output of every node (hidden outputs included), in DFS order."""
+        """A group of every visible output of every node, in DFS order (MXNet's
+        GetInternals: BatchNorm's mean and var, Dropout's mask are not listed)."""
+        outs = []
+        for n in self._topo():
+            outs.extend((n, i) for i in range(n.nvis))
+        return Symbol(outs)
+
+    def _all_internals(self):
+        """Every output of every node, hidden ones included (what an executor's monitor
+        sees: MXNet's graph executor reports each output array of each op)."""
         outs = []
         for n in self._topo():
             outs.extend((n, i) for i in range(n.nout))
@@ -312,8 +327,9 @@ class Symbol(SymbolOperators):
         """The attributes of this symbol's node (``recursive``: of every node, keyed
         ``<node>$<key>``); hidden keys are listed in both spellings."""
         if recursive:
-            return {f"{n.name}${k}": v for n in self._topo()
-                    for k, v in with_plain_keys(n.attrs).items()}
+            # MXNet raises (not warns) this DeprecationWarning
+            raise GpundaDeprecationWarning("Symbol.list_attr with recursive=True has been "
+                                           "deprecated. Please use attr_dict instead.")
         if len(self._outputs) != 1:
             return {}
         return with_plain_keys(self._outputs[0][0].attrs)
@@ -344,6 +360,10 @@ class Symbol(SymbolOperators):
             if k in by_name:
                 raise GpundaError(f"Symbol.__call__: argument {k} given twice")
             by_name[k] = v
+        for s in list(args) + list(kwargs.values()):
+            if not isinstance(s, Symbol):
+                raise GpundaTypeError(f"Symbol.__call__: compose expects Symbols as arguments, "
+                                      f"got {type(s).__name__}")
         replace = {}
         known = {n.name: n for n in self._input_nodes()}
         for k, s in by_name.items():
@@ -381,6 +401,9 @@ class Symbol(SymbolOperators):
         return self._infer_shape_impl(args, kwargs, partial=True)
 
     def _named(self, args, kwargs, where):
+        if args and kwargs:
+            raise GpundaValueError(f"{where}: can only specify known arguments either "
+                                   f"positionally or by keyword, not both")
         names = self.list_arguments()
         if len(args) > len(names):
             raise GpundaError(f"{where}: {len(args)} positional values but only "
@@ -398,8 +421,12 @@ class Symbol(SymbolOperators):
         from gpunda.symbol.infer import infer_graph, to_internal, to_public, known
         from gpunda.util import is_np_shape
         np_mode = is_np_shape()
-        given = {k: to_internal(v, np_mode)
-                 for k, v in self._named(args, kwargs, "infer_shape").items()}
+        named = self._named(args, kwargs, "infer_shape")
+        for k, v in named.items():
+            if not isinstance(v, (tuple, list)):
+                raise GpundaTypeError(f"infer_shape: arguments need to be shapes (tuple), "
+                                      f"but {k!r} is {type(v).__name__}")
+        given = {k: to_internal(v, np_mode) for k, v in named.items()}
         shapes, _ = infer_graph(self, given, {}, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
@@ -424,8 +451,12 @@ class Symbol(SymbolOperators):
 
     def _infer_type_impl(self, args, kwargs, partial):
         from gpunda.symbol.infer import infer_graph
-        given = {k: parse_dtype(v, "infer_type")
-                 for k, v in self._named(args, kwargs, "infer_type").items()}
+        given = {}
+        for k, v in self._named(args, kwargs, "infer_type").items():
+            try:
+                given[k] = parse_dtype(v, "infer_type")
+            except GpundaError as e:      # a TypeError in MXNet (not one of its dtypes)
+                raise GpundaTypeError(f"infer_type: argument {k!r}: {e}") from None
         _, dtypes = infer_graph(self, {}, given, _var_shape)
         order = self._topo()
         aux = self._aux_ids(order)
@@ -448,6 +479,9 @@ class Symbol(SymbolOperators):
 
     def save(self, fname, remove_amp_cast=True):
         """Write ``tojson(remove_amp_cast)`` to file ``fname``."""
+        if not isinstance(fname, str):
+            raise GpundaTypeError(f"Symbol.save: fname need to be string, got "
+                                  f"{type(fname).__name__}")
         with open(fname, "w", encoding="utf-8") as f:
             f.write(self.tojson(remove_amp_cast))
 
@@ -494,14 +528,19 @@ class Symbol(SymbolOperators):
     def bind(self, ctx=None, args=None, args_grad=None, grad_req="write", aux_states=None,
              group2ctx=None, shared_exec=None):
         """An Executor over given argument (and gradient / auxiliary) arrays."""
+        from gpunda.context import Context
         from gpunda.symbol.executor import Executor
+        if ctx is not None and not isinstance(ctx, Context):
+            raise GpundaTypeError(f"bind: Context type error: ctx={ctx!r}")
         return Executor(self, ctx, args, args_grad, grad_req, aux_states)
 
     def simple_bind(self, ctx=None, grad_req="write", type_dict=None, stype_dict=None,
                     group2ctx=None, shared_arg_names=None, shared_exec=None,
                     shared_buffer=None, **kwargs):
         """An Executor with zero-filled arrays allocated from inferred shapes."""
-        from gpunda.symbol.executor import simple_bind
+        from gpunda.symbol.executor import simple_bind, check_simple_bind_args
+        check_simple_bind_args(grad_req, type_dict, stype_dict, shared_arg_names,
+                               shared_buffer)
         return simple_bind(self, ctx, grad_req, type_dict, kwargs, group2ctx)
 
     def _infer_open_shapes(self, shapes, dtypes, ids):

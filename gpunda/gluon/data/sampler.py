@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaValueError
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler"]
 
@@ -72,8 +72,8 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, last_batch="keep"):
         if last_batch not in ("keep", "discard", "rollover"):
-            raise GpundaError(f"BatchSampler: last_batch={last_batch!r} must be one of 'keep', "
-                              f"'discard' or 'rollover'")
+            raise GpundaValueError(f"BatchSampler: last_batch={last_batch!r} must be one of "
+                                   f"'keep', 'discard' or 'rollover'")
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise GpundaError(f"BatchSampler: batch_size={batch_size!r} must be a positive "
                               f"integer")

@@ -9,7 +9,7 @@ MXNet's.
 from __future__ import annotations
 
 from gpunda import ndarray as _nd
-from gpunda.base import GpundaError, numeric_types
+from gpunda.base import GpundaError, GpundaNotImplementedError, numeric_types
 from gpunda.gluon.block import Block, HybridBlock
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
@@ -399,8 +399,9 @@ class _StackMixin:
         next_states, pos = [], 0
         for cell in self._children.values():
             if isinstance(cell, BidirectionalCell):
-                raise GpundaError(f"{self.name}: a stack holding a BidirectionalCell cannot "
-                                  f"be stepped; use unroll")
+                raise GpundaNotImplementedError(f"{self.name}: a stack holding a "
+                                                f"BidirectionalCell cannot be stepped; use "
+                                                f"unroll")
             n = len(cell.state_info())
             inputs, state = cell(inputs, states[pos:pos + n])
             pos += n
@@ -605,7 +606,7 @@ class BidirectionalCell(HybridRecurrentCell):
         self._output_prefix = output_prefix
 
     def __call__(self, inputs, states):
-        raise GpundaError("BidirectionalCell cannot be stepped; use unroll")
+        raise GpundaNotImplementedError("BidirectionalCell cannot be stepped; use unroll")
 
     def __repr__(self):
         return (f"{type(self).__name__}(forward={self._children['l_cell']!r}, "

@@ -320,6 +320,7 @@ register(OpDef(
             Param("upper_bound", "float", 0.334)],
     inputs=lambda p: ("data", "gamma") if p.act_type == "prelu" else ("data",),
     num_outputs=lambda p: 2 if p.act_type == "rrelu" else 1, num_visible=1,
+    output_names=lambda p: ("output", "mask") if p.act_type == "rrelu" else ("output",),
     gradient=_grad_leaky, save=("inputs", "outputs"), infer_shape=_infer_leaky,
     wants_ctx=True, family="nn",
     doc="Leaky ReLU family: leaky, prelu (learned gamma per channel), elu, selu, gelu, rrelu."))
@@ -1076,7 +1077,7 @@ register(OpDef(
     params=[Param("axis", "int", -1), Param("eps", "float", 1e-5),
             Param("output_mean_var", "bool", False)],
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
-    gradient=_grad_layer_norm, save=("inputs",), infer_shape=_infer_ln, family="nn",
+    output_names=("output", "mean", "std"), gradient=_grad_layer_norm, save=("inputs",), infer_shape=_infer_ln, family="nn",
     doc="Layer normalisation over `axis`; outputs (out, mean, std) with mean/std keepdims."))
 
 
@@ -1118,5 +1119,5 @@ def _infer_in(p, in_shapes):
 register(OpDef(
     "InstanceNorm", _instance_norm, inputs=("data", "gamma", "beta"),
     params=[Param("eps", "float", 1e-3)], num_outputs=3, num_visible=1,
-    gradient=_grad_instance_norm, save=("inputs",), infer_shape=_infer_in, family="nn",
+    output_names=("output", "mean", "var"), gradient=_grad_instance_norm, save=("inputs",), infer_shape=_infer_in, family="nn",
     doc="Instance normalisation over the spatial axes of each (sample, channel)."))

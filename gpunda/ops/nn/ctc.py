@@ -206,8 +206,9 @@ def _infer_shape(p, shapes):
 
 register(OpDef(
     "CTCLoss", _ctc_forward, params=_PARAMS, inputs=_inputs, num_outputs=2, num_visible=1,
-    output_names=["output", "grad"], aliases=("ctc_loss", "_contrib_CTCLoss",
-                                              "_contrib_ctc_loss"),
+    # no output names: MXNet registers them as "FListOutputNAmes" (sic), so its one
+    # visible output is named output0
+    aliases=("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"),
     gradient=_ctc_gradient, save=("inputs", "outputs"), infer_shape=_infer_shape,
     no_grad_inputs=("label", "data_lengths", "label_lengths"),
     capture="host loop over time steps and host checks of the label values", family="ctc",

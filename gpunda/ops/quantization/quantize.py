@@ -101,7 +101,8 @@ def _requantize(xp, p, q, min_range, max_range):
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
 
 
-_OUTS = dict(num_outputs=3, output_names=["output", "min_output", "max_output"])
+# MXNet lists no output names for these three: they are output0, output1, output2
+_OUTS = dict(num_outputs=3)
 _CALIB = [Param("min_calib_range", "float", None),
           Param("max_calib_range", "float", None)]
 

@@ -217,6 +217,8 @@ def _multinomial(xp, p, data, ctx):
 register(OpDef("_sample_multinomial", _multinomial, inputs=("data",), wants_ctx=True,
                random=True, nondiff=True, num_outputs=2,
                num_visible=lambda p: 2 if p.get_prob else 1,
+               # MXNet has one output without get_prob, named "output"
+               output_names=lambda p: () if p.get_prob else ("output",),
                params=[Param("shape", "shape", ()), Param("get_prob", "bool", False),
                        Param("dtype", "dtype", np.dtype("int32"))],
                aliases=("sample_multinomial",), capture="random numbers (cuRAND)",

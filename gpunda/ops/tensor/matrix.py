@@ -611,6 +611,8 @@ _reg("SliceChannel", _split, aliases=("split",),
              Param("axis", "int", 1, "axis to split"),
              Param("squeeze_axis", "bool", False, "drop the split axis (parts of size 1)")],
      num_outputs=lambda p: p.num_outputs, gradient=_g_split, save=(),
+     # a legacy op: its parts are output0, output1, ... even when there is one
+     output_names=lambda p: [f"output{i}" for i in range(p.num_outputs)],
      doc="Split into `num_outputs` equal parts along `axis`.")
 
 

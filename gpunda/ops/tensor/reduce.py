@@ -300,7 +300,7 @@ register(OpDef(
     "moments", _moments,
     params=[Param("axes", "axis", None, "axes to reduce; None reduces all"),
             Param("keepdims", "bool", False)],
-    num_outputs=2, output_names=("mean", "var"), gradient=_g_moments,
+    num_outputs=2, gradient=_g_moments,     # no names in MXNet: output0, output1
     save=("inputs", "outputs"), family="reduce",
     doc="Mean and (biased) variance over the given axes: two outputs."))
 
