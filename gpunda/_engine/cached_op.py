@@ -8,7 +8,9 @@ order). Three ways to run it:
   its last use, so memory behaves like imperative code with less overhead.
 * recorded (under ``autograd.record()``): all slots are kept and the call goes
   on the tape as ONE node whose rule (``Node.fn``) walks the steps backwards
-  applying each op's gradient rule (see NOTE [CachedOp backward]).
+  applying each op's gradient rule (see NOTE [CachedOp backward]); per input
+  signature that forward and backward are compiled once into a TrainPlan
+  (_engine/cached_plan.py, NOTE [Training plan]).
 * static (``static_alloc``): per input signature a memory plan is made once
   from the first call; see NOTE [Static memory plan].
 * CUDA graphs (``static_alloc`` + ``static_shape`` on a GPU): see NOTE
