@@ -89,6 +89,38 @@ def test_relu_in_place_only_where_safe(rng):
     plan = next(iter(branch._cached_op._train_plans.values()))
     # the BatchNorm output has two readers: only the Dense's relu runs in place
     assert len(plan.inplace) == 1
+    # the max pooling keeps its input's cell planes for its gradient
+    assert len(plan.planes) == 1
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_max_pool_planes_gradient_equals_imperative(nan, rng):
+    """The pooling gradient on the planes the forward kept, and the rule's own route where
+    the data holds NaN (the planar route declines it), against imperative calls."""
+    data, w = sym.var("data"), sym.var("w")
+    out = sym.Pooling(sym.broadcast_mul(data, w), kernel=(2, 2), stride=(2, 2),
+                      pool_type="max")
+    cop = mx.CachedOp(out * 3.0, [("static_alloc", True)])
+    x0 = rng.standard_normal((2, 3, 4, 8)).astype(np.float32)
+    x0[0, 0, 0, :2] = 1.0      # ties: the first maximum in row-major order gets the gradient
+    if nan:
+        x0[1, 2, 3, 5] = np.nan
+    d = nd.array(x0)
+    head = nd.array(rng.standard_normal((2, 3, 2, 4)).astype(np.float32))
+    for _ in range(3):
+        w1 = nd.array(rng.uniform(0.5, 1.5, (1, 3, 1, 1)).astype(np.float32))
+        w2 = w1.copy()
+        for v in (w1, w2):
+            v.attach_grad()
+        with autograd.record():
+            y1 = cop(d, w1)
+            y2 = nd.Pooling(nd.broadcast_mul(d, w2), kernel=(2, 2), stride=(2, 2),
+                            pool_type="max") * 3.0
+        y1.backward(head)
+        y2.backward(head)
+        np.testing.assert_array_equal(y1.asnumpy(), y2.asnumpy())
+        np.testing.assert_allclose(w1.grad.asnumpy(), w2.grad.asnumpy(), rtol=1e-6)
+    assert next(iter(cop._train_plans.values())).planes
 
 
 def test_relu_plan_gradient_matches_finite_differences(rng):

@@ -17,8 +17,12 @@ dtypes, strides, training flag) and the same inputs needing gradients, so a
   convolution's, a BatchNorm's output) overwrites that array instead of allocating
   its own (``np.maximum`` against a zero array the plan keeps: NumPy's ufunc loop
   with a scalar operand runs several times slower than with an array). Its
-  gradient is the output gradient times a boolean mask, one pass fewer than the
-  generic rule. Whether an array is fresh comes from the plan's first call
+  gradient is the rule's product, written into the 0/1 mask's own array;
+* a 2x2, stride-2 max pooling whose input needs a gradient gathers its input's
+  cell planes once (``max_2x2_planes``) and keeps them for its gradient, which
+  otherwise gathers them again (NOTE [2x2 pooling in cell planes]).
+
+Whether an array is fresh comes from the plan's first call
   (instrumented as the static memory plan's, NOTE [Static memory plan]): whether an
   op returns a view or a copy depends only on the signature.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops.kernels import pool as _pool
 
 __all__ = ["TrainPlan"]
 
@@ -77,6 +82,8 @@ class TrainPlan:
         self.drop = tuple(s for s in range(nin, nslots) if s not in keep)
         self.fns = None             # compiled forward, after the first (instrumented) call
         self.inplace = {}           # relu step index -> input slot it overwrites
+        self.planes = {}            # max-pooling step index -> slot keeping its cell planes
+        self.nvals = cop._nslots    # slots, then the plan's own saved values
         self._backward_entries()
 
     # -- forward -------------------------------------------------------------------------
@@ -85,7 +92,7 @@ class TrainPlan:
         taken the outputs)."""
         if self.fns is None:
             return self._first(arrays, ctx)
-        vals = list(arrays) + [None] * (self.cop._nslots - self.cop._nin)
+        vals = list(arrays) + [None] * (self.nvals - self.cop._nin)
         for f in self.fns:
             f(vals, ctx)
         return vals
@@ -135,6 +142,10 @@ class TrainPlan:
                 self.inplace[i] = s
                 fns.append(_relu_in_place(s, st.outs[0], np.zeros(vals[s].shape,
                                                                   vals[s].dtype)))
+            elif xp is np and s is not None and self.req[s] and _planar_pool(st, vals[s]):
+                self.planes[i] = k = self.nvals
+                self.nvals += 1
+                fns.append(_pool_planes(s, st.outs[0], k))
             else:
                 fns.append(_generic_step(cop, st, xp))
         self.fns = fns
@@ -147,7 +158,8 @@ class TrainPlan:
         for h in cop._heads:
             reach[h] = True
         entries = []
-        for st in reversed(steps):
+        for i in range(len(steps) - 1, -1, -1):
+            st = steps[i]
             op = st.op
             if op.nondiff or not any(reach[s] for s in st.outs) \
                     or not any(req[s] for s in st.ins):
@@ -159,9 +171,10 @@ class TrainPlan:
             ins_read = "inputs" in save or "broadcast" in save
             need = tuple(bool(req[s]) for s in st.ins) if op.grad_need else None
             targets = tuple((k, s) for k, s in enumerate(st.ins) if req[s])
-            relu = _is_relu(st)
+            kind = 0 if op.gradient is None else 1 if _is_relu(st) else \
+                2 if op.name == "Pooling" and len(st.ins) == 1 else 0
             entries.append((st, tuple(st.outs), tuple(st.ins), ins_read, "outputs" in save,
-                            need, targets, relu))
+                            need, targets, kind, i))
         self.entries = entries
 
     def backward(self, F, saved, ograds):
@@ -173,7 +186,8 @@ class TrainPlan:
         for h, og in zip(cop._heads, ograds):
             if og is not None:
                 g[h] = og if g[h] is None else g[h] + og
-        for st, outs, ins, ins_read, outs_read, need, targets, relu in self.entries:
+        planes = self.planes
+        for st, outs, ins, ins_read, outs_read, need, targets, kind, i in self.entries:
             if len(outs) == 1:
                 og = g[outs[0]]
                 if og is None:
@@ -186,9 +200,16 @@ class TrainPlan:
                 ogs = [x if x is not None else xp.zeros(vals[s].shape, vals[s].dtype)
                        for x, s in zip(ogs, outs)]
             op = st.op
-            if relu and ogs[0].dtype == vals[ins[0]].dtype and ogs[0].dtype.kind == "f":
-                # Activation(relu)'s rule, g * (x > 0), with a boolean mask: one pass fewer
-                gr = xp.multiply(ogs[0], vals[ins[0]] > 0)
+            gr = None
+            if kind == 1 and ogs[0].dtype == vals[ins[0]].dtype and ogs[0].dtype.kind == "f":
+                # Activation(relu)'s rule, g * (x > 0), into the mask's own array
+                gr = xp.greater(vals[ins[0]], 0, out=xp.empty(ogs[0].shape, ogs[0].dtype))
+                xp.multiply(ogs[0], gr, out=gr)
+            elif kind == 2 and i in planes and planes[i] < len(vals):
+                # the max-pooling rule's planar route on the planes the forward kept
+                # (None where that route does not apply: the rule decides then)
+                gr = _pool.route_max_2x2(vals[ins[0]], ogs[0], vals[planes[i]])
+            if gr is not None:
                 s = ins[0]
                 g[s] = gr if g[s] is None else g[s] + gr
                 continue
@@ -233,6 +254,28 @@ def _generic_step(cop, st, xp):
             r = call(st, xp, ctx, [vals[s] for s in ins])
             for s, x in zip(outs, r):
                 vals[s] = x
+    return f
+
+
+def _planar_pool(st, x):
+    """Whether Pooling step ``st`` on ``x`` is a max pooling whose gradient takes the
+    planar 2x2 route (NOTE [2x2 pooling in cell planes]); decided as the op's own
+    compute and rule decide it."""
+    from gpunda.ops.nn.conv import _channels_last, _pool_geo, _pool_type
+    if st.op.name != "Pooling" or len(st.ins) != 1 or st.nout != 1:
+        return False
+    p = st.p
+    if getattr(x, "ndim", 0) != 4 or _channels_last(p, 4) or _pool_type(p) != "max":
+        return False
+    kernel, stride, pad, _, extra = _pool_geo(p, x.shape)
+    return _pool.applies(kernel, stride, pad, extra, x.shape) and _pool.planar(x)
+
+
+def _pool_planes(s, o, k):
+    planes = _pool.max_2x2_planes
+
+    def f(vals, ctx):
+        vals[o], vals[k] = planes(vals[s])
     return f
 
 
