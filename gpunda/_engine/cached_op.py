@@ -8,7 +8,9 @@ order). Three ways to run it:
   its last use, so memory behaves like imperative code with less overhead.
 * recorded (under ``autograd.record()``): all slots are kept and the call goes
   on the tape as ONE node whose rule (``Node.fn``) walks the steps backwards
-  applying each op's gradient rule (see NOTE [CachedOp backward]).
+  applying each op's gradient rule (see NOTE [CachedOp backward]); per input
+  signature that forward and backward are compiled once into a TrainPlan
+  (_engine/cached_plan.py, NOTE [Training plan]).
 * static (``static_alloc``): per input signature a memory plan is made once
   from the first call; see NOTE [Static memory plan].
 * CUDA graphs (``static_alloc`` + ``static_shape`` on a GPU): see NOTE
@@ -26,6 +28,7 @@ import numpy as np
 
 from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
+from gpunda._engine.cached_plan import TrainPlan
 from gpunda.base import GpundaError
 from gpunda._core import hooks
 from gpunda._engine.imperative import write_outputs
@@ -181,12 +184,13 @@ class _Step:
 class _Saved:
     """What one recorded call keeps for its backward (``Node.p`` of the tape node)."""
 
-    __slots__ = ("cop", "vals", "req", "ctx", "args")
+    __slots__ = ("cop", "vals", "req", "ctx", "args", "plan")
 
-    def __init__(self, cop, vals, req, ctx, args=None):
+    def __init__(self, cop, vals, req, ctx, args=None, plan=None):
         self.cop, self.vals, self.req, self.ctx = cop, vals, req, ctx
         # the call's input NDArrays, whose versions a backward-pass write bumps
         self.args = args
+        self.plan = plan        # the TrainPlan that ran the call (NOTE [Training plan])
 
     def attrs(self):
         return {}
@@ -355,6 +359,7 @@ class CachedOp:
                           and len(steps) <= self._flags["inline_limit"]
                           and all(h >= self._nin for h in self._heads))
         self._plans = OrderedDict()       # signature -> _StaticPlan
+        self._train_plans = OrderedDict()  # (signature, inputs needing grad) -> TrainPlan
         self._first_sig = None
         self._graphs = OrderedDict()      # graph key -> _GraphEntry
         self._graph_backend = None        # set by tests to simulate CUDA graphs on CPU
@@ -390,6 +395,7 @@ class CachedOp:
     def free(self):
         """Release static buffers and captured graphs; the CachedOp cannot be called again."""
         self._plans.clear()
+        self._train_plans.clear()
         for e in self._graphs.values():
             e.release()
         self._graphs.clear()
@@ -436,17 +442,21 @@ class CachedOp:
         if sparse:
             res = self._run_imperative(args)
         else:
-            recording = _is_rec() and any(a._ag is not None for a in args)
+            req_in = tuple(a._ag is not None for a in args) if _is_rec() else None
+            recording = req_in is not None and any(req_in)
+            if not recording or self._inlining:
+                req_in = None
             xp = ctx.backend.xp
             arrays = [a._data for a in args]
             with ctx.backend.device_scope() if xp is not np else contextlib.nullcontext():
                 try:
-                    vals, raw = self._compute(xp, ctx, arrays, recording)
+                    vals, raw, plan = self._compute(xp, ctx, arrays, recording, req_in)
                 except GpundaError as e:
                     if not _oom.is_oom(e, ctx):
                         raise
-                    vals, raw = _oom.retry(lambda: self._compute(xp, ctx, arrays, recording),
-                                           ctx, lambda e2: e2, e)
+                    vals, raw, plan = _oom.retry(
+                        lambda: self._compute(xp, ctx, arrays, recording, req_in),
+                        ctx, lambda e2: e2, e)
             for k in self._fwd_mutated_inputs:
                 a = args[k]
                 _ag.bump_version(a)
@@ -456,21 +466,39 @@ class CachedOp:
             else:
                 res = [_new(r, ctx) for r in raw]
                 if recording:
-                    self._record(args, res, vals, ctx)
+                    self._record(args, res, vals, ctx, plan)
         if out is not None:
             write_outputs(outs_list, res, "CachedOp")
             return out
         return res[0] if self.num_outputs == 1 else res
 
-    def _compute(self, xp, ctx, arrays, recording):
+    def _compute(self, xp, ctx, arrays, recording, req_in=None):
+        """(slot values or None, head values, TrainPlan or None) of one call; a recorded
+        call with ``req_in`` (per input, whether it needs a gradient) runs its TrainPlan."""
+        if req_in is not None and self._monitor is None:
+            plan = self._train_plan(xp, ctx, arrays, req_in)
+            vals = plan.forward(arrays, ctx)
+            return vals, [self._head_value(vals, h, xp) for h in self._heads], plan
         if recording or self._monitor is not None:
             vals = self._run_plain(xp, ctx, arrays, keep=True)
             if self._monitor is not None:
                 from gpunda._engine.op_monitor import report
                 report(self._steps, self._monitor, vals, ctx)
             return (vals if recording else None), [self._head_value(vals, h, xp)
-                                                    for h in self._heads]
-        return None, self._run_fast(xp, ctx, arrays)
+                                                    for h in self._heads], None
+        return None, self._run_fast(xp, ctx, arrays), None
+
+    def _train_plan(self, xp, ctx, arrays, req_in):
+        """The TrainPlan of this signature and pattern of inputs needing gradients."""
+        key = (self._signature(arrays, ctx), req_in)
+        plan = self._train_plans.get(key)
+        if plan is None:
+            plan = self._train_plans[key] = TrainPlan(self, req_in, xp)
+            if len(self._train_plans) > 8:
+                self._train_plans.popitem(last=False)
+        else:
+            self._train_plans.move_to_end(key)
+        return plan
 
     # -- monitoring ----------------------------------------------------------------------
     _monitor = None
@@ -491,8 +519,9 @@ class CachedOp:
 
     def _release_device_caches(self):
         """Drop static buffers and graphs (rebuilt on the next call); True if any were held."""
-        held = bool(self._plans or self._graphs)
+        held = bool(self._plans or self._graphs or self._train_plans)
         self._plans.clear()
+        self._train_plans.clear()
         for e in self._graphs.values():
             e.release()
         self._graphs.clear()
@@ -662,19 +691,24 @@ class CachedOp:
         return [vals[h] if h >= self._nin else vals[h].copy() for h in self._heads]
 
     # -- autograd ------------------------------------------------------------------------
-    def _record(self, args, res, vals, ctx):
-        req = [False] * self._nslots
-        for k, a in enumerate(args):
-            req[k] = a._ag is not None
-        for st in self._steps:
-            if any(req[s] for s in st.ins) and not st.op.nondiff:
-                for s in st.outs:
-                    req[s] = True
-        keep = self._keep_for_grad
-        for s in range(self._nin, self._nslots):
-            if s not in keep:
+    def _record(self, args, res, vals, ctx, plan=None):
+        if plan is not None:
+            req = plan.req
+            for s in plan.drop:
                 vals[s] = None      # not read by any gradient rule: free it now
-        saved = _Saved(self, vals, req, ctx, args if self._has_updates else None)
+        else:
+            req = [False] * self._nslots
+            for k, a in enumerate(args):
+                req[k] = a._ag is not None
+            for st in self._steps:
+                if any(req[s] for s in st.ins) and not st.op.nondiff:
+                    for s in st.outs:
+                        req[s] = True
+            keep = self._keep_for_grad
+            for s in range(self._nin, self._nslots):
+                if s not in keep:
+                    vals[s] = None      # not read by any gradient rule: free it now
+        saved = _Saved(self, vals, req, ctx, args if self._has_updates else None, plan)
         tape_op = _CACHED_OPDEF
         if self._mutated_inputs:
             # aux inputs (BatchNorm's moving stats) change on every training call; the
@@ -777,6 +811,8 @@ def _cached_backward(F, p, ins, outs, ograds):
     cop, vals, req, ctx = p.cop, p.vals, p.req, p.ctx
     nd = hooks.nd
     create = F is nd
+    if not create and p.plan is not None:
+        return p.plan.backward(F, p, ograds)     # NOTE [Training plan]
     steps = cop._steps
     if create:
         vals = _rerecord(cop, vals, ins, ctx)

@@ -64,18 +64,41 @@ def _scatter_index(shape):
     return index
 
 
-def route_max_2x2(x, h):
+def planar(x):
+    """Whether the max-pool gradient of ``x`` (N, C, H, W) may take the planar route."""
+    return x.dtype.kind == "f" and x.shape[3] // 2 <= _MAX_OUT_W and x.size <= _MAX_CELLS
+
+
+def max_2x2_planes(x):
+    """(``pool_2x2(np, x, np.maximum)``, the cell planes of ``x``): the same maxima, in
+    the same operand order, taken from the planes that ``route_max_2x2(x, h, cells)``
+    reads, so a training plan gathers them once for the forward and the gradient."""
+    N, C, H, W = x.shape
+    R, OW = N * C * H // 2, W // 2
+    cells = np.empty((2, 2, OW, R), dtype=x.dtype)
+    np.copyto(cells, _planes(x))
+    # pool_2x2 pairs the rows of a window first (top with bottom), then the columns
+    left = np.maximum(cells[0, 0], cells[1, 0])
+    np.maximum(left, np.maximum(cells[0, 1], cells[1, 1]), out=left)
+    y = np.empty((R, OW), dtype=x.dtype)
+    np.copyto(y, left.T)
+    return y.reshape(N, C, H // 2, W // 2), cells
+
+
+def route_max_2x2(x, h, cells=None):
     """The max-pooling gradient ``h`` (N, C, H/2, W/2) sent to the first maximum of
-    each 2x2 window of ``x`` (NOTE above). None where the planar route does not apply:
+    each 2x2 window of ``x`` (NOTE above); ``cells``: the planes of ``x`` when the caller
+    has them (``max_2x2_planes``). None where the planar route does not apply:
     wide maps, whose windows already make long runs; ``x`` holding NaN (the general
     route gives such a window no gradient, as MXNet's does); ``h`` not finite (its
     products with the masks would be NaN where the general route has zeros)."""
     N, C, H, W = x.shape
     R, OW = N * C * H // 2, W // 2
-    if x.dtype.kind != "f" or OW > _MAX_OUT_W or x.size > _MAX_CELLS or not finite(h):
+    if not planar(x) or not finite(h):
         return None
-    cells = np.empty((2, 2, OW, R), dtype=x.dtype)
-    np.copyto(cells, _planes(x))
+    if cells is None:
+        cells = np.empty((2, 2, OW, R), dtype=x.dtype)
+        np.copyto(cells, _planes(x))
     top = np.maximum(cells[0, 0], cells[0, 1])
     bottom = np.maximum(cells[1, 0], cells[1, 1])
     # a NaN anywhere makes a row maximum NaN (an inf and a -inf only send such data to

@@ -1,0 +1,297 @@
+"""The training plan of a CachedOp: its recorded calls, forward and backward, compiled.
+
+NOTE [Training plan]
+A call under ``autograd.record()`` keeps the values its backward reads and goes on
+the tape as one node (NOTE [CachedOp backward] in cached_op.py). What that call and
+its backward decide is the same on every call with the same input signature (shapes,
+dtypes, strides, training flag) and the same inputs needing gradients, so a
+``TrainPlan`` decides it once:
+
+* which slots need a gradient (``req``) and which values the backward never reads
+  (dropped as soon as the forward ends);
+* the backward as a flat list of the steps a gradient can reach, newest first, each
+  with its rule, the values it reads and its ``need`` mask fixed; steps that no
+  gradient reaches or that need none are left out;
+* element-wise epilogues done in place: an ``Activation(relu)`` that is the only
+  reader of a fresh array whose producer's rule never reads it (a GEMM's, a
+  convolution's, a BatchNorm's output) overwrites that array instead of allocating
+  its own (``np.maximum`` against a zero array the plan keeps: NumPy's ufunc loop
+  with a scalar operand runs several times slower than with an array). Its
+  gradient is the rule's product, written into the 0/1 mask's own array;
+* a 2x2, stride-2 max pooling whose input needs a gradient gathers its input's
+  cell planes once (``max_2x2_planes``) and keeps them for its gradient, which
+  otherwise gathers them again (NOTE [2x2 pooling in cell planes]).
+
+Whether an array is fresh comes from the plan's first call
+  (instrumented as the static memory plan's, NOTE [Static memory plan]): whether an
+  op returns a view or a copy depends only on the signature.
+
+Values and results are those of the generic path: the same kernels run in the same
+order; relu in place computes the same maximum; the mask product is the rule's.
+A create_graph backward (differentiable gradients) still takes the generic path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpunda._engine import autograd as _ag
+from gpunda.base import GpundaError
+from gpunda.ops.kernels import pool as _pool
+
+__all__ = ["TrainPlan"]
+
+# ops whose gradient rules read only some of their outputs (the others may then be
+# overwritten by an in-place epilogue); an op missing here reads all of them when its
+# ``save`` names "outputs". BatchNorm's rule reads the batch mean and 1/std only.
+_OUTPUTS_READ = {"BatchNorm": (1, 2), "BatchNorm_v1": (1, 2)}
+
+
+def _reads_output(op, k):
+    if "outputs" not in (op.save or ()):
+        return False
+    read = _OUTPUTS_READ.get(op.name)
+    return True if read is None else k in read
+
+
+def _is_relu(st):
+    return st.op.name == "Activation" and st.p.act_type == "relu" and st.nout == 1 \
+        and len(st.ins) == 1
+
+
+def _root(x):
+    while getattr(x, "base", None) is not None:
+        x = x.base
+    return x
+
+
+class TrainPlan:
+    """Recorded calls of ``cop`` for one input signature and one pattern ``req_in``
+    (per input, whether it carries an autograd entry); NOTE [Training plan]."""
+
+    def __init__(self, cop, req_in, xp):
+        self.cop, self.xp = cop, xp
+        steps = cop._steps
+        nin, nslots = cop._nin, cop._nslots
+        req = [False] * nslots
+        req[:nin] = req_in
+        for st in steps:
+            if not st.op.nondiff and any(req[s] for s in st.ins):
+                for s in st.outs:
+                    req[s] = True
+        self.req = req
+        keep = cop._keep_for_grad
+        self.drop = tuple(s for s in range(nin, nslots) if s not in keep)
+        self.fns = None             # compiled forward, after the first (instrumented) call
+        self.inplace = {}           # relu step index -> input slot it overwrites
+        self.planes = {}            # max-pooling step index -> slot keeping its cell planes
+        self.nvals = cop._nslots    # slots, then the plan's own saved values
+        self._backward_entries()
+
+    # -- forward -------------------------------------------------------------------------
+    def forward(self, arrays, ctx):
+        """Every slot's value of one recorded call (the caller drops ``drop`` once it has
+        taken the outputs)."""
+        if self.fns is None:
+            return self._first(arrays, ctx)
+        vals = list(arrays) + [None] * (self.nvals - self.cop._nin)
+        for f in self.fns:
+            f(vals, ctx)
+        return vals
+
+    def _first(self, arrays, ctx):
+        """The generic run, noting which step results own fresh memory; then compile."""
+        cop, xp = self.cop, self.xp
+        vals = list(arrays) + [None] * (cop._nslots - cop._nin)
+        owned = [False] * cop._nslots
+        live = {id(_root(a)) for a in arrays}
+        for st in cop._steps:
+            r = cop._call_step(st, xp, ctx, [vals[s] for s in st.ins])
+            rs = [r] if st.nout == 1 else list(r)
+            for s, x in zip(st.outs, rs):
+                rt = _root(x)
+                f = getattr(x, "flags", None)
+                owned[s] = (id(rt) not in live and f is not None and f.c_contiguous
+                            and f.writeable)
+                live.add(id(rt))
+                vals[s] = x
+        self._compile(owned, vals)
+        return vals
+
+    def _compile(self, owned, vals):
+        cop, xp = self.cop, self.xp
+        steps = cop._steps
+        nin = cop._nin
+        heads = set(cop._heads)
+        readers = [0] * cop._nslots
+        mutated = set()
+        for st in steps:
+            for s in st.ins:
+                readers[s] += 1
+            if st.op.mutates:
+                mutated.update(st.ins[k] for k in st.op.mutated(st.p) if k < len(st.ins))
+        producer = {}
+        for st in steps:
+            for k, s in enumerate(st.outs):
+                producer[s] = (st.op, k)
+        fns = []
+        for i, st in enumerate(steps):
+            s = st.ins[0] if st.ins else None
+            if (xp is np and _is_relu(st) and s >= nin and owned[s] and readers[s] == 1
+                    and s not in heads and st.outs[0] not in heads and s not in mutated
+                    and st.outs[0] not in mutated and vals[s].dtype.kind == "f"
+                    and not _reads_output(*producer[s])):
+                self.inplace[i] = s
+                fns.append(_relu_in_place(s, st.outs[0], np.zeros(vals[s].shape,
+                                                                  vals[s].dtype)))
+            elif xp is np and s is not None and self.req[s] and _planar_pool(st, vals[s]):
+                self.planes[i] = k = self.nvals
+                self.nvals += 1
+                fns.append(_pool_planes(s, st.outs[0], k))
+            else:
+                fns.append(_generic_step(cop, st, xp))
+        self.fns = fns
+
+    # -- backward ------------------------------------------------------------------------
+    def _backward_entries(self):
+        cop, req = self.cop, self.req
+        steps = cop._steps
+        reach = [False] * cop._nslots       # may receive a gradient
+        for h in cop._heads:
+            reach[h] = True
+        entries = []
+        for i in range(len(steps) - 1, -1, -1):
+            st = steps[i]
+            op = st.op
+            if op.nondiff or not any(reach[s] for s in st.outs) \
+                    or not any(req[s] for s in st.ins):
+                continue
+            for s in st.ins:
+                if req[s]:
+                    reach[s] = True
+            save = op.save or ()
+            ins_read = "inputs" in save or "broadcast" in save
+            need = tuple(bool(req[s]) for s in st.ins) if op.grad_need else None
+            targets = tuple((k, s) for k, s in enumerate(st.ins) if req[s])
+            kind = 0 if op.gradient is None else 1 if _is_relu(st) else \
+                2 if op.name == "Pooling" and len(st.ins) == 1 else 0
+            entries.append((st, tuple(st.outs), tuple(st.ins), ins_read, "outputs" in save,
+                            need, targets, kind, i))
+        self.entries = entries
+
+    def backward(self, F, saved, ograds):
+        """The plain backward (raw arrays) of one recorded call: NOTE [CachedOp backward]."""
+        cop = self.cop
+        vals = saved.vals
+        xp = saved.ctx.backend.xp
+        g = [None] * cop._nslots
+        for h, og in zip(cop._heads, ograds):
+            if og is not None:
+                g[h] = og if g[h] is None else g[h] + og
+        planes = self.planes
+        # backward-pass writers (BatchNorm's moving stats), as _cached_backward runs them
+        update = cop._has_updates and _ag.updates_enabled()
+        nin = cop._nin
+        for st, outs, ins, ins_read, outs_read, need, targets, kind, i in self.entries:
+            if len(outs) == 1:
+                og = g[outs[0]]
+                if og is None:
+                    continue
+                ogs = [og]
+            else:
+                ogs = [g[s] for s in outs]
+                if all(x is None for x in ogs):
+                    continue
+                ogs = [x if x is not None else xp.zeros(vals[s].shape, vals[s].dtype)
+                       for x, s in zip(ogs, outs)]
+            op = st.op
+            gr = None
+            if kind == 1 and ogs[0].dtype == vals[ins[0]].dtype and ogs[0].dtype.kind == "f":
+                # Activation(relu)'s rule, g * (x > 0), into the mask's own array
+                gr = xp.greater(vals[ins[0]], 0, out=xp.empty(ogs[0].shape, ogs[0].dtype))
+                xp.multiply(ogs[0], gr, out=gr)
+            elif kind == 2 and i in planes and planes[i] < len(vals):
+                # the max-pooling rule's planar route on the planes the forward kept
+                # (None where that route does not apply: the rule decides then)
+                gr = _pool.route_max_2x2(vals[ins[0]], ogs[0], vals[planes[i]])
+            if gr is not None:
+                s = ins[0]
+                g[s] = gr if g[s] is None else g[s] + gr
+                continue
+            if op.gradient is None:
+                raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}) has no "
+                                  f"gradient rule; it cannot be differentiated")
+            i_vals = [vals[s] for s in ins] if ins_read else None
+            o_vals = [vals[s] for s in outs] if outs_read else None
+            try:
+                if need is not None:
+                    grads = op.gradient(F, st.p, i_vals, o_vals, ogs, need=need)
+                else:
+                    grads = op.gradient(F, st.p, i_vals, o_vals, ogs)
+            except GpundaError:
+                raise
+            except Exception as e:
+                raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
+                                  f"failed: {e}") from e
+            if update and op.update is not None:
+                args = saved.args
+                _ag.run_update(op, st.p, xp, [vals[s] for s in ins], [vals[s] for s in outs],
+                               None if args is None else
+                               [args[s] if s < nin else None for s in ins])
+            for k, s in targets:
+                gr = grads[k]
+                if gr is not None:
+                    g[s] = gr if g[s] is None else g[s] + gr
+        return [g[k] if self.req[k] else None for k in range(cop._nin)]
+
+
+def _generic_step(cop, st, xp):
+    call = cop._call_step
+    ins = st.ins
+    outs = st.outs
+    if st.nout == 1:
+        o = outs[0]
+        if len(ins) == 1:
+            a = ins[0]
+
+            def f(vals, ctx):
+                vals[o] = call(st, xp, ctx, [vals[a]])
+        else:
+            def f(vals, ctx):
+                vals[o] = call(st, xp, ctx, [vals[s] for s in ins])
+    else:
+        def f(vals, ctx):
+            r = call(st, xp, ctx, [vals[s] for s in ins])
+            for s, x in zip(outs, r):
+                vals[s] = x
+    return f
+
+
+def _planar_pool(st, x):
+    """Whether Pooling step ``st`` on ``x`` is a max pooling whose gradient takes the
+    planar 2x2 route (NOTE [2x2 pooling in cell planes]); decided as the op's own
+    compute and rule decide it."""
+    from gpunda.ops.nn.conv import _channels_last, _pool_geo, _pool_type
+    if st.op.name != "Pooling" or len(st.ins) != 1 or st.nout != 1:
+        return False
+    p = st.p
+    if getattr(x, "ndim", 0) != 4 or _channels_last(p, 4) or _pool_type(p) != "max":
+        return False
+    kernel, stride, pad, _, extra = _pool_geo(p, x.shape)
+    return _pool.applies(kernel, stride, pad, extra, x.shape) and _pool.planar(x)
+
+
+def _pool_planes(s, o, k):
+    planes = _pool.max_2x2_planes
+
+    def f(vals, ctx):
+        vals[o], vals[k] = planes(vals[s])
+    return f
+
+
+def _relu_in_place(s, o, zeros):
+    maximum = np.maximum
+
+    def f(vals, ctx):
+        x = vals[s]
+        vals[o] = maximum(x, zeros, out=x)
+    return f
