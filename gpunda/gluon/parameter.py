@@ -322,6 +322,8 @@ class Parameter:
         with autograd.pause():
             if data is None:
                 data = nd.zeros(self.shape, ctx=cpu(), dtype=self.dtype)
+                if _np_mode.is_np_array():  # MXNet fills an mx.np.zeros array under set_np
+                    data = data.as_np_ndarray()
                 desc = initializer.InitDesc(self.name, {"__init__": init})
                 if isinstance(init, (initializer.Mixed, initializer.Load)):
                     init(initializer.InitDesc(self.name), data)
