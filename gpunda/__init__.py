@@ -74,3 +74,6 @@ def install_mxnet_alias():
     See gpunda/_tools/alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
     from gpunda._tools.alias import install_mxnet_alias as _install
     return _install()
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

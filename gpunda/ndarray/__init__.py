@@ -123,3 +123,6 @@ def __getattr__(name):
         return importlib.import_module("gpunda.numpy" if name in ("np", "numpy") else
                                        "gpunda.numpy_extension")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

@@ -199,3 +199,6 @@ def _subgraph_api():
 
 
 _hooks.subgraph_api = _subgraph_api
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations
