@@ -68,6 +68,12 @@ _LAZY_MODULES.update({name: name for name in (
 _LAZY_MODULES.update(np_symbol="symbol.numpy")     # MXNet's mx.np_symbol: np Symbols, load
 
 
+def __dir__():
+    # the lazily loaded modules are attributes too, as on MXNet (dir(mx) lists mx.np, mx.mod);
+    # cython, misc and space are modules `import mxnet` does not load, so MXNet omits them
+    return sorted(set(globals()) | (set(_LAZY_MODULES) - {"cython", "misc", "space"}))
+
+
 def install_mxnet_alias():
     """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
     mxnet itself; call it before the first ``import mxnet``. Returns the alias module.

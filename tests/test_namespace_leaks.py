@@ -57,3 +57,25 @@ def test_modules_still_work():
         mx.np.not_a_function
     with pytest.raises(AttributeError):
         mx.npx.not_a_function
+
+
+# Recorded from MXNet 1.9.1: these names are in dir(mx) / dir(mx.nd) / dir(mx.sym);
+# gpunda loads them on first use and lists them all the same.
+_LISTED = {
+    "": {"np", "npx", "mod", "module", "callback", "monitor", "mon", "img", "image", "rnn",
+         "contrib", "operator", "profiler", "test_utils", "visualization", "viz", "notebook",
+         "numpy", "numpy_extension", "np_symbol", "library", "log", "registry"},
+    "nd": {"CachedOp", "np", "npx", "numpy", "numpy_extension"},
+    "sym": {"np", "npx", "numpy", "numpy_extension", "register"},
+}
+
+
+@pytest.mark.parametrize("path", sorted(_LISTED))
+def test_lazy_names_listed(path):
+    m = mx
+    for part in filter(None, path.split(".")):
+        m = getattr(m, part)
+    assert _LISTED[path] <= set(dir(m))
+    for name in _LISTED[path]:
+        assert getattr(m, name) is not None
+    assert not {"cython", "misc", "space"} & set(dir(mx))
