@@ -81,3 +81,16 @@ def test_hybridized_block_per_input_shape():
     b.hybridize()
     np.testing.assert_array_equal(b(mx.nd.zeros((4,))).asnumpy(), [1, 1, 3, 3])
     np.testing.assert_array_equal(b(mx.nd.zeros((6,))).asnumpy(), [1, 1, 3, 3, 5, 5])
+
+
+def test_empty_legacy_range_is_refused_numpy_allowed():
+    # MXNet 1.9.1: mx.nd.arange(3, 3) / (5, 2) / (2, 5, -1) / arange(0), and sym.arange(3, 3)
+    # .infer_shape() -> MXNetError "Invalid range (start, stop, step) = (3,3,1)";
+    # mx.nd.arange(5, 2, -1) -> [5, 4, 3]; mx.np.arange(3, 3).shape -> (0,)
+    for args in [(3, 3), (5, 2), (2, 5, -1), (0,)]:
+        with pytest.raises(mx.base.MXNetError, match="Invalid range"):
+            mx.nd.arange(*args)
+    with pytest.raises(mx.base.MXNetError, match="Invalid range"):
+        mx.sym.arange(3, 3).infer_shape()
+    np.testing.assert_array_equal(mx.nd.arange(5, 2, -1).asnumpy(), [5, 4, 3])
+    assert mx.np.arange(3, 3).shape == (0,) and mx.np.arange(0).shape == (0,)

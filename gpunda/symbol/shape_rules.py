@@ -436,9 +436,8 @@ def arange(p, ins, outs):
     unknown and the graph fills it in)."""
     if p.stop is None and p.infer_range:
         return ins, [(-1,)]
-    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
-    if p.step == 0:
-        raise GpundaError("Operator _arange: step=0 is not allowed")
+    from gpunda.ops.tensor.creation import range_bounds
+    start, stop = range_bounds("Operator _arange", p.start, p.stop, p.step, p.infer_range)
     return ins, [(max(int(math.ceil((stop - start) / p.step)), 0) * p.repeat,)]
 
 

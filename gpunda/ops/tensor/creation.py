@@ -32,7 +32,7 @@ _mk("_full", lambda xp, p, ctx: xp.full(_shape_ok("_full", p.shape), p.value, p.
     extra=[Param("value", "float", 0.0)], doc="An array filled with `value`.")
 
 
-def range_bounds(where, start, stop, step, infer_range):
+def range_bounds(where, start, stop, step, infer_range, empty_ok=False):
     """(start, stop) of MXNet's arange: no ``stop`` means [0, start). A zero step is
     refused, and so is ``infer_range`` without a stop outside a graph (MXNet takes stop
     from the output size the graph around infers: ``open_range``/``closed_range``)."""
@@ -42,7 +42,12 @@ def range_bounds(where, start, stop, step, infer_range):
         raise GpundaError(f"{where}: infer_range=True without stop takes its length from "
                           f"the graph around it (a Symbol or hybridized block); called "
                           f"alone it has none: give stop (start={start}, step={step})")
-    return (0.0, start) if stop is None else (start, stop)
+    start, stop = (0.0, start) if stop is None else (start, stop)
+    # MXNet's RangeShape refuses an empty range (mx.np.arange's op allows it: empty_ok)
+    if not empty_ok and ((step > 0 and not start < stop) or (step < 0 and not start > stop)):
+        raise GpundaError(f"{where}: Invalid range (start, stop, step) = ({start:g}, "
+                          f"{stop:g}, {step:g}): it holds no value")
+    return start, stop
 
 
 def open_range(node):
@@ -61,6 +66,13 @@ def closed_range(p, size):
 
 def _arange(xp, p, ctx):
     start, stop = range_bounds("Operator _arange", p.start, p.stop, p.step, p.infer_range)
+    return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
+
+
+def np_arange(xp, p, ctx):
+    """``_npi_arange``: as ``_arange``, an empty range giving an empty array (NumPy's)."""
+    start, stop = range_bounds("Operator _npi_arange", p.start, p.stop, p.step,
+                               p.infer_range, empty_ok=True)
     return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
 
 
