@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, get_op
+from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops.tensor.creation import np_arange
 
 _CTX = [Param("ctx", "any", None, "device; the current one when None"),
