@@ -68,9 +68,18 @@ _LAZY_MODULES.update({name: name for name in (
 _LAZY_MODULES.update(np_symbol="symbol.numpy")     # MXNet's mx.np_symbol: np Symbols, load
 
 
+def __dir__():
+    # the lazily loaded modules are attributes too, as on MXNet (dir(mx) lists mx.np, mx.mod);
+    # cython, misc and space are modules `import mxnet` does not load, so MXNet omits them
+    return sorted(set(globals()) | (set(_LAZY_MODULES) - {"cython", "misc", "space"}))
+
+
 def install_mxnet_alias():
     """Make ``import mxnet`` (and every ``mxnet.X.Y``) give gpunda, for code that imports
     mxnet itself; call it before the first ``import mxnet``. Returns the alias module.
     See gpunda/_tools/alias.py (``GPUNDA_AS_MXNET=1`` does the same at start-up)."""
     from gpunda._tools.alias import install_mxnet_alias as _install
     return _install()
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

@@ -8,10 +8,10 @@ written on NDArrays).
 """
 from __future__ import annotations
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError as _GpundaError
 from gpunda.base import (MXCallbackList, c_array, c_array_buf, c_handle_array,  # noqa: F401
                          check_call, string_types)
-from gpunda.ops.registry import OpDef
+from gpunda.ops.registry import OpDef as _OpDef
 from gpunda._engine import autograd as _engine
 from gpunda._engine.autograd import (  # noqa: F401  (MXNet's names)
     is_recording, is_training, set_recording, set_training, record, pause, train_mode,
@@ -97,13 +97,13 @@ class Function:
 # Function calls on the tape
 
 def _never_computed(xp, p, *arrays):
-    raise GpundaError("_CustomFunction nodes only exist on the autograd tape")
+    raise _GpundaError("_CustomFunction nodes only exist on the autograd tape")
 
 
 # Tape-only op records (not registered: they cannot be called as nd.<op>).
-_FUNCTION_OP = OpDef("_CustomFunction", _never_computed, inputs=lambda p: (), save=(),
+_FUNCTION_OP = _OpDef("_CustomFunction", _never_computed, inputs=lambda p: (), save=(),
                      family="custom", doc="A call of a user-defined autograd.Function.")
-_ONCE_OP = OpDef("_CustomFunctionBackward", _never_computed, inputs=lambda p: (), save=(),
+_ONCE_OP = _OpDef("_CustomFunctionBackward", _never_computed, inputs=lambda p: (), save=(),
                  family="custom", doc="The gradients an autograd.Function's backward returned.")
 
 
@@ -113,7 +113,7 @@ def _as_outputs(value, where):
         return [value], True
     if isinstance(value, (list, tuple)) and all(isinstance(v, NDArray) for v in value) and value:
         return list(value), False
-    raise GpundaError(f"{where} must return an NDArray or a non-empty list/tuple of NDArrays, "
+    raise _GpundaError(f"{where} must return an NDArray or a non-empty list/tuple of NDArrays, "
                       f"got {type(value).__name__}")
 
 
@@ -128,11 +128,11 @@ def _call_function(fn, inputs):
     name = type(fn).__name__
     where = f"autograd.Function {name}"
     if getattr(fn, "_used", False):
-        raise GpundaError(f"{where}: each Function instance can be called only once; "
+        raise _GpundaError(f"{where}: each Function instance can be called only once; "
                           f"create a new instance for every call")
     for i, x in enumerate(inputs):
         if not isinstance(x, NDArray):
-            raise GpundaError(f"{where}: input {i} must be an NDArray, got {type(x).__name__}")
+            raise _GpundaError(f"{where}: input {i} must be an NDArray, got {type(x).__name__}")
     fn._used = True
     prev = _engine.set_recording(False)
     try:
@@ -165,16 +165,16 @@ def _call_function(fn, inputs):
             _engine.set_recording(was)
         res = list(res) if isinstance(res, (list, tuple)) else [res]
         if len(res) != n_in:
-            raise GpundaError(f"{where}.backward returned {len(res)} gradients for "
+            raise _GpundaError(f"{where}.backward returned {len(res)} gradients for "
                               f"{n_in} inputs")
         for i, r in enumerate(res):
             if r is None:
                 continue
             if not isinstance(r, NDArray):
-                raise GpundaError(f"{where}.backward: gradient {i} must be an NDArray or None, "
+                raise _GpundaError(f"{where}.backward: gradient {i} must be an NDArray or None, "
                                   f"got {type(r).__name__}")
             if r.shape != in_shapes[i]:
-                raise GpundaError(f"{where}.backward: gradient {i} has shape {r.shape} but "
+                raise _GpundaError(f"{where}.backward: gradient {i} has shape {r.shape} but "
                                   f"input {i} has shape {in_shapes[i]}")
         if raw:
             return [None if r is None else r._data for r in res]
@@ -194,7 +194,10 @@ def _call_function(fn, inputs):
 
 def _once_rule(where):
     def rule(F, p, ins, outs, ograds):
-        raise GpundaError(f"{where}: its backward is once-differentiable; a Function's "
+        raise _GpundaError(f"{where}: its backward is once-differentiable; a Function's "
                           f"gradient cannot be differentiated again (write the computation "
                           f"with gpunda ops for higher-order gradients)")
     return rule
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

@@ -10,11 +10,11 @@ for symbolic models.
 """
 from __future__ import annotations
 
-import math
+import math as _math
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError as _GpundaError
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
            "Uniform", "Normal", "Xavier", "MSRAPrelu", "Orthogonal", "Mixed", "Load",
@@ -36,7 +36,7 @@ class InitDesc(str):
 def register(klass):
     """Class decorator: make an Initializer creatable by its lower-case class name."""
     if not (isinstance(klass, type) and issubclass(klass, Initializer)):
-        raise GpundaError(f"initializer.register: {klass!r} is not an Initializer subclass")
+        raise _GpundaError(f"initializer.register: {klass!r} is not an Initializer subclass")
     _REGISTRY[klass.__name__.lower()] = klass
     return klass
 
@@ -64,7 +64,7 @@ def create(init, **kwargs):
                 import json
                 name, kw = json.loads(s)
             except (ValueError, TypeError):
-                raise GpundaError(f"initializer.create: cannot parse {init!r}; expected "
+                raise _GpundaError(f"initializer.create: cannot parse {init!r}; expected "
                                   f"'[\"name\", {{kwargs}}]'") from None
             klass = _REGISTRY.get(str(name).lower())
             if klass is None:
@@ -73,10 +73,10 @@ def create(init, **kwargs):
             return klass(**dict(kw, **kwargs))
         klass = _REGISTRY.get(s.lower())
         if klass is None:
-            raise GpundaError(f"initializer.create: unknown initializer {init!r}; known: "
+            raise _GpundaError(f"initializer.create: unknown initializer {init!r}; known: "
                               f"{', '.join(sorted(_REGISTRY))}")
         return klass(**kwargs)
-    raise GpundaError(f"initializer.create: init={init!r} must be an Initializer, a name or "
+    raise _GpundaError(f"initializer.create: init={init!r} must be an Initializer, a name or "
                       f"a JSON string")
 
 
@@ -104,7 +104,7 @@ class Initializer:
     def set_verbosity(self, verbose=False, print_func=None):
         """Log the norm of every initialised array when ``verbose``."""
         self._verbose = verbose
-        self._print_func = print_func or (lambda x: f"{float(np.linalg.norm(x.asnumpy())) / math.sqrt(max(x.size, 1)):.5g}")
+        self._print_func = print_func or (lambda x: f"{float(np.linalg.norm(x.asnumpy())) / _math.sqrt(max(x.size, 1)):.5g}")
         return self
 
     def _verbose_print(self, desc, init, arr):
@@ -181,11 +181,11 @@ class Initializer:
         arr[:] = 0.0
 
     def _init_weight(self, name, arr):
-        raise GpundaError(f"{type(self).__name__}: this initializer cannot initialise "
+        raise _GpundaError(f"{type(self).__name__}: this initializer cannot initialise "
                           f"weight {name!r}")
 
     def _init_default(self, name, _):
-        raise GpundaError(
+        raise _GpundaError(
             f"{type(self).__name__}: unknown parameter name pattern {name!r}; names ending in "
             f"weight, bias, gamma, beta, moving_mean or moving_var get a default, others need "
             f"an explicit init (e.g. attrs {{'__init__': 'zeros'}})")
@@ -225,8 +225,8 @@ class Constant(Initializer):
             v = v.asnumpy()
         try:
             arr[:] = v if np.isscalar(v) else np.broadcast_to(np.asarray(v, arr.dtype), arr.shape)
-        except (ValueError, GpundaError) as e:
-            raise GpundaError(f"Constant: value of shape {np.shape(v)} does not fit parameter "
+        except (ValueError, _GpundaError) as e:
+            raise _GpundaError(f"Constant: value of shape {np.shape(v)} does not fit parameter "
                               f"{name!r} of shape {arr.shape}: {e}") from None
 
 
@@ -266,10 +266,10 @@ class Xavier(Initializer):
     def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
         super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
         if rnd_type not in ("uniform", "gaussian"):
-            raise GpundaError(f"Xavier: rnd_type={rnd_type!r} is not one of "
+            raise _GpundaError(f"Xavier: rnd_type={rnd_type!r} is not one of "
                               f"['uniform', 'gaussian']")
         if factor_type not in ("avg", "in", "out"):
-            raise GpundaError(f"Xavier: factor_type={factor_type!r} is not one of "
+            raise _GpundaError(f"Xavier: factor_type={factor_type!r} is not one of "
                               f"['avg', 'in', 'out']")
         self.rnd_type = rnd_type
         self.factor_type = factor_type
@@ -278,12 +278,12 @@ class Xavier(Initializer):
     def _init_weight(self, name, arr):
         shape = arr.shape
         if len(shape) < 2:
-            raise GpundaError(f"Xavier: cannot initialise {name!r} of shape {shape}; it needs "
+            raise _GpundaError(f"Xavier: cannot initialise {name!r} of shape {shape}; it needs "
                               f"at least 2 dimensions")
         hw = float(np.prod(shape[2:])) if len(shape) > 2 else 1.0
         fan_in, fan_out = shape[1] * hw, shape[0] * hw
         factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
-        scale = math.sqrt(self.magnitude / factor)
+        scale = _math.sqrt(self.magnitude / factor)
         if self.rnd_type == "uniform":
             _fill(arr, _rng().uniform(-scale, scale, size=shape))
         else:
@@ -357,7 +357,7 @@ class Mixed:
     def __init__(self, patterns, initializers):
         import re
         if len(patterns) != len(initializers):
-            raise GpundaError(f"Mixed: {len(patterns)} patterns but {len(initializers)} "
+            raise _GpundaError(f"Mixed: {len(patterns)} patterns but {len(initializers)} "
                               f"initializers")
         self.map = list(zip([re.compile(p) for p in patterns], [create(i) for i in initializers]))
 
@@ -366,7 +366,7 @@ class Mixed:
             if prog.match(str(name)):
                 init(name, arr)
                 return
-        raise GpundaError(f"Mixed: parameter {str(name)!r} matches no pattern; add '.*' as a "
+        raise _GpundaError(f"Mixed: parameter {str(name)!r} matches no pattern; add '.*' as a "
                           f"last pattern for a default")
 
 
@@ -390,12 +390,12 @@ class Load:
         if key in self.param:
             src = self.param[key]
             if tuple(src.shape) != tuple(arr.shape):
-                raise GpundaError(f"Load: parameter {key!r} has shape {arr.shape} but the "
+                raise _GpundaError(f"Load: parameter {key!r} has shape {arr.shape} but the "
                                   f"loaded array has shape {tuple(src.shape)}")
             arr[:] = src.asnumpy() if hasattr(src, "asnumpy") else np.asarray(src)
             return
         if self.default_init is None:
-            raise GpundaError(f"Load: parameter {key!r} is not in the loaded arrays and no "
+            raise _GpundaError(f"Load: parameter {key!r} is not in the loaded arrays and no "
                               f"default_init was given")
         self.default_init(name, arr)
 
@@ -422,7 +422,7 @@ class FusedRNN(Initializer):
                             self._bidirectional, forget_bias=self._forget_bias, prefix="")
         inner = self._init or getattr(desc, "global_init", None)
         if inner is None or inner is self:
-            raise GpundaError(f"FusedRNN: no initializer for the gates of {str(desc)!r}; "
+            raise _GpundaError(f"FusedRNN: no initializer for the gates of {str(desc)!r}; "
                               f"pass init= or call it through a global initializer")
         args = cell.unpack_weights({"parameters": arr})
         for name, part in args.items():
@@ -431,3 +431,6 @@ class FusedRNN(Initializer):
             else:
                 inner(InitDesc(name, global_init=inner), part)
         arr[:] = cell.pack_weights(args)["parameters"]
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

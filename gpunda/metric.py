@@ -22,3 +22,6 @@ __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_sha
            "register", "alias", "np", "Accuracy", "TopKAccuracy", "F1", "MCC", "PCC", "MAE",
            "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "Perplexity",
            "PearsonCorrelation", "Loss", "Torch", "Caffe"]
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

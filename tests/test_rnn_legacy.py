@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpunda as mx
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 
 FIXTURE = np.load(os.path.join(os.path.dirname(__file__), "data", "rnn_legacy_fixture.npz"))
 T, N, I, H = 4, 2, 3, 5
@@ -292,9 +292,8 @@ def test_bucket_sentence_iter_pads_shifts_and_transposes():
         mx.rnn.BucketSentenceIter(sentences, 2, layout="NC")
 
 
-def test_conv_cells_are_refused_and_rnn_loads_lazily():
-    with pytest.raises(NotImplementedForGpunda, match="ConvLSTMCell is not supported yet"):
-        mx.rnn.ConvLSTMCell((1, 2, 2), 3)
+def test_rnn_loads_lazily():
+    # (the convolutional cells are built now: tests/test_rnn_conv_cells.py)
     code = "import sys, gpunda; print('gpunda.rnn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=os.getcwd()))

@@ -32,6 +32,7 @@ from gpunda._engine.cached_plan import TrainPlan
 from gpunda.base import GpundaError
 from gpunda._core import hooks
 from gpunda._engine.imperative import write_outputs
+from gpunda.ops.tensor.creation import open_range, closed_range
 from gpunda._core.deferred import DeferredOpError, failed_input, poison_outputs
 from gpunda.context import shares_memory_space
 from gpunda.ops._util import capture_gemm as _capture_gemm
@@ -249,11 +250,23 @@ def refresh_step_computes(choose):
             st.compute = choose(st.op)
 
 
+def _closed(p, shape):
+    """Params ``p`` of an open creation step given the ``shape`` inferred for it (None:
+    unchanged): the shape itself, or an open arange's stop."""
+    if shape is None:
+        return p
+    if not hasattr(p, "shape"):
+        return closed_range(p, shape[0])
+    return p if tuple(shape) == tuple(p.shape) else p.replace(shape=tuple(shape))
+
+
 def _may_be_open(n):
     """Whether node ``n`` is an input-less op whose ``shape`` parameter may have unknown
     dimensions (0 in legacy shape mode, -1 under np_shape; a sampler's () too)."""
     if n.inputs:
         return False
+    if open_range(n):       # arange(infer_range=True) without stop: length from the graph
+        return True
     shape = getattr(n.p, "shape", None)
     if not isinstance(shape, tuple):
         return False
@@ -545,8 +558,7 @@ class CachedOp:
             names = self._input_names
             got = self._sym._infer_open_shapes(dict(zip(names, map(tuple, shapes))),
                                                dict(zip(names, map(np.dtype, dtypes))), ids)
-            params = [p if got.get(i) is None or tuple(got[i]) == tuple(p.shape)
-                      else p.replace(shape=tuple(got[i])) for _, p, i in self._open_shapes]
+            params = [_closed(p, got.get(i)) for _, p, i in self._open_shapes]
             self._resolved[key] = params
             if len(self._resolved) > 16:
                 self._resolved.popitem(last=False)

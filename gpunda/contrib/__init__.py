@@ -29,3 +29,6 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

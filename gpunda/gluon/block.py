@@ -806,7 +806,8 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Write ``path-symbol.json`` and ``path-%04d.params`` (keys ``arg:``/``aux:``).
 
-        Call after ``hybridize()`` and one forward. Returns the two file names.
+        Call after ``hybridize()`` and one forward. Returns None, as MXNet 1.9.1's does
+        (MXNet 2 returns the two file names).
         """
         if not self._cached_graph:
             raise GpundaError(f"HybridBlock {self.name}: export: first call hybridize() and "
@@ -824,7 +825,6 @@ class HybridBlock(Block):
                 arg_dict[f"aux:{name}"] = param._reduce()
         params_file = f"{path}-{epoch:04d}.params"
         _nd().save(params_file, arg_dict)
-        return sym_file, params_file
 
 
 def _check_backend(block, where, backend):

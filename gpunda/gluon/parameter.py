@@ -97,7 +97,9 @@ class Parameter:
         self._grad_stype = grad_stype
 
     def __repr__(self):
-        return f"Parameter {self.name} (shape={self.shape}, dtype={np.dtype(self.dtype).name})"
+        # MXNet formats the dtype as it was given: np.float32 (the default) prints as
+        # "<class 'numpy.float32'>", 'float16' as float16
+        return f"Parameter {self.name} (shape={self.shape}, dtype={self.dtype})"
 
     # -- attributes -------------------------------------------------------------
     @property
@@ -320,6 +322,8 @@ class Parameter:
         with autograd.pause():
             if data is None:
                 data = nd.zeros(self.shape, ctx=cpu(), dtype=self.dtype)
+                if _np_mode.is_np_array():  # MXNet fills an mx.np.zeros array under set_np
+                    data = data.as_np_ndarray()
                 desc = initializer.InitDesc(self.name, {"__init__": init})
                 if isinstance(init, (initializer.Mixed, initializer.Load)):
                     init(initializer.InitDesc(self.name), data)
@@ -549,7 +553,7 @@ class Constant(Parameter):
                          init=_Init())
 
     def __repr__(self):
-        return f"Constant {self.name} (shape={self.shape}, dtype={np.dtype(self.dtype).name})"
+        return f"Constant {self.name} (shape={self.shape}, dtype={self.dtype})"
 
     @Parameter.grad_req.setter
     def grad_req(self, req):

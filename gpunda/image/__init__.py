@@ -14,7 +14,7 @@ from gpunda.image.augmenters import (Augmenter, SequentialAug, ResizeAug, ForceR
                          HueJitterAug, ColorJitterAug, LightingAug, ColorNormalizeAug,
                          RandomGrayAug, HorizontalFlipAug, CastAug, CreateAugmenter)
 from gpunda.image import image  # noqa: F401
-from gpunda._core.reexports import optional_module_getattr
+from gpunda._core.reexports import optional_module_getattr as _optional_module_getattr
 from gpunda import ndarray as nd  # noqa: F401
 from gpunda.base import numeric_types  # noqa: F401
 from gpunda.util import is_np_array  # noqa: F401
@@ -28,4 +28,4 @@ from gpunda.image.detection import (DetAugmenter, DetBorrowAug, DetRandomSelectA
 
 # MXNet's image module shows the cv2 module it imports (None without OpenCV); OpenCV is
 # imported on first access, so that importing gpunda.image does not load it
-__getattr__ = optional_module_getattr(__name__, "cv2", "cv2")
+__getattr__ = _optional_module_getattr(__name__, "cv2", "cv2")

@@ -63,23 +63,37 @@ def _interp(interp, where):
 
 
 def imdecode(buf, flag=1, to_rgb=1, out=None):
-    """Decode an encoded image (bytes or a uint8 NumPy array) to an HWC uint8 NDArray.
+    """Decode an encoded image (bytes, a uint8 NumPy array or NDArray) to an HWC uint8 NDArray.
 
     ``flag=1`` gives 3 channels, ``flag=0`` one (grey); ``to_rgb=1`` orders them RGB
-    (MXNet's default), ``0`` BGR as OpenCV does.
+    (MXNet's default), ``0`` BGR as OpenCV does. An empty or undecodable buffer raises
+    MXNetError, as MXNet's ``_cvimdecode`` does, never OpenCV's own exception.
     """
     cv2 = _cv2("imdecode")
-    if isinstance(buf, (bytes, bytearray, memoryview)):
+    if isinstance(buf, nd.NDArray):     # MXNet hands an NDArray to _cvimdecode unchanged
+        if buf.dtype != np.uint8:
+            raise GpundaError(f"imdecode: buf must be a uint8 array of encoded bytes, got "
+                              f"dtype {np.dtype(buf.dtype).name}")
+        raw = np.ascontiguousarray(buf.asnumpy()).reshape(-1)
+    elif isinstance(buf, (bytes, bytearray, memoryview)):
         raw = np.frombuffer(bytes(buf), dtype=np.uint8)
     elif isinstance(buf, np.ndarray):
-        raw = buf.reshape(-1).view(np.uint8) if buf.dtype != np.uint8 else buf.reshape(-1)
+        raw = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
     else:
-        raise GpundaError(f"imdecode: buf must be bytes or a NumPy array, got "
-                          f"{type(buf).__name__}")
-    img = cv2.imdecode(raw, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE)
+        # MXNet's own check and class (ValueError) for str, None, lists, ...
+        raise ValueError(f"imdecode: buf must be of type bytes, bytearray or numpy.ndarray, "
+                         f"got {type(buf).__name__}; if you would like to input type str, "
+                         f"please convert to bytes")
+    if raw.size == 0:
+        raise GpundaError("imdecode: Input cannot be an empty buffer")
+    try:
+        img = cv2.imdecode(raw, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE)
+    except cv2.error as e:
+        raise GpundaError(f"imdecode: Decoding failed. Invalid image file ({raw.size} bytes; "
+                          f"OpenCV: {str(e).strip()})") from None
     if img is None:
-        raise GpundaError(f"imdecode: the {raw.size} bytes given are not an image OpenCV "
-                          f"can decode")
+        raise GpundaError(f"imdecode: Decoding failed. Invalid image file: the {raw.size} "
+                          f"bytes given are not an image OpenCV can decode")
     if img.ndim == 2:
         img = img[:, :, None]
     elif to_rgb:
@@ -88,7 +102,8 @@ def imdecode(buf, flag=1, to_rgb=1, out=None):
     if out is not None:
         out[:] = res
         return out
-    return res.as_np_ndarray() if _np_flavour() else res
+    # an mx.np buffer gives an mx.np image, as gpunda's legacy ops do (docs/compat.md)
+    return res.as_np_ndarray() if _np_flavour(buf) else res
 
 
 def imread(filename, flag=1, to_rgb=1, out=None):

@@ -132,7 +132,9 @@ class ImageRecordIter(_RoundBatchIter):
         data_shape's channel count."""
         import cv2
         header, buf = self._read(i)
-        img = cv2.imdecode(np.frombuffer(buf, np.uint8), {1: 0, 3: 1, 4: -1}[self.data_shape[0]])
+        flag = {1: 0, 3: 1, 4: -1}[self.data_shape[0]]
+        # OpenCV raises its own error for an empty buffer; MXNet reports it as MXNetError
+        img = cv2.imdecode(np.frombuffer(buf, np.uint8), flag) if len(buf) else None
         if img is None:
             raise GpundaError(f"{type(self).__name__}: record {i} of {self.path_imgrec!r} "
                               f"is not a decodable image")

@@ -123,3 +123,11 @@ def __getattr__(name):
         return importlib.import_module("gpunda.numpy" if name in ("np", "numpy") else
                                        "gpunda.numpy_extension")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    # the names __getattr__ loads on use are listed, as MXNet's dir(mx.nd) lists them
+    return sorted(set(globals()) | {"CachedOp", "np", "numpy", "npx", "numpy_extension"})
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

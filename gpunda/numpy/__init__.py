@@ -6,7 +6,7 @@ Each functions module adds one ``from .X import *`` line at the end. A name MXNe
 that no module defined would raise NotBuiltError; all of them are built now, so any
 other name is one MXNet 1.9.1 lacks as well, and ``__getattr__`` says so.
 """
-from gpunda._core.not_built import absent_module_getattr
+from gpunda._core.not_built import absent_module_getattr as _absent_module_getattr
 
 
 from gpunda.numpy import multiarray  # noqa: E402
@@ -16,7 +16,7 @@ from gpunda.numpy.creation import *  # noqa: E402,F401,F403
 
 multiarray._install()
 
-__getattr__ = absent_module_getattr("mxnet.numpy", "numpy")   # every MXNet name is built
+__getattr__ = _absent_module_getattr("mxnet.numpy", "numpy")   # every MXNet name is built
 from gpunda.numpy._math import *  # noqa: E402,F401,F403
 from gpunda.numpy._reduce import *  # noqa: E402,F401,F403
 from gpunda.numpy._manip import *  # noqa: E402,F401,F403

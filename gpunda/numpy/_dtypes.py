@@ -6,7 +6,7 @@ import numpy as _onp
 
 __all__ = ["bool_", "bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64",
            "pi", "e", "euler_gamma", "inf", "nan", "NAN", "NaN", "NINF", "PINF", "NZERO",
-           "PZERO", "newaxis", "finfo", "iinfo", "dtype", "resolve_dtype", "default_float"]
+           "PZERO", "newaxis", "finfo", "iinfo", "dtype"]
 
 bool_ = _onp.bool_
 bool = _onp.bool_  # noqa: A001 (MXNet exports np.bool as numpy.bool_)

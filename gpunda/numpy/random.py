@@ -5,12 +5,13 @@ weibull, pareto, gumbel and logistic are differentiable in their array parameter
 in MXNet (ops in ops/numpy/random.py)."""
 from __future__ import annotations
 
-import numbers
+import numbers as _numbers
 
 import numpy as _onp
 
-from gpunda.context import current_context
-from gpunda.numpy._helpers import is_tensor, to_tensor, invoke, context_of
+from gpunda.context import current_context as _current_context
+from gpunda.numpy._helpers import (is_tensor as _is_tensor, to_tensor as _to_tensor,
+                                   invoke as _invoke, context_of as _context_of)
 
 __all__ = ["uniform", "normal", "lognormal", "exponential", "rayleigh", "weibull", "pareto",
            "gumbel", "logistic", "power", "gamma", "beta", "chisquare", "randint", "rand",
@@ -20,27 +21,27 @@ __all__ = ["uniform", "normal", "lognormal", "exponential", "rayleigh", "weibull
 def _size(size):
     if size is None:
         return None
-    if isinstance(size, numbers.Integral):
+    if isinstance(size, _numbers.Integral):
         return (int(size),)
     return tuple(int(s) for s in size)
 
 
 def _sample(dist, names, values, size, dtype, ctx, out):
     tensors, params = [], {}
-    ref = next((v for v in values if is_tensor(v)), None)
+    ref = next((v for v in values if _is_tensor(v)), None)
     for n, v in zip(names, values):
-        if is_tensor(v) or isinstance(v, (_onp.ndarray, list, tuple)):
-            tensors.append(to_tensor(v, ref))
+        if _is_tensor(v) or isinstance(v, (_onp.ndarray, list, tuple)):
+            tensors.append(_to_tensor(v, ref))
             params[n] = None
         else:
             params[n] = float(v)
     if ctx is None:
-        ctx = context_of(*tensors) or current_context()
+        ctx = _context_of(*tensors) or _current_context()
     dt = dtype if dtype is not None else None if tensors else "float32"
     opname = "_npi_powerd" if dist == "power" else f"_npi_{dist}"
     if tensors:
-        return invoke(opname, tensors, out=out, size=_size(size), dtype=dt, **params)
-    return invoke(opname, [], out=out, size=_size(size), dtype=dt, ctx=ctx, **params)
+        return _invoke(opname, tensors, out=out, size=_size(size), dtype=dt, **params)
+    return _invoke(opname, [], out=out, size=_size(size), dtype=dt, ctx=ctx, **params)
 
 
 def _check_positive(dist, names, values, positive, nonneg=()):
@@ -54,7 +55,7 @@ def _check_positive(dist, names, values, positive, nonneg=()):
         lo = (lambda a: a <= 0) if n in positive else (lambda a: a < 0)
         if isinstance(v, NDArray):
             bad = bool(lo(v.asnumpy()).any())
-        elif is_tensor(v):
+        elif _is_tensor(v):
             continue
         else:
             bad = bool(lo(_onp.asarray(v)).any())
@@ -109,8 +110,8 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, out=None):
     """Random integers from [low, high) (from [0, low) when ``high`` is None)."""
     if high is None:
         low, high = 0, low
-    ctx = current_context() if ctx is None else ctx
-    return invoke("_random_randint", [], out=out, low=int(low), high=int(high),
+    ctx = _current_context() if ctx is None else ctx
+    return _invoke("_random_randint", [], out=out, low=int(low), high=int(high),
                   shape=_size(size) or (), dtype=dtype or "int64", ctx=ctx)
 
 
@@ -127,39 +128,42 @@ def randn(*size, **kwargs):
 def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
     """Random samples from ``range(a)`` or from the 1-D array ``a``."""
     ins, kw = [], {}
-    if isinstance(a, numbers.Integral):
+    if isinstance(a, _numbers.Integral):
         kw["a"] = int(a)
     else:
-        ins.append(to_tensor(a))
+        ins.append(_to_tensor(a))
     if p is not None:
-        ins.append(to_tensor(p, ins[0] if ins else None))
+        ins.append(_to_tensor(p, ins[0] if ins else None))
     if not ins:
-        kw["ctx"] = ctx or current_context()
-    return invoke("_npi_choice", ins, out=out, size=_size(size), replace=replace,
+        kw["ctx"] = ctx or _current_context()
+    return _invoke("_npi_choice", ins, out=out, size=_size(size), replace=replace,
                   weighted=p is not None, **kw)
 
 
 def shuffle(x):
     """Shuffle ``x`` along its first axis, in place."""
-    invoke("_shuffle", [x], out=x)
+    _invoke("_shuffle", [x], out=x)
 
 
 def multinomial(n, pvals, size=None):
     """Counts of ``n`` draws over categories of probabilities ``pvals``."""
-    if is_tensor(pvals):
-        return invoke("_npi_multinomial", [pvals], n=int(n), size=_size(size))
+    if _is_tensor(pvals):
+        return _invoke("_npi_multinomial", [pvals], n=int(n), size=_size(size))
     if isinstance(pvals, _onp.ndarray):
         raise ValueError("multinomial: pvals as a numpy.ndarray is not supported, pass a "
                          "list or an mx.np.ndarray")
     if any(isinstance(v, (list, tuple)) for v in pvals):
         raise ValueError("multinomial: pvals is too deep for a 1-D array of probabilities")
     pv = tuple(float(v) for v in pvals)
-    return invoke("_npi_multinomial", [], n=int(n), pvals=pv, size=_size(size),
-                  ctx=current_context())
+    return _invoke("_npi_multinomial", [], n=int(n), pvals=pv, size=_size(size),
+                  ctx=_current_context())
 
 
 def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
     """Samples from N(mean, cov) (cov symmetric positive definite)."""
-    mean = to_tensor(mean)
-    cov = to_tensor(cov, mean)
-    return invoke("_npi_mvn_fallback", [mean, cov], size=_size(size))
+    mean = _to_tensor(mean)
+    cov = _to_tensor(cov, mean)
+    return _invoke("_npi_mvn_fallback", [mean, cov], size=_size(size))
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

@@ -1,6 +1,6 @@
 """MXNet's NumPy extensions (``mx.npx``): the switches of NumPy mode, devices, MXNet's
 neural-network ops on ``mx.np.ndarray``, ``npx.reshape``'s special codes, save/load."""
-from gpunda._core.not_built import absent_module_getattr
+from gpunda._core.not_built import absent_module_getattr as _absent_module_getattr
 from gpunda.util import set_np, reset_np, is_np_array, is_np_shape, use_np  # noqa: F401
 from gpunda.util import get_cuda_compute_capability  # noqa: F401
 from gpunda.context import (Context, cpu, gpu, cpu_pinned, num_gpus, current_context,  # noqa: F401
@@ -26,6 +26,6 @@ def __getattr__(name):
     return _missing(name)
 
 
-_missing = absent_module_getattr("mxnet.numpy_extension")   # every MXNet name is built
+_missing = _absent_module_getattr("mxnet.numpy_extension")   # every MXNet name is built
 
 from gpunda.numpy_extension import _op, _register  # noqa: E402,F401  (MXNet's submodules of this package)

@@ -10,25 +10,7 @@ from gpunda.rnn._containers import (SequentialRNNCell, BidirectionalCell, Modifi
 from gpunda.rnn._containers import (_cells_state_shape, _cells_state_info,  # noqa: F401
                                     _cells_begin_state, _cells_unpack_weights,
                                     _cells_pack_weights)
-
-
-class BaseConvRNNCell(BaseRNNCell):
-    """Convolutional RNN cells: not built yet in gpunda."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedForGpunda(f"mx.rnn.{type(self).__name__} is not supported yet")
-
-
-class ConvRNNCell(BaseConvRNNCell):
-    """Convolutional Elman cell: not supported yet."""
-
-
-class ConvLSTMCell(BaseConvRNNCell):
-    """Convolutional LSTM cell: not supported yet."""
-
-
-class ConvGRUCell(BaseConvRNNCell):
-    """Convolutional GRU cell: not supported yet."""
+from gpunda.rnn._conv_cells import BaseConvRNNCell, ConvRNNCell, ConvLSTMCell, ConvGRUCell
 
 
 __all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "FusedRNNCell",

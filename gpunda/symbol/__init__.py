@@ -109,6 +109,11 @@ def __getattr__(name):
         raise AttributeError(f"module 'gpunda.symbol' has no attribute {name!r}") from None
 
 
+def __dir__():
+    # the submodules __getattr__ loads on use are listed, as MXNet's dir(mx.sym) lists them
+    return sorted(set(globals()) | {"register", "numpy_extension", "np", "numpy", "npx"})
+
+
 import builtins as _builtins  # noqa: E402
 
 
@@ -205,3 +210,6 @@ def _subgraph_api():
 
 
 _hooks.subgraph_api = _subgraph_api
+
+# the __future__ import binds `annotations`; MXNet's namespace has no such name (dir())
+del annotations

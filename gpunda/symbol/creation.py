@@ -34,13 +34,13 @@ def make_node(op, inputs, params, name, attr, named_inputs=None, hint=None):
         params[key] = len(inputs) + len(named_inputs)
     # attributes (scope, attr=, lr_mult=...) travel with the params as MXNet's kwargs do:
     # hidden keys become __key__, and __key__ entries are node attributes, not params; an
-    # op without parameters keeps every key as an attribute (MXNet parses none for it)
-    extra = _attribute.current().get(attr)
-    for k, v in extra.items():
-        if not isinstance(v, str):
-            raise GpundaError(f"Operator {op.name}: attribute {k}={v!r} must be a string")
+    # op without parameters keeps every key as an attribute (MXNet parses none for it).
+    # MXNet's creators update kwargs with attr= (so attr wins over a keyword) and store
+    # str() of any value, an Initializer object included (GluonCV's SSD passes one)
+    extra = {k: v if isinstance(v, str) else str(v)
+             for k, v in _attribute.current().get(attr).items()}
     attrs = {}
-    for k, v in list(extra.items()) + list(params.items()):
+    for k, v in list(params.items()) + list(extra.items()):
         k2 = hidden_key(k, f"Operator {op.name}")
         if is_dunder(k2) or (not op.params and k2 != key):
             attrs[k2] = _attr_str(v)

@@ -298,13 +298,17 @@ def open_shapes(sym, given_shapes, given_types, ids, var_shape):
     actual shapes; a node whose own shape is complete in the current mode is left out.
     GpundaError names a node whose unknown dimensions the graph does not determine."""
     from gpunda.util import is_np_shape
+    from gpunda.ops.tensor.creation import open_range
     np_mode = is_np_shape()
     want = set(ids)
     nodes = [n for n in sym._topo() if id(n) in want]
     todo = []
     for n in nodes:
         # zeros(shape=()) is a scalar (shape_rules.creation); a sampler's () is unknown
-        own = () if not n.p.shape and not n.op.random else to_internal(n.p.shape, np_mode)
+        if open_range(n):       # arange(infer_range=True): a length the graph decides
+            own = (-1,)
+        else:
+            own = () if not n.p.shape and not n.op.random else to_internal(n.p.shape, np_mode)
         if not known(own):
             todo.append((n, own))
     if not todo:

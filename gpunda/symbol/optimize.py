@@ -71,7 +71,11 @@ def concretize_shapes(sym, shapes):
     from gpunda.util import is_np_shape
     unknown_at = -1 if is_np_shape() else 0   # legacy shapes: a 0 dimension is unknown too
 
+    from gpunda.ops.tensor.creation import open_range, closed_range
+
     def open_shape(n):
+        if open_range(n):       # arange(infer_range=True): its length comes from the graph
+            return True
         shape = getattr(n.p, "shape", None)
         if shape is None or n.inputs:
             return False
@@ -92,7 +96,10 @@ def concretize_shapes(sym, shapes):
         node = n
         if open_shape(n):
             s = inferred.get((id(n), 0))
-            if known(s):
+            if known(s) and open_range(n):
+                p = closed_range(n.p, s[0])
+                node = _Node(n.op, n.name, dict(n.attrs, stop=repr(p.stop)), [], p)
+            elif known(s):
                 attrs = dict(n.attrs, shape=str(tuple(s)))
                 node = _Node(n.op, n.name, attrs, [], n.p.replace(shape=tuple(s)))
         elif any(c is not o for (c, _), (o, _) in zip(ins, n.inputs)):

@@ -430,6 +430,17 @@ def creation(p, ins, outs):
     return ins, [tuple(-1 if d == 0 else d for d in p.shape)]
 
 
+def arange(p, ins, outs):
+    """_arange: ceil((stop - start) / step) * repeat values; with ``infer_range`` and no
+    ``stop`` the length is unknown until a consumer says (MXNet's RangeShape leaves it
+    unknown and the graph fills it in)."""
+    if p.stop is None and p.infer_range:
+        return ins, [(-1,)]
+    from gpunda.ops.tensor.creation import range_bounds
+    start, stop = range_bounds("Operator _arange", p.start, p.stop, p.step, p.infer_range)
+    return ins, [(max(int(math.ceil((stop - start) / p.step)), 0) * p.repeat,)]
+
+
 def cached_op(p, ins, outs):
     """_CachedOp: inference inside its subgraph from what is known of the node's inputs and
     outputs, so shapes flow through it both ways (MXNet's DefaultSubgraphOpShapeHelper)."""
@@ -448,7 +459,7 @@ def cached_op(p, ins, outs):
 _RULES = {
     "_CachedOp": cached_op,
     "Reshape": reshape, "_np_reshape": reshape, "_npx_reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
-    "_zeros": creation, "_ones": creation, "_full": creation,
+    "_zeros": creation, "_ones": creation, "_full": creation, "_arange": arange,
     "FullyConnected": fully_connected, "Convolution": convolution, "Deconvolution": deconvolution,
     "Embedding": embedding,
     "Concat": concat, "_rnn_param_concat": rnn_param_concat, "SliceChannel": slice_channel, "transpose": transpose, "pick": pick,

@@ -45,10 +45,10 @@ def test_float32_values_computed_in_float32():
 
 def test_arange_infer_range_without_stop_is_refused_not_empty():
     # MXNet takes stop from the output size a graph infers (imperatively it has none and
-    # fails); gpunda does not infer it yet and says so, instead of an empty range
+    # fails); in a graph it works (tests/test_arange_infer_range.py)
     with pytest.raises(GpundaError, match="infer_range"):
         mx.nd.arange(0, infer_range=True)
     s = mx.sym.arange(start=0, stop=None, infer_range=True) + mx.sym.zeros(shape=[5])
-    with pytest.raises(GpundaError, match="not supported yet"):
-        s.bind(ctx=mx.cpu(), args={})
+    np.testing.assert_array_equal(s.bind(ctx=mx.cpu(), args={}).forward()[0].asnumpy(),
+                                  np.arange(5))
     np.testing.assert_array_equal(mx.nd.arange(2, 7, infer_range=True).asnumpy(), np.arange(2, 7))

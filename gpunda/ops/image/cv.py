@@ -36,11 +36,18 @@ def _hwc(img):
 def _decode(name, raw, flag, to_rgb):
     cv2 = _cv2(name)
     raw = np.ascontiguousarray(raw.reshape(-1)).view(np.uint8)
-    img = cv2.imdecode(raw, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE) \
-        if raw.size else None
+    if raw.size == 0:
+        raise GpundaError(f"Operator {name}: Input cannot be an empty buffer")
+    try:
+        img = cv2.imdecode(raw, cv2.IMREAD_COLOR if flag else cv2.IMREAD_GRAYSCALE)
+    except cv2.error as e:      # MXNet reports OpenCV's failures as MXNetError
+        img = None
+        detail = f" (OpenCV: {str(e).strip()})"
+    else:
+        detail = ""
     if img is None:
-        raise GpundaError(f"Operator {name}: the {raw.size} bytes given are not an image "
-                          f"OpenCV can decode")
+        raise GpundaError(f"Operator {name}: Decoding failed. Invalid image file: the "
+                          f"{raw.size} bytes given are not an image OpenCV can decode{detail}")
     if img.ndim == 3 and to_rgb:
         img = img[:, :, ::-1]
     return np.ascontiguousarray(_hwc(img))

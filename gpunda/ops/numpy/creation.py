@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, get_op
+from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.tensor.creation import np_arange
 
 _CTX = [Param("ctx", "any", None, "device; the current one when None"),
         Param("dtype", "dtype", np.dtype("float32"))]
@@ -41,7 +42,7 @@ _creation("_npi_eye", lambda xp, p, ctx: xp.eye(p.N, p.N if p.M is None else p.M
                                                 dtype=p.dtype),
           [Param("N", "int"), Param("M", "int", None), Param("k", "int", 0)],
           "N x M with ones on diagonal k (NumPy's eye).")
-_creation("_npi_arange", get_op("_arange").compute,
+_creation("_npi_arange", np_arange,
           [Param("start", "float", 0.0), Param("stop", "float", None),
            Param("step", "float", 1.0), Param("repeat", "int", 1),
            Param("infer_range", "bool", False)],

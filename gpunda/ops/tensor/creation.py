@@ -32,21 +32,47 @@ _mk("_full", lambda xp, p, ctx: xp.full(_shape_ok("_full", p.shape), p.value, p.
     extra=[Param("value", "float", 0.0)], doc="An array filled with `value`.")
 
 
-def range_bounds(where, start, stop, step, infer_range):
-    """(start, stop) of MXNet's arange: no ``stop`` means [0, start). A zero step, and
-    ``infer_range`` without a stop (MXNet takes stop from the output size the graph
-    around infers), are refused."""
+def range_bounds(where, start, stop, step, infer_range, empty_ok=False):
+    """(start, stop) of MXNet's arange: no ``stop`` means [0, start). A zero step is
+    refused, and so is ``infer_range`` without a stop outside a graph (MXNet takes stop
+    from the output size the graph around infers: ``open_range``/``closed_range``)."""
     if step == 0:
         raise GpundaError(f"{where}: step=0 is not allowed")
     if stop is None and infer_range:
-        raise GpundaError(f"{where}: infer_range=True without stop (stop taken from the "
-                          f"inferred output size) is not supported yet; give stop "
-                          f"(start={start}, step={step})")
-    return (0.0, start) if stop is None else (start, stop)
+        raise GpundaError(f"{where}: infer_range=True without stop takes its length from "
+                          f"the graph around it (a Symbol or hybridized block); called "
+                          f"alone it has none: give stop (start={start}, step={step})")
+    start, stop = (0.0, start) if stop is None else (start, stop)
+    # MXNet's RangeShape refuses an empty range (mx.np.arange's op allows it: empty_ok)
+    if not empty_ok and ((step > 0 and not start < stop) or (step < 0 and not start > stop)):
+        raise GpundaError(f"{where}: Invalid range (start, stop, step) = ({start:g}, "
+                          f"{stop:g}, {step:g}): it holds no value")
+    return start, stop
+
+
+def open_range(node):
+    """Whether graph node ``node`` is an ``_arange(infer_range=True)`` without stop, whose
+    length shape inference takes from the ops around it, as MXNet's."""
+    return (node.op is not None and node.op.name == "_arange" and not node.inputs
+            and node.p.infer_range and node.p.stop is None)
+
+
+def closed_range(p, size):
+    """``_arange`` params ``p`` with the stop that gives ``size`` outputs: half a step past
+    the last value, so the kernel's ceil() counts exactly size // repeat whatever the
+    rounding."""
+    return p.replace(stop=p.start + (size // p.repeat - 0.5) * p.step)
 
 
 def _arange(xp, p, ctx):
     start, stop = range_bounds("Operator _arange", p.start, p.stop, p.step, p.infer_range)
+    return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
+
+
+def np_arange(xp, p, ctx):
+    """``_npi_arange``: as ``_arange``, an empty range giving an empty array (NumPy's)."""
+    start, stop = range_bounds("Operator _npi_arange", p.start, p.stop, p.step,
+                               p.infer_range, empty_ok=True)
     return range_values(xp, start, stop, p.step, p.repeat, p.dtype)
 
 

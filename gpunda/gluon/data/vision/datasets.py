@@ -343,7 +343,12 @@ class ImageRecordDataset(Dataset):
         cv2 = load_cv2("ImageRecordDataset")
         header, buf = self._recordio.unpack(self._record.read_idx(self._record.keys[idx]))
         img = cv2.imdecode(np.frombuffer(buf, dtype=np.uint8),
-                           cv2.IMREAD_COLOR if self._flag else cv2.IMREAD_GRAYSCALE)
+                           cv2.IMREAD_COLOR if self._flag else cv2.IMREAD_GRAYSCALE) \
+            if len(buf) else None
+        if img is None:     # MXNet's imdecode raises MXNetError, not OpenCV's error
+            raise GpundaError(f"ImageRecordDataset: record {idx}: " + (
+                "Decoding failed. Invalid image file" if len(buf) else
+                "Input cannot be an empty buffer"))
         img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if self._flag else img[:, :, None]
         img = _as_array(nd.array(img, dtype=np.uint8))
         if self._transform is not None:
