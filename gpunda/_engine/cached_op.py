@@ -28,7 +28,7 @@ import numpy as np
 
 from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
-from gpunda._engine.cached_plan import TrainPlan
+from gpunda._engine.cached_plan import TrainPlan, step_gradient, step_update
 from gpunda.base import GpundaError
 from gpunda._core import hooks
 from gpunda._engine.imperative import write_outputs
@@ -853,24 +853,11 @@ def _cached_backward(F, p, ins, outs, ograds):
                    for x, v in zip(ogs, o_vals)]
         save = op.save
         i_vals = [vals[s] for s in st.ins] if "inputs" in save or "broadcast" in save else None
-        try:
-            o_arg = o_vals if "outputs" in save else None
-            if op.grad_need:
-                grads = op.gradient(F, st.p, i_vals, o_arg, ogs,
-                                    need=tuple(bool(req[s]) for s in st.ins))
-            else:
-                grads = op.gradient(F, st.p, i_vals, o_arg, ogs)
-        except GpundaError:
-            raise
-        except Exception as e:
-            raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
-                              f"failed: {e}") from e
+        grads = step_gradient(F, st, i_vals, o_vals if "outputs" in save else None, ogs,
+                              tuple(bool(req[s]) for s in st.ins) if op.grad_need else None)
         if update and op.update is not None:
-            args = p.args
-            _ag.run_update(op, st.p, xp, [_raw(vals[s]) for s in st.ins],
-                           [_raw(v) for v in o_vals],
-                           None if args is None else
-                           [args[s] if s < nin else None for s in st.ins])
+            step_update(st, xp, [_raw(vals[s]) for s in st.ins], [_raw(v) for v in o_vals],
+                        p.args, nin)
         for s, gr in zip(st.ins, grads):
             if gr is None or not req[s]:
                 continue

@@ -222,26 +222,37 @@ class TrainPlan:
                                   f"gradient rule; it cannot be differentiated")
             i_vals = [vals[s] for s in ins] if ins_read else None
             o_vals = [vals[s] for s in outs] if outs_read else None
-            try:
-                if need is not None:
-                    grads = op.gradient(F, st.p, i_vals, o_vals, ogs, need=need)
-                else:
-                    grads = op.gradient(F, st.p, i_vals, o_vals, ogs)
-            except GpundaError:
-                raise
-            except Exception as e:
-                raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
-                                  f"failed: {e}") from e
+            grads = step_gradient(F, st, i_vals, o_vals, ogs, need)
             if update and op.update is not None:
-                args = saved.args
-                _ag.run_update(op, st.p, xp, [vals[s] for s in ins], [vals[s] for s in outs],
-                               None if args is None else
-                               [args[s] if s < nin else None for s in ins])
+                step_update(st, xp, [vals[s] for s in ins], [vals[s] for s in outs],
+                            saved.args, nin)
             for k, s in targets:
                 gr = grads[k]
                 if gr is not None:
                     g[s] = gr if g[s] is None else g[s] + gr
         return [g[k] if self.req[k] else None for k in range(cop._nin)]
+
+
+def step_gradient(F, st, i_vals, o_vals, ogs, need=None):
+    """Step ``st``'s gradient rule on the values its backward reads (``need``: which inputs
+    want a gradient, for rules that take it); a failure names the op and the node."""
+    op = st.op
+    try:
+        if need is not None:
+            return op.gradient(F, st.p, i_vals, o_vals, ogs, need=need)
+        return op.gradient(F, st.p, i_vals, o_vals, ogs)
+    except GpundaError:
+        raise
+    except Exception as e:
+        raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
+                          f"failed: {e}") from e
+
+
+def step_update(st, xp, ins, outs, args, nin):
+    """Step ``st``'s backward-pass write (BatchNorm's moving stats) on its raw input and
+    output values; ``args`` (the call's input NDArrays, or None) get their versions bumped."""
+    _ag.run_update(st.op, st.p, xp, ins, outs,
+                   None if args is None else [args[s] if s < nin else None for s in st.ins])
 
 
 def _generic_step(cop, st, xp):

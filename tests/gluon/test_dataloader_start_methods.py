@@ -18,6 +18,7 @@ from gpunda.base import GpundaError
 from gpunda.gluon import data as gdata
 from gpunda.gluon.data import _process_pool
 from gpunda.gluon.data import dataloader as D
+from _worker_datasets import Failing as _Failing, Squares as _Squares
 
 METHODS = [m for m in ("fork", "forkserver", "spawn")
            if m in multiprocessing.get_all_start_methods()]
@@ -25,21 +26,6 @@ pytestmark = pytest.mark.timeout(120)
 if "forkserver" in METHODS:
     # the server imports gpunda once, instead of every worker it starts (test time only)
     multiprocessing.set_forkserver_preload(["gpunda.gluon.data"])
-
-
-class _Squares(gdata.Dataset):
-    def __len__(self):
-        return 23
-
-    def __getitem__(self, i):
-        return mx.nd.full((3,), i * i), i
-
-
-class _Failing(_Squares):
-    def __getitem__(self, i):
-        if i == 13:
-            raise ValueError("bad sample")
-        return super().__getitem__(i)
 
 
 class _DiesOnce(_Squares):

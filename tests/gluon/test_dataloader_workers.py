@@ -11,21 +11,7 @@ import pytest
 import gpunda as mx
 from gpunda.base import GpundaError
 from gpunda.gluon import data as gdata
-
-
-class _Squares(gdata.Dataset):
-    def __len__(self):
-        return 23
-
-    def __getitem__(self, i):
-        return mx.nd.full((3,), i * i), i
-
-
-class _Failing(_Squares):
-    def __getitem__(self, i):
-        if i == 13:
-            raise ValueError("bad sample")
-        return super().__getitem__(i)
+from _worker_datasets import Failing as _Failing, Squares as _Squares
 
 
 class _Slow(_Squares):
