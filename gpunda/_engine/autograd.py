@@ -496,7 +496,8 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
     if variables is not None:
         var_entries = []
         for i, v in enumerate(variables):
-            if not isinstance(v, NDArray) or v._ag is None or not v._ag[0].is_leaf:
+            if (not isinstance(v, NDArray) or v._ag is None or not v._ag[0].is_leaf
+                    or v._ag[0].freed):
                 raise GpundaError(f"{where}: variables[{i}] is not marked for gradients; "
                                   f"call attach_grad() or mark_variables() first")
             var_entries.append(v._ag)
@@ -523,6 +524,15 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
             for n in nodes:
                 n._g = None
             raise _freed_error(freed)
+    if var_entries is None and not any(leaf.grad_req != "null" for leaf in leaves):
+        # MXNet's Imperative::Backward differentiates with respect to the variables whose
+        # grad_req is not 'null' and refuses a graph that has none (nothing is freed)
+        for n in nodes:
+            n._g = None
+        for n in leaves:
+            n._g = None
+        raise GpundaError(f"{where}: there are no inputs in the computation graph that "
+                          f"require gradients (every variable reached has grad_req='null')")
     try:
         if var_entries is not None:
             for i, (leaf, _) in enumerate(var_entries):

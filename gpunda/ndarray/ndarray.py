@@ -305,10 +305,13 @@ class NDArray:
 
     @property
     def grad(self):
-        """The gradient buffer of a variable (None before ``attach_grad``)."""
+        """The gradient buffer of a variable (None before ``attach_grad``).
+
+        A 'null' variable has its zero buffer too, as in MXNet, until a backward through
+        it (without retain_graph) drops it from the graph (MXNet's AGInfo::Clear)."""
         e = self._ag
-        if e is not None and e[0].is_leaf:
-            return e[0].grad if e[0].grad_req != "null" else None
+        if e is not None and e[0].is_leaf and not e[0].freed:
+            return e[0].grad
         return None
 
     @property
