@@ -136,15 +136,18 @@ def bump_version(x):
 
 
 # the train_mode of the backward being run (NOTE [Mutated inputs and their pass] in
-# ops/registry.py): a rule runs under its node's forward mode, but MXNet's backward
-# writes BatchNorm's moving stats only when the backward itself is in training mode
+# ops/registry.py). A rule runs under its node's forward mode (Dropout's mask is the
+# forward's), except an op whose backward writes its inputs (``OpDef.update``: the
+# BatchNorm family): MXNet's BatchNormBackward reads the backward's ctx.is_train alone,
+# for its formula (batch statistics saved by the forward, or the moving statistics as
+# they are now) and for writing the moving statistics.
 _bwd_train = [True]
 
 
 def updates_enabled():
-    """Whether a backward-pass writer (``OpDef.update``) runs for the node whose rule is
-    running now: its forward was in training mode, and so is the backward."""
-    return _is_train() and _bwd_train[0]
+    """Whether a backward-pass writer (``OpDef.update``) runs, and in which mode its op's
+    rule runs: the backward's train_mode, whatever the forward's was (see above)."""
+    return _bwd_train[0]
 
 
 def run_update(op, p, xp, ins, outs, arrays=None):
@@ -638,8 +641,13 @@ def _walk_raw(nodes, train_mode):
                 if node.seq < 0:
                     continue    # freed by an earlier backward: a constant now, as in MXNet
                 _check_versions(node)     # raises, naming the op and the array
-            if node.training is not cur_train:
-                cur_train = node.training
+            op = node.op
+            if op.update is None:
+                if node.training is not cur_train:
+                    cur_train = node.training
+                    _set_train(cur_train)
+            elif cur_train is not train_mode:
+                cur_train = train_mode      # the backward's mode (see _bwd_train)
                 _set_train(cur_train)
             if node.ctx is not ctx:
                 ctx = node.ctx
@@ -666,7 +674,6 @@ def _walk_raw(nodes, train_mode):
             if fn is not None:
                 grads = fn(F, node.p, ins, node.out_data, gs)
             else:
-                op = node.op
                 rule = op.gradient
                 if rule is None:
                     raise _no_rule_error(node)
@@ -674,7 +681,7 @@ def _walk_raw(nodes, train_mode):
                     grads = rule(F, node.p, ins, node.out_data, gs, inputs)
                 else:
                     grads = rule(F, node.p, ins, node.out_data, gs)
-            if node.op.update is not None and cur_train and train_mode:
+            if op.update is not None and train_mode:
                 # BatchNorm's moving stats: written when its backward runs (NOTE [Mutated
                 # inputs and their pass] in ops/registry.py)
                 run_update(node.op, node.p, F._xp, ins, node.out_data, saved)
@@ -723,8 +730,9 @@ def _walk_nd(nodes, train_mode):
             if node.freed:
                 continue        # freed by an earlier backward: a constant now, as in MXNet
             _check_versions(node)
-            if node.training is not cur_train:
-                cur_train = node.training
+            want = node.training if node.op.update is None else train_mode
+            if want is not cur_train:
+                cur_train = want
                 _set_train(cur_train)
             saved = node.saved_in
             ins = list(saved) if saved is not None else None
@@ -748,7 +756,7 @@ def _walk_nd(nodes, train_mode):
                     grads = rule(F, node.p, ins, outs, gs, node.inputs)
                 else:
                     grads = rule(F, node.p, ins, outs, gs)
-            if node.op.update is not None and cur_train and train_mode:
+            if node.op.update is not None and train_mode:
                 run_update(node.op, node.p, node.ctx.backend.xp, [x._data for x in saved],
                            list(node.out_data), saved)
             _accumulate(node.inputs, grads)

@@ -786,8 +786,10 @@ def _cached_backward(F, p, ins, outs, ograds):
             g[h] = og if g[h] is None else g[h] + og
     xp = ctx.backend.xp
     # steps whose backward writes their inputs (BatchNorm's moving stats; NOTE [Mutated
-    # inputs and their pass] in ops/registry.py), as MXNet's backward graph does
-    update = cop._has_updates and _ag.updates_enabled()
+    # inputs and their pass] in ops/registry.py), as MXNet's backward graph does; their
+    # rules run in the backward's train_mode, the others in the call's (see _ag._bwd_train)
+    bwd_train = _ag.updates_enabled()
+    update = cop._has_updates and bwd_train
     nin = cop._nin
     for st in reversed(steps):
         ogs = [g[s] for s in st.outs]
@@ -805,6 +807,10 @@ def _cached_backward(F, p, ins, outs, ograds):
                    for x, v in zip(ogs, o_vals)]
         save = op.save
         i_vals = [vals[s] for s in st.ins] if "inputs" in save or "broadcast" in save else None
+        fwd_train = _ag._is_train()
+        switch = op.update is not None and fwd_train is not bwd_train
+        if switch:
+            _ag._set_train(bwd_train)
         try:
             o_arg = o_vals if "outputs" in save else None
             if op.grad_need:
@@ -817,6 +823,9 @@ def _cached_backward(F, p, ins, outs, ograds):
         except Exception as e:
             raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
                               f"failed: {e}") from e
+        finally:
+            if switch:
+                _ag._set_train(fwd_train)
         if update and op.update is not None:
             args = p.args
             _ag.run_update(op, st.p, xp, [_raw(vals[s]) for s in st.ins],
