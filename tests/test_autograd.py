@@ -137,13 +137,75 @@ def test_mark_variables_single_array():
 
 
 def test_grad_req_null_leaves_no_grad():
+    # MXNet 1.9.1: x.attach_grad(grad_req='null'); x.grad -> [0. 0.] (a zero buffer);
+    # after a backward without retain_graph through x, x.grad -> None (AGInfo::Clear)
     x = _var([1.0, 2.0], "null")
     w = _var([3.0, 4.0])
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0.0, 0.0])
     with ag.record():
         y = x * w
     y.backward()
     assert x.grad is None
     np.testing.assert_allclose(w.grad.asnumpy(), [1.0, 2.0])
+
+
+def test_grad_req_null_buffer_survives_a_retained_backward():
+    # MXNet 1.9.1: the zero buffer stays while the graph is retained, and a 'null'
+    # variable that the freeing backward never reached keeps it too
+    x, u = _var([1.0, 2.0], "null"), _var([7.0], "null")
+    w = _var([3.0, 4.0])
+    with ag.record():
+        y = x * w
+    y.backward(retain_graph=True)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0.0, 0.0])
+    y.backward()
+    assert x.grad is None
+    np.testing.assert_array_equal(u.grad.asnumpy(), [0.0])
+    with ag.record():
+        y = x * w
+    with pytest.raises(GpundaError, match="not marked for gradients"):
+        ag.grad(y, [x])             # MXNet: "does not require gradient"
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_backward_with_only_null_variables_raises(retain):
+    # MXNet 1.9.1:
+    #   x = nd.array([1., 2., 3.]); x.attach_grad(grad_req='null')
+    #   with autograd.record(): y = nd.tanh(x)
+    #   y.backward()  -> MXNetError: There are no inputs in computation graph that
+    #                    require gradients.  (x.grad stays [0. 0. 0.]; a second try raises too)
+    x = _var([1.0, 2.0, 3.0], "null")
+    with ag.record():
+        y = nd.tanh(x)
+    for _ in range(2):
+        with pytest.raises(GpundaError, match="no inputs in the computation graph"):
+            y.backward(retain_graph=retain)
+        np.testing.assert_array_equal(x.grad.asnumpy(), [0.0, 0.0, 0.0])
+    with pytest.raises(GpundaError, match="no inputs in the computation graph"):
+        x.backward()
+    # the graph is intact: a variable that requires gradients can still get them through it
+    np.testing.assert_allclose(ag.grad(y, [x])[0].asnumpy(), 1 - np.tanh([1.0, 2.0, 3.0]) ** 2,
+                               rtol=1e-6)
+
+
+def test_mark_variables_null_keeps_the_given_buffer_untouched():
+    # MXNet 1.9.1: autograd.mark_variables([a], [g], grad_reqs='null'); a.grad -> g ([5. 5.]),
+    # backward of a*2 raises MXNetError and g stays [5. 5.]
+    a, g = nd.array([1.0, 2.0]), nd.array([5.0, 5.0])
+    ag.mark_variables([a], [g], grad_reqs="null")
+    assert a.grad is g
+    with ag.record():
+        z = a * 2
+    with pytest.raises(GpundaError, match="require gradients"):
+        z.backward()
+    np.testing.assert_array_equal(g.asnumpy(), [5.0, 5.0])
+
+
+def test_np_null_variable_has_a_zero_np_buffer():
+    x = mx.np.array([1.0, 2.0])
+    x.attach_grad(grad_req="null")
+    assert isinstance(x.grad, mx.np.ndarray)
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0.0, 0.0])
 
 
 def test_detach_cuts_the_graph():

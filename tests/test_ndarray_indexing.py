@@ -84,3 +84,59 @@ def test_setitem_of_a_recorded_value_is_refused_while_recording():
     with mx.autograd.record():
         x[0] = 5.0                      # a constant is fine, as in MXNet
     assert x.asnumpy()[0].tolist() == [5, 5, 5, 5]
+
+
+# -- behaviour recorded from MXNet 1.9.1 (/work/mxref) ------------------------------------
+
+def test_legacy_boolean_mask_is_a_value_error():
+    # MXNet: a = nd.array([1, 2, 3, 4], dtype='uint8'); m = nd.array([1, 0, 1, 0], dtype='bool')
+    #   a[m] and a[m] = 5 -> ValueError: Cannot perform boolean indexing in legacy mode ...
+    #   (a unchanged); a.as_np_ndarray()[m.as_np_ndarray()] -> [1, 3]; a uint8 mask indexes
+    a = mx.nd.array([1, 2, 3, 4], dtype="uint8")
+    m = mx.nd.array([1, 0, 1, 0], dtype="bool")
+    with pytest.raises(ValueError, match="boolean indexing in legacy mode") as e:
+        a[m]
+    assert not isinstance(e.value, mx.base.MXNetError)
+    with pytest.raises(ValueError, match="boolean indexing in legacy mode"):
+        a[m] = 5
+    with pytest.raises(ValueError, match="boolean indexing in legacy mode"):
+        a[(m,)]
+    np.testing.assert_array_equal(a.asnumpy(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(a.as_np_ndarray()[m.as_np_ndarray()].asnumpy(), [1, 3])
+    np.testing.assert_array_equal(a[mx.nd.array([1, 0, 1, 0], dtype="uint8")].asnumpy(),
+                                  [2, 1, 2, 1])
+
+
+@pytest.mark.parametrize("shape, key", [((4,), slice(-1, 1)), ((3, 4), slice(2, 1)),
+                                        ((3, 4), (slice(None), slice(3, 1))),
+                                        ((3, 4), (slice(-1, 1), 1)),
+                                        ((3, 4), (Ellipsis, slice(3, 1)))])
+@pytest.mark.parametrize("api", ["nd", "np"])
+def test_write_through_a_backward_running_slice_is_an_assertion_error(shape, key, api):
+    # MXNet: a = nd.array([1, 2, 3, 4], dtype='uint8'); a[-1:1] = 0 -> AssertionError (a
+    # unchanged); b = nd.array(np.arange(12).reshape(3, 4)); b[2:1] = 0, b[:, 3:1] = 0,
+    # b[-1:1, 1] = 0 -> AssertionError; the same on b.as_np_ndarray()
+    data = np.arange(np.prod(shape)).reshape(shape)
+    a = mx.nd.array(data) if api == "nd" else mx.np.array(data)
+    with pytest.raises(AssertionError) as e:
+        a[key] = 0
+    assert not isinstance(e.value, mx.base.MXNetError)
+    np.testing.assert_array_equal(a.asnumpy(), data)
+
+
+def test_write_through_an_empty_equal_bounds_slice_is_allowed():
+    # MXNet: a[2:2] = 0 -> no error, a unchanged; a[::-1][...] forms run their own step
+    a = mx.nd.array([1, 2, 3, 4])
+    a[2:2] = 0
+    a[3:1:-1] = 9
+    np.testing.assert_array_equal(a.asnumpy(), [1, 2, 9, 9])
+
+
+def test_negative_entries_of_a_setitem_index_array_wrap():
+    # gpunda wraps them as reads do (a[ix] gives [4, 3] in MXNet too). MXNet's
+    # _scatter_set_nd writes out of bounds instead (docs/compat.md, "negative-index-write")
+    a = mx.nd.array([1, 2, 3, 4], dtype="uint8")
+    ix = mx.nd.array([-1, 2], dtype="int32")
+    np.testing.assert_array_equal(a[ix].asnumpy(), [4, 3])
+    a[ix] = 0
+    np.testing.assert_array_equal(a.asnumpy(), [1, 2, 0, 0])

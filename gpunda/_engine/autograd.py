@@ -136,15 +136,18 @@ def bump_version(x):
 
 
 # the train_mode of the backward being run (NOTE [Mutated inputs and their pass] in
-# ops/registry.py): a rule runs under its node's forward mode, but MXNet's backward
-# writes BatchNorm's moving stats only when the backward itself is in training mode
+# ops/registry.py). A rule runs under its node's forward mode (Dropout's mask is the
+# forward's), except an op whose backward writes its inputs (``OpDef.update``: the
+# BatchNorm family): MXNet's BatchNormBackward reads the backward's ctx.is_train alone,
+# for its formula (batch statistics saved by the forward, or the moving statistics as
+# they are now) and for writing the moving statistics.
 _bwd_train = [True]
 
 
 def updates_enabled():
-    """Whether a backward-pass writer (``OpDef.update``) runs for the node whose rule is
-    running now: its forward was in training mode, and so is the backward."""
-    return _is_train() and _bwd_train[0]
+    """Whether a backward-pass writer (``OpDef.update``) runs, and in which mode its op's
+    rule runs: the backward's train_mode, whatever the forward's was (see above)."""
+    return _bwd_train[0]
 
 
 def run_update(op, p, xp, ins, outs, arrays=None):
@@ -496,7 +499,8 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
     if variables is not None:
         var_entries = []
         for i, v in enumerate(variables):
-            if not isinstance(v, NDArray) or v._ag is None or not v._ag[0].is_leaf:
+            if (not isinstance(v, NDArray) or v._ag is None or not v._ag[0].is_leaf
+                    or v._ag[0].freed):
                 raise GpundaError(f"{where}: variables[{i}] is not marked for gradients; "
                                   f"call attach_grad() or mark_variables() first")
             var_entries.append(v._ag)
@@ -523,6 +527,15 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
             for n in nodes:
                 n._g = None
             raise _freed_error(freed)
+    if var_entries is None and not any(leaf.grad_req != "null" for leaf in leaves):
+        # MXNet's Imperative::Backward differentiates with respect to the variables whose
+        # grad_req is not 'null' and refuses a graph that has none (nothing is freed)
+        for n in nodes:
+            n._g = None
+        for n in leaves:
+            n._g = None
+        raise GpundaError(f"{where}: there are no inputs in the computation graph that "
+                          f"require gradients (every variable reached has grad_req='null')")
     try:
         if var_entries is not None:
             for i, (leaf, _) in enumerate(var_entries):
@@ -628,8 +641,13 @@ def _walk_raw(nodes, train_mode):
                 if node.seq < 0:
                     continue    # freed by an earlier backward: a constant now, as in MXNet
                 _check_versions(node)     # raises, naming the op and the array
-            if node.training is not cur_train:
-                cur_train = node.training
+            op = node.op
+            if op.update is None:
+                if node.training is not cur_train:
+                    cur_train = node.training
+                    _set_train(cur_train)
+            elif cur_train is not train_mode:
+                cur_train = train_mode      # the backward's mode (see _bwd_train)
                 _set_train(cur_train)
             if node.ctx is not ctx:
                 ctx = node.ctx
@@ -656,7 +674,6 @@ def _walk_raw(nodes, train_mode):
             if fn is not None:
                 grads = fn(F, node.p, ins, node.out_data, gs)
             else:
-                op = node.op
                 rule = op.gradient
                 if rule is None:
                     raise _no_rule_error(node)
@@ -664,7 +681,7 @@ def _walk_raw(nodes, train_mode):
                     grads = rule(F, node.p, ins, node.out_data, gs, inputs)
                 else:
                     grads = rule(F, node.p, ins, node.out_data, gs)
-            if node.op.update is not None and cur_train and train_mode:
+            if op.update is not None and train_mode:
                 # BatchNorm's moving stats: written when its backward runs (NOTE [Mutated
                 # inputs and their pass] in ops/registry.py)
                 run_update(node.op, node.p, F._xp, ins, node.out_data, saved)
@@ -713,8 +730,9 @@ def _walk_nd(nodes, train_mode):
             if node.freed:
                 continue        # freed by an earlier backward: a constant now, as in MXNet
             _check_versions(node)
-            if node.training is not cur_train:
-                cur_train = node.training
+            want = node.training if node.op.update is None else train_mode
+            if want is not cur_train:
+                cur_train = want
                 _set_train(cur_train)
             saved = node.saved_in
             ins = list(saved) if saved is not None else None
@@ -738,7 +756,7 @@ def _walk_nd(nodes, train_mode):
                     grads = rule(F, node.p, ins, outs, gs, node.inputs)
                 else:
                     grads = rule(F, node.p, ins, outs, gs)
-            if node.op.update is not None and cur_train and train_mode:
+            if node.op.update is not None and train_mode:
                 run_update(node.op, node.p, node.ctx.backend.xp, [x._data for x in saved],
                            list(node.out_data), saved)
             _accumulate(node.inputs, grads)

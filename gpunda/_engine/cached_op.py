@@ -834,8 +834,10 @@ def _cached_backward(F, p, ins, outs, ograds):
             g[h] = og if g[h] is None else g[h] + og
     xp = ctx.backend.xp
     # steps whose backward writes their inputs (BatchNorm's moving stats; NOTE [Mutated
-    # inputs and their pass] in ops/registry.py), as MXNet's backward graph does
-    update = cop._has_updates and _ag.updates_enabled()
+    # inputs and their pass] in ops/registry.py), as MXNet's backward graph does; their
+    # rules run in the backward's train_mode, the others in the call's (see _ag._bwd_train)
+    bwd_train = _ag.updates_enabled()
+    update = cop._has_updates and bwd_train
     nin = cop._nin
     for st in reversed(steps):
         ogs = [g[s] for s in st.outs]
@@ -854,7 +856,8 @@ def _cached_backward(F, p, ins, outs, ograds):
         save = op.save
         i_vals = [vals[s] for s in st.ins] if "inputs" in save or "broadcast" in save else None
         grads = step_gradient(F, st, i_vals, o_vals if "outputs" in save else None, ogs,
-                              tuple(bool(req[s]) for s in st.ins) if op.grad_need else None)
+                              tuple(bool(req[s]) for s in st.ins) if op.grad_need else None,
+                              bwd_train)
         if update and op.update is not None:
             step_update(st, xp, [_raw(vals[s]) for s in st.ins], [_raw(v) for v in o_vals],
                         p.args, nin)

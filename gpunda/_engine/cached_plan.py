@@ -189,7 +189,8 @@ class TrainPlan:
                 g[h] = og if g[h] is None else g[h] + og
         planes = self.planes
         # backward-pass writers (BatchNorm's moving stats), as _cached_backward runs them
-        update = cop._has_updates and _ag.updates_enabled()
+        bwd_train = _ag.updates_enabled()
+        update = cop._has_updates and bwd_train
         nin = cop._nin
         for st, outs, ins, ins_read, outs_read, need, targets, kind, i in self.entries:
             if len(outs) == 1:
@@ -222,7 +223,7 @@ class TrainPlan:
                                   f"gradient rule; it cannot be differentiated")
             i_vals = [vals[s] for s in ins] if ins_read else None
             o_vals = [vals[s] for s in outs] if outs_read else None
-            grads = step_gradient(F, st, i_vals, o_vals, ogs, need)
+            grads = step_gradient(F, st, i_vals, o_vals, ogs, need, bwd_train)
             if update and op.update is not None:
                 step_update(st, xp, [vals[s] for s in ins], [vals[s] for s in outs],
                             saved.args, nin)
@@ -233,10 +234,16 @@ class TrainPlan:
         return [g[k] if self.req[k] else None for k in range(cop._nin)]
 
 
-def step_gradient(F, st, i_vals, o_vals, ogs, need=None):
+def step_gradient(F, st, i_vals, o_vals, ogs, need=None, bwd_train=None):
     """Step ``st``'s gradient rule on the values its backward reads (``need``: which inputs
-    want a gradient, for rules that take it); a failure names the op and the node."""
+    want a gradient, for rules that take it); a failure names the op and the node. A step
+    with a backward-pass write (BatchNorm) runs its rule in the backward's train_mode
+    ``bwd_train``, the others in the call's (see autograd._bwd_train), as MXNet's kernels."""
     op = st.op
+    fwd_train = _ag._is_train()
+    switch = op.update is not None and bwd_train is not None and fwd_train is not bwd_train
+    if switch:
+        _ag._set_train(bwd_train)
     try:
         if need is not None:
             return op.gradient(F, st.p, i_vals, o_vals, ogs, need=need)
@@ -246,6 +253,9 @@ def step_gradient(F, st, i_vals, o_vals, ogs, need=None):
     except Exception as e:
         raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}): gradient "
                           f"failed: {e}") from e
+    finally:
+        if switch:
+            _ag._set_train(fwd_train)
 
 
 def step_update(st, xp, ins, outs, args, nin):

@@ -322,3 +322,47 @@ def _broadcast_shapes(seq):
     for x in seq:
         shape = _get_broadcast_shape(shape, x.shape)
     return shape
+
+
+def refuse_legacy_bool_index(key):
+    """ValueError for a boolean NDArray index (1-D or more) of a legacy ``nd`` array
+    outside NumPy semantics, as MXNet's indexing_key_expand_implicit_axes: legacy mode has
+    no boolean indexing (a 0-d boolean entry adds an axis and is allowed)."""
+    from gpunda.ndarray.ndarray import NDArray
+    from gpunda.util import is_np_array
+    parts = key if isinstance(key, tuple) else (key,)
+    for idx in parts:
+        if isinstance(idx, NDArray) and idx.ndim and np.dtype(idx.dtype) == np.bool_:
+            if is_np_array():
+                return
+            # MXNet's Python side raises a plain ValueError here (no MXNetError)
+            raise ValueError("Cannot perform boolean indexing in legacy mode. Please "
+                             "activate numpy semantics by calling `npx.set_np()` in the "
+                             "global scope before calling this function.")
+
+
+def check_slice_write(key, shape):
+    """AssertionError for a write through a basic index whose slice runs against its step
+    (``a[-1:1] = 0``: start 3, stop 1, step 1), as MXNet's _set_nd_basic_indexing, whose
+    _get_dim_size asserts it; an equal start and stop is an empty write, allowed. Keys with
+    an array or list (advanced indexing) take MXNet's other path and are not checked."""
+    parts = key if isinstance(key, tuple) else (key,)
+    axes = sum(1 for k in parts if k is not None and k is not Ellipsis)
+    ax = 0
+    for k in parts:
+        if k is None:
+            continue
+        if k is Ellipsis:
+            ax += max(len(shape) - axes, 0)
+            continue
+        if isinstance(k, slice):
+            if ax < len(shape) and k.step != 0:
+                start, stop, step = k.indices(shape[ax])
+                if stop != start and (step > 0) != (start < stop):
+                    raise AssertionError(     # a plain assert in MXNet's Python side
+                        f"__setitem__: slice {k} of axis {ax} (size {shape[ax]}) selects "
+                        f"start={start}, stop={stop}, which do not run in the direction of "
+                        f"step={step}; MXNet refuses to write through it")
+        elif not isinstance(k, (int, np.integer)):
+            return      # advanced indexing
+        ax += 1

@@ -21,6 +21,8 @@ from gpunda._core import deferred as _deferred
 from gpunda._core import hooks as _hooks
 from gpunda._core.deferred import Poisoned as _Poisoned
 from gpunda.ndarray.indexing import select as _select
+from gpunda.ndarray.indexing import check_slice_write as _check_slice_write
+from gpunda.ndarray.indexing import refuse_legacy_bool_index as _refuse_legacy_bool_index
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "waitall",
            "from_dlpack", "concatenate", "moveaxis", "onehot_encode", "imdecode"]
@@ -305,10 +307,13 @@ class NDArray:
 
     @property
     def grad(self):
-        """The gradient buffer of a variable (None before ``attach_grad``)."""
+        """The gradient buffer of a variable (None before ``attach_grad``).
+
+        A 'null' variable has its zero buffer too, as in MXNet, until a backward through
+        it (without retain_graph) drops it from the graph (MXNet's AGInfo::Clear)."""
         e = self._ag
-        if e is not None and e[0].is_leaf:
-            return e[0].grad if e[0].grad_req != "null" else None
+        if e is not None and e[0].is_leaf and not e[0].freed:
+            return e[0].grad
         return None
 
     @property
@@ -347,7 +352,9 @@ class NDArray:
     def __setitem__(self, key, value):
         _ag.check_writable(self, "__setitem__")
         orig_key = key
-        key = _raw_key(key, self._ctx)
+        if key.__class__ is slice or key.__class__ is tuple:
+            _check_slice_write(key, self.shape)
+        key = _raw_key(key, self._ctx, True)
         if isinstance(value, NDArray):
             if value._ctx is not self._ctx and not shares_memory_space(value._ctx, self._ctx):
                 # MXNet's __setitem__ copies a value from another device first (an explicit
@@ -388,8 +395,8 @@ class NDArray:
         if _is_rec() and self._ag is not None:
             _check_key_types(key)
             from gpunda.ndarray import _op
-            return _op._getitem(self, key=_raw_key(key, self._ctx))
-        rkey = _raw_key(key, self._ctx)
+            return _op._getitem(self, key=_raw_key(key, self._ctx, True))
+        rkey = _raw_key(key, self._ctx, True)
         try:
             r = self._data[rkey]
         except IndexError as e:
@@ -761,15 +768,18 @@ def _shares(view, base):
         return True
 
 
-def _raw_key(key, ctx):
-    """An index with NDArrays replaced by backend arrays on ``ctx``."""
+def _raw_key(key, ctx, legacy=False):
+    """An index with NDArrays replaced by backend arrays on ``ctx``; ``legacy``: the index
+    of a legacy ``nd`` array, where a boolean NDArray is MXNet's ValueError."""
     if isinstance(key, NDArray):
         if not shares_memory_space(key._ctx, ctx):
             raise GpundaError(f"index array is on {key._ctx} but the array is on {ctx}")
         k = key._data
+        if legacy and k.dtype.kind == "b":
+            _refuse_legacy_bool_index(key)
         return k.astype(np.int64) if k.dtype.kind == "f" else k
     if isinstance(key, tuple):
-        return tuple(_raw_key(k, ctx) for k in key)
+        return tuple(_raw_key(k, ctx, legacy) for k in key)
     if isinstance(key, list):
         arr = np.asarray(key)
         if ctx._xp is not np:

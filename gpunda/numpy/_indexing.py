@@ -12,7 +12,7 @@ from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.context import shares_memory_space
 from gpunda.ndarray.ndarray import NDArray
-from gpunda.ndarray.indexing import select
+from gpunda.ndarray.indexing import check_slice_write, select
 from gpunda.numpy.multiarray import _wrap
 
 __all__ = ["getitem", "setitem"]
@@ -74,6 +74,8 @@ def setitem(x, key, value):
     """``x[key] = value`` for an ``mx.np.ndarray`` ``x`` (NumPy's broadcasting)."""
     _check_key(key)
     _ag.check_writable(x, "__setitem__")
+    if key.__class__ is slice or key.__class__ is tuple:
+        check_slice_write(key, x.shape)
     ctx = x._ctx
     raw = _raw(key, ctx)
     if isinstance(value, NDArray):

@@ -172,11 +172,12 @@ def test_hybridized_equals_imperative_and_trains(case):
     imperative = net(x).asnumpy()
     net.hybridize()
     np.testing.assert_allclose(net(x).asnumpy(), imperative, rtol=1e-5, atol=1e-6)
-    # the backward reaches every parameter (in predict mode: in training mode a BN feeding
-    # only BNs through linear layers gets an exactly zero beta gradient)
+    # the backward reaches every parameter (in predict mode, forward and backward: in
+    # training mode a BN feeding only BNs through linear layers gets an exactly zero beta
+    # gradient; as MXNet's, BatchNorm's backward follows the backward's train_mode)
     with mx.autograd.record(train_mode=False):
         loss = net(x).sum()
-    loss.backward()
+    loss.backward(train_mode=False)
     grads = [p.grad().asnumpy() for p in net.collect_params().values() if p.grad_req != "null"]
     assert grads and all(np.isfinite(g).all() and np.abs(g).sum() > 0 for g in grads)
 

@@ -1,6 +1,6 @@
 """Aux states MXNet writes in the backward pass (NOTE [Mutated inputs and their pass] in
 gpunda/ops/registry.py): BatchNorm's moving_mean/moving_var change only when the node's
-backward runs, in training mode, after a training-mode forward.
+backward runs in training mode (the backward's train_mode, whatever the forward's).
 
 Every expected value below was printed by real MXNet 1.9.1 (CPU wheel, /work/mxref),
 with ``mx.nd.waitall()`` before each read: MXNet's ``_backward_BatchNorm`` does not
@@ -466,3 +466,107 @@ def test_executor_forward_and_backward():
     _aux_check(ex.aux_dict, {"bn0_moving_mean": [0.0, 0.0], "bn0_moving_var": [1.0, 1.0],
                              "bn1_moving_mean": [0.20000004768371582] * 3,
                              "bn1_moving_var": [1.116377592086792] * 3})
+
+
+# ---------------------------------------------------------------------------
+# fix_gamma=True writes ones into gamma; the backward's train_mode picks the formula
+#   MXNet 1.9.1 data: x = nd.array([[1., 2, 3], [4, 6, 9]]); g = nd.array([2., 3, 4])
+#   b = nd.array([.1, .2, .3]); mm = nd.array([.5, .5, .5]); mv = nd.array([2., 2, 2])
+#   og = nd.array([[1., 2, 3], [3, 1, 2]]); nd.waitall() before each read
+
+def _bn3():
+    return (nd.array([[1.0, 2, 3], [4, 6, 9]]), nd.array([2.0, 3, 4]), nd.array([0.1, 0.2, 0.3]),
+            nd.array([0.5, 0.5, 0.5]), nd.array([2.0, 2, 2]))
+
+
+_OG = [[1.0, 2, 3], [3, 1, 2]]
+
+
+@pytest.mark.parametrize("mode", ["predict", "train", "record", "record_predict", "global"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_fix_gamma_forward_writes_ones_into_gamma(mode, dtype):
+    # MXNet: nd.BatchNorm(x, g, b, mm, mv, fix_gamma=True) -> g is [1. 1. 1.] afterwards,
+    # in every mode and dtype (its forward writes gamma when it writes the mean output)
+    x, g, b, mm, mv = _bn3()
+    x = x.astype(dtype)
+    if dtype != "float16":
+        g, b, mm, mv = (a.astype(dtype) for a in (g, b, mm, mv))
+    kw = {"fix_gamma": True, "use_global_stats": mode == "global"}
+    if mode == "predict":
+        nd.BatchNorm(x, g, b, mm, mv, **kw)
+    elif mode in ("train", "global"):
+        with autograd.train_mode():
+            nd.BatchNorm(x, g, b, mm, mv, **kw)
+    else:
+        with autograd.record(train_mode=mode == "record"):
+            nd.BatchNorm(x, g, b, mm, mv, **kw)
+    np.testing.assert_array_equal(g.asnumpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(mm.asnumpy(), [0.5, 0.5, 0.5])
+
+
+def test_fix_gamma_false_and_gluon_scale_false():
+    x, g, b, mm, mv = _bn3()
+    nd.BatchNorm(x, g, b, mm, mv, fix_gamma=False)
+    np.testing.assert_array_equal(g.asnumpy(), [2.0, 3.0, 4.0])
+    # MXNet: net = nn.BatchNorm(scale=False, in_channels=3); net.initialize()
+    #   net.gamma.set_data(nd.array([2., 3, 4])); net(x) -> gamma [1. 1. 1.]
+    net = nn.BatchNorm(scale=False, in_channels=3)
+    net.initialize()
+    net.gamma.set_data(nd.array([2.0, 3, 4]))
+    net(x)
+    np.testing.assert_array_equal(net.gamma.data().asnumpy(), [1.0, 1.0, 1.0])
+
+
+def test_predict_forward_train_backward_uses_the_saved_statistics():
+    # MXNet: with autograd.record(train_mode=False): y = nd.BatchNorm(x, g, b, mm, mv)
+    #   y.backward(og) -> the training formula over the forward's saved statistics (the
+    #   moving ones here); the moving stats stay [0.5]*3 and [2.0]*3
+    x, g, b, mm, mv = _bn3()
+    x.attach_grad()
+    g.attach_grad()
+    with autograd.record(train_mode=False):
+        y = nd.BatchNorm(x, g, b, mm, mv, fix_gamma=True)
+    y.backward(nd.array(_OG))
+    np.testing.assert_allclose(
+        x.grad.asnumpy(), [[-1.6784732341766357, -1.898748755455017, -10.46599292755127],
+                           [-6.093873023986816, -8.611581802368164, -37.139625549316406]],
+        rtol=1e-6)
+    np.testing.assert_array_equal(g.grad.asnumpy(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(mm.asnumpy(), [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(mv.asnumpy(), [2.0, 2.0, 2.0])
+
+
+def test_train_forward_predict_backward_uses_the_moving_statistics_now():
+    # MXNet: with autograd.record(): y = nd.BatchNorm(x, g, b, mm, mv, fix_gamma=False)
+    #   y.backward(og, train_mode=False) -> gradients over mm/mv (not the batch's)
+    x, g, b, mm, mv = _bn3()
+    x.attach_grad()
+    g.attach_grad()
+    with autograd.record():
+        y = nd.BatchNorm(x, g, b, mm, mv, fix_gamma=False)
+    y.backward(nd.array(_OG), train_mode=False)
+    np.testing.assert_allclose(
+        x.grad.asnumpy(), [[1.4138602018356323, 4.241580486297607, 8.483160972595215],
+                           [4.241580486297607, 2.1207902431488037, 5.655440807342529]],
+        rtol=1e-6)
+    np.testing.assert_allclose(g.grad.asnumpy(),
+                               [7.776231288909912, 6.00890588760376, 17.319787979125977],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(mm.asnumpy(), [0.5, 0.5, 0.5])
+    # ... and the moving statistics as they are at the backward:
+    #   predict forward; mm[:] = 1.5; mv[:] = 0.5; y.backward(og, train_mode=False)
+    x, g, b, mm, mv = _bn3()
+    x.attach_grad()
+    g.attach_grad()
+    with autograd.record(train_mode=False):
+        y = nd.BatchNorm(x, g, b, mm, mv, fix_gamma=False)
+    mm[:] = 1.5
+    mv[:] = 0.5
+    y.backward(nd.array(_OG), train_mode=False)
+    np.testing.assert_allclose(
+        x.grad.asnumpy(), [[2.8256030082702637, 8.476808547973633, 16.953617095947266],
+                           [8.476808547973633, 4.238404273986816, 11.302412033081055]],
+        rtol=1e-6)
+    np.testing.assert_allclose(g.grad.asnumpy(),
+                               [9.889610290527344, 7.7704081535339355, 27.54962921142578],
+                               rtol=1e-6)

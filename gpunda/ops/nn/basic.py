@@ -897,6 +897,10 @@ def _batch_norm(xp, p, x, gamma, beta, mm, mv, opname="BatchNorm"):
     for name, v in (("gamma", gamma), ("beta", beta), ("moving_mean", mm), ("moving_var", mv)):
         _check_vec(opname, name, v, C)
     pt = check_bn_dtypes(opname, x, (gamma, beta, mm, mv))
+    if p.fix_gamma and gamma.size:
+        # MXNet's forward (CPU and MKL-DNN kernels alike) writes ones into gamma when it
+        # writes its mean output, which an imperative call always does, in any mode
+        gamma[...] = 1
     bshape = _chan_shape(x.shape, ax)
     red = tuple(i for i in range(x.ndim) if i != ax)
     training = _bn_training(p)
@@ -940,6 +944,9 @@ def _norm_grad(F, x, g, gamma_b, axes, eps):
 
 
 def _grad_batch_norm(F, p, ins, outs, og):
+    # the backward's training mode decides (the engine runs this rule in it, as MXNet's
+    # BatchNormBackward reads its own ctx.is_train): batch statistics are the forward's
+    # saved mean and 1/std (the moving ones if the forward ran in predict mode)
     x, gamma = ins[0], ins[1]
     g = og[0]
     ax = norm_axis(p.axis, x.ndim, "BatchNorm")
@@ -969,10 +976,10 @@ def _grad_batch_norm(F, p, ins, outs, og):
         axes = tuple(i for i in range(x.ndim) if i != ax)
         dx, xhat = _norm_grad(F, x, g, gamma_b, axes, p.eps)
     else:
-        # the moving stats as used by the forward (hidden outputs): the aux inputs
-        # themselves may have been updated since by another training-mode call
-        r = bc(outs[2])
-        xhat = (x - bc(outs[1])) * r
+        # a predict-mode backward (or use_global_stats): MXNet's BatchNormBackward reads
+        # the moving statistics as they are now, whatever mode the forward ran in
+        r = bc(F.rsqrt(ins[4] + p.eps))
+        xhat = (x - bc(ins[3])) * r
         dx = g * r if gamma_b is None else g * (gamma_b * r)
     dgamma = F.zeros_like(gamma) if p.fix_gamma else F._nn_axis_sum(g * xhat, axis=ax)
     return [dx, dgamma, F._nn_axis_sum(g, axis=ax), None, None]
