@@ -131,8 +131,11 @@ class Interp:
         if np_mode:
             self.mx.npx.set_np()
         try:
-            for i, st in enumerate(self.prog["steps"]):
-                self.do(st, i)
+            # fresh name counters per program (dense0_weight, ...), so a program's names do
+            # not depend on what ran before it in the process, on either side
+            with self.mx.name.NameManager():
+                for i, st in enumerate(self.prog["steps"]):
+                    self.do(st, i)
         finally:
             if np_mode:
                 self.mx.npx.reset_np()
