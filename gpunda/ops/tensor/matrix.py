@@ -736,6 +736,9 @@ _reg("tile", _tile, params=[Param("reps", "shape", doc="repetitions per axis")],
 def _repeat(xp, p, x):
     if p.repeats < 0:
         raise _err("repeat", f"repeats={p.repeats} must be non-negative")
+    if p.repeats == 0:
+        # MXNet's RepeatOpShape: zero repeats give an empty 1-D array, whatever the axis
+        return xp.zeros((0,), x.dtype)
     if p.axis is None:
         return xp.repeat(x.reshape(-1), p.repeats)
     ax = _axis_in("repeat", p.axis, x.ndim)
@@ -744,6 +747,8 @@ def _repeat(xp, p, x):
 
 def _g_repeat(F, p, i, o, g):
     x, gy, r = i[0], g[0], p.repeats
+    if r == 0:
+        return [F.zeros_like(x)]
     if p.axis is None:
         n = _prod(x.shape)
         split, kept = (n, r), (n, 1)
