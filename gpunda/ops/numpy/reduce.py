@@ -168,6 +168,9 @@ def _moment(name, fn):
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
         src = x if x.dtype.kind == "f" else x.astype(_F32)
+        if src.dtype.kind == "f" and np.dtype(dt).kind == "f" and \
+                np.dtype(dt).itemsize > src.dtype.itemsize:
+            src = src.astype(dt)     # a wider dtype= is the accumulation type, as in MXNet
         return _out(xp, getattr(xp, fn)(src, axis=axes, ddof=p.ddof, keepdims=p.keepdims), dt)
 
     def grad(F, p, i, o, g):
