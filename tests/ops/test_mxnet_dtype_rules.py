@@ -131,3 +131,20 @@ def test_repeat_zero_is_empty_1d():
     # nd.repeat(nd.array([[1,2],[3,4]]), repeats=0, axis=1).shape -> (0,)
     assert nd.repeat(nd.array([[1, 2], [3, 4]]), repeats=0, axis=1).shape == (0,)
     assert nd.repeat(nd.array([[1, 2], [3, 4]]), repeats=0).shape == (0,)
+
+
+def test_adamw_rescales_grad_in_place():
+    # MXNet: nd._internal._adamw_update(w, g, m, v, nd.array([2.0]), lr=0.1, eta=0.5)
+    # leaves g = [0.2, -0.8, 0.6] and m = [0.11, 0.01, 0.15]
+    w, g = nd.array([0.5, 0.2, -0.3]), nd.array([0.1, -0.4, 0.3])
+    m, v = nd.array([0.1, 0.1, 0.1]), nd.array([0.2, 0.2, 0.2])
+    y = nd._internal._adamw_update(w, g, m, v, nd.array([2.0]), lr=0.1, eta=0.5)
+    np.testing.assert_allclose(g.asnumpy(), [0.2, -0.8, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(m.asnumpy(), [0.11, 0.01, 0.15], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(y.asnumpy(), [0.48769671, 0.19888321, -0.31676382], rtol=1e-6)
+
+
+def test_clip_with_a_min_above_a_max():
+    # nd.clip(nd.array([0, 1, 2, 3], dtype='int32'), a_min=2.0, a_max=1.0) -> [2, 2, 1, 1]
+    y = nd.clip(nd.array([0, 1, 2, 3], dtype="int32"), a_min=2.0, a_max=1.0)
+    assert y.asnumpy().tolist() == [2, 2, 1, 1]

@@ -127,7 +127,9 @@ def _adamw(xp, p, w, g, mean, var, rescale):
     scale = _rescale_of(rescale, "_adamw_update")
     if scale is None:
         return w.copy()
-    return _adamw_step(xp, p, p.lr, p.wd, p.eta, w, g, mean, var, scale, False).astype(
+    # MXNet's AdamWUpdate rescales (and clips) the grad input in place before the step
+    g[...] = _clip(xp, g.dtype.type(scale) * g, p.clip_gradient)
+    return _adamw_step(xp, p, p.lr, p.wd, p.eta, w, g, mean, var, 1.0, False).astype(
         w.dtype, copy=False)
 
 
@@ -147,8 +149,9 @@ _ADAMW = [Param("lr", "float", doc="learning rate"), Param("beta1", "float", 0.9
           Param("clip_gradient", "float", -1.0)]
 register(OpDef("_adamw_update", _adamw,
                inputs=("weight", "grad", "mean", "var", "rescale_grad"), params=_ADAMW,
-               nondiff=True, save=(), mutates=(2, 3), family="optim",
-               doc="AdamW step; rescale_grad is a 1-element array (NaN/Inf/0 skips)."))
+               nondiff=True, save=(), mutates=(1, 2, 3), family="optim",
+               doc="AdamW step; rescale_grad is a 1-element array (NaN/Inf/0 skips). "
+                   "Like MXNet it writes the rescaled, clipped gradient back into grad."))
 register(OpDef("_mp_adamw_update", _mp_adamw,
                inputs=("weight", "grad", "mean", "var", "weight32", "rescale_grad"),
                params=_ADAMW, nondiff=True, save=(), mutates=(2, 3, 4), family="optim",
