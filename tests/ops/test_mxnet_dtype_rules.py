@@ -148,3 +148,10 @@ def test_clip_with_a_min_above_a_max():
     # nd.clip(nd.array([0, 1, 2, 3], dtype='int32'), a_min=2.0, a_max=1.0) -> [2, 2, 1, 1]
     y = nd.clip(nd.array([0, 1, 2, 3], dtype="int32"), a_min=2.0, a_max=1.0)
     assert y.asnumpy().tolist() == [2, 2, 1, 1]
+
+
+@pytest.mark.parametrize("op", ["abs", "negative", "exp", "sqrt", "relu", "round", "gamma"])
+def test_unary_ops_refuse_bool(op):
+    # MXNet 1.9.1: every legacy unary op on nd.array([1, 0]).astype('bool') raises MXNetError
+    with pytest.raises(mx.GpundaError, match=op):
+        getattr(nd, op)(nd.array([1, 0]).astype("bool"))

@@ -23,14 +23,21 @@ _SQRT_PI = math.sqrt(math.pi)
 # unary
 
 
-def _int_math(f):
+def _int_math(name, f, via_float=True):
     """MXNet's legacy unary math keeps an integer input's dtype: its kernel computes in
     double for integer types (``nd.exp(int32 20)`` is 485165195, float32 would give
     485165216) and casts the result back with C truncation (``nd.exp(int8 [1, 2, 3])``
     is [2, 7, 20]; NaN/inf give INT_MIN, see c_cast_float). NumPy would promote instead
     (float16 for int8)."""
     def compute(xp, p, x):
-        if x.dtype.kind in "iu":
+        k = x.dtype.kind
+        if k == "f":
+            return f(xp, p, x)
+        if k == "b":
+            # MXNet's unary kernels are instantiated for numeric types only
+            raise GpundaError(f"Operator {name}: bool input is not supported (MXNet's "
+                              f"kernel has no bool type); cast it first")
+        if k in "iu" and via_float:
             return c_cast_float(xp, f(xp, p, x.astype(np.float64)), x.dtype)
         return f(xp, p, x)
     return compute
@@ -42,8 +49,7 @@ _INT_EXACT = {"abs", "sign", "negative", "square", "relu"}
 
 def _unary(name, f, grad=None, *, aliases=(), save=("inputs", "outputs"), nondiff=False,
            doc="", ufunc=None, capture="ok"):
-    if name not in _INT_EXACT:
-        f = _int_math(f)
+    f = _int_math(name, f, via_float=name not in _INT_EXACT)
     return register(OpDef(
         name, f, gradient=grad, aliases=aliases, save=save,
         nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc, capture=capture))
