@@ -69,6 +69,11 @@ def _mp_phase1(xp, p, w, g, mean, var, w32):
 def _phase2(xp, p, w, g, r1, r2, w32=None):
     name = "mp_lamb_update_phase2" if w32 is not None else "lamb_update_phase2"
     check_same_shapes(name, ("weight", "g"), (w, g))
+    for rn, r in (("r1", r1), ("r2", r2)):
+        # MXNet's LambUpdatePhaseTwoShape: the norms' first dim must be 1
+        if r.ndim < 1 or r.shape[0] != 1:
+            raise GpundaError(f"Operator {name}: {rn} shape incorrect: its first dimension "
+                              f"must be 1, got shape {tuple(r.shape)}")
     lr = _trust_lr(p.lr, _scalar(r1, name, "r1"), _scalar(r2, name, "r2"),
                    p.lower_bound, p.upper_bound)
     base = w if w32 is None else w32
