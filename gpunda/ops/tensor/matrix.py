@@ -322,8 +322,10 @@ def _flip_axes(op, axis, ndim):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     norm = []
     for a in axes:
-        if not -ndim <= a < ndim:
-            raise _err(op, f"axis={axis} is out of range for an array with {ndim} dimension(s)")
+        # MXNet's reverse takes axes in [0, ndim) only (a negative one is refused)
+        if not 0 <= a < ndim:
+            raise _err(op, f"axis={axis} is out of range [0, {ndim}) for an array with "
+                           f"{ndim} dimension(s)")
         if a % ndim in norm:
             raise _err(op, f"axis={axis} holds axis {a % ndim} twice")
         norm.append(a % ndim)
