@@ -133,6 +133,9 @@ def polyval(p, x):
     if not is_tensor(p) and not is_tensor(x):
         return _onp.polyval(p, x)
     p, x = tensors([p, x])
+    if isinstance(getattr(p, "shape", None), tuple) and len(p.shape) != 1:
+        # MXNet's shape check is typed "ValueError:" (a plain ValueError in Python)
+        raise ValueError(f"polyval: p has to be an 1-D array, got shape {p.shape}")
     return invoke("_npi_polyval", [p, x])
 
 
