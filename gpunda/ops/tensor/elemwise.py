@@ -49,10 +49,14 @@ _INT_EXACT = {"abs", "sign", "negative", "square", "relu"}
 
 def _unary(name, f, grad=None, *, aliases=(), save=("inputs", "outputs"), nondiff=False,
            doc="", ufunc=None, capture="ok"):
-    f = _int_math(name, f, via_float=name not in _INT_EXACT)
-    return register(OpDef(
-        name, f, gradient=grad, aliases=aliases, save=save,
-        nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc, capture=capture))
+    op = register(OpDef(
+        name, _int_math(name, f, via_float=name not in _INT_EXACT), gradient=grad,
+        aliases=aliases, save=save, nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc,
+        capture=capture))
+    # gradient rules (ops/raw.py) call F.log etc. on integer/bool inputs of mixed-dtype
+    # numpy ops and need NumPy's float promotion, not the legacy dtype rule above
+    op.raw_compute = f
+    return op
 
 
 def _zero_grad(F, p, ins, outs, og):
