@@ -56,6 +56,22 @@ RULES = [
      "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},
      "reason": "MXNet's CPU wheel quantizes with MKL-DNN (round to nearest, -128, uint8 from "
                "zero); gpunda follows MXNet's reference kernels (+0.5 and truncate)"},
+    {"tag": "mkldnn-cast", "status": DELIBERATE, "what": {"value"},
+     "ops": {"_contrib_dequantize", "amp_cast"},
+     "reason": "MXNet's CPU wheel runs these through MKL-DNN: dequantize scales by 127.5 / "
+               "255.5 and amp_cast to an integer type rounds to nearest and saturates; gpunda "
+               "follows MXNet's reference (GPU) kernels: / 127 (int8), min + x * range / 255 "
+               "(uint8) and a truncating cast"},
+    {"tag": "mxnet-bug-uninitialised", "status": DELIBERATE, "what": {"value"},
+     "ops": {"_image_flip_left_right", "all_finite"},
+     "reason": "MXNet bugs that return uninitialised memory: image.flip_left_right of float64 "
+               "reads the wrong element type (garbage values), all_finite(init_output=False) "
+               "never writes its output; gpunda computes the flip and writes the flag"},
+    {"tag": "mxnet-bug-pad-constant", "status": DELIBERATE, "what": {"value"},
+     "ops": {"_npi_pad"}, "steps": "constant_values",
+     "reason": "MXNet's np.pad drops constant_values in mode='constant' (its Python front end "
+               "discards the padded result and pads with 0); gpunda pads with the value as "
+               "NumPy does"},
     {"tag": "decomposition-sign", "status": DELIBERATE, "what": {"value"},
      "ops": {"_npi_svd", "_npi_eig", "_npi_eigh", "_linalg_syevd", "_linalg_gelqf",
              "_npi_qr"},

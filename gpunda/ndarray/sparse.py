@@ -407,7 +407,8 @@ def _compute(op, p, stypes, raws, ctx):
     xp = backend.xp
     kern = find_kernel(op, stypes)
     if kern is not None:
-        res = kern(xp, backend.sp, p, *raws)
+        res = (kern(xp, backend.sp, p, *raws, ctx=ctx) if getattr(kern, "wants_ctx", False)
+               else kern(xp, backend.sp, p, *raws))
         if res is not NotImplemented:
             return res
     _log_fallback(op, stypes, p, ctx)

@@ -62,14 +62,15 @@ def min(a, axis=None, out=None, keepdims=False):  # noqa: A001
 amax, amin = max, min
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
+# MXNet 1.9.1's np.argmax/argmin take no keepdims (passing one is a TypeError there)
+def argmax(a, axis=None, out=None):
     """Index of the maximum (int64); over the flattened array when ``axis`` is None."""
-    return invoke("_npi_argmax", [to_tensor(a)], out=out, axis=axis, keepdims=keepdims)
+    return invoke("_npi_argmax", [to_tensor(a)], out=out, axis=axis, keepdims=False)
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
+def argmin(a, axis=None, out=None):
     """Index of the minimum (int64)."""
-    return invoke("_npi_argmin", [to_tensor(a)], out=out, axis=axis, keepdims=keepdims)
+    return invoke("_npi_argmin", [to_tensor(a)], out=out, axis=axis, keepdims=False)
 
 
 def all(a, axis=None, out=None, keepdims=False):  # noqa: A001

@@ -133,6 +133,9 @@ def polyval(p, x):
     if not is_tensor(p) and not is_tensor(x):
         return _onp.polyval(p, x)
     p, x = tensors([p, x])
+    if isinstance(getattr(p, "shape", None), tuple) and len(p.shape) != 1:
+        # MXNet's shape check is typed "ValueError:" (a plain ValueError in Python)
+        raise ValueError(f"polyval: p has to be an 1-D array, got shape {p.shape}")
     return invoke("_npi_polyval", [p, x])
 
 
@@ -164,6 +167,11 @@ def unravel_index(indices, shape, order="C"):
 
 def diag_indices_from(arr):
     """Indices of the main diagonal of an n-d array with equal dimensions."""
+    shape = getattr(arr, "shape", None)
+    if isinstance(shape, tuple) and (len(shape) < 2 or len(set(shape)) != 1):
+        # MXNet's shape check is typed "ValueError:" and surfaces as a plain ValueError
+        raise ValueError(f"diag_indices_from: the input must be at least 2-d with all "
+                         f"dimensions equal, got shape {shape}")
     r = invoke("_npi_diag_indices_from", [to_tensor(arr)])
     if not isinstance(r, NDArray):    # a Symbol: one (ndim, n) array
         return r

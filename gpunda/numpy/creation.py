@@ -12,6 +12,7 @@ import numbers
 
 import numpy as _onp
 
+from gpunda.base import GpundaValueError
 from gpunda.context import Context, current_context
 from gpunda.ndarray import ndarray as _nd_mod
 from gpunda.ndarray.ndarray import NDArray
@@ -36,7 +37,8 @@ def _shape(shape, where):
     except TypeError:
         raise TypeError(f"{where}: shape {shape!r} must be an int or a tuple of ints") from None
     if any(d < 0 for d in shape):
-        raise ValueError(f"{where}: negative dimensions are not allowed, got {shape}")
+        # MXNet: "inferring shapes failed", an MXNetError (GpundaValueError is also a ValueError)
+        raise GpundaValueError(f"{where}: negative dimensions are not allowed, got {shape}")
     return shape
 
 

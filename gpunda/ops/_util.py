@@ -49,6 +49,20 @@ def wrapped_int(dtype, s):
     return dtype.type(v)
 
 
+def c_cast_float(xp, y, dtype):
+    """Float array ``y`` cast to integer ``dtype`` as MXNet's CPU kernels cast it (x86
+    truncation): NaN, infinities and values beyond the 32-bit (64-bit for int64/uint64)
+    range become the "integer indefinite" INT_MIN, and narrower types keep the low bits of
+    that 32-bit result (``int8(exp(10.))`` is 22026 mod 256 = 10). Done through explicit
+    steps so CuPy (whose GPU casts saturate) gives the same bits as NumPy."""
+    dtype = np.dtype(dtype)
+    wide = np.int64 if dtype.itemsize == 8 else np.int32
+    info = np.iinfo(wide)
+    ok = xp.isfinite(y) & (y >= info.min) & (y < -float(info.min))
+    safe = xp.where(ok, y, 0).astype(wide)
+    return xp.where(ok, safe, wide(info.min)).astype(dtype)
+
+
 def wrapped_array(source, dtype):
     """``np.array(source, dtype)`` for a Python sequence whose integers may not fit ``dtype``:
     wrapped as NumPy 1.x (and MXNet on it) stored them, where NumPy 2 raises OverflowError."""

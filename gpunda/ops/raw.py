@@ -19,7 +19,8 @@ class RawF:
             raise AttributeError(name)
         op = get_op(name)
         xp, ctx = self._xp, self._ctx
-        compute = op.compute
+        # an op may keep a NumPy-promoting compute for gradient rules (legacy unary math)
+        compute = getattr(op, "raw_compute", None) or op.compute
         nvis = op.fixed_nvis
         kw_ctx = {"ctx": ctx} if op.wants_ctx else {}
 

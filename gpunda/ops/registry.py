@@ -206,7 +206,12 @@ class Param:
                     return _as_tuple(value, where)
                 return _as_int(value, where)
             if k == "dtype":
-                return parse_dtype(value, where)
+                d = parse_dtype(value, where)
+                # choices: the dtypes MXNet's parameter enum lists (parsed once per call
+                # signature; the op caches its parsed params)
+                if self.choices is not None and d is not None and d.name not in self.choices:
+                    raise ValueError(f"is not one of {list(self.choices)}")
+                return d
             if k == "dtype_bf16":       # a dtype, or MXNet's bfloat16 (amp_cast)
                 if (value.strip() == "bfloat16" if isinstance(value, str)
                         else isinstance(value, np.dtype) and value == BFLOAT16):

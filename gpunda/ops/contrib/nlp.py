@@ -171,6 +171,10 @@ _reg_att("_contrib_interleaved_matmul_encdec_valatt", _encdec_valatt,
 def _div_sqrt_dim(xp, p, x):
     if x.ndim == 0:
         raise GpundaError("Operator _contrib_div_sqrt_dim: data must have at least one axis")
+    if x.dtype.kind in "iu":
+        # MXNet divides by DType(sqrt(d)): an integer divisor, truncating integer division
+        return x // max(int(math.sqrt(x.shape[-1])), 1) if (x >= 0).all() else (
+            xp.trunc(x / int(math.sqrt(x.shape[-1]))).astype(x.dtype))
     return x / xp.asarray(math.sqrt(x.shape[-1]), x.dtype)
 
 

@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import special, sum_to_shape, wrapped_int
+from gpunda.ops._util import special, sum_to_shape, wrapped_int, c_cast_float
 
 _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")
@@ -293,6 +293,11 @@ for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift
 
 
 def _ldexp(xp, p, a, b):
+    if a.dtype == b.dtype and a.dtype.kind in "iu":
+        # MXNet keeps equal integer dtypes (np.ldexp(int8, int8) is int8), computing in
+        # floating point and casting back as C does
+        return c_cast_float(xp, a.astype(np.float64) * xp.power(2.0, b.astype(np.float64)),
+                            a.dtype)
     dt = a.dtype if a.dtype.kind == "f" else _F32
     return _arr(xp, a.astype(dt) * xp.power(2.0, b.astype(dt)), dt)
 

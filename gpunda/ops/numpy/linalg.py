@@ -17,7 +17,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops.numpy.elemwise import np_result_type
-from gpunda.ops._util import sum_to_shape
+from gpunda.ops._util import sum_to_shape, c_cast_float
 
 _LETTERS = string.ascii_letters
 
@@ -356,7 +356,8 @@ def _host_linalg(fn, real=True):
         for x in rs:
             if real and np.iscomplexobj(x):
                 x = x.real
-            out.append(xp.asarray(x.astype(a.dtype)))
+            # float64 for integer input (MXNet's eig/eigvals type inference)
+            out.append(xp.asarray(x.astype(a.dtype if a.dtype.kind == "f" else np.float64)))
         return tuple(out) if isinstance(r, tuple) else out[0]
     return compute
 
@@ -392,6 +393,9 @@ def _norm(xp, p, x):
     else:
         r = xp.linalg.norm(src, ord=o, axis=ax if ax is None or len(ax) > 1 else ax[0],
                            keepdims=p.keepdims)
+    if x.dtype.kind in "iu":
+        # MXNet's norm keeps an integer input's dtype (it warns), truncating the result
+        return c_cast_float(xp, xp.asarray(r).astype(np.float64), x.dtype)
     return xp.asarray(r).astype(src.dtype)
 
 

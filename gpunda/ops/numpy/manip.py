@@ -348,7 +348,13 @@ def _trace_grad(F, p, i, o, g):
     return [F._npi_index_grad(gd, a, op="_np_diagonal", p=p, nout=1, nres=1)]
 
 
-register(OpDef("_np_trace", lambda xp, p, a: xp.asarray(xp.trace(a, p.offset, p.axis1, p.axis2)),
+def _trace(xp, p, a):
+    # MXNet sums in the input dtype (uint8 wraps; NumPy would widen to uint64)
+    dt = a.dtype if a.dtype.kind in "iu" else None
+    return xp.asarray(xp.trace(a, p.offset, p.axis1, p.axis2, dtype=dt))
+
+
+register(OpDef("_np_trace", _trace,
                params=[Param("offset", "int", 0), Param("axis1", "int", 0),
                        Param("axis2", "int", 1)],
                inputs=("data",), gradient=_trace_grad, save=("inputs",), family="np_manip",

@@ -54,7 +54,11 @@ def expand_back(F, g, shape, axes, dtype=None):
 
 _AX = Param("axis", "axis", None)
 _KEEP = Param("keepdims", "bool", False)
-_DT = Param("dtype", "dtype", None)
+# MXNet's NumpyReduceAxesParam and NumpyMomentsParam/CumsumParam dtype enums (no unsigned)
+_DT = Param("dtype", "dtype", None, choices=("float16", "float32", "float64", "int8", "int32",
+                                             "int64", "bool"))
+_DT_MOMENTS = Param("dtype", "dtype", None, choices=("float16", "float32", "float64", "int8",
+                                                     "int32", "int64"))
 
 
 def _out(xp, r, dt):
@@ -168,6 +172,9 @@ def _moment(name, fn):
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
         src = x if x.dtype.kind == "f" else x.astype(_F32)
+        if src.dtype.kind == "f" and np.dtype(dt).kind == "f" and \
+                np.dtype(dt).itemsize > src.dtype.itemsize:
+            src = src.astype(dt)     # a wider dtype= is the accumulation type, as in MXNet
         return _out(xp, getattr(xp, fn)(src, axis=axes, ddof=p.ddof, keepdims=p.keepdims), dt)
 
     def grad(F, p, i, o, g):
@@ -180,7 +187,7 @@ def _moment(name, fn):
             d = d / expand_back(F, o[0], x.shape, axes)
         return [_cast(F, expand_back(F, g[0], x.shape, axes) * d, x)]
     register(OpDef(name, compute, inputs=("a",),
-                   params=[_AX, _DT, Param("ddof", "int", 0), _KEEP], gradient=grad,
+                   params=[_AX, _DT_MOMENTS, Param("ddof", "int", 0), _KEEP], gradient=grad,
                    save=("inputs", "outputs"), family="np_reduce", hidden=True,
                    doc=f"NumPy's {fn} with ``ddof``."))
 
@@ -234,6 +241,7 @@ def _g_cumsum(F, p, i, o, g):
 
 
 register(OpDef("_np_cumsum", _cumsum, inputs=("a",),
-               params=[Param("axis", "int", None), _DT], gradient=_g_cumsum, save=("inputs",),
+               params=[Param("axis", "int", None), _DT_MOMENTS], gradient=_g_cumsum,
+               save=("inputs",),
                family="np_reduce", hidden=True,
                doc="Cumulative sum along ``axis`` (None: over the flattened array)."))

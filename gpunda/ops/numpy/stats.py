@@ -86,9 +86,34 @@ register(OpDef("_npi_diff", _diff, inputs=("a",),
                doc="n-th discrete difference along ``axis``."))
 
 
+# MXNet's window kernels (src/operator/numpy/np_window_op.h): coefficients and the cosine
+# argument are cast to the output DType first, so an integer window is all zeros and
+# float32 is computed in float32 (hanning(4) is [0, 0.75, 0.74999994, 0])
+_WINDOWS = {"hanning": ((0.5, 0.5, 0.0), 2), "hamming": ((0.54, 0.46, 0.0), 2),
+            "blackman": ((0.42, 0.5, 0.08), 2)}
+
+
+def _window_values(fn, m, dtype):
+    dt = np.dtype(dtype)
+    if m == 1:
+        return np.ones(1, dt)
+    if m < 1:
+        return np.zeros(0, dt)
+    if dt.kind != "f":
+        # DType(0.5) etc. truncate to 0 (bool: true, true, true as in C)
+        return np.asarray(getattr(np, fn)(m)).astype(dt) if dt.kind == "b" else np.zeros(m, dt)
+    (a, b, c), _ = _WINDOWS[fn]
+    i = np.arange(m, dtype=np.float64)
+    t1 = (2 * np.pi * i / (m - 1)).astype(dt)
+    t2 = (4 * np.pi * i / (m - 1)).astype(dt)
+    # math::cos runs in float32 even for float64 here (hamming(5, float64)[1] is 0.54000002)
+    c1, c2 = (np.cos(t.astype(np.float32)).astype(dt) for t in (t1, t2))
+    return (dt.type(a) - dt.type(b) * c1 + dt.type(c) * c2).astype(dt)
+
+
 def _window(fn):
     def compute(xp, p, ctx):
-        return xp.asarray(getattr(xp, fn)(p.M)).astype(p.dtype)
+        return xp.asarray(_window_values(fn, p.M, p.dtype))
     register(OpDef(f"_npi_{fn}", compute, inputs=(), wants_ctx=True, nondiff=True,
                    params=[Param("M", "int"), Param("ctx", "any", None),
                            Param("dtype", "dtype", np.dtype("float32"))],

@@ -69,6 +69,11 @@ def _mp_phase1(xp, p, w, g, mean, var, w32):
 def _phase2(xp, p, w, g, r1, r2, w32=None):
     name = "mp_lamb_update_phase2" if w32 is not None else "lamb_update_phase2"
     check_same_shapes(name, ("weight", "g"), (w, g))
+    for rn, r in (("r1", r1), ("r2", r2)):
+        # MXNet's LambUpdatePhaseTwoShape: the norms' first dim must be 1
+        if r.ndim < 1 or r.shape[0] != 1:
+            raise GpundaError(f"Operator {name}: {rn} shape incorrect: its first dimension "
+                              f"must be 1, got shape {tuple(r.shape)}")
     lr = _trust_lr(p.lr, _scalar(r1, name, "r1"), _scalar(r2, name, "r2"),
                    p.lower_bound, p.upper_bound)
     base = w if w32 is None else w32
@@ -127,7 +132,9 @@ def _adamw(xp, p, w, g, mean, var, rescale):
     scale = _rescale_of(rescale, "_adamw_update")
     if scale is None:
         return w.copy()
-    return _adamw_step(xp, p, p.lr, p.wd, p.eta, w, g, mean, var, scale, False).astype(
+    # MXNet's AdamWUpdate rescales (and clips) the grad input in place before the step
+    g[...] = _clip(xp, g.dtype.type(scale) * g, p.clip_gradient)
+    return _adamw_step(xp, p, p.lr, p.wd, p.eta, w, g, mean, var, 1.0, False).astype(
         w.dtype, copy=False)
 
 
@@ -147,8 +154,9 @@ _ADAMW = [Param("lr", "float", doc="learning rate"), Param("beta1", "float", 0.9
           Param("clip_gradient", "float", -1.0)]
 register(OpDef("_adamw_update", _adamw,
                inputs=("weight", "grad", "mean", "var", "rescale_grad"), params=_ADAMW,
-               nondiff=True, save=(), mutates=(2, 3), family="optim",
-               doc="AdamW step; rescale_grad is a 1-element array (NaN/Inf/0 skips)."))
+               nondiff=True, save=(), mutates=(1, 2, 3), family="optim",
+               doc="AdamW step; rescale_grad is a 1-element array (NaN/Inf/0 skips). "
+                   "Like MXNet it writes the rescaled, clipped gradient back into grad."))
 register(OpDef("_mp_adamw_update", _mp_adamw,
                inputs=("weight", "grad", "mean", "var", "weight32", "rescale_grad"),
                params=_ADAMW, nondiff=True, save=(), mutates=(2, 3, 4), family="optim",

@@ -101,7 +101,9 @@ def _rmspropalex(xp, p, w, g, n, gs, delta):
 
 
 def _signsgd(xp, p, w, g):
-    return ((1 - p.lr * p.wd) * w - p.lr * xp.sign(_rescaled(xp, p, g, w.dtype))).astype(
+    # MXNet's SignSGDKernel takes the sign of the raw gradient: rescale_grad and
+    # clip_gradient have no effect (a negative rescale_grad does not flip the step)
+    return ((1 - p.lr * p.wd) * w - p.lr * xp.sign(g).astype(w.dtype, copy=False)).astype(
         w.dtype, copy=False)
 
 

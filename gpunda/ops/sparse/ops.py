@@ -937,7 +937,31 @@ _ZERO_PRESERVING = (
     "abs", "sign", "negative", "square", "sqrt", "cbrt", "relu", "sin", "tan", "arcsin",
     "arctan", "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "degrees", "radians",
     "floor", "ceil", "rint", "trunc", "round", "fix", "_copy",
-    "_mul_scalar", "_div_scalar", "BlockGrad", "make_loss")
+    "_mul_scalar", "_div_scalar", "BlockGrad", "make_loss",
+    "_contrib_round_ste", "_contrib_sign_ste")
+
+# MXNet's _random_<dist>_like ops give a row_sparse input a row_sparse result with every
+# row stored (csr falls back to dense, as in MXNet)
+_RANDOM_LIKE = ("uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial",
+                "generalized_negative_binomial")
+
+
+def _quadratic_kernel(op):
+    vw = _valuewise(op)
+
+    def kernel(xp, sp, p, x):
+        return vw(xp, sp, p, x) if p.c == 0 else NotImplemented
+    return kernel
+
+
+def _random_like_kernel(op):
+    def kernel(xp, sp, p, x, ctx=None):
+        if not isinstance(x, RSPData):
+            return NotImplemented
+        vals = op.compute(xp, p, xp.zeros(x.shape, x.dtype), ctx)
+        return RSPData(_i64(xp, xp.arange(x.shape[0])), vals, x.shape)
+    kernel.wants_ctx = True
+    return kernel
 
 
 def _same_stype_grad(sign):
@@ -961,6 +985,10 @@ def _plan():
     for n in ("equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
         plan.append((f"_{n}_scalar", "*", lambda op: _scalar_kernel(op, False)))
     plan.append(("zeros_like", "*", lambda op: _zeros_like_kernel))
+    # MXNet's QuadraticOpStorageType: csr stays csr when c == 0 (0 maps to 0)
+    plan.append(("_contrib_quadratic", ("csr",), _quadratic_kernel))
+    for n in _RANDOM_LIKE:
+        plan.append((f"_random_{n}_like", ("row_sparse",), _random_like_kernel))
     # MXNet's _scatter_* ops: a sparse lhs keeps its storage, only stored values computed
     for n in ("_scatter_plus_scalar", "_scatter_minus_scalar"):
         plan.append((n, "*", _valuewise))

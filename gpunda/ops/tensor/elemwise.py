@@ -13,7 +13,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, parse_dtype
 from gpunda.ops._util import (special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype,
-                              wrapped_int)
+                              wrapped_int, c_cast_float)
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -23,11 +23,40 @@ _SQRT_PI = math.sqrt(math.pi)
 # unary
 
 
+def _int_math(name, f, via_float=True):
+    """MXNet's legacy unary math keeps an integer input's dtype: its kernel computes in
+    double for integer types (``nd.exp(int32 20)`` is 485165195, float32 would give
+    485165216) and casts the result back with C truncation (``nd.exp(int8 [1, 2, 3])``
+    is [2, 7, 20]; NaN/inf give INT_MIN, see c_cast_float). NumPy would promote instead
+    (float16 for int8)."""
+    def compute(xp, p, x):
+        k = x.dtype.kind
+        if k == "f":
+            return f(xp, p, x)
+        if k == "b":
+            # MXNet's unary kernels are instantiated for numeric types only
+            raise GpundaError(f"Operator {name}: bool input is not supported (MXNet's "
+                              f"kernel has no bool type); cast it first")
+        if k in "iu" and via_float:
+            return c_cast_float(xp, f(xp, p, x.astype(np.float64)), x.dtype)
+        return f(xp, p, x)
+    return compute
+
+
+# ops whose result on an integer input is the input itself (no float round trip needed)
+_INT_EXACT = {"abs", "sign", "negative", "square", "relu"}
+
+
 def _unary(name, f, grad=None, *, aliases=(), save=("inputs", "outputs"), nondiff=False,
            doc="", ufunc=None, capture="ok"):
-    return register(OpDef(
-        name, f, gradient=grad, aliases=aliases, save=save,
-        nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc, capture=capture))
+    op = register(OpDef(
+        name, _int_math(name, f, via_float=name not in _INT_EXACT), gradient=grad,
+        aliases=aliases, save=save, nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc,
+        capture=capture))
+    # gradient rules (ops/raw.py) call F.log etc. on integer/bool inputs of mixed-dtype
+    # numpy ops and need NumPy's float promotion, not the legacy dtype rule above
+    op.raw_compute = f
+    return op
 
 
 def _zero_grad(F, p, ins, outs, og):
@@ -167,12 +196,12 @@ register(OpDef("_copy", lambda xp, p, x: x.copy(), aliases=("identity",),
                gradient=lambda F, p, i, o, g: [g[0]], save=(), doc="A copy of the input."))
 
 
-def _clip_check(p):
-    if p.a_min > p.a_max:
-        raise GpundaError(f"Operator clip: a_min={p.a_min} must be <= a_max={p.a_max}")
-
-
 def _clip(xp, p, x):
+    if x.dtype.kind not in "iu" and p.a_min > p.a_max:
+        # MXNet accepts a_min > a_max: its kernel tests x > a_max first, then x < a_min
+        # (clip([0.5, 1.5], a_min=2, a_max=1) is [2, 1]); xp.clip would give a_max
+        lo, hi = scalar_for(x, p.a_min), scalar_for(x, p.a_max)
+        return xp.where(x > hi, hi, xp.where(x < lo, lo, x)).astype(x.dtype, copy=False)
     if x.dtype.kind not in "iu":
         return xp.clip(x, scalar_for(x, p.a_min), scalar_for(x, p.a_max))
     # MXNet compares an integer element with the float bounds and writes the bound cast to
@@ -184,7 +213,7 @@ def _clip(xp, p, x):
 
 register(OpDef(
     "clip", _clip,
-    params=[Param("a_min", "float"), Param("a_max", "float")], check=_clip_check,
+    params=[Param("a_min", "float"), Param("a_max", "float")],
     gradient=lambda F, p, i, o, g: [g[0] * F._greater_equal_scalar(i[0], scalar=p.a_min)
                                     * F._lesser_equal_scalar(i[0], scalar=p.a_max)],
     save=("inputs",), doc="Clip values into [a_min, a_max].", family="elemwise"))
@@ -399,8 +428,24 @@ _SCALAR = [Param("scalar", "float", 1.0, "the scalar operand"),
            Param("is_int", "bool", True, "accepted for MXNet compatibility")]
 
 
+def _scalar_operand(xp, p, x):
+    """The input as MXNet's scalar kernels see it (NumpyBinaryScalarType in
+    src/operator/tensor/elemwise_binary_scalar_op.h): an integer input with a float
+    scalar (``is_int=False``) is computed, and returned, in float64; a bool input in int64
+    (float64 when ``is_int=False``). The scalar is then cast to that dtype (truncated for
+    integers: ``nd.array([1, 2], dtype='int8') + 0.5`` is int8 [1, 2])."""
+    k = x.dtype.kind
+    if k == "b":
+        return x.astype(np.int64 if p.is_int else np.float64)
+    if k in "iu" and not p.is_int:
+        return x.astype(np.float64)
+    return x
+
+
 def _sc(name, f, grad, *, save=("inputs",), nondiff=False, doc="", aliases=()):
     def compute(xp, p, x):
+        if x.dtype.kind in "biu":
+            x = _scalar_operand(xp, p, x)
         return f(xp, x, scalar_for(x, p.scalar))
     return register(OpDef(name, compute, params=_SCALAR, gradient=grad, save=save,
                           nondiff=nondiff, doc=doc, family="elemwise", aliases=aliases))

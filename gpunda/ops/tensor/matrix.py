@@ -322,8 +322,10 @@ def _flip_axes(op, axis, ndim):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     norm = []
     for a in axes:
-        if not -ndim <= a < ndim:
-            raise _err(op, f"axis={axis} is out of range for an array with {ndim} dimension(s)")
+        # MXNet's reverse takes axes in [0, ndim) only (a negative one is refused)
+        if not 0 <= a < ndim:
+            raise _err(op, f"axis={axis} is out of range [0, {ndim}) for an array with "
+                           f"{ndim} dimension(s)")
         if a % ndim in norm:
             raise _err(op, f"axis={axis} holds axis {a % ndim} twice")
         norm.append(a % ndim)
@@ -738,6 +740,9 @@ _reg("tile", _tile, params=[Param("reps", "shape", doc="repetitions per axis")],
 def _repeat(xp, p, x):
     if p.repeats < 0:
         raise _err("repeat", f"repeats={p.repeats} must be non-negative")
+    if p.repeats == 0:
+        # MXNet's RepeatOpShape: zero repeats give an empty 1-D array, whatever the axis
+        return xp.zeros((0,), x.dtype)
     if p.axis is None:
         return xp.repeat(x.reshape(-1), p.repeats)
     ax = _axis_in("repeat", p.axis, x.ndim)
@@ -746,6 +751,8 @@ def _repeat(xp, p, x):
 
 def _g_repeat(F, p, i, o, g):
     x, gy, r = i[0], g[0], p.repeats
+    if r == 0:
+        return [F.zeros_like(x)]
     if p.axis is None:
         n = _prod(x.shape)
         split, kept = (n, r), (n, 1)

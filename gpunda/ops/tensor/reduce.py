@@ -46,7 +46,9 @@ def _kept_shape(shape, axes):
 
 
 def _finish(xp, r, dtype):
-    if r.dtype != dtype and dtype.kind != "b":
+    # MXNet's legacy reductions keep the input dtype, bool included (nd.sum, nd.mean and
+    # nd.prod of a bool array are bool: any / any / all)
+    if r.dtype != dtype:
         r = r.astype(dtype)
     return legacy_scalar(xp, r)
 
