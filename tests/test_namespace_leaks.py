@@ -13,6 +13,9 @@ Recorded from real MXNet 1.9.1 (/work/mxref): none of the names below is in
     {'absent_module_getattr', 'resolve_dtype', 'default_float'} & set(dir(mx.np)) -> set()
     'absent_module_getattr' in dir(mx.npx), 'optional_module_getattr' in dir(mx.image) -> False
 """
+import subprocess
+import sys
+
 import pytest
 
 import gpunda as mx
@@ -78,4 +81,13 @@ def test_lazy_names_listed(path):
     assert _LISTED[path] <= set(dir(m))
     for name in _LISTED[path]:
         assert getattr(m, name) is not None
-    assert not {"cython", "misc", "space"} & set(dir(mx))
+
+
+
+def test_import_gpunda_does_not_list_unloaded_modules():
+    # in a fresh interpreter: other tests import mx.space or mx.cython, which then are
+    # attributes of the package, as they are of MXNet's after such an import
+    code = "import gpunda; print(sorted({'cython', 'misc', 'space'} & set(dir(gpunda))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "[]"

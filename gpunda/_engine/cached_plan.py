@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunda._core.deferred import Poisoned
 from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError
 from gpunda.ops.kernels import pool as _pool
@@ -104,17 +105,22 @@ class TrainPlan:
         vals = list(arrays) + [None] * (cop._nslots - cop._nin)
         owned = [False] * cop._nslots
         live = {id(_root(a)) for a in arrays}
+        poisoned = False
         for st in cop._steps:
             r = cop._call_step(st, xp, ctx, [vals[s] for s in st.ins])
             rs = [r] if st.nout == 1 else list(r)
             for s, x in zip(st.outs, rs):
+                vals[s] = x
+                if type(x) is Poisoned:     # a deferred op error: its payload is not read
+                    poisoned = True
+                    continue
                 rt = _root(x)
                 f = getattr(x, "flags", None)
                 owned[s] = (id(rt) not in live and f is not None and f.c_contiguous
                             and f.writeable)
                 live.add(id(rt))
-                vals[s] = x
-        self._compile(owned, vals)
+        if not poisoned:        # compile from a run whose values are all real arrays
+            self._compile(owned, vals)
         return vals
 
     def _compile(self, owned, vals):

@@ -78,7 +78,9 @@ def unary(imp, node, attrs, ins):
 
 @importer("Not")
 def logical_not(imp, node, attrs, ins):
-    return imp.sym.Cast(_op(imp, "logical_not", imp.get(ins[0])), dtype="bool")
+    # ONNX's Not takes bool, which MXNet's logical_not kernel refuses: through uint8
+    x = imp.sym.Cast(imp.get(ins[0]), dtype="uint8")
+    return imp.sym.Cast(_op(imp, "logical_not", x), dtype="bool")
 
 
 @importer("Clip")
