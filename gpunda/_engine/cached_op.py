@@ -28,7 +28,7 @@ import numpy as np
 
 from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
-from gpunda._engine.cached_plan import TrainPlan, step_gradient, step_update
+from gpunda._engine.cached_plan import TrainPlan, compute_step, step_gradient, step_update
 from gpunda.base import GpundaError
 from gpunda._core import hooks
 from gpunda._engine.imperative import write_outputs
@@ -1028,7 +1028,7 @@ class _StaticPlan:
                     shp, dt = self.meta[o][:2]
                     fns.append(_writer_step(w, ins, o, ("fresh", (shp, dt, xp))))
             else:
-                fns.append(_compute_step(cop, st, xp))
+                fns.append(compute_step(cop, st, xp))
         # slots to drop after each step; buffer-backed ones need no drop (the plan keeps
         # the buffer), fresh results do, so that memory is returned as early as imperative
         self.fns = [(f, tuple(s for s in fr if s not in self.views) or None)
@@ -1121,23 +1121,6 @@ def _writer_step(w, ins, o, target):
 
     def f(vals, ctx):
         vals[o] = u(*pre, *[vals[s] for s in ins], *post, empty(shp, dt))
-    return f
-
-
-def _compute_step(cop, st, xp):
-    call = cop._call_step
-    ins = st.ins
-    outs = st.outs
-    if st.nout == 1:
-        o = outs[0]
-
-        def f(vals, ctx):
-            vals[o] = call(st, xp, ctx, [vals[s] for s in ins])
-    else:
-        def f(vals, ctx):
-            r = call(st, xp, ctx, [vals[s] for s in ins])
-            for s, x in zip(outs, r):
-                vals[s] = x
     return f
 
 

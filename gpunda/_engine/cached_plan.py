@@ -154,7 +154,7 @@ class TrainPlan:
                 self.nvals += 1
                 fns.append(_pool_planes(s, st.outs[0], k))
             else:
-                fns.append(_generic_step(cop, st, xp))
+                fns.append(compute_step(cop, st, xp))
         self.fns = fns
 
     # -- backward ------------------------------------------------------------------------
@@ -271,7 +271,9 @@ def step_update(st, xp, ins, outs, args, nin):
                    None if args is None else [args[s] if s < nin else None for s in st.ins])
 
 
-def _generic_step(cop, st, xp):
+def compute_step(cop, st, xp):
+    """A closure running step ``st`` on the slot list ``vals`` (its inputs read from, its
+    outputs written to their slots): the plain step of a compiled plan."""
     call = cop._call_step
     ins = st.ins
     outs = st.outs
