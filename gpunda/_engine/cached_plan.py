@@ -116,8 +116,9 @@ class TrainPlan:
                     continue
                 rt = _root(x)
                 f = getattr(x, "flags", None)
+                # (CuPy's flags have no ``writeable``: its arrays always are)
                 owned[s] = (id(rt) not in live and f is not None and f.c_contiguous
-                            and f.writeable)
+                            and getattr(f, "writeable", True))
                 live.add(id(rt))
         if not poisoned:        # compile from a run whose values are all real arrays
             self._compile(owned, vals)

@@ -9,6 +9,13 @@ import pytest
 
 import gpunda as mx
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # the values were recorded from MXNet's CPU build, and the load paths name cpu(0)
+    with mx.cpu():
+        yield
+
 nd, S, gluon = mx.nd, mx.sym, mx.gluon
 
 

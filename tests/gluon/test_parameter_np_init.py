@@ -27,6 +27,13 @@ import gpunda as mx
 from gpunda.gluon import nn
 
 
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # the values were recorded from MXNet's CPU build, the legacy arrays made on cpu(0)
+    with mx.cpu():
+        yield
+
+
 @pytest.fixture
 def np_mode():
     mx.npx.set_np()

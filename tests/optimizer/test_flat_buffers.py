@@ -13,6 +13,13 @@ import gpunda as mx
 from gpunda import gluon
 from gpunda.optimizer import _flat
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # the flat buffers' NumPy kernels, checked bit for bit against the per-parameter path
+    with mx.cpu():
+        yield
+
 SHAPES = [(4, 5), (5,), (3, 2, 2), (7,), (1,), (6, 3)]
 
 
