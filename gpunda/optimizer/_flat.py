@@ -53,6 +53,13 @@ def _clip_of(opt):
     return None if c is None or float(c) < 0 else float(c)
 
 
+def _count_lr_wd(opt, i):
+    """Count index ``i``'s update, then its learning rate and weight decay, as every
+    optimizer's per-parameter ``update`` does first (schedulers see the new count)."""
+    opt._update_count(i)
+    return opt._get_lr(i), opt._get_wd(i)
+
+
 class _SGDSpec:
     @staticmethod
     def states(opt):
@@ -60,8 +67,7 @@ class _SGDSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         return (lr, wd, opt.rescale_grad, opt.clip_gradient is not None, _clip_of(opt),
                 opt.momentum)
 
@@ -77,8 +83,7 @@ class _AdamSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         t = opt._index_update_count[i]
         lr *= math.sqrt(1.0 - opt.beta2 ** t) / (1.0 - opt.beta1 ** t)
         return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.beta1, opt.beta2, opt.epsilon)
@@ -95,8 +100,7 @@ class _LAMBSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         t = opt._index_update_count[i]
         return (lr, wd, t, opt.rescale_grad, _clip_of(opt), opt.beta1, opt.beta2, opt.epsilon,
                 opt.bias_correction)
@@ -119,8 +123,7 @@ class _NAGSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.momentum)
 
     @staticmethod
@@ -139,8 +142,7 @@ class _RMSPropSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         cw = opt.clip_weights
         # the operator clips for clip_weights >= 0 when given; centered, when truthy
         cw = (float(cw) if cw and (opt.centered or cw >= 0) else None)
@@ -159,8 +161,7 @@ class _AdaGradSpec:
 
     @staticmethod
     def scalars(opt, i):
-        opt._update_count(i)
-        lr, wd = opt._get_lr(i), opt._get_wd(i)
+        lr, wd = _count_lr_wd(opt, i)
         return (lr, wd, opt.rescale_grad, _clip_of(opt), opt.float_stable_eps)
 
     @staticmethod
