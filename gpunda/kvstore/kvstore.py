@@ -28,6 +28,7 @@ from gpunda._engine import autograd as _ag
 from gpunda.base import GpundaError, NotImplementedForGpunda
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
+from gpunda.kvstore.gradient_compression import GradientCompression
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -91,6 +92,8 @@ class _MPIComm:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self.timeout = float(os.environ.get("GPUNDA_KVSTORE_TIMEOUT", "300"))
+        # payload bytes this rank handed to MPI to send (what gradient compression shrinks)
+        self.bytes_sent = 0
         _install_abort_hook(self.comm)
 
     def _wait(self, req, what):
@@ -112,15 +115,19 @@ class _MPIComm:
 
     def allreduce_inplace(self, buf):
         """Sum a contiguous NumPy buffer across ranks, in place."""
+        self.bytes_sent += buf.nbytes
         self._wait(self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=self.MPI.SUM), "all-reduce")
         return buf
 
     def allreduce(self, buf):
         out = np.empty_like(buf)
+        self.bytes_sent += buf.nbytes
         self._wait(self.comm.Iallreduce(buf, out, op=self.MPI.SUM), "all-reduce")
         return out
 
     def bcast(self, buf, root=0):
+        if self.rank == root:
+            self.bytes_sent += buf.nbytes
         self._wait(self.comm.Ibcast(buf, root=root), "broadcast")
         return buf
 
@@ -131,11 +138,19 @@ class _MPIComm:
         self._wait(self.comm.Iallgather(n, sizes), "metadata exchange")
         buf = np.zeros(int(sizes.sum()), np.uint8)
         send = np.frombuffer(data, np.uint8)
+        self.bytes_sent += send.nbytes
         self._wait(self.comm.Iallgatherv(send, [buf, sizes]), "metadata exchange")
         out, off = [], 0
         for s in sizes:
             out.append(pickle.loads(buf[off:off + s].tobytes()))
             off += s
+        return out
+
+    def allgather(self, buf):
+        """Every rank's copy of the same-sized NumPy buffer ``buf``, stacked in rank order."""
+        out = np.empty((self.size,) + buf.shape, buf.dtype)
+        self.bytes_sent += buf.nbytes
+        self._wait(self.comm.Iallgather(buf, out), "all-gather")
         return out
 
     def barrier(self):
@@ -176,6 +191,8 @@ class KVStore(KVStoreBase):
         self._nccl = None
         self._checked = set()
         self._key_type = None    # int or str, fixed by the first call
+        self._gc = GradientCompression()
+        self._residual = {}      # (key, source) -> flat float32 residual (compression)
         if kvtype in _DIST or kvtype == "nccl":
             self._comm = _MPIComm()
         if kvtype == "nccl":
@@ -258,6 +275,11 @@ class KVStore(KVStoreBase):
 
     def _reduce(self, k, parts, stored):
         ctx = stored.context
+        if self._gc.active:
+            for p in parts:
+                self._gc.check_value(k, p)
+            if self._comm is None:
+                return self._reduce_compressed_local(k, parts, stored)
         if getattr(parts[0], "stype", "default") == "row_sparse":
             return self._reduce_row_sparse(parts, stored)
         total = parts[0].as_in_context(ctx).copy() if len(parts) == 1 else None
@@ -265,13 +287,53 @@ class KVStore(KVStoreBase):
             total = parts[0].as_in_context(ctx).copy()
             for p in parts[1:]:
                 total += p.as_in_context(ctx)
-        if self._comm is not None and self._comm.size > 1:
+        if self._gc.active:
+            # the workers' merged gradients travel packed, as MXNet's worker-to-server
+            # pushes do (the devices of one worker are merged uncompressed first)
+            total[:] = self._allreduce_compressed((k, "dist"), total)
+        elif self._comm is not None and self._comm.size > 1:
             if self._nccl is not None and ctx.device_type == "gpu":
                 self._nccl.allreduce_(total)
             else:
                 host = np.ascontiguousarray(total.asnumpy())
                 total[:] = self._comm.allreduce(host)
         return total
+
+    def _residual_for(self, rkey, like):
+        """The residual of ``rkey`` (created as zeros on ``like``'s context on first use)."""
+        res = self._residual.get(rkey)
+        if res is None or res.context != like.context or res.size != like.size:
+            from gpunda.ndarray import zeros
+            res = self._residual[rkey] = zeros((like.size,), ctx=like.context, dtype="float32")
+        return res
+
+    def _reduce_compressed_local(self, k, parts, stored):
+        """MXNet's CommDevice::ReduceCompressed: each source array is quantised with its
+        own residual (even one already on the store's context), the packed words move to
+        the store's context, and the dequantised values are summed."""
+        from gpunda.ndarray.ndarray import _new
+        ctx, n = stored.context, stored.size
+        total = None
+        for i, p in enumerate(parts):
+            res = self._residual_for((k, i), p)
+            words = _new(self._gc.quantize(p._data, res._data), p.context).as_in_context(ctx)
+            vals = self._gc.dequantize(words._data, n)
+            total = vals if total is None else total + vals
+        return _new(total.reshape(stored.shape), ctx)
+
+    def _allreduce_compressed(self, rkey, total):
+        """Quantise ``total`` with the residual of ``rkey``, all-gather the packed words
+        (``ceil(n/16)`` float32 words per rank) and return the sum of every rank's
+        dequantised values, as a backend array of ``total``'s shape on the host."""
+        res = self._residual_for(rkey, total)
+        words = self._gc.quantize(total._data, res._data)
+        host = np.ascontiguousarray(words.get() if hasattr(words, "get") else words)
+        gathered = self._comm.allgather(host) if self._comm.size > 1 else host[None]
+        acc = None
+        for r in range(gathered.shape[0]):      # rank order: every rank sums alike
+            v = self._gc.dequantize(gathered[r], total.size)
+            acc = v if acc is None else acc + v
+        return acc.reshape(total.shape)
 
     def _reduce_row_sparse(self, parts, stored):
         from gpunda.ndarray import sparse
@@ -431,12 +493,19 @@ class KVStore(KVStoreBase):
             raise GpundaError(f"KVStore._send_command_to_servers: head={head!r} must be an int")
 
     def set_gradient_compression(self, compression_params):
-        """MXNet's gradient compression (2-bit quantisation of pushed gradients), which MXNet
-        offers only on 'device' and 'dist' stores."""
+        """MXNet's 2-bit gradient compression of pushed gradients
+        (``{'type': '2bit', 'threshold': t}``, threshold 0.5 by default).
+
+        As in MXNet 1.9.1 it is offered on stores whose type names 'device' (each source
+        array of a push is quantised with its own residual before the merge) or 'dist'
+        (each worker's merged gradient is quantised with its residual and travels packed,
+        16 values per float32 word); other stores raise. It may be set before or after
+        ``init``; the residuals persist across pushes (and across a new setting).
+        Only float32 dense values can be pushed while it is on.
+        """
         if "device" in self.type or "dist" in self.type:
-            raise NotImplementedForGpunda(
-                f"KVStore.set_gradient_compression({compression_params!r}): gradient "
-                f"compression is not supported yet on the {self.type!r} store")
+            self._gc.set_params(compression_params)
+            return
         raise GpundaError("Gradient compression is not supported for this type of kvstore")
 
     # -- bulk all-reduce for Trainer -------------------------------------------------
@@ -453,6 +522,13 @@ class KVStore(KVStoreBase):
             return arrays
         if bucket_bytes is None:
             bucket_bytes = int(float(os.environ.get("GPUNDA_KVSTORE_BUCKET_MB", "25")) * 2 ** 20)
+        if self._gc.active:
+            # each array keeps its residual by its place in the list (the Trainer passes
+            # its gradients in the same order every step)
+            for i, a in enumerate(arrays):
+                self._gc.check_value(i, a)
+                a[:] = self._allreduce_compressed(("allreduce", i), a)
+            return arrays
         dense = [a for a in arrays if getattr(a, "stype", "default") == "default"]
         if self._nccl is not None and dense and dense[0].context.device_type == "gpu":
             for a in dense:
