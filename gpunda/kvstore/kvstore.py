@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 from gpunda.kvstore.gradient_compression import GradientCompression
@@ -94,6 +94,7 @@ class _MPIComm:
         self.timeout = float(os.environ.get("GPUNDA_KVSTORE_TIMEOUT", "300"))
         # payload bytes this rank handed to MPI to send (what gradient compression shrinks)
         self.bytes_sent = 0
+        self.header_bytes = 0    # request headers of dist_async (pickled, a few dozen bytes)
         _install_abort_hook(self.comm)
 
     def _wait(self, req, what):
@@ -192,9 +193,15 @@ class KVStore(KVStoreBase):
         self._checked = set()
         self._key_type = None    # int or str, fixed by the first call
         self._gc = GradientCompression()
+        self._async_updater = False
         self._residual = {}      # (key, source) -> flat float32 residual (compression)
+        self._async = None       # dist_async: the client of rank 0's server thread
         if kvtype in _DIST or kvtype == "nccl":
             self._comm = _MPIComm()
+            _check_dmlc_env(self._comm)
+        if kvtype == "dist_async":
+            from gpunda.kvstore._async import AsyncClient
+            self._async = AsyncClient(self._comm)
         if kvtype == "nccl":
             self._nccl = _NcclComm(self._comm)
 
@@ -239,6 +246,10 @@ class KVStore(KVStoreBase):
             stored = v0.copyto(v0.context)
             if self._comm is not None:
                 host = np.ascontiguousarray(stored.asnumpy())
+                if self._async is not None and self._async.server is not None:
+                    # the server holds rank 0's value before any rank can leave the
+                    # broadcast below and push to it
+                    self._async.server.set_value(k, host)
                 self._comm.bcast(host)
                 stored[:] = host
             self._store[k] = stored
@@ -267,6 +278,9 @@ class KVStore(KVStoreBase):
                     raise GpundaError(f"KVStore.push: value {i} for key {k!r} has dtype "
                                       f"{np.dtype(p.dtype).name} but the key holds "
                                       f"{np.dtype(stored.dtype).name}")
+            if self._async is not None:
+                self._push_async(k, parts, stored)
+                continue
             merged = self._reduce(k, parts, stored)
             if self._updater is not None:
                 self._updater(k, merged, stored)
@@ -298,6 +312,31 @@ class KVStore(KVStoreBase):
                 host = np.ascontiguousarray(total.asnumpy())
                 total[:] = self._comm.allreduce(host)
         return total
+
+    def _push_async(self, k, parts, stored):
+        """dist_async: merge this worker's devices, then send the sum (packed when
+        compression is on) to the server, which applies it on arrival."""
+        if not self._async_updater:
+            raise GpundaError(f"KVStore.push: key {k!r}: a 'dist_async' store applies pushes "
+                              f"with the optimizer on its server: call set_optimizer first "
+                              f"(MXNet: Updater needs to be set for async mode)")
+        if getattr(parts[0], "stype", "default") != "default":
+            raise GpundaError(f"KVStore.push: key {k!r}: row_sparse pushes to a 'dist_async' "
+                              f"store are not supported yet; use 'dist_sync'")
+        if self._gc.active:
+            for p in parts:
+                self._gc.check_value(k, p)
+        ctx = stored.context
+        total = parts[0].as_in_context(ctx).copy()
+        for p in parts[1:]:
+            total += p.as_in_context(ctx)
+        if self._gc.active:
+            res = self._residual_for((k, "dist"), total)
+            words = self._gc.quantize(total._data, res._data)
+            words = words.get() if hasattr(words, "get") else words
+            self._async.push_compressed(k, total.shape, words, self._gc.threshold)
+        else:
+            self._async.push(k, total.asnumpy())
 
     def _residual_for(self, rkey, like):
         """The residual of ``rkey`` (created as zeros on ``like``'s context on first use)."""
@@ -363,6 +402,8 @@ class KVStore(KVStoreBase):
         self._check_key_type(keys, "pull")
         for k, o in zip(keys, outs):
             stored = self._get(k, "pull")
+            if self._async is not None:
+                stored[:] = self._async.pull(k)     # the server's value as it is now
             for i, t in enumerate(_as_list(o)):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.pull: out {i} for key {k!r} has shape "
@@ -420,6 +461,8 @@ class KVStore(KVStoreBase):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.row_sparse_pull: out {i} for key {k!r} has shape "
                                       f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
+                if self._async is not None and i == 0:
+                    stored[:] = self._async.pull(k)
                 self._pull_rows(stored, t, r)
         for t in copies:
             out[0].copyto(t)
@@ -453,10 +496,23 @@ class KVStore(KVStoreBase):
         from gpunda import optimizer as opt
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
+        if self._async is not None:
+            # as MXNet's workers send the optimizer to the servers and wait: rank 0's
+            # optimizer runs on the server thread; the barrier keeps every rank's first
+            # push behind it
+            if self._async.server is not None:
+                self._async.server.updater = self._updater
+            self._async_updater = True
+            self._comm.barrier()
 
     def set_updater(self, updater):
-        """Use ``updater(key, merged_value, stored_value)`` on push."""
+        """Use ``updater(key, merged_value, stored_value)`` on push (on a 'dist_async'
+        store, rank 0's updater runs on the server)."""
         self._updater = updater
+        if self._async is not None:
+            if self._async.server is not None:
+                self._async.server.updater = updater
+            self._async_updater = True
 
     _set_updater = set_updater
 
@@ -518,6 +574,10 @@ class KVStore(KVStoreBase):
         MiB, 25) bounds one fused message.
         """
         arrays = list(arrays)
+        if self._async is not None:
+            raise GpundaError("KVStore.allreduce_arrays: a 'dist_async' store has no "
+                              "all-reduce (workers push to its server and pull from it); use "
+                              "push/pull, or update_on_kvstore=True in the Trainer")
         if self._comm is None or self._comm.size == 1:
             return arrays
         if bucket_bytes is None:
@@ -622,10 +682,27 @@ def create(name="local"):
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise GpundaError(f"kvstore.create: unknown type {name!r}{hint} Valid types: "
                           f"{', '.join(_TYPES)}")
-    if name == "dist_async":
-        raise GpundaError("kvstore.create: 'dist_async' (parameter servers) is not supported; "
-                          "use 'dist_sync' under mpiexec")
     return KVStore(name)
+
+
+def _check_dmlc_env(mpi):
+    """MXNet's launcher (tools/launch.py) describes the job in DMLC_* variables and
+    starts the processes itself; gpunda's workers are the ranks of one MPI job. A worker
+    whose DMLC_NUM_WORKER disagrees with the MPI job it is in was started by such a
+    launcher: say what to run instead of training alone."""
+    want = os.environ.get("DMLC_NUM_WORKER")
+    if want is None:
+        return
+    try:
+        want = int(want)
+    except ValueError:
+        raise GpundaError(f"kvstore: DMLC_NUM_WORKER={want!r} is not an integer") from None
+    if want != mpi.size:
+        raise GpundaError(
+            f"kvstore: DMLC_NUM_WORKER={want} asks for {want} workers but this process is one "
+            f"of {mpi.size} MPI rank(s). gpunda's distributed stores do not use MXNet's "
+            f"launcher (tools/launch.py, ps-lite, DMLC_PS_ROOT_URI, server processes); run "
+            f"the workers as one MPI job instead: mpiexec -n {want} python train.py")
 
 
 def num_workers():

@@ -17,5 +17,11 @@ def _init_kvstore_server_module():
     role = os.environ.get("DMLC_ROLE", "worker")
     if role in ("server", "scheduler"):
         raise GpundaError(f"kvstore_server: DMLC_ROLE={role!r} asks for a parameter-server "
-                          f"process, which gpunda does not support; run workers under mpiexec "
-                          f"with kvstore 'dist_sync' instead")
+                          f"process (MXNet's tools/launch.py starts them); gpunda starts none: "
+                          f"'dist_async' runs its server as a thread of rank 0. Launch only the "
+                          f"workers, as one MPI job: mpiexec -n N python train.py (unset "
+                          f"DMLC_ROLE)")
+
+
+# as MXNet's module does on import, so a server/scheduler process stops here
+_init_kvstore_server_module()
