@@ -177,3 +177,60 @@ def test_kvstore_server_run_names_what_to_launch():
     server = mx.kv.KVStoreServer(mx.kv.create("local"))
     with pytest.raises(mx.MXNetError, match="mpiexec -n N python train.py"):
         server.run()
+
+
+TRAINER_SCRIPT = textwrap.dedent('''
+    import json
+    import sys
+    import numpy as np
+    import gpunda as mx
+    from gpunda import autograd, gluon, nd
+
+    kv = mx.kv.create("dist_async")
+    r = kv.rank
+    net = gluon.nn.Dense(1, in_units=3, use_bias=False)
+    net.initialize(mx.init.Constant(0.5 + r))        # rank 0's value must reach the server
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=kv)
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) * (r + 1))
+    for _ in range(2):
+        with autograd.record():
+            y = net(x).sum()
+        y.backward()
+        trainer.step(2)
+    kv.barrier()
+    o = nd.zeros((1, 3))
+    kv.pull(0, out=o)
+    with open(f"{sys.argv[1]}-{r}.json", "w") as f:
+        json.dump({"on_kv": trainer._update_on_kvstore, "server": o.asnumpy().tolist()}, f)
+''')
+
+
+def test_trainer_updates_on_the_async_store(tmp_path):
+    # MXNet's Trainer with 'dist_async' updates on the kvstore (even with one context):
+    # each worker's step pushes its gradient (rescaled by its own batch) and the server
+    # applies it; after both workers' two steps the weight is w0 - lr * sum of them all
+    exe = _mpiexec()
+    script = tmp_path / "trainer_async.py"
+    script.write_text(TRAINER_SCRIPT)
+    prefix = str(tmp_path / "trainer")
+    r = subprocess.run([exe, "-n", "2", sys.executable, str(script), prefix],
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    grad_per_step = [x.sum(0) * (k + 1) / 2 for k in range(2)]    # d(sum(x @ w.T))/dw / batch
+    want = 0.5 - 0.1 * 2 * sum(grad_per_step)
+    for k in range(2):
+        res = json.loads(open(f"{prefix}-{k}.json").read())
+        assert res["on_kv"] is True
+        np.testing.assert_allclose(res["server"], [want], rtol=1e-6)
+
+
+def test_trainer_refuses_async_without_update_on_kvstore():
+    import gpunda as mx
+    net = mx.gluon.nn.Dense(1, in_units=2)
+    net.initialize()
+    # MXNet 1.9.1's message
+    with pytest.raises(ValueError, match="Please set update_on_kvstore=True when training in "
+                                         "async mode"):
+        mx.gluon.Trainer(net.collect_params(), "sgd", kvstore="dist_async",
+                         update_on_kvstore=False)
