@@ -204,6 +204,23 @@ def test_packed_layout_is_mxnets():
     assert quantize_2bit(np.ones(1000, np.float32), np.zeros(1000, np.float32), 0.5).nbytes == 252
 
 
+
+def test_gpu_arrays_quantise_on_their_device(standin_gpu):
+    # the stand-in gpu(0) follows CuPy's rules: the residual and the packed words stay on
+    # the pushing device and only the packed words move (MXNet's CommDevice)
+    kv = _device_store()
+    kv.init(0, nd.zeros(4))
+    o = nd.zeros(4)
+    got = []
+    for _ in range(2):
+        kv.push(0, [nd.array([0.3, -0.3, 0.6, 0.0], ctx=mx.gpu(0)),
+                    nd.array([0.3, 0.4, -0.6, 0.9], ctx=mx.cpu(1))])
+        kv.pull(0, out=o)
+        got.append(o.asnumpy().tolist())
+    assert got == [[0.0, 0.0, 0.0, 0.5], [1.0, 0.0, 0.0, 0.5]]   # MXNet's, as above
+    assert kv._residual[(0, 0)].context == mx.gpu(0)
+
+
 # -- over MPI ------------------------------------------------------------------------------
 
 MPI_SCRIPT = textwrap.dedent('''

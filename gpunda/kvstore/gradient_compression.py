@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunda.backends import array_module
 from gpunda.base import GpundaError
 
 __all__ = ["GradientCompression", "quantize_2bit", "dequantize_2bit", "compressed_size"]
@@ -30,24 +31,19 @@ def compressed_size(n):
     return -(-int(n) // _FACTOR)
 
 
-def _xp_of(a):
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-    return cupy
-
-
 def quantize_2bit(grad, residual, threshold):
     """Add ``grad`` (float32, any shape) into ``residual`` (flat float32, updated in
     place) and return the packed words: a float32 array of ``compressed_size(n)``
     values whose bytes hold the 2-bit codes, in NumPy or CuPy as ``grad`` is."""
-    xp = _xp_of(residual)
+    xp = array_module(residual)
     t = np.float32(threshold)
     residual += grad.reshape(-1)
     pos = residual >= t
     neg = residual <= -t
-    # MXNet subtracts the threshold it sent (a float32 op on the residual)
-    residual -= xp.where(pos, t, xp.where(neg, -t, np.float32(0))).astype(np.float32)
+    # MXNet subtracts the threshold it sent, a float32 op on the residual (subtracting
+    # the 0 of the other entries changes nothing)
+    residual -= pos.astype(np.float32) * t
+    residual += neg.astype(np.float32) * t
     n = residual.size
     codes = xp.zeros(compressed_size(n) * _FACTOR, dtype=np.uint8)
     codes[:n] = (pos.astype(np.uint8) * 3) | (neg.astype(np.uint8) * 2)
@@ -59,14 +55,13 @@ def quantize_2bit(grad, residual, threshold):
 def dequantize_2bit(words, n, threshold):
     """The ``n`` float32 values (``+threshold``, ``-threshold`` or 0) the packed
     ``words`` (from ``quantize_2bit``) stand for; a flat array in ``words``' module."""
-    xp = _xp_of(words)
+    xp = array_module(words)
     t = np.float32(threshold)
     raw = xp.ascontiguousarray(words).view(np.uint8)
     codes = xp.stack([(raw >> 6) & 3, (raw >> 4) & 3, (raw >> 2) & 3, raw & 3], axis=1)
     codes = codes.reshape(-1)[:n]
     # as MXNet's dequantize: both bits set -> +t, only the high bit -> -t, else 0
-    out = xp.where(codes == 3, t, xp.where(codes == 2, -t, np.float32(0)))
-    return out.astype(np.float32)
+    return (codes == 3).astype(np.float32) * t - (codes == 2).astype(np.float32) * t
 
 
 def _parse_threshold(value):
