@@ -48,7 +48,8 @@ def test_residual_feedback_over_a_sequence_of_pushes():
 
 def test_a_list_push_quantises_each_device_with_its_own_residual():
     # MXNet 1.9.1:
-    #   kv2 = mx.kv.create('device'); kv2.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
+    #   kv2 = mx.kv.create('device')
+    #   kv2.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
     #   kv2.init('w', mx.nd.zeros(4)); o = mx.nd.zeros(4)
     #   for it in range(3):
     #       kv2.push('w', [mx.nd.array([0.3, -0.3, 0.6, 0.0], ctx=mx.cpu(0)),
@@ -69,7 +70,8 @@ def test_a_list_push_quantises_each_device_with_its_own_residual():
 
 def test_compressed_gradients_feed_the_optimizer_on_the_store():
     # MXNet 1.9.1:
-    #   kv4 = mx.kv.create('device'); kv4.set_gradient_compression({'type': '2bit', 'threshold': 1.0})
+    #   kv4 = mx.kv.create('device')
+    #   kv4.set_gradient_compression({'type': '2bit', 'threshold': 1.0})
     #   kv4.init(0, mx.nd.ones(2)); kv4.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
     #   3 x (kv4.push(0, mx.nd.array([0.7, -2.5])); kv4.pull(0, out=o))
     #   -> [1.0, 1.1], [0.9, 1.2], [0.8, 1.3]
@@ -130,7 +132,8 @@ def test_pushpull_multiple_keys_and_a_new_setting_keeps_the_residual():
 
 def test_set_after_init_and_on_local_allreduce_device():
     # MXNet 1.9.1 accepts the setting after init (and after a push) and on any type
-    # naming 'device': k.init(0, zeros(4)); k.set_gradient_compression(...); push -> [0.5, -0.5, 0, 0.5]
+    # naming 'device': k.init(0, zeros(4)); k.set_gradient_compression(...);
+    # push [0.6, -0.7, 0.2, 1.2] -> [0.5, -0.5, 0, 0.5]
     for kind in ("device", "local_allreduce_device"):
         kv = mx.kv.create(kind)
         kv.init(0, nd.zeros(4))
@@ -202,7 +205,6 @@ def test_packed_layout_is_mxnets():
                                   np.where(grad > 0, 0.5, np.where(grad < 0, -0.5, 0)))
     # a float32 word carries 16 values: 1000 values pack into 63 words (252 bytes)
     assert quantize_2bit(np.ones(1000, np.float32), np.zeros(1000, np.float32), 0.5).nbytes == 252
-
 
 
 def test_gpu_arrays_quantise_on_their_device(standin_gpu):

@@ -80,7 +80,10 @@ class AsyncServer:
             self._stopped += 1
         elif op in ("push", "pushc"):
             _, key, shape, dtype, extra = head
-            nbytes = (extra[1] * 4) if op == "pushc" else int(np.prod(shape)) * np.dtype(dtype).itemsize
+            if op == "pushc":
+                nbytes = extra[1] * 4                  # the packed float32 words
+            else:
+                nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
             buf = np.empty(nbytes, np.uint8)
             self.comm.Recv(buf, source=src, tag=_TAG_DATA)
             if op == "pushc":
@@ -151,7 +154,8 @@ class AsyncClient:
     def push(self, key, host):
         """Send the dense gradient ``host`` (a NumPy array) for ``key``."""
         host = np.ascontiguousarray(host)
-        self._send(("push", key, host.shape, host.dtype.str, None), host.view(np.uint8).reshape(-1))
+        self._send(("push", key, host.shape, host.dtype.str, None),
+                   host.view(np.uint8).reshape(-1))
 
     def push_compressed(self, key, shape, words, threshold):
         """Send MXNet's packed 2-bit ``words`` (float32) standing for a gradient of ``shape``."""
@@ -177,8 +181,9 @@ class AsyncClient:
         deadline = time.monotonic() + self.mpi.timeout
         while not self.comm.Iprobe(source=_SERVER, tag=_TAG_REPLY, status=status):
             if time.monotonic() > deadline:
-                raise GpundaError(f"KVStore: rank {self.mpi.rank}: the dist_async server did not "
-                                  f"answer within {self.mpi.timeout:.0f} s (GPUNDA_KVSTORE_TIMEOUT)")
+                raise GpundaError(f"KVStore: rank {self.mpi.rank}: the dist_async server did "
+                                  f"not answer within {self.mpi.timeout:.0f} s "
+                                  f"(GPUNDA_KVSTORE_TIMEOUT)")
             time.sleep(1e-5)
         buf = np.empty(status.Get_count(MPI.BYTE), np.uint8)
         self.comm.Recv([buf, MPI.BYTE], source=_SERVER, tag=_TAG_REPLY)
