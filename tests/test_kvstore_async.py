@@ -79,6 +79,18 @@ SCRIPT = textwrap.dedent('''
         before = kv._comm.bytes_sent
         kv.push(1, nd.full((1000,), 0.7))
         res["push_bytes"] = kv._comm.bytes_sent - before
+        if mode == "plain":
+            # row_sparse: only the pushed rows travel and SGD updates only those rows
+            kv.init(2, nd.ones((5, 2)).tostype("row_sparse"))
+            g = nd.array([[1.0, 2.0] if i == r else [0.0, 0.0] for i in range(5)])
+            before = kv._comm.bytes_sent
+            kv.push(2, g.tostype("row_sparse"))
+            res["rsp_bytes"] = kv._comm.bytes_sent - before
+            out = nd.zeros((5, 2)).tostype("row_sparse")
+            kv.row_sparse_pull(2, out=out, row_ids=nd.array([r]))
+            kv.barrier()
+            kv.row_sparse_pull(2, out=out, row_ids=nd.array([0, 1, 2, 3, 4]))
+            res["rsp"] = out.asnumpy().tolist()
     with open(f"{prefix}-{r}.json", "w") as f:
         json.dump(res, f)
 ''')
@@ -129,6 +141,14 @@ def test_async_pushes_are_applied_on_arrival_without_a_barrier(tmp_path):
         np.testing.assert_allclose(x["final"], want, rtol=0, atol=2e-6)
     # an uncompressed push sends the 1000 float32 values
     assert [x["push_bytes"] for x in res] == [4000] * 3
+    # a row_sparse push sends its one row id (int64) and row (2 float32)
+    assert [x["rsp_bytes"] for x in res] == [16] * 3
+    # MXNet 1.9.1, three workers: kv.init(2, nd.ones((5, 2)).tostype('row_sparse')); SGD(0.1);
+    # rank r pushes row r = [1, 2] as row_sparse; after a barrier row_sparse_pull of all rows
+    # gives [[0.9, 0.8]] * 3 + [[1, 1]] * 2 on every worker
+    want = [[0.9, 0.8]] * 3 + [[1.0, 1.0]] * 2
+    for x in res:
+        np.testing.assert_allclose(x["rsp"], want, rtol=1e-6)
 
 
 def test_async_compressed_pushes_are_dequantised_and_applied(tmp_path):

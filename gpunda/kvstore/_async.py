@@ -92,6 +92,14 @@ class AsyncServer:
             else:
                 grad = buf.view(np.dtype(dtype)).reshape(shape)
             self._apply(key, grad)
+        elif op == "pushrs":
+            # a row_sparse gradient: its row ids, then its rows
+            _, key, shape, dtype, nrows = head
+            ids = np.empty(nrows, np.int64)
+            self.comm.Recv(ids, source=src, tag=_TAG_DATA)
+            rows = np.empty((nrows,) + tuple(shape[1:]), np.dtype(dtype))
+            self.comm.Recv(rows, source=src, tag=_TAG_DATA)
+            self._apply(key, (rows, ids, shape))
         elif op == "pull":
             key = head[1]
             with self.lock:
@@ -110,7 +118,12 @@ class AsyncServer:
             raise GpundaError(f"kvstore server: unknown request {op!r}")
 
     def _apply(self, key, grad):
-        from gpunda.ndarray import array
+        from gpunda.ndarray import array, sparse
+        if isinstance(grad, tuple):
+            rows, ids, shape = grad
+            grad_nd = sparse.row_sparse_array((rows, ids), shape=tuple(shape), dtype=rows.dtype)
+        else:
+            grad_nd = array(grad, dtype=grad.dtype)
         with self.lock:
             stored = self.store.get(key)
             if stored is None:
@@ -118,7 +131,7 @@ class AsyncServer:
             if self.updater is None:
                 raise GpundaError("Updater needs to be set for async mode")
             # the gradient is applied as it arrives: MXNet's async ApplyUpdates
-            self.updater(key, array(grad, dtype=grad.dtype), stored)
+            self.updater(key, grad_nd, stored)
             self.applied += 1
 
     def join(self, timeout):
@@ -156,6 +169,16 @@ class AsyncClient:
         host = np.ascontiguousarray(host)
         self._send(("push", key, host.shape, host.dtype.str, None),
                    host.view(np.uint8).reshape(-1))
+
+    def push_row_sparse(self, key, shape, rows, ids):
+        """Send a row_sparse gradient of ``shape``: row ids ``ids`` holding ``rows``."""
+        ids = np.ascontiguousarray(ids, np.int64)
+        rows = np.ascontiguousarray(rows)
+        self._send(("pushrs", key, tuple(shape), rows.dtype.str, int(ids.size)))
+        for buf in (ids, rows):
+            self.mpi.bytes_sent += buf.nbytes
+            self.mpi._wait(self.comm.Isend(buf, dest=_SERVER, tag=_TAG_DATA),
+                           f"kvstore push of key {key!r}")
 
     def push_compressed(self, key, shape, words, threshold):
         """Send MXNet's packed 2-bit ``words`` (float32) standing for a gradient of ``shape``."""

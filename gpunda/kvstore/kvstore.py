@@ -320,13 +320,18 @@ class KVStore(KVStoreBase):
             raise GpundaError(f"KVStore.push: key {k!r}: a 'dist_async' store applies pushes "
                               f"with the optimizer on its server: call set_optimizer first "
                               f"(MXNet: Updater needs to be set for async mode)")
-        if getattr(parts[0], "stype", "default") != "default":
-            raise GpundaError(f"KVStore.push: key {k!r}: row_sparse pushes to a 'dist_async' "
-                              f"store are not supported yet; use 'dist_sync'")
         if self._gc.active:
             for p in parts:
                 self._gc.check_value(k, p)
         ctx = stored.context
+        if getattr(parts[0], "stype", "default") == "row_sparse":
+            # only the rows present on some device travel, as MXNet's row_sparse push
+            ids = np.unique(np.concatenate([p.indices.asnumpy() for p in parts])).astype(np.int64)
+            dense = parts[0].tostype("default").asnumpy()
+            for p in parts[1:]:
+                dense = dense + p.tostype("default").asnumpy()
+            self._async.push_row_sparse(k, stored.shape, dense[ids], ids)
+            return
         total = parts[0].as_in_context(ctx).copy()
         for p in parts[1:]:
             total += p.as_in_context(ctx)
@@ -337,6 +342,18 @@ class KVStore(KVStoreBase):
             self._async.push_compressed(k, total.shape, words, self._gc.threshold)
         else:
             self._async.push(k, total.asnumpy())
+
+    def _refresh_async(self, k):
+        """dist_async: this rank's copy of ``k`` set to the server's value as it is now."""
+        value = self._async.pull(k)
+        stored = self._store[k]
+        if stored.stype == "default":
+            stored[:] = value
+        else:
+            from gpunda.ndarray import array
+            stored = self._store[k] = array(value, ctx=stored.context,
+                                            dtype=value.dtype).tostype(stored.stype)
+        return stored
 
     def _residual_for(self, rkey, like):
         """The residual of ``rkey`` (created as zeros on ``like``'s context on first use)."""
@@ -403,7 +420,7 @@ class KVStore(KVStoreBase):
         for k, o in zip(keys, outs):
             stored = self._get(k, "pull")
             if self._async is not None:
-                stored[:] = self._async.pull(k)     # the server's value as it is now
+                stored = self._refresh_async(k)
             for i, t in enumerate(_as_list(o)):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.pull: out {i} for key {k!r} has shape "
@@ -462,7 +479,7 @@ class KVStore(KVStoreBase):
                     raise GpundaError(f"KVStore.row_sparse_pull: out {i} for key {k!r} has shape "
                                       f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
                 if self._async is not None and i == 0:
-                    stored[:] = self._async.pull(k)
+                    stored = self._refresh_async(k)
                 self._pull_rows(stored, t, r)
         for t in copies:
             out[0].copyto(t)
