@@ -8,8 +8,14 @@ Types:
   all-reduce through mpi4py (host-staged for GPU arrays unless the MPI is
   CUDA-aware). Every rank keeps a replica of every value, so an optimizer set
   with ``set_optimizer`` is applied identically on every rank.
+- ``dist_async``: the same launch; rank 0 runs MXNet's asynchronous server as a
+  thread (``_async.py``) that applies each worker's push with the optimizer as it
+  arrives; pulls read its current value.
 - ``nccl``: like dist_sync, with the all-reduce done by NCCL through CuPy on
   GPU arrays; the NCCL communicator is set up over MPI.
+
+``set_gradient_compression`` (``device`` and ``dist`` types) quantises pushes to
+MXNet's packed 2-bit form (``gradient_compression.py``).
 
 Transport is never home-made: MPI (mpi4py) or NCCL (cupy.cuda.nccl) only.
 A collective waits at most ``GPUNDA_KVSTORE_TIMEOUT`` seconds (default 300)
@@ -686,7 +692,8 @@ class _NcclComm:
 
 
 def create(name="local"):
-    """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, nccl)."""
+    """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, dist_async,
+    nccl)."""
     if isinstance(name, KVStore):
         return name
     if not isinstance(name, str):
