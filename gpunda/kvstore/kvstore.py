@@ -544,7 +544,8 @@ class KVStore(KVStoreBase):
         if self._updater is None:
             raise GpundaError("KVStore.save_optimizer_states: no optimizer set")
         if self.rank == 0:
-            data = self._updater.get_states(dump_optimizer)
+            with self._server_lock():      # dist_async: the server thread updates the states
+                data = self._updater.get_states(dump_optimizer)
             tmp = f"{fname}.tmp{os.getpid()}"
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -555,7 +556,14 @@ class KVStore(KVStoreBase):
         if self._updater is None:
             raise GpundaError("KVStore.load_optimizer_states: no optimizer set")
         with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+            data = f.read()
+        with self._server_lock():
+            self._updater.set_states(data)
+
+    def _server_lock(self):
+        import contextlib
+        server = self._async.server if self._async is not None else None
+        return server.lock if server is not None else contextlib.nullcontext()
 
     def barrier(self):
         """Wait until every worker reaches this point."""
