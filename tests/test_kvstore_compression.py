@@ -302,3 +302,54 @@ def test_dist_sync_compressed_push_sends_a_sixteenth_of_the_bytes(tmp_path):
     # every rank pushes the docstring's sequence: the sum is twice one sender's values
     seq = [[1.0, -1.0, 0.0, 1.0], [1.0, -1.0, 0.0, 1.0], [0.0, 0.0, 1.0, -1.0]]
     assert [p["seq"] for p in packed] == [seq, seq]
+
+
+TRAINER_SCRIPT = textwrap.dedent('''
+    import json
+    import sys
+    import numpy as np
+    import gpunda as mx
+    from gpunda import autograd, gluon, nd
+
+    kv = mx.kv.create("dist_sync")
+    r = kv.rank
+    net = gluon.nn.Dense(1, in_units=3, use_bias=False)
+    net.initialize(mx.init.Zero())
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0}, kvstore=kv,
+                            compression_params={"type": "2bit", "threshold": 0.5})
+    x = nd.array([[0.3, 0.6, -1.0]]) * (r + 1)
+    before = kv._comm.bytes_sent
+    weights = []
+    for _ in range(2):
+        with autograd.record():
+            y = net(x).sum()
+        y.backward()
+        trainer.step(1)
+        weights.append(net.weight.data().asnumpy().ravel().tolist())
+    with open(f"{sys.argv[1]}-{r}.json", "w") as f:
+        json.dump({"weights": weights, "bytes": kv._comm.bytes_sent - before}, f)
+''')
+
+
+def test_trainer_all_reduces_compressed_gradients(tmp_path):
+    # Trainer(kvstore='dist_sync', compression_params=...) quantises each rank's gradient
+    # with its residual before the all-reduce. Gradients (the input rows): rank 0
+    # [0.3, 0.6, -1.0] -> [0, .5, -.5], rank 1 [0.6, 1.2, -2.0] -> [.5, .5, -.5]; the second
+    # step adds the residuals: both send [.5, .5, -.5]. gpunda's Trainer rescales by the
+    # global batch (1 per rank, 2 ranks), lr 1.
+    exe = _mpiexec()
+    script = tmp_path / "trainer_compress.py"
+    script.write_text(TRAINER_SCRIPT)
+    prefix = str(tmp_path / "trainer")
+    env = dict(os.environ, GPUNDA_DEFAULT_DEVICE="cpu", GPUNDA_KVSTORE_TIMEOUT="20",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([exe, "-n", "2", sys.executable, str(script), prefix],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    w1 = -0.5 * np.array([0.5, 1.0, -1.0])
+    w2 = w1 - 0.5 * np.array([1.0, 1.0, -1.0])
+    for k in range(2):
+        res = json.loads(open(f"{prefix}-{k}.json").read())
+        np.testing.assert_allclose(res["weights"], [w1, w2], rtol=1e-6)
+        # one packed float32 word per step carries the 3 values (12 bytes uncompressed)
+        assert res["bytes"] == 2 * 4
