@@ -49,9 +49,10 @@ class AsyncServer:
 
     def set_value(self, key, value):
         """Install ``key``'s initial value (a NumPy array): MXNet's first push of a key."""
+        from gpunda.context import cpu
         from gpunda.ndarray import array
-        with self.lock:
-            self.store[key] = array(value, dtype=value.dtype)
+        with self.lock:     # on the CPU, as MXNet's servers keep their values
+            self.store[key] = array(value, ctx=cpu(), dtype=value.dtype)
 
     def _loop(self):
         from mpi4py import MPI
@@ -118,12 +119,14 @@ class AsyncServer:
             raise GpundaError(f"kvstore server: unknown request {op!r}")
 
     def _apply(self, key, grad):
+        from gpunda.context import cpu
         from gpunda.ndarray import array, sparse
         if isinstance(grad, tuple):
             rows, ids, shape = grad
-            grad_nd = sparse.row_sparse_array((rows, ids), shape=tuple(shape), dtype=rows.dtype)
+            grad_nd = sparse.row_sparse_array((rows, ids), shape=tuple(shape), ctx=cpu(),
+                                              dtype=rows.dtype)
         else:
-            grad_nd = array(grad, dtype=grad.dtype)
+            grad_nd = array(grad, ctx=cpu(), dtype=grad.dtype)
         with self.lock:
             stored = self.store.get(key)
             if stored is None:
