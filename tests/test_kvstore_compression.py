@@ -220,7 +220,7 @@ def test_gpu_arrays_quantise_on_their_device(standin_gpu):
         kv.pull(0, out=o)
         got.append(o.asnumpy().tolist())
     assert got == [[0.0, 0.0, 0.0, 0.5], [1.0, 0.0, 0.0, 0.5]]   # MXNet's, as above
-    assert kv._residual[(0, 0)].context == mx.gpu(0)
+    assert kv._gc.residuals[(0, 0)].context == mx.gpu(0)
 
 
 # -- over MPI ------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ class GradientCompression:
     def __init__(self):
         self.type = None
         self.threshold = 0.5
+        self.residuals = {}      # (key, source) -> flat float32 NDArray on the source's device
 
     @property
     def active(self):
@@ -121,3 +122,43 @@ class GradientCompression:
     def dequantize(self, words, n):
         """The ``n`` values the packed ``words`` stand for."""
         return dequantize_2bit(words, n, self.threshold)
+
+    # -- on a store's NDArrays ---------------------------------------------------------
+    def residual_for(self, rkey, like):
+        """The residual NDArray of ``rkey`` (zeros on ``like``'s context on first use)."""
+        res = self.residuals.get(rkey)
+        if res is None or res.context != like.context or res.size != like.size:
+            from gpunda.ndarray import zeros
+            res = self.residuals[rkey] = zeros((like.size,), ctx=like.context, dtype="float32")
+        return res
+
+    def pack_to_host(self, rkey, value):
+        """The packed words of NDArray ``value`` (residual ``rkey``) as a NumPy array."""
+        words = self.quantize(value._data, self.residual_for(rkey, value)._data)
+        return np.ascontiguousarray(words.get() if hasattr(words, "get") else words)
+
+    def reduce_local(self, key, parts, stored):
+        """MXNet's CommDevice::ReduceCompressed: each source NDArray of a push is
+        quantised with its own residual (even one already on the store's context), the
+        packed words move to the store's context, and the dequantised values are summed."""
+        from gpunda.ndarray.ndarray import _new
+        ctx, n = stored.context, stored.size
+        total = None
+        for i, p in enumerate(parts):
+            words = self.quantize(p._data, self.residual_for((key, i), p)._data)
+            words = _new(words, p.context).as_in_context(ctx)
+            vals = self.dequantize(words._data, n)
+            total = vals if total is None else total + vals
+        return _new(total.reshape(stored.shape), ctx)
+
+    def allreduce(self, rkey, total, mpi):
+        """Quantise NDArray ``total`` with residual ``rkey``, all-gather the packed words
+        over ``mpi`` (``ceil(n/16)`` float32 words per rank) and return the sum of every
+        rank's dequantised values, a NumPy array of ``total``'s shape."""
+        host = self.pack_to_host(rkey, total)
+        gathered = mpi.allgather(host) if mpi.size > 1 else host[None]
+        acc = None
+        for r in range(gathered.shape[0]):      # rank order: every rank sums alike
+            v = self.dequantize(gathered[r], total.size)
+            acc = v if acc is None else acc + v
+        return acc.reshape(total.shape)

@@ -35,6 +35,7 @@ from gpunda.base import GpundaError
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 from gpunda.kvstore.gradient_compression import GradientCompression
+from gpunda.kvstore.kvstore_server import _check_launcher_env
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -200,11 +201,10 @@ class KVStore(KVStoreBase):
         self._key_type = None    # int or str, fixed by the first call
         self._gc = GradientCompression()
         self._async_updater = False
-        self._residual = {}      # (key, source) -> flat float32 residual (compression)
         self._async = None       # dist_async: the client of rank 0's server thread
         if kvtype in _DIST or kvtype == "nccl":
             self._comm = _MPIComm()
-            _check_dmlc_env(self._comm)
+            _check_launcher_env(self._comm.size)
         if kvtype == "dist_async":
             from gpunda.kvstore._async import AsyncClient
             self._async = AsyncClient(self._comm)
@@ -299,7 +299,7 @@ class KVStore(KVStoreBase):
             for p in parts:
                 self._gc.check_value(k, p)
             if self._comm is None:
-                return self._reduce_compressed_local(k, parts, stored)
+                return self._gc.reduce_local(k, parts, stored)
         if getattr(parts[0], "stype", "default") == "row_sparse":
             return self._reduce_row_sparse(parts, stored)
         total = parts[0].as_in_context(ctx).copy() if len(parts) == 1 else None
@@ -310,7 +310,7 @@ class KVStore(KVStoreBase):
         if self._gc.active:
             # the workers' merged gradients travel packed, as MXNet's worker-to-server
             # pushes do (the devices of one worker are merged uncompressed first)
-            total[:] = self._allreduce_compressed((k, "dist"), total)
+            total[:] = self._gc.allreduce((k, "dist"), total, self._comm)
         elif self._comm is not None and self._comm.size > 1:
             if self._nccl is not None and ctx.device_type == "gpu":
                 self._nccl.allreduce_(total)
@@ -342,9 +342,7 @@ class KVStore(KVStoreBase):
         for p in parts[1:]:
             total += p.as_in_context(ctx)
         if self._gc.active:
-            res = self._residual_for((k, "dist"), total)
-            words = self._gc.quantize(total._data, res._data)
-            words = words.get() if hasattr(words, "get") else words
+            words = self._gc.pack_to_host((k, "dist"), total)
             self._async.push_compressed(k, total.shape, words, self._gc.threshold)
         else:
             self._async.push(k, total.asnumpy())
@@ -360,42 +358,6 @@ class KVStore(KVStoreBase):
             stored = self._store[k] = array(value, ctx=stored.context,
                                             dtype=value.dtype).tostype(stored.stype)
         return stored
-
-    def _residual_for(self, rkey, like):
-        """The residual of ``rkey`` (created as zeros on ``like``'s context on first use)."""
-        res = self._residual.get(rkey)
-        if res is None or res.context != like.context or res.size != like.size:
-            from gpunda.ndarray import zeros
-            res = self._residual[rkey] = zeros((like.size,), ctx=like.context, dtype="float32")
-        return res
-
-    def _reduce_compressed_local(self, k, parts, stored):
-        """MXNet's CommDevice::ReduceCompressed: each source array is quantised with its
-        own residual (even one already on the store's context), the packed words move to
-        the store's context, and the dequantised values are summed."""
-        from gpunda.ndarray.ndarray import _new
-        ctx, n = stored.context, stored.size
-        total = None
-        for i, p in enumerate(parts):
-            res = self._residual_for((k, i), p)
-            words = _new(self._gc.quantize(p._data, res._data), p.context).as_in_context(ctx)
-            vals = self._gc.dequantize(words._data, n)
-            total = vals if total is None else total + vals
-        return _new(total.reshape(stored.shape), ctx)
-
-    def _allreduce_compressed(self, rkey, total):
-        """Quantise ``total`` with the residual of ``rkey``, all-gather the packed words
-        (``ceil(n/16)`` float32 words per rank) and return the sum of every rank's
-        dequantised values, as a backend array of ``total``'s shape on the host."""
-        res = self._residual_for(rkey, total)
-        words = self._gc.quantize(total._data, res._data)
-        host = np.ascontiguousarray(words.get() if hasattr(words, "get") else words)
-        gathered = self._comm.allgather(host) if self._comm.size > 1 else host[None]
-        acc = None
-        for r in range(gathered.shape[0]):      # rank order: every rank sums alike
-            v = self._gc.dequantize(gathered[r], total.size)
-            acc = v if acc is None else acc + v
-        return acc.reshape(total.shape)
 
     def _reduce_row_sparse(self, parts, stored):
         from gpunda.ndarray import sparse
@@ -618,7 +580,7 @@ class KVStore(KVStoreBase):
             # its gradients in the same order every step)
             for i, a in enumerate(arrays):
                 self._gc.check_value(i, a)
-                a[:] = self._allreduce_compressed(("allreduce", i), a)
+                a[:] = self._gc.allreduce(("allreduce", i), a, self._comm)
             return arrays
         dense = [a for a in arrays if getattr(a, "stype", "default") == "default"]
         if self._nccl is not None and dense and dense[0].context.device_type == "gpu":
@@ -715,26 +677,6 @@ def create(name="local"):
         raise GpundaError(f"kvstore.create: unknown type {name!r}{hint} Valid types: "
                           f"{', '.join(_TYPES)}")
     return KVStore(name)
-
-
-def _check_dmlc_env(mpi):
-    """MXNet's launcher (tools/launch.py) describes the job in DMLC_* variables and
-    starts the processes itself; gpunda's workers are the ranks of one MPI job. A worker
-    whose DMLC_NUM_WORKER disagrees with the MPI job it is in was started by such a
-    launcher: say what to run instead of training alone."""
-    want = os.environ.get("DMLC_NUM_WORKER")
-    if want is None:
-        return
-    try:
-        want = int(want)
-    except ValueError:
-        raise GpundaError(f"kvstore: DMLC_NUM_WORKER={want!r} is not an integer") from None
-    if want != mpi.size:
-        raise GpundaError(
-            f"kvstore: DMLC_NUM_WORKER={want} asks for {want} workers but this process is one "
-            f"of {mpi.size} MPI rank(s). gpunda's distributed stores do not use MXNet's "
-            f"launcher (tools/launch.py, ps-lite, DMLC_PS_ROOT_URI, server processes); run "
-            f"the workers as one MPI job instead: mpiexec -n {want} python train.py")
 
 
 def num_workers():
