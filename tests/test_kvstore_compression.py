@@ -223,6 +223,37 @@ def test_gpu_arrays_quantise_on_their_device(standin_gpu):
     assert kv._gc.residuals[(0, 0)].context == mx.gpu(0)
 
 
+
+def test_module_on_two_devices_with_compression_params():
+    # MXNet 1.9.1, recorded:
+    #   net = MakeLoss(sum(FullyConnected(data, num_hidden=1, no_bias=True, name='fc')))
+    #   mod = mx.mod.Module(net, data_names=['data'], label_names=None,
+    #                       context=[mx.cpu(0), mx.cpu(1)],
+    #                       compression_params={'type': '2bit', 'threshold': 0.5})
+    #   bind (2, 3); init_params(Zero()); init_optimizer(kvstore='device', optimizer='sgd',
+    #   optimizer_params={'learning_rate': 1.0}); two steps on
+    #   x = [[0.3, 0.6, -1.0], [0.6, 1.2, -2.0]]
+    #   -> [[-0.25, -0.5, 0.5]], then [[-0.75, -1.0, 1.0]]
+    data = mx.sym.Variable("data")
+    net = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(data, num_hidden=1, no_bias=True,
+                                                           name="fc")))
+    mod = mx.mod.Module(net, data_names=["data"], label_names=None,
+                        context=[mx.cpu(0), mx.cpu(1)],
+                        compression_params={"type": "2bit", "threshold": 0.5})
+    mod.bind(data_shapes=[("data", (2, 3))])
+    mod.init_params(mx.init.Zero())
+    mod.init_optimizer(kvstore="device", optimizer="sgd",
+                       optimizer_params={"learning_rate": 1.0})
+    x = nd.array([[0.3, 0.6, -1.0], [0.6, 1.2, -2.0]])
+    got = []
+    for _ in range(2):
+        mod.forward(mx.io.DataBatch([x]), is_train=True)
+        mod.backward()
+        mod.update()
+        got.append(mod.get_params()[0]["fc_weight"].asnumpy().tolist())
+    assert got == [[[-0.25, -0.5, 0.5]], [[-0.75, -1.0, 1.0]]]
+
+
 # -- over MPI ------------------------------------------------------------------------------
 
 MPI_SCRIPT = textwrap.dedent('''
