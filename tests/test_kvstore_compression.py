@@ -254,6 +254,34 @@ def test_module_on_two_devices_with_compression_params():
     assert got == [[[-0.25, -0.5, 0.5]], [[-0.75, -1.0, 1.0]]]
 
 
+
+@pytest.mark.parametrize("update_on_kvstore", [None, False])
+def test_trainer_on_two_devices_with_compression_params(update_on_kvstore):
+    # MXNet 1.9.1, recorded for update_on_kvstore None (-> True) and False alike:
+    #   net = gluon.nn.Dense(1, in_units=3, use_bias=False)
+    #   net.initialize(mx.init.Zero(), ctx=[mx.cpu(0), mx.cpu(1)])
+    #   tr = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 1.0}, kvstore='device',
+    #                      compression_params={'type': '2bit', 'threshold': 0.5})
+    #   x0 = [[0.3, 0.6, -1.0]] on cpu(0), x1 = [[0.6, 1.2, -2.0]] on cpu(1); two steps of
+    #   backward(sum(net(x)) per device); tr.step(2)
+    #   -> weight [[-0.25, -0.5, 0.5]], then [[-0.75, -1.0, 1.0]]
+    net = mx.gluon.nn.Dense(1, in_units=3, use_bias=False)
+    net.initialize(mx.init.Zero(), ctx=[mx.cpu(0), mx.cpu(1)])
+    tr = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0}, kvstore="device",
+                          compression_params={"type": "2bit", "threshold": 0.5},
+                          update_on_kvstore=update_on_kvstore)
+    xs = [nd.array([[0.3, 0.6, -1.0]], ctx=mx.cpu(0)), nd.array([[0.6, 1.2, -2.0]], ctx=mx.cpu(1))]
+    got = []
+    for _ in range(2):
+        with mx.autograd.record():
+            losses = [net(x).sum() for x in xs]
+        mx.autograd.backward(losses)
+        tr.step(2)
+        got.append(net.weight.data(mx.cpu(1)).asnumpy().tolist())
+    assert tr._update_on_kvstore is (update_on_kvstore is None)
+    assert got == [[[-0.25, -0.5, 0.5]], [[-0.75, -1.0, 1.0]]]
+
+
 # -- over MPI ------------------------------------------------------------------------------
 
 MPI_SCRIPT = textwrap.dedent('''
