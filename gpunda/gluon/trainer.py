@@ -34,11 +34,19 @@ _DIST_TYPES = ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod")
 # each context's updater applies the optimizer. Distributed stores (dist_sync, nccl
 # under mpiexec) always update on the workers: the parameters are broadcast from
 # rank 0 at the first step and the gradients all-reduced in fused buckets, rescaled
-# by the global batch.
+# by the global batch. 'dist_async' is MXNet's other case: the store (its server on
+# rank 0) applies the optimizer to each worker's push on arrival, so it always updates
+# on the kvstore, even with one context, and update_on_kvstore=False is refused.
+
+
+def _is_async(name):
+    return isinstance(name, str) and name.startswith("dist") and "async" in name
 
 
 def _is_dist(kv):
-    return kv is not None and (kv.type in _DIST_TYPES or kv.type.startswith("dist"))
+    """Whether ``kv`` all-reduces over MPI/NCCL (the workers update; not 'dist_async')."""
+    return kv is not None and not _is_async(kv.type) and \
+        (kv.type in _DIST_TYPES or kv.type.startswith("dist"))
 
 
 class Trainer:
@@ -94,7 +102,12 @@ class Trainer:
         from gpunda import kvstore as kvs
         self._dist_kv = None
         name = getattr(kvstore, "type", kvstore)
-        if isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
+        if _is_async(name):
+            # MXNet: "The only unsupported mode is async with update_on_kvstore=False";
+            # the store itself is made (collectively, on every rank) on first use
+            if update_on_kvstore is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        elif isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
             self._dist_kv = kvstore if isinstance(kvstore, kvs.KVStoreBase) else kvs.create(name)
             if update_on_kvstore:
                 raise GpundaError(f"Trainer: update_on_kvstore=True with the distributed "
@@ -175,6 +188,8 @@ class Trainer:
                                      f"training with sparse gradients")
             elif want is not None:
                 update = want
+            if kv is not None and _is_async(kv.type):
+                update = True
             if kv is not None and update and not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
                 if want:
                     raise ValueError(f"Please set update_on_kvstore=False when training with "
@@ -200,7 +215,7 @@ class Trainer:
             kv = None
         elif isinstance(kvstore, kvs.KVStoreBase):
             kv = kvstore
-        elif len(self._contexts) == 1:
+        elif len(self._contexts) == 1 and not _is_async(kvstore):
             kv = None
         else:
             kv = kvs.create(kvstore)
