@@ -394,8 +394,8 @@ def test_trainer_all_reduces_compressed_gradients(tmp_path):
     # Trainer(kvstore='dist_sync', compression_params=...) quantises each rank's gradient
     # with its residual before the all-reduce. Gradients (the input rows): rank 0
     # [0.3, 0.6, -1.0] -> [0, .5, -.5], rank 1 [0.6, 1.2, -2.0] -> [.5, .5, -.5]; the second
-    # step adds the residuals: both send [.5, .5, -.5]. gpunda's Trainer rescales by the
-    # global batch (1 per rank, 2 ranks), lr 1.
+    # step adds the residuals: both send [.5, .5, -.5]. The Trainer rescales the summed
+    # gradient by 1/batch_size (1, this rank's batch), as MXNet's does; lr 1.
     exe = _mpiexec()
     script = tmp_path / "trainer_compress.py"
     script.write_text(TRAINER_SCRIPT)
@@ -405,8 +405,8 @@ def test_trainer_all_reduces_compressed_gradients(tmp_path):
     r = subprocess.run([exe, "-n", "2", sys.executable, str(script), prefix],
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    w1 = -0.5 * np.array([0.5, 1.0, -1.0])
-    w2 = w1 - 0.5 * np.array([1.0, 1.0, -1.0])
+    w1 = -np.array([0.5, 1.0, -1.0])
+    w2 = w1 - np.array([1.0, 1.0, -1.0])
     for k in range(2):
         res = json.loads(open(f"{prefix}-{k}.json").read())
         np.testing.assert_allclose(res["weights"], [w1, w2], rtol=1e-6)

@@ -33,8 +33,8 @@ _DIST_TYPES = ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod")
 # on push (``pushpull`` into the weights); otherwise it only sums the gradients and
 # each context's updater applies the optimizer. Distributed stores (dist_sync, nccl
 # under mpiexec) always update on the workers: the parameters are broadcast from
-# rank 0 at the first step and the gradients all-reduced in fused buckets, rescaled
-# by the global batch. 'dist_async' is MXNet's other case: the store (its server on
+# rank 0 at the first step and the gradients summed in fused buckets, rescaled by
+# 1/batch_size as MXNet's store does. 'dist_async' is MXNet's other case: the store (its server on
 # rank 0) applies the optimizer to each worker's push on arrival, so it always updates
 # on the kvstore, even with one context, and update_on_kvstore=False is refused.
 
@@ -58,8 +58,10 @@ class Trainer:
     or 'dist_sync' / 'nccl' (a name or a KVStore) under ``mpiexec``: then the
     parameters are broadcast from rank 0 before the first step, and each step
     all-reduces the gradients (in fused buckets) and rescales them by the
-    global batch, ``batch_size * num_workers``, so every rank keeps identical
-    weights equal to single-process training on the concatenated batches.
+    ``batch_size`` as MXNet's Trainer does: the gradients are summed over the ranks
+    and rescaled by 1/batch_size, ``batch_size`` being this worker's batch (MXNet's
+    store sums the workers' pushes and updates with the same factor), so every rank
+    keeps identical weights.
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
@@ -327,10 +329,6 @@ class Trainer:
             for d in p.list_data():
                 d[:] = host
 
-    @property
-    def _num_workers(self):
-        return self._dist_kv.num_workers if self._dist_kv is not None else 1
-
     def _check_update_on_kvstore(self, what):
         if self._kvstore is not None and self._update_on_kvstore:
             raise AssertionError(f"Trainer.{what}() when parameters are updated on kvstore is "
@@ -340,12 +338,13 @@ class Trainer:
     def step(self, batch_size, ignore_stale_grad=False):
         """One update: reduce gradients over contexts (and ranks), then update.
 
-        Gradients are rescaled by 1/(batch_size * num_workers): ``batch_size`` is
-        this worker's batch.
+        Gradients are rescaled by 1/batch_size, ``batch_size`` being this worker's batch;
+        on a distributed store they are summed over the workers first, as MXNet 1.9.1 does
+        (its Trainer does not divide by the number of workers; Module does).
         """
         self._prepare()
         self._check_initialized()
-        self._optimizer.rescale_grad = self._scale / (batch_size * self._num_workers)
+        self._optimizer.rescale_grad = self._scale / batch_size
         if not ignore_stale_grad:
             self._check_stale()     # before the reduction, which would refresh every gradient
         self._allreduce_grads()
