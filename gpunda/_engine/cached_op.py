@@ -448,8 +448,9 @@ class CachedOp:
     # whose step list has each group of element-wise steps replaced by one fused step
     # (NOTE [Fusion partition], NOTE [Fused steps]), with its own static plans, training
     # plans and CUDA graphs. MXNET_USE_FUSION=0 (read once, at import) turns it off, as in
-    # MXNet. Graphs that inline their ops (small, without static_alloc), have creation ops
-    # of unknown shape, or are monitored run unfused. ``fusion_report()`` says what fused.
+    # MXNet. Graphs that inline their ops (small, without static_alloc) or are monitored
+    # run unfused. Creation steps of unknown shape (NOTE [Unknown dimensions]) are never
+    # fused, and the view shares their step objects, so one resolution serves both. ``fusion_report()`` says what fused.
     def _fused_view(self, train=None):
         train = _ag._is_train() if train is None else train
         view = self._fusion_views.get(train)
@@ -488,8 +489,6 @@ class CachedOp:
         elif self._inlining:
             why = (f"the graph has at most inline_limit={self._flags['inline_limit']} ops "
                    f"and no static_alloc: its ops run (and record) one by one")
-        elif self._open_shapes:
-            why = "the graph has creation ops of unknown shape"
         elif self._monitor is not None:
             why = "an op hook monitors every op's output"
         self._fusion_off = why

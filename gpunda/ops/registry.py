@@ -543,7 +543,8 @@ class Pointwise:
     ``grads``: one expression (or None: no gradient) per input, or ``callable(p)``.
     ``when``: ``callable(p, train)`` -> None when fusable, else a reason (Dropout while
     training draws random numbers). ``broadcast``: "same" (inputs of one shape, the
-    elemwise_ ops), "numpy" (NumPy broadcasting, the broadcast_ ops). ``same_dtype``:
+    elemwise_ ops), "numpy" (NumPy broadcasting, the broadcast_ ops), "channel" (input 0 is
+    the data, the others vectors along its axis ``p.axis``: BatchNorm). ``same_dtype``:
     indices of the inputs that must share a dtype (None: all); ``out_dtype``:
     ``callable(p, in_dtypes)`` (None: the first same-dtype input's, as MXNet infers).
     """
@@ -552,8 +553,9 @@ class Pointwise:
 
     def __init__(self, fwd, grads=(), *, when=None, broadcast="same", same_dtype=None,
                  out_dtype=None):
-        if broadcast not in ("same", "numpy"):
-            raise GpundaError(f"Pointwise: broadcast={broadcast!r} must be 'same' or 'numpy'")
+        if broadcast not in ("same", "numpy", "channel"):
+            raise GpundaError(f"Pointwise: broadcast={broadcast!r} must be 'same', 'numpy' "
+                              f"or 'channel'")
         self.fwd, self.grads, self.when = fwd, grads, when
         self.broadcast, self.same_dtype, self.out_dtype = broadcast, same_dtype, out_dtype
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda._core import hooks
+from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import step_gradient
 from gpunda._engine.fusion.codegen import PTR_TYPES, kernel_source, launch_dims
 from gpunda._engine.fusion.expr import Program, ctype_of, parse
@@ -48,16 +49,30 @@ class Layout:
     """What one input signature makes of a group: shapes and dtypes of every slot, the
     iteration shape and each input's element strides; ``reason`` when it does not fit."""
 
-    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n")
+    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff")
 
     def __init__(self, group, shapes, dtypes, strides):
         self.reason = None
         ss = dict(zip(group.in_slots, shapes))
         sd = dict(zip(group.in_slots, dtypes))
         self.slot_shape, self.slot_dtype = ss, sd
+        # inputs read along one axis of a "channel" member (BatchNorm's vectors): the shape
+        # and element strides they broadcast as
+        eff = self.eff = {}
+        used = {}
+        for m in group.members:
+            for s in m.st.ins:
+                used[s] = used.get(s, 0) + 1
         for m in group.members:
             st, rec = m.st, m.rec
-            ish = [ss[s] for s in st.ins]
+            if rec.broadcast == "channel":
+                why = _channel_inputs(st, ss, group.in_slots, used, eff)
+                if why:
+                    self.reason = f"{st.name}: {why}"
+                    return
+                ish = [ss[st.ins[0]]]
+            else:
+                ish = [ss[s] for s in st.ins]
             idt = [sd[s] for s in st.ins]
             bad = [d for d in idt if d.name not in PTR_TYPES]
             if bad:
@@ -95,6 +110,9 @@ class Layout:
         self.n = int(np.prod(it, dtype=np.int64)) if it else 1
         st_list = []
         for s, sh, sv in zip(group.in_slots, shapes, strides):
+            if s in eff:        # a vector along one axis: its one stride on that axis
+                sh, mask = eff[s]
+                sv = tuple(sv[0] if k else 0 for k in mask)
             pad = len(it) - len(sh)
             row = []
             for ax, d in enumerate(it):
@@ -102,6 +120,27 @@ class Layout:
                 row.append(0 if k < 0 or sh[k] != d or d == 1 else sv[k])
             st_list.append(tuple(row))
         self.strides = st_list
+
+
+def _channel_inputs(st, ss, in_slots, used, eff):
+    """Give BatchNorm-like step ``st``'s vector inputs their broadcast shape along the
+    data's axis (``eff``: slot -> (shape, element strides)); a reason when they are not
+    group inputs of the channel count read by this step alone."""
+    from gpunda.ops._util import norm_axis
+    dshape = ss[st.ins[0]]
+    try:
+        ax = norm_axis(st.p.axis, len(dshape), st.op.name)
+    except Exception:       # the op's own check raises, member by member
+        return "axis out of range"
+    C = dshape[ax]
+    for s in st.ins[1:]:
+        if s not in in_slots or used[s] != 1:
+            return "a channel vector computed in, or shared across, the group"
+        if tuple(ss[s]) != (C,):
+            return f"a channel vector of shape {ss[s]} for {C} channels"
+        shape = tuple(C if i == ax else 1 for i in range(len(dshape)))
+        eff[s] = (shape, tuple(1 if i == ax else 0 for i in range(len(dshape))))
+    return None
 
 
 class FusedGroup:
@@ -116,6 +155,9 @@ class FusedGroup:
         self._kernels = {}
         self.fallbacks = {}
         self.launches = 0
+        # members whose backward reads the backward's training mode (BatchNorm's rule uses
+        # batch statistics in a training backward even after a predict-mode forward)
+        self.mode_sensitive = any(m.st.op.update is not None for m in self.members)
         names = tuple(f"in{k}" for k in range(len(in_slots)))
         self.op = OpDef("_FusedOp", _compute, inputs=names, num_outputs=len(out_slots),
                         gradient=_gradient, save=("inputs",), grad_need=True, wants_ctx=True,
@@ -257,8 +299,9 @@ class FusedGroup:
         if lay.reason is not None:
             return None
         have = tuple(g is not None for g in ograds)
-        in_shapes = [lay.slot_shape[s] for s in self.in_slots]
-        reduce = [sh != lay.shape for sh in in_shapes]
+        in_shapes = [lay.eff[s][0] if s in lay.eff else lay.slot_shape[s]
+                     for s in self.in_slots]
+        reduce = [tuple(sh) != lay.shape for sh in in_shapes]
 
         def make():
             in_dt = [lay.slot_dtype[s] for s in self.in_slots]
@@ -282,13 +325,13 @@ class FusedGroup:
         fn, out_dt = self._kernel(xp, key, make)
         outs = iter(self._launch(xp, fn, lay, list(arrays) + ogs, out_dt))
         res = []
-        for a, n, r in zip(arrays, need, reduce):
+        for a, n, r, sh in zip(arrays, need, reduce, in_shapes):
             if not n:
                 res.append(None)
                 continue
             g = next(outs)
             if r:
-                g = _sum_to(g, a.shape).astype(a.dtype, copy=False)
+                g = _sum_to(g, sh).reshape(a.shape).astype(a.dtype, copy=False)
             res.append(g)
         return res
 
@@ -305,7 +348,7 @@ class FusedGroup:
                 vals[s] = x
         return vals
 
-    def members_backward(self, F, arrays, ograds, need, ctx):
+    def members_backward(self, F, arrays, ograds, need, ctx, bwd_train=None):
         """The members' own gradient rules, newest first (fallback and create_graph)."""
         nd = not isinstance(F, RawF)
         if nd:
@@ -330,7 +373,7 @@ class FusedGroup:
             ins = [vals[s] for s in st.ins]
             outs = [vals[s] for s in st.outs]
             rneed = tuple(True for _ in ins) if st.op.grad_need else None
-            grads = step_gradient(F, st, ins, outs, ogs, rneed)
+            grads = step_gradient(F, st, ins, outs, ogs, rneed, bwd_train)
             for s, gr in zip(st.ins, grads):
                 if gr is not None:
                     g[s] = gr if g.get(s) is None else g[s] + gr
@@ -351,6 +394,10 @@ def _compute(xp, p, *arrays, ctx=None):
 
 def _gradient(F, p, ins, outs, ograds, need=None):
     need = tuple(need) if need is not None else (True,) * len(ins)
+    if p.mode_sensitive:
+        bwd_train = _ag.updates_enabled()
+        if bwd_train:       # the members' rules, each in the backward's mode, as unfused
+            return p.members_backward(F, ins, list(ograds), need, None, bwd_train)
     if isinstance(F, RawF):
         r = p.run_backward(F._xp, ins, list(ograds), need, F._ctx)
         if r is not None:

@@ -1081,6 +1081,27 @@ register(OpDef(
         "moving_mean/moving_var in place (as MXNet's)."))
 
 
+def _bn_pointwise_when(p, train):
+    if train and not p.use_global_stats:
+        return "BatchNorm in training: batch statistics (a reduction)"
+    return None
+
+
+# pointwise record (NOTE [Pointwise records]): with the moving statistics BatchNorm is
+# element-wise, its vectors read along the channel axis (the third output is 1/std);
+# moving_mean and moving_var get no gradient, as in the rule above
+declare_pointwise(
+    "BatchNorm",
+    lambda p: (("(data - moving_mean) * rsqrt(moving_var + eps)" if p.fix_gamma else
+                "(data - moving_mean) * (gamma * rsqrt(moving_var + eps))") + " + beta",
+               "moving_mean", "rsqrt(moving_var + eps)"),
+    lambda p: ("g * rsqrt(moving_var + eps)" if p.fix_gamma else
+               "g * (gamma * rsqrt(moving_var + eps))",
+               "0" if p.fix_gamma else "g * (data - moving_mean) * rsqrt(moving_var + eps)",
+               "g", None, None),
+    when=_bn_pointwise_when, broadcast="channel", same_dtype=(0,))
+
+
 def _layer_norm(xp, p, x, gamma, beta):
     ax = norm_axis(p.axis, x.ndim, "LayerNorm")
     C = x.shape[ax]
