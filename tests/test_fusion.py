@@ -296,3 +296,153 @@ def test_unrolled_lstm():
                              True, tokens=True)
     # per step the gates' element-wise arithmetic is one group
     assert len(view._fusion_groups) >= 4
+
+
+# -- generated sources -------------------------------------------------------------------
+
+def _chain(dtype="float32"):
+    x, b = sym.var("x"), sym.var("b")
+    a = sym.Activation(sym.broadcast_add(x, b), act_type="tanh") * 0.5
+    y = sym.exp(sym.FullyConnected(a, num_hidden=4, no_bias=True, name="fc")) + 1
+    return sym.sqrt(sym.abs(y)) * 2
+
+
+def test_one_kernel_per_group_and_direction():
+    s = _chain()
+    srcs = fusion.sources_for(s, {"x": (3, 4), "b": (4,), "fc_weight": (4, 4)})
+    cop = CachedOp(s)
+    ngroups = len(cop.fusion_report(train=False)["groups"])
+    assert ngroups == 2 and len(srcs) == 2 * ngroups      # forward and backward per group
+    for name, src in srcs:
+        assert name.startswith("gpunda_fused_")
+        assert src.count("__global__") == 1
+        assert f'extern "C" __global__ void {name}(' in src
+        assert "#include" not in src                       # self-contained for NVRTC
+    # forward of the first group: tanh(x + b) * 0.5, b read with stride 0 along axis 0
+    fwd = srcs[0][1]
+    assert "in1[c1]" in fwd and "gp_tanh" in fwd
+
+
+def test_float16_loads_and_stores_through_float():
+    """float16 data is computed in float inside the kernel (MXNet's fused kernels did the
+    same): loads convert up, the values are floats, stores round once."""
+    s = _chain()
+    srcs = fusion.sources_for(s, {"x": (3, 4), "b": (4,), "fc_weight": (4, 4)},
+                              {"x": "float16", "b": "float16", "fc_weight": "float16"},
+                              backward=False)
+    for _, src in srcs:
+        body = src.split('extern "C"')[1]
+        assert "const unsigned short* __restrict__ in0" in body
+        assert "gp_h2f(in0[" in body and "gp_f2h((float)" in body
+        assert "const float v" in body and "half" not in body
+    # the reference evaluator rounds once at the end: exact float32 math, then float16
+    x = sym.var("x")
+    y = sym.exp(x) * 3 - sym.tanh(x)
+    cop = CachedOp(y, {"static_alloc": True})
+    a = np.linspace(-2, 2, 50).astype(np.float16)
+    got = cop._fused_view(False)(mx.nd.array(a, dtype="float16")).asnumpy()
+    a32 = a.astype(np.float32)
+    want = (np.exp(a32) * np.float32(3) - np.tanh(a32)).astype(np.float16)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3)
+
+
+def test_float64_groups_compute_in_double():
+    x = sym.var("x")
+    srcs = fusion.sources_for(sym.exp(x) * 3 - sym.tanh(x), {"x": (5,)}, {"x": "float64"})
+    assert all("const double v" in s and "const float v" not in s.split('extern "C"')[1]
+               for _, s in srcs)
+
+
+def test_cpu_calls_never_build_a_fused_view():
+    x = sym.var("x")
+    cop = CachedOp(sym.exp(x) * 3 - sym.tanh(x), {"static_alloc": True})
+    cop(mx.nd.ones((4,)))
+    with autograd.record():
+        cop(mx.nd.ones((4,)))
+    assert cop._fusion_views == {}
+
+
+def test_report_names_why_nodes_were_left_out():
+    s = _chain()
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    left = {d["node"]: d["reason"] for d in rep["left_out"]}
+    assert left == {"fc": "not element-wise (GEMM)"}
+    s = sym.Dropout(sym.exp(sym.var("x")), p=0.5) + 1
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    assert any("random numbers" in d["reason"] for d in rep["left_out"])
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=False)
+    assert rep["left_out"] == [] and rep["groups"][0]["ops"] == ["exp", "Dropout",
+                                                                  "_plus_scalar"]
+    small = CachedOp(sym.exp(sym.var("x")) + 1)            # inlined: runs op by op
+    assert "inline_limit" in small.fusion_report()["reason"]
+
+
+def test_mxnet_use_fusion_0_turns_it_off():
+    code = ("import gpunda as mx\nfrom gpunda._engine import fusion\n"
+            "from gpunda._engine.cached_op import CachedOp\n"
+            "s = mx.sym.exp(mx.sym.var('x')) * 2 + 1\n"
+            "r = CachedOp(s, {'static_alloc': True}).fusion_report()\n"
+            "print(fusion.ENABLED, r['reason'], len(r['groups']))\n")
+    root = os.path.join(os.path.dirname(__file__), "..")
+    env = dict(os.environ, MXNET_USE_FUSION="0", PYTHONPATH=os.path.abspath(root))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=root).stdout.split()
+    assert out == ["False", "MXNET_USE_FUSION=0", "0"]
+
+
+# -- the stand-in gpu(0): the fused path inside CachedOp ---------------------------------
+
+class _Net(mx.gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.d1 = mx.gluon.nn.Dense(8, in_units=5)
+            self.bn = mx.gluon.nn.BatchNorm(in_channels=8)
+            self.d2 = mx.gluon.nn.Dense(4, in_units=8)
+
+    def hybrid_forward(self, F, x):
+        h = self.bn(self.d1(x))
+        h = F.LeakyReLU(h, act_type="gelu") * 0.5 + F.tanh(h)
+        h = F.Dropout(h, p=0.3)
+        return F.broadcast_add(F.sigmoid(self.d2(h)), F.exp(-F.abs(h)).sum(axis=1,
+                                                                           keepdims=True))
+
+
+def _net_run(ctx, static):
+    mx.random.seed(7)
+    net = _Net()
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    net.hybridize(static_alloc=static, static_shape=static)
+    x = mx.nd.array(np.random.RandomState(0).randn(3, 5), ctx=ctx)
+    x.attach_grad()
+    outs = [net(x).asnumpy() for _ in range(3)]          # warm-up, capture, replay
+    with autograd.record(train_mode=False):
+        z = net(x)
+    z.backward(train_mode=False)
+    return outs, x.grad.asnumpy(), net.d1.weight.grad().asnumpy(), net
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_standin_gpu_runs_the_fused_kernels(standin_gpu, static):
+    cpu = _net_run(mx.cpu(), static)
+    gpu = _net_run(mx.gpu(0), static)
+    for a, b in zip(cpu[0] + [cpu[1], cpu[2]], gpu[0] + [gpu[1], gpu[2]]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    cop = gpu[3]._cached_op
+    view = cop._fusion_views[False]
+    assert view is not cop and view._fusion_groups
+    assert all(g.launches > 0 for g in view._fusion_groups)
+    rep = cop.fusion_report(train=False)
+    assert rep["fallbacks"] == {} and any("BatchNorm" in g["ops"] for g in rep["groups"])
+    assert cpu[3]._cached_op._fusion_views == {}
+
+
+def test_standin_gpu_without_fusion(standin_gpu, monkeypatch):
+    """MXNET_USE_FUSION=0 (fusion.ENABLED false): gpu(0) runs the op-by-op plan."""
+    monkeypatch.setattr(fusion, "ENABLED", False)
+    cpu = _net_run(mx.cpu(), False)
+    gpu = _net_run(mx.gpu(0), False)
+    np.testing.assert_allclose(gpu[1], cpu[1], rtol=1e-5, atol=1e-6)
+    assert gpu[3]._cached_op._fusion_views == {}
+    assert gpu[3]._cached_op.fusion_report()["reason"] == "MXNET_USE_FUSION=0"

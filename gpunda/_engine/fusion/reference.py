@@ -77,10 +77,20 @@ def make_emulation(prog, shape, in_strides, out_dtypes):
     args)`` with args = inputs, outputs, n (NumPy arrays, written in place)."""
     nin = len(prog.in_ctypes)
     nout = len(out_dtypes)
+    from gpunda._engine.fusion.codegen import contiguous_strides
+    contig = contiguous_strides(shape)
+    # a kernel whose inputs are all read at the flat index has no shape in its source,
+    # so one compiled kernel (one name) serves every shape: then so does its emulation
+    loaded = {args for kind, args, _ in prog.instrs if kind == "load"}
+    flat = all(tuple(in_strides[k]) == contig for k in loaded)
 
     def emu(grid, block, args):
         ins, outs = args[:nin], args[nin:nin + nout]
-        for o, r in zip(outs, evaluate(prog, ins, shape, in_strides, out_dtypes)):
+        shp, strides = shape, in_strides
+        if flat:
+            shp = (int(args[-1]),)
+            strides = [(1,)] * len(in_strides)
+        for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
             o.reshape(-1)[...] = r.reshape(-1)
     emu.out_index = tuple(range(nin, nin + nout))
     return emu
