@@ -446,3 +446,52 @@ def test_standin_gpu_without_fusion(standin_gpu, monkeypatch):
     np.testing.assert_allclose(gpu[1], cpu[1], rtol=1e-5, atol=1e-6)
     assert gpu[3]._cached_op._fusion_views == {}
     assert gpu[3]._cached_op.fusion_report()["reason"] == "MXNET_USE_FUSION=0"
+
+
+def _nvrtc():
+    """libnvrtc from the nvidia-cuda-nvrtc wheel (CUDA 12 or 13), or None."""
+    import ctypes
+    import glob
+    try:
+        import nvidia.cuda_nvrtc as pkg
+    except ImportError:
+        try:
+            import nvidia.cu13 as pkg
+        except ImportError:
+            return None
+    for d in pkg.__path__:
+        for f in sorted(glob.glob(os.path.join(d, "**", "libnvrtc.so*"), recursive=True)):
+            if "builtins" not in f:
+                return ctypes.CDLL(f)
+    return None
+
+
+def test_generated_sources_compile_with_nvrtc():
+    """Every fused kernel of a ResNet, an LSTM and float16 variants compiles for sm_80 with
+    NVRTC alone (no GPU, no driver, no headers)."""
+    import ctypes
+    lib = _nvrtc()
+    if lib is None:
+        pytest.skip("NVRTC not installed (pip install nvidia-cuda-nvrtc-cu12)")
+    from gpunda.gluon.model_zoo import vision
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from bench.fusion_models import LSTMLM
+    r18 = vision.resnet18_v1()(sym.var("data"))
+    f16 = {n: ("float32" if n.endswith(("gamma", "beta", "mean", "var")) else "float16")
+           for n in r18.list_inputs()}
+    lstm = LSTMLM(steps=2)(sym.var("tokens"))
+    srcs = (fusion.sources_for(r18, {"data": (2, 3, 64, 64)}, f16) +
+            fusion.sources_for(lstm, {"tokens": (4, 2)}, train=True))
+    assert len(srcs) > 20
+    for name, src in srcs:
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None,
+                                      None) == 0
+        opts = (ctypes.c_char_p * 1)(b"--gpu-architecture=sm_80")
+        rc = lib.nvrtcCompileProgram(prog, 1, opts)
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        log = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        assert rc == 0, (name, log.value.decode()[:2000])
