@@ -129,7 +129,9 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
         if any(has_grad[i] for i in ms):
             lay = _layout(g, ss, sd)
             it = lay.shape if lay.reason is None else None
-            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and it is not None
-                             and tuple(ss[s]) != tuple(it))
+            graded = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
+                      if t is not None}
+            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and s in graded
+                             and it is not None and tuple(ss[s]) != tuple(it))
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups)}
