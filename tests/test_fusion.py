@@ -433,7 +433,8 @@ def test_standin_gpu_runs_the_fused_kernels(standin_gpu, static):
     view = cop._fusion_views[False]
     assert view is not cop and view._fusion_groups
     assert all(g.launches > 0 for g in view._fusion_groups)
-    rep = cop.fusion_report(train=False)
+    rep = gpu[3].fusion_report(train=False)
+    assert rep == cop.fusion_report(train=False)
     assert rep["fallbacks"] == {} and any("BatchNorm" in g["ops"] for g in rep["groups"])
     assert cpu[3]._cached_op._fusion_views == {}
 
