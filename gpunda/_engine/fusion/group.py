@@ -49,7 +49,7 @@ class Layout:
     """What one input signature makes of a group: shapes and dtypes of every slot, the
     iteration shape and each input's element strides; ``reason`` when it does not fit."""
 
-    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff")
+    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff", "key")
 
     def __init__(self, group, shapes, dtypes, strides):
         self.reason = None
@@ -182,8 +182,10 @@ class FusedGroup:
         if lay is None:
             lay = Layout(self, [tuple(a.shape) for a in arrays], [a.dtype for a in arrays],
                          [tuple(s // a.itemsize for s in a.strides) for a in arrays])
-            if len(self._layouts) > 16:
+            if len(self._layouts) > 16:     # kernels are keyed by layout: both go
                 self._layouts.clear()
+                self._kernels.clear()
+            lay.key = key
             self._layouts[key] = lay
         return lay
 
@@ -290,7 +292,7 @@ class FusedGroup:
                 in_dt = [lay.slot_dtype[s] for s in self.in_slots]
                 out_dt = [lay.slot_dtype[s] for s in self.out_slots]
                 return self.forward_program(lay), lay, in_dt, out_dt, lay.strides
-            fn, out_dt = self._kernel(xp, ("f", id(lay)), make)
+            fn, out_dt = self._kernel(xp, ("f", lay.key), make)
             outs = self._launch(xp, fn, lay, arrays, out_dt)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -321,7 +323,7 @@ class FusedGroup:
         if any(g.shape != lay.shape or g.dtype != lay.slot_dtype[s]
                for g, s in zip(ograds, self.out_slots) if g is not None):
             return None
-        key = ("b", id(lay), tuple(need), have, tuple(g.strides for g in ogs))
+        key = ("b", lay.key, tuple(need), have, tuple(g.strides for g in ogs))
         fn, out_dt = self._kernel(xp, key, make)
         outs = iter(self._launch(xp, fn, lay, list(arrays) + ogs, out_dt))
         res = []
