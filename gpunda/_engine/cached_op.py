@@ -450,7 +450,8 @@ class CachedOp:
     # plans and CUDA graphs. MXNET_USE_FUSION=0 (read once, at import) turns it off, as in
     # MXNet. Graphs that inline their ops (small, without static_alloc) or are monitored
     # run unfused. Creation steps of unknown shape (NOTE [Unknown dimensions]) are never
-    # fused, and the view shares their step objects, so one resolution serves both. ``fusion_report()`` says what fused.
+    # fused, and the view shares their step objects, so one resolution serves both.
+    # ``fusion_report()`` says what fused and why each other op was left out.
     def _fused_view(self, train=None):
         train = _ag._is_train() if train is None else train
         view = self._fusion_views.get(train)

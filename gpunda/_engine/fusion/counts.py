@@ -87,7 +87,6 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
     the parameters)."""
     cop, part, groups, ss, sd = _plan(symbol, shapes, dtypes, train)
     steps = cop._steps
-    nin = cop._nin
     names = cop._input_names
     if grad_inputs is None:
         grad_inputs = [n for n in names if n not in shapes]
