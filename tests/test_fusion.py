@@ -93,7 +93,8 @@ def _inputs(op, p, rs, shape=(3, 4)):
         if op.pointwise.broadcast == "channel":     # BatchNorm: (2, 3, 4) data, (3,) vectors
             sh = (2, 3, 4) if k == 0 else (3,)
         x = rs.uniform(0.2, 2.0, sh) * rs.choice([-1, 1], sh)
-        if op.name.split("_")[-1] in ("sqrt", "rsqrt", "log", "log1p") or n == "moving_var":
+        if op.name.split("_")[-1] in ("sqrt", "rsqrt", "log", "log1p") or \
+                "power" in op.name or n == "moving_var":
             x = np.abs(x)
         if n == "condition":
             x = (rs.uniform(size=shape) > 0.5).astype(np.float64)

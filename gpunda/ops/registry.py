@@ -533,7 +533,7 @@ class OpDef:
 # ``out`` (output 0; ``out1`` for a second output) and ``g`` (output 0's gradient);
 # numbers; + - * / and unary -; comparisons (1 or 0); and the functions listed in
 # _engine/fusion/expr.py (exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, abs,
-# sign, floor, max, min, where(c, a, b)). Arithmetic runs in the compute type (float for
+# sign, floor, sin, cos, max, min, pow, where(c, a, b)). Arithmetic runs in the compute type (float for
 # float16 and float32, double for float64).
 class Pointwise:
     """How one element-wise op computes one element (NOTE [Pointwise records]).

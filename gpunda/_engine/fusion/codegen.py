@@ -24,7 +24,8 @@ __all__ = ["kernel_source", "PTR_TYPES", "contiguous_strides", "launch_dims"]
 
 PTR_TYPES = {"float16": "unsigned short", "float32": "float", "float64": "double"}
 _MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-         "rsqrt": "rsqrt", "tanh": "tanh", "erf": "erf", "abs": "fabs", "floor": "floor"}
+         "rsqrt": "rsqrt", "tanh": "tanh", "erf": "erf", "abs": "fabs", "floor": "floor",
+         "sin": "sin", "cos": "cos"}
 _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 THREADS = 256
 
@@ -43,6 +44,8 @@ def _prelude_math():
         for name, c in _MATH.items():
             lines.append(f"__device__ __forceinline__ {ct} gp_{name}({ct} a) "
                          f"{{ return {c}{suf}(a); }}")
+        lines.append(f"__device__ __forceinline__ {ct} gp_pow({ct} a, {ct} b) "
+                     f"{{ return pow{suf}(a, b); }}")
         lines.append(f"__device__ __forceinline__ {ct} gp_max({ct} a, {ct} b) "
                      f"{{ return a != a ? a : (b != b ? b : (a > b ? a : b)); }}")
         lines.append(f"__device__ __forceinline__ {ct} gp_min({ct} a, {ct} b) "
@@ -58,7 +61,7 @@ def _prelude_math():
 
 
 _PRELUDE += _prelude_math()
-assert set(FUNCS) <= set(_MATH) | {"max", "min", "sign", "sigmoid", "where"}
+assert set(FUNCS) <= set(_MATH) | {"max", "min", "pow", "sign", "sigmoid", "where"}
 
 
 def contiguous_strides(shape):

@@ -22,8 +22,8 @@ __all__ = ["Program", "parse", "ctype_of", "FUNCS"]
 
 # function name -> number of arguments (the language's whole library)
 FUNCS = {"exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1,
-         "sigmoid": 1, "erf": 1, "abs": 1, "sign": 1, "floor": 1, "max": 2, "min": 2,
-         "where": 3}
+         "sigmoid": 1, "erf": 1, "abs": 1, "sign": 1, "floor": 1, "sin": 1, "cos": 1,
+         "max": 2, "min": 2, "pow": 2, "where": 3}
 _BIN = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CMP = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 _parsed = {}

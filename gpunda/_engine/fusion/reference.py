@@ -32,7 +32,8 @@ def _sign(a):
 
 _FN = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
        "rsqrt": lambda a: a.dtype.type(1) / np.sqrt(a), "tanh": np.tanh, "erf": _erf,
-       "abs": np.abs, "floor": np.floor, "max": np.maximum, "min": np.minimum,
+       "abs": np.abs, "floor": np.floor, "sin": np.sin, "cos": np.cos, "pow": np.power,
+       "max": np.maximum, "min": np.minimum,
        "sign": _sign, "sigmoid": _sigmoid, "where": lambda c, a, b: np.where(c != 0, a, b)}
 _CMP = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal,
         "==": np.equal, "!=": np.not_equal}

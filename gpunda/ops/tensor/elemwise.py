@@ -607,6 +607,14 @@ declare_pointwise("relu", "max(data, 0)", ("g * sign(out)",))
 declare_pointwise("softsign", "data / (1 + abs(data))", ("g / ((1 + abs(data)) * (1 + abs(data)))",))
 declare_pointwise("erf", "erf(data)", (f"g * {2 / _SQRT_PI!r} * exp(-data * data)",))
 declare_pointwise(["floor"], "floor(data)", ("0",))
+declare_pointwise("sin", "sin(data)", ("g * cos(data)",))
+declare_pointwise("cos", "cos(data)", ("-g * sin(data)",))
+declare_pointwise("_power_scalar", "pow(data, scalar)", ("g * scalar * pow(data, scalar - 1)",))
+declare_pointwise("_rpower_scalar", "pow(scalar, data)", ("g * out * log(scalar)",))
+for _kind, _bc in (("broadcast_", "numpy"), ("_", "same")):
+    declare_pointwise(_kind + "power", "pow(lhs, rhs)",
+                      ("g * rhs * pow(lhs, rhs - 1)", "g * pow(lhs, rhs) * log(lhs)"),
+                      broadcast=_bc)
 declare_pointwise("_copy", "data", ("g",))
 declare_pointwise("Cast", "data", ("g",), out_dtype=lambda p, dts: p.dtype)
 declare_pointwise(
