@@ -13,6 +13,7 @@ import numpy as np
 
 from gpunda._engine import autograd as _ag
 from gpunda.ops.optimizer import flat as K
+from gpunda.ops.optimizer import flat_cuda as KC
 from gpunda.optimizer._more import LAMB
 from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 
@@ -75,6 +76,19 @@ class _SGDSpec:
     def run(xp, grp, lo, hi, k):
         K.sgd(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {}
+        for j, (lr, wd, rs, op_form, clip, mom) in ks.items():
+            rows[j] = (1.0, lr * rs, 1.0 - lr * wd, lr * wd, lr, float(bool(wd)), rs,
+                       float(clip is not None), clip or 0.0, mom)
+        b = grp.bufs
+        m = b[2] if len(b) > 2 else b[0]
+        op_form = next(iter(ks.values()))[3]        # clip_gradient set: one per optimizer
+        KC.launch(grp.xp, grp.dtype, "gpunda_flat_sgd", grp.btab,
+                  (b[0], b[1], m, grp.btab, grp.table(rows, len(KC.SGD_COLS)),
+                   np.int32(op_form), np.int32(len(b) > 2)))
+
 
 class _AdamSpec:
     @staticmethod
@@ -91,6 +105,14 @@ class _AdamSpec:
     @staticmethod
     def run(xp, grp, lo, hi, k):
         K.adam(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, b1, 1 - b1, 1 - b2,
+                    b2, eps) for j, (lr, wd, rs, clip, b1, b2, eps) in ks.items()}
+        W, G, M, V = grp.bufs
+        KC.launch(grp.xp, grp.dtype, "gpunda_flat_adam", grp.btab,
+                  (W, G, M, V, grp.btab, grp.table(rows, len(KC.ADAM_COLS))))
 
 
 class _LAMBSpec:
@@ -114,6 +136,22 @@ class _LAMBSpec:
         for a, b in grp.segments_in(lo, hi):
             K.lamb_step(xp, grp.bufs[0], grp.D, grp.scratch, a, b, k[0], opt.lower_bound,
                         opt.upper_bound)
+
+    @staticmethod
+    def cuda(grp, ks):
+        opt, xp = grp.opt, grp.xp
+        lower, upper = opt.lower_bound or 0.0, opt.upper_bound or 0.0
+        rows = {j: (1.0, wd, rs, float(clip is not None), clip or 0.0, b1, 1.0 - b1, 1.0 - b2,
+                    b2, eps, 1.0 - b1 ** t, 1.0 - b2 ** t, lr, lower, upper, float(bool(bias)))
+                for j, (lr, wd, t, rs, clip, b1, b2, eps, bias) in ks.items()}
+        if grp.D is None:
+            grp.D = xp.empty(grp.total, grp.dtype)
+        tab = grp.table(rows, len(KC.LAMB_COLS))
+        norms = xp.zeros(2 * len(grp.members), np.float64)
+        W, G, M, V = grp.bufs
+        KC.launch(xp, grp.dtype, "gpunda_flat_lamb1", grp.btab,
+                  (W, G, M, V, grp.D, grp.btab, tab, norms))
+        KC.launch(xp, grp.dtype, "gpunda_flat_lamb2", grp.btab, (W, grp.D, grp.btab, tab, norms))
 
 
 class _NAGSpec:
@@ -222,8 +260,13 @@ class FlatGroup:
         self.total = total = self.offsets[-1]
         self.bufs = [xp.empty(total, self.dtype) for _ in range(2 + self.nstates)]
         self.D = None
+        # on a GPU, one launch per step for the whole buffer (NOTE [Flat CUDA step])
+        self.cuda = getattr(spec, "cuda", None) if xp is not np and KC.supported(self.dtype) \
+            and os.environ.get("GPUNDA_FLAT_CUDA", "1") != "0" else None
+        self.btab = xp.asarray(KC.block_table(self.offsets)) if self.cuda else None
         n = K.CHUNK if xp is np else K.GPU_CHUNK
-        self.scratch = K.Scratch(xp, self.dtype, min(n, max(total, 1)))
+        # (the chunked kernels' temporaries; the CUDA kernels need none)
+        self.scratch = None if self.cuda else K.Scratch(xp, self.dtype, min(n, max(total, 1)))
         # slot j of member k: its NDArray and the view it must hold
         self.nds = [[None] * (2 + self.nstates) for _ in members]
         self.views = [[b[o:o + s].reshape(p.shape) for b in self.bufs]
@@ -308,6 +351,14 @@ class FlatGroup:
                 break
         return True
 
+    def table(self, rows, ncols):
+        """The device copy of the per-segment float64 table: ``rows`` ``{member: values}``,
+        zeros (inactive) for the members left out."""
+        tab = np.zeros((len(self.members), ncols))
+        for k, r in rows.items():
+            tab[k] = r
+        return self.xp.asarray(tab)
+
     def segments_in(self, lo, hi):
         """The member segments ``(start, stop)`` inside ``[lo, hi)``."""
         offs = self.offsets
@@ -323,6 +374,11 @@ class FlatGroup:
         ks = {}
         for i in sorted(i for i in active if i in self.pos):   # index order, as the loop
             ks[self.pos[i]] = spec.scalars(opt, i)
+        if self.cuda is not None:
+            if ks:
+                with _scope(self.ctx):
+                    self.cuda(self, ks)
+            return self._bump(ks)
         runs = []
         offs = self.offsets
         for k in range(len(self.members)):
@@ -336,6 +392,9 @@ class FlatGroup:
         with _scope(self.ctx):
             for lo, hi, kk in runs:
                 spec.run(xp, self, lo, hi, kk)
+        return self._bump(ks)
+
+    def _bump(self, ks):
         bump = _ag.bump_version
         for k in ks:
             nds = self.nds[k]

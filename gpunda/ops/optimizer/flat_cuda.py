@@ -1,0 +1,274 @@
+"""The flat optimizer step on a GPU: one kernel launch per flat buffer (NOTE [Flat CUDA step]).
+
+CUDA C++ kernels (``cupy.RawModule``, ``extern "C"``) for SGD (with and without momentum,
+both of ``SGD.update``'s formulas), Adam, LAMB (two launches: the direction with the
+per-parameter norms, then the trust-ratio step) and AdamW, each updating every segment
+(parameter) of a flat buffer (``ops/optimizer/flat.py``) in one launch. The per-parameter
+numbers (learning rate, weight decay, bias corrections, whether the parameter is updated at
+all) come in a small float64 table, one row per segment, rebuilt on the host every step; a
+static block table maps each CUDA block to the segment it works on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BLOCK", "SPAN", "block_table", "cuda_sources", "kernel", "supported",
+           "SGD_COLS", "ADAM_COLS", "LAMB_COLS", "ADAMW_COLS"]
+
+# NOTE [Flat CUDA step]
+# The kernels repeat the CPU kernels of ops/optimizer/flat.py operation by operation, in
+# the same order: every intermediate the NumPy code stores in an array of the buffer's
+# dtype is rounded to that dtype here too (for float16, computed in float and rounded back,
+# as NumPy's float16 loops do), and every Python float scalar is cast to the buffer's dtype
+# before use, as NumPy casts it. Compiled with --fmad=false (no fused multiply-adds) and
+# IEEE division and square root (NVRTC's defaults), so the GPU step reproduces the CPU
+# step bit for bit, except for LAMB's norms (a tree of float64 atomics against BLAS's dot).
+# Block b of a launch updates elements [start, end) of segment seg, rows of the int64
+# block table ``(start, end, seg)``: a segment spans one or more blocks of at most SPAN
+# elements and a block never straddles two segments, so a block reads its segment's row of
+# the scalar table once. A row whose column 0 (active) is 0 is skipped: a stale parameter
+# is not updated (as the per-parameter loop skips it). LAMB accumulates each segment's
+# sum(w*w) and sum(d*d) in float64 (warp shuffles, then one atomicAdd per warp) in the
+# direction launch; the step launch reads them.
+
+BLOCK = 256                  # threads per block
+SPAN = BLOCK * 16            # elements per block at most
+
+# the columns of each kernel's per-segment float64 table
+SGD_COLS = ("active", "step", "decay", "lrwd", "lr", "wd_nonzero", "rescale", "has_clip",
+            "clip", "momentum")
+ADAM_COLS = ("active", "lr", "wd", "rescale", "has_clip", "clip", "beta1", "one_m_beta1",
+             "one_m_beta2", "beta2", "epsilon")
+LAMB_COLS = ("active", "wd", "rescale", "has_clip", "clip", "beta1", "one_m_beta1",
+             "one_m_beta2", "beta2", "epsilon", "bias1", "bias2", "lr", "lower", "upper",
+             "bias_correction")
+ADAMW_COLS = ("active", "lr", "wd", "eta", "rescale", "has_clip", "clip", "beta1", "beta2",
+              "epsilon")
+
+_TYPES = {
+    "float32": r"""
+typedef float T; typedef float A;
+__device__ __forceinline__ A ld(T x) { return x; }
+__device__ __forceinline__ T st(A x) { return x; }
+__device__ __forceinline__ A rnd(A x) { return x; }
+__device__ __forceinline__ A cv(double d) { return (float)d; }
+""",
+    "float64": r"""
+typedef double T; typedef double A;
+__device__ __forceinline__ A ld(T x) { return x; }
+__device__ __forceinline__ T st(A x) { return x; }
+__device__ __forceinline__ A rnd(A x) { return x; }
+__device__ __forceinline__ A cv(double d) { return d; }
+""",
+    "float16": r"""
+#include <cuda_fp16.h>
+typedef __half T; typedef float A;
+__device__ __forceinline__ A ld(T x) { return __half2float(x); }
+__device__ __forceinline__ T st(A x) { return __float2half_rn(x); }
+__device__ __forceinline__ A rnd(A x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ A cv(double d) { return __half2float(__double2half(d)); }
+""",
+}
+
+_BODY = r"""
+#define C(k) cv(row[k])
+// np.clip: NaN stays NaN (fminf/fmaxf would drop it)
+__device__ __forceinline__ A clipv(A x, A c) { return x < -c ? -c : (x > c ? c : x); }
+
+#define GPUNDA_BLOCK_PROLOGUE(NCOLS)                                              \
+    const long long* bt = btab + 3 * (long long)blockIdx.x;                       \
+    const long long lo = bt[0], hi = bt[1];                                       \
+    const int seg = (int)bt[2];                                                   \
+    const double* row = tab + (long long)seg * NCOLS;                             \
+    if (row[0] == 0.0) return;
+
+extern "C" __global__ void gpunda_flat_sgd(T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ M, const long long* __restrict__ btab,
+        const double* __restrict__ tab, const int op_form, const int has_mom) {
+    GPUNDA_BLOCK_PROLOGUE(10)
+    const A step = C(1), decay = C(2), lrwd = C(3), lr = C(4), rs = C(6), clip = C(8),
+            mom = C(9);
+    const bool wdnz = row[5] != 0.0, has_clip = row[7] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        A w = ld(W[i]);
+        const A g = ld(G[i]);
+        if (!op_form) {                    // SGD.update's in-place formula
+            const A a = rnd(g * step);
+            if (!has_mom) {
+                if (wdnz) w = rnd(w * decay);
+                w = rnd(w - a);
+            } else {
+                A m = rnd(ld(M[i]) * mom);
+                m = rnd(m - a);
+                if (wdnz) m = rnd(m - rnd(w * lrwd));
+                w = rnd(w + m);
+                M[i] = st(m);
+            }
+        } else {                           // the operators' formula (clip_gradient set)
+            A a = rnd(g * rs);
+            if (has_clip) a = clipv(a, clip);
+            a = rnd(a * lr);
+            if (!has_mom) {
+                w = rnd(w * decay);
+                w = rnd(w - a);
+            } else {
+                A m = rnd(ld(M[i]) * mom);
+                m = rnd(m - rnd(w * lrwd));
+                m = rnd(m - a);
+                w = rnd(w + m);
+                M[i] = st(m);
+            }
+        }
+        W[i] = st(w);
+    }
+}
+
+extern "C" __global__ void gpunda_flat_adam(T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ M, T* __restrict__ V, const long long* __restrict__ btab,
+        const double* __restrict__ tab) {
+    GPUNDA_BLOCK_PROLOGUE(11)
+    const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), b1 = C(6), omb1 = C(7),
+            omb2 = C(8), b2 = C(9), eps = C(10);
+    const bool has_clip = row[4] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        A w = ld(W[i]), m = ld(M[i]), v = ld(V[i]);
+        A b = rnd(w * wd);
+        A a = rnd(rnd(ld(G[i]) * rs) + b);
+        if (has_clip) a = clipv(a, clip);
+        m = rnd(rnd(m * b1) + rnd(a * omb1));
+        v = rnd(rnd(v * b2) + rnd(rnd(a * omb2) * a));
+        b = rnd(rnd(sqrt(v)) + eps);
+        a = rnd(rnd(m * lr) / b);
+        W[i] = st(rnd(w - a));
+        M[i] = st(m);
+        V[i] = st(v);
+    }
+}
+
+// one partial sum per warp, then one float64 atomicAdd per warp into out
+__device__ __forceinline__ void gpunda_warp_add(double x, double* out) {
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out, x);
+}
+
+extern "C" __global__ void gpunda_flat_lamb1(const T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ M, T* __restrict__ V, T* __restrict__ D,
+        const long long* __restrict__ btab, const double* __restrict__ tab,
+        double* __restrict__ norms) {
+    GPUNDA_BLOCK_PROLOGUE(16)
+    const A wd = C(1), rs = C(2), clip = C(4), b1 = C(5), omb1 = C(6), omb2 = C(7),
+            b2 = C(8), eps = C(9), c1 = C(10), c2 = C(11);
+    const bool has_clip = row[3] != 0.0, bias = row[15] != 0.0;
+    double sw = 0.0, sd = 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const A w = ld(W[i]);
+        A m = ld(M[i]), v = ld(V[i]);
+        A a = rnd(ld(G[i]) * rs);
+        if (has_clip) a = clipv(a, clip);
+        m = rnd(rnd(m * b1) + rnd(a * omb1));
+        v = rnd(rnd(v * b2) + rnd(rnd(a * omb2) * a));
+        A b;
+        if (bias) {
+            b = rnd(rnd(sqrt(rnd(v / c2))) + eps);
+            a = rnd(m / c1);
+        } else {
+            b = rnd(rnd(sqrt(v)) + eps);
+            a = m;
+        }
+        const A d = rnd(rnd(a / b) + rnd(w * wd));
+        M[i] = st(m);
+        V[i] = st(v);
+        D[i] = st(d);
+        sw += (double)w * (double)w;
+        sd += (double)d * (double)d;
+    }
+    gpunda_warp_add(sw, norms + 2 * seg);
+    gpunda_warp_add(sd, norms + 2 * seg + 1);
+}
+
+extern "C" __global__ void gpunda_flat_lamb2(T* __restrict__ W, const T* __restrict__ D,
+        const long long* __restrict__ btab, const double* __restrict__ tab,
+        const double* __restrict__ norms) {
+    GPUNDA_BLOCK_PROLOGUE(16)
+    // the norms as the CPU step has them: sqrt in the buffer's dtype, then a double
+    double r1 = (double)cv(sqrt(norms[2 * seg])), r2 = (double)cv(sqrt(norms[2 * seg + 1]));
+    const double lower = row[13], upper = row[14];
+    if (lower != 0.0 && lower > r1) r1 = lower;       // Python's max(r1, lower)
+    if (upper != 0.0 && upper < r1) r1 = upper;       // Python's min(r1, upper)
+    const double ratio = (r1 == 0.0 || r2 == 0.0) ? 1.0 : r1 / r2;
+    const A step = cv(row[12] * ratio);
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x)
+        W[i] = st(rnd(ld(W[i]) - rnd(ld(D[i]) * step)));
+}
+
+extern "C" __global__ void gpunda_flat_adamw(T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ M, T* __restrict__ V, const long long* __restrict__ btab,
+        const double* __restrict__ tab) {
+    GPUNDA_BLOCK_PROLOGUE(10)
+    const A lr = C(1), wd = C(2), eta = C(3), rs = C(4), clip = C(6), b1 = C(7), b2 = C(8),
+            eps = C(9);
+    const A omb1 = rnd((A)1 - b1), omb2 = rnd((A)1 - b2);
+    const bool has_clip = row[5] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const A w = ld(W[i]);
+        A gr = rnd(rs * ld(G[i]));
+        if (has_clip) gr = clipv(gr, clip);
+        const A m = rnd(rnd(b1 * ld(M[i])) + rnd(omb1 * gr));
+        const A v = rnd(rnd(b2 * ld(V[i])) + rnd(rnd(omb2 * gr) * gr));
+        const A u = rnd(rnd(rnd(lr * m) / rnd(rnd(sqrt(v)) + eps)) + rnd(wd * w));
+        W[i] = st(rnd(w - rnd(eta * u)));
+        M[i] = st(m);
+        V[i] = st(v);
+    }
+}
+"""
+
+OPTIONS = ("--fmad=false",)
+KERNELS = ("gpunda_flat_sgd", "gpunda_flat_adam", "gpunda_flat_lamb1", "gpunda_flat_lamb2",
+           "gpunda_flat_adamw")
+_SOURCES = {dt: _TYPES[dt] + _BODY for dt in _TYPES}
+_modules = {}     # (id of the array module, device, dtype name) -> RawModule
+
+
+def supported(dtype):
+    """Whether the flat CUDA kernels exist for ``dtype``."""
+    return np.dtype(dtype).name in _SOURCES
+
+
+def cuda_sources():
+    """The kernels' sources, one per dtype, for the NVRTC check (``_core/cuda_sources.py``)."""
+    return [(f"flat_optimizer[{dt}]", code, (), OPTIONS) for dt, code in _SOURCES.items()]
+
+
+def kernel(xp, dtype, name):
+    """Kernel ``name`` for ``dtype``, compiled once per array module and device."""
+    dev = xp.cuda.runtime.getDevice()
+    key = (id(xp), dev, np.dtype(dtype).name)
+    mod = _modules.get(key)
+    if mod is None:
+        if hasattr(xp.RawModule, "emulations"):     # the test stand-in: NumPy emulations
+            from gpunda.ops.optimizer import flat_cuda_emu
+            flat_cuda_emu.register(xp)
+        mod = _modules[key] = xp.RawModule(code=_SOURCES[np.dtype(dtype).name],
+                                           options=OPTIONS)
+    return mod.get_function(name)
+
+
+def block_table(offsets, span=SPAN):
+    """The int64 ``(nblocks, 3)`` table ``(start, end, segment)`` of segments
+    ``[offsets[k], offsets[k+1])``, each cut into blocks of at most ``span`` elements."""
+    off = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(off)
+    nb = (sizes + span - 1) // span
+    seg = np.repeat(np.arange(len(sizes), dtype=np.int64), nb)
+    first = np.repeat(np.cumsum(nb) - nb, nb)
+    start = off[:-1][seg] + (np.arange(len(seg), dtype=np.int64) - first) * span
+    end = np.minimum(start + span, off[1:][seg])
+    return np.ascontiguousarray(np.stack([start, end, seg], axis=1))
+
+
+def launch(xp, dtype, name, btab, args):
+    """Launch ``name`` over the blocks of ``btab`` (a device copy of ``block_table``)."""
+    n = int(btab.shape[0])
+    if n:
+        kernel(xp, dtype, name)((n,), (BLOCK,), args)
