@@ -71,9 +71,28 @@ CASES = [
 ]
 
 
+def _real_gpu():
+    from gpunda.backends import discovery
+    return discovery.probe()[0] > 0 and not discovery.standin_active()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 @pytest.mark.parametrize("opt,kw", CASES)
 def test_gpu_flat_step_equals_cpu_flat_step(standin_gpu, monkeypatch, opt, kw, dtype):
+    _check_gpu_step(monkeypatch, opt, kw, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_gpu(), reason="needs a real GPU (the kernels compiled by NVRTC)")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("opt,kw", CASES)
+def test_real_gpu_flat_step_equals_cpu_flat_step(monkeypatch, opt, kw, dtype):
+    # the same comparison with the CUDA kernels themselves (written without a GPU at hand:
+    # this is the test that must pass before they are trusted)
+    _check_gpu_step(monkeypatch, opt, kw, dtype)
+
+
+def _check_gpu_step(monkeypatch, opt, kw, dtype):
     launches = []
     real = KC.launch
 
