@@ -103,3 +103,18 @@ def test_cli(capsys):
     assert "0 failed" in out and "sm_80" in out
     assert main(["nvrtc-check", "--list"]) == 0
     assert "flat_optimizer: flat_optimizer[float16]" in capsys.readouterr().out
+
+
+@needs_nvrtc
+@pytest.mark.skipif(not NC._cupy_include(), reason="CuPy is not installed (its headers are "
+                    "what CuPy-generated kernels include)")
+def test_cupy_headers_are_on_the_include_path(registry):
+    # code as CuPy's ElementwiseKernel generates it includes cupy/carray.cuh and complex.cuh,
+    # which include CuPy's bundled CCCL (thrust)
+    registry.register_source_provider("cupy_style", lambda: [(
+        "cupy_style", "#include <cupy/complex.cuh>\n#include <cupy/carray.cuh>\n"
+        'extern "C" __global__ void k(CArray<float, 1, true, true> x) '
+        "{ x[threadIdx.x] = thrust::abs(complex<float>(1.f, 2.f)); }")])
+    compiled, failures = NC.check(_TOOLKITS, archs=(90,), providers=["cupy_style"],
+                                  out=lambda s: None)
+    assert failures == [] and compiled == len(_TOOLKITS)

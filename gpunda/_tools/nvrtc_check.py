@@ -7,7 +7,9 @@ NVRTC is a plain shared library (libnvrtc) that the ``nvidia-cuda-nvrtc`` (CUDA 
 wheels. The library is loaded through ``ctypes`` (a dozen C functions; cuda-python would add a
 package for nothing more), lazily, when the check runs. Each source is compiled to a cubin
 (``-arch=sm_XX``), so ptxas runs too. The sources come from the registry in
-``_core/cuda_sources.py`` (``register_source_provider``), re-exported here.
+``_core/cuda_sources.py`` (``register_source_provider``), re-exported here. Where CuPy is
+installed, its headers (``cupy/_core/include``) are on the include path too, for generated
+code written against them.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ __all__ = ["Toolkit", "find_toolkits", "compile_source", "check", "main",
            "register_source_provider", "CudaSource"]
 
 ARCHS = (80, 90, 100)   # Ampere, Hopper, Blackwell (datacenter)
+_CUPY_INC = [()]        # set by check(): CuPy's include folders, when CuPy is installed
 
 # (library under a site-packages folder, its include folder, the runtime headers' folder)
 _WHEEL_LAYOUTS = (
@@ -116,6 +119,24 @@ def find_toolkits():
     return found, problems
 
 
+def _cupy_include():
+    """CuPy's own header folders (``cupy/_core/include`` and its CCCL: what its generated
+    ElementwiseKernel and ReductionKernel code includes), found without importing CuPy;
+    () without CuPy."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("cupy")
+    except (ImportError, ValueError):
+        return None
+    for base in (spec.submodule_search_locations or ()) if spec else ():
+        d = os.path.join(base, "_core", "include")
+        if os.path.isdir(d):
+            # and the CCCL it bundles (thrust, cub, libcudacxx), as CuPy passes them
+            cccl = [os.path.join(d, "cupy", "_cccl", x) for x in ("libcudacxx", "cub", "thrust")]
+            return (d,) + tuple(x for x in cccl if os.path.isdir(x))
+    return ()
+
+
 def _err(lib, rc):
     return lib.nvrtcGetErrorString(rc).decode()
 
@@ -133,8 +154,8 @@ def compile_source(tk, src, arch):
             rc = lib.nvrtcAddNameExpression(prog, ne.encode())
             if rc:
                 return CompileResult(False, f"nvrtcAddNameExpression({ne}): {_err(lib, rc)}")
-        opts = [f"-arch=sm_{arch}"] + [f"-I{d}" for d in tk.include_dirs] + \
-            list(src.options)
+        incs = tk.include_dirs + _CUPY_INC[0]
+        opts = [f"-arch=sm_{arch}"] + [f"-I{d}" for d in incs] + list(src.options)
         c_opts = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         rc = lib.nvrtcCompileProgram(prog, len(opts), c_opts)
         size = ctypes.c_size_t()
@@ -158,6 +179,7 @@ def check(toolkits, archs=ARCHS, providers=None, out=print):
     supports (an arch it does not know is reported, not compiled); returns
     ``(compiled, failures)``, failures as ``(toolkit, arch, source name, log)``."""
     sources = collect_sources(providers)
+    _CUPY_INC[0] = _cupy_include()
     compiled, failures = 0, []
     for tk in toolkits:
         ver = "%d.%d" % tk.version

@@ -6,7 +6,10 @@ per-parameter norms, then the trust-ratio step) and AdamW, each updating every s
 (parameter) of a flat buffer (``ops/optimizer/flat.py``) in one launch. The per-parameter
 numbers (learning rate, weight decay, bias corrections, whether the parameter is updated at
 all) come in a small float64 table, one row per segment, rebuilt on the host every step; a
-static block table maps each CUDA block to the segment it works on.
+static block table maps each CUDA block to the segment it works on. Written without a GPU at
+hand: NVRTC compiles them in CI (``python -m gpunda nvrtc-check``), the stand-in GPU runs
+their NumPy emulations (``flat_cuda_emu.py``), and the ``gpu`` test
+``test_real_gpu_flat_step_equals_cpu_flat_step`` must pass on a GPU before they are trusted.
 """
 from __future__ import annotations
 
