@@ -85,8 +85,9 @@ __device__ __forceinline__ A clipv(A x, A c) { return x < -c ? -c : (x > c ? c :
     const double* row = tab + (long long)seg * NCOLS;                             \
     if (row[0] == 0.0) return;
 
+// without momentum M is W again (never read then), so it is not declared __restrict__
 extern "C" __global__ void gpunda_flat_sgd(T* __restrict__ W, const T* __restrict__ G,
-        T* __restrict__ M, const long long* __restrict__ btab,
+        T* M, const long long* __restrict__ btab,
         const double* __restrict__ tab, const int op_form, const int has_mom) {
     GPUNDA_BLOCK_PROLOGUE(10)
     const A step = C(1), decay = C(2), lrwd = C(3), lr = C(4), rs = C(6), clip = C(8),
