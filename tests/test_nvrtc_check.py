@@ -28,7 +28,7 @@ def test_builtin_providers_yield_every_source():
     for dt in ("float32", "float64", "float16"):
         assert ("cuda_gemm", f"gpunda_gemm[{dt}]") in names
         assert ("flat_optimizer", f"flat_optimizer[{dt}]") in names
-    assert ("rtc_examples", "rtc_axpy") in names
+    assert ("rtc_examples", "rtc_axpy") in names and ("rtc_examples", "rtc_shared_half") in names
     for _, s in got:
         assert s.code and "__global__" in s.code, s.name
     opt = [s for p, s in got if p == "flat_optimizer"]
@@ -43,7 +43,8 @@ def test_register_source_provider(registry):
                                                               "k(float *x) { x[0] = 1; }")])
     registry.register_source_provider("lazy", "gpunda.rtc:cuda_sources")
     got = registry.collect_sources(["mine", "lazy"])
-    assert [(p, s.name) for p, s in got] == [("mine", "k"), ("lazy", "rtc_axpy")]
+    assert [(p, s.name) for p, s in got] == [("mine", "k"), ("lazy", "rtc_axpy"),
+                                             ("lazy", "rtc_shared_half")]
     assert got[0][1].name_expressions == () and got[0][1].options == ()
     with pytest.raises(TypeError, match="module:function"):
         registry.register_source_provider("bad", "no_colon")
