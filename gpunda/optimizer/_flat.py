@@ -172,6 +172,22 @@ class _NAGSpec:
         else:
             K.nag(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        b = grp.bufs
+        if len(b) == 2:             # no momentum: SGD's operator formula
+            rows = {j: (1.0, 0.0, 1 - lr * wd, lr * wd, lr, float(bool(wd)), rs,
+                        float(clip is not None), clip or 0.0, 0.0)
+                    for j, (lr, wd, rs, clip, _) in ks.items()}
+            KC.launch(grp.xp, grp.dtype, "gpunda_flat_sgd", grp.btab,
+                      (b[0], b[1], b[0], grp.btab, grp.table(rows, len(KC.SGD_COLS)),
+                       np.int32(1), np.int32(0)))
+            return
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, mu, mu + 1)
+                for j, (lr, wd, rs, clip, mu) in ks.items()}
+        KC.launch(grp.xp, grp.dtype, "gpunda_flat_nag", grp.btab,
+                  (b[0], b[1], b[2], grp.btab, grp.table(rows, len(KC.NAG_COLS))))
+
 
 class _RMSPropSpec:
     @staticmethod
@@ -191,6 +207,18 @@ class _RMSPropSpec:
     def run(xp, grp, lo, hi, k):
         K.rmsprop(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, g1, 1 - g1, g2, eps,
+                    float(cw is not None), cw or 0.0)
+                for j, (lr, wd, rs, clip, g1, g2, eps, cw, _) in ks.items()}
+        b = grp.bufs
+        centered = len(b) == 5
+        gb, dl = (b[3], b[4]) if centered else (b[2], b[2])
+        KC.launch(grp.xp, grp.dtype, "gpunda_flat_rmsprop", grp.btab,
+                  (b[0], b[1], b[2], gb, dl, grp.btab, grp.table(rows, len(KC.RMSPROP_COLS)),
+                   np.int32(centered)))
+
 
 class _AdaGradSpec:
     @staticmethod
@@ -205,6 +233,14 @@ class _AdaGradSpec:
     @staticmethod
     def run(xp, grp, lo, hi, k):
         K.adagrad(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, eps)
+                for j, (lr, wd, rs, clip, eps) in ks.items()}
+        W, G, H = grp.bufs
+        KC.launch(grp.xp, grp.dtype, "gpunda_flat_adagrad", grp.btab,
+                  (W, G, H, grp.btab, grp.table(rows, len(KC.ADAGRAD_COLS))))
 
 
 _SPECS = ((SGD, _SGDSpec), (Adam, _AdamSpec), (LAMB, _LAMBSpec), (NAG, _NAGSpec),

@@ -2,7 +2,7 @@
 
 CUDA C++ kernels (``cupy.RawModule``, ``extern "C"``) for SGD (with and without momentum,
 both of ``SGD.update``'s formulas), Adam, LAMB (two launches: the direction with the
-per-parameter norms, then the trust-ratio step) and AdamW, each updating every segment
+per-parameter norms, then the trust-ratio step), AdamW, NAG, RMSProp and AdaGrad, each updating every segment
 (parameter) of a flat buffer (``ops/optimizer/flat.py``) in one launch. The per-parameter
 numbers (learning rate, weight decay, bias corrections, whether the parameter is updated at
 all) come in a small float64 table, one row per segment, rebuilt on the host every step; a
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BLOCK", "SPAN", "block_table", "cuda_sources", "kernel", "supported",
-           "SGD_COLS", "ADAM_COLS", "LAMB_COLS", "ADAMW_COLS"]
+__all__ = ["BLOCK", "SPAN", "block_table", "cuda_sources", "kernel", "supported", "launch",
+           "SGD_COLS", "ADAM_COLS", "LAMB_COLS", "ADAMW_COLS", "NAG_COLS", "RMSPROP_COLS",
+           "ADAGRAD_COLS"]
 
 # NOTE [Flat CUDA step]
 # The kernels repeat the CPU kernels of ops/optimizer/flat.py operation by operation, in
@@ -47,6 +48,10 @@ LAMB_COLS = ("active", "wd", "rescale", "has_clip", "clip", "beta1", "one_m_beta
              "bias_correction")
 ADAMW_COLS = ("active", "lr", "wd", "eta", "rescale", "has_clip", "clip", "beta1", "beta2",
               "epsilon")
+NAG_COLS = ("active", "lr", "wd", "rescale", "has_clip", "clip", "momentum", "momentum_p1")
+RMSPROP_COLS = ("active", "lr", "wd", "rescale", "has_clip", "clip", "gamma1", "one_m_gamma1",
+                "gamma2", "epsilon", "has_clip_weights", "clip_weights")
+ADAGRAD_COLS = ("active", "lr", "wd", "rescale", "has_clip", "clip", "epsilon")
 
 _TYPES = {
     "float32": r"""
@@ -75,8 +80,12 @@ __device__ __forceinline__ A cv(double d) { return __half2float(__double2half(d)
 
 _BODY = r"""
 #define C(k) cv(row[k])
-// np.clip: NaN stays NaN (fminf/fmaxf would drop it)
-__device__ __forceinline__ A clipv(A x, A c) { return x < -c ? -c : (x > c ? c : x); }
+// np.clip(x, -c, c), which is minimum(maximum(x, -c), c): NaN stays NaN (fminf/fmaxf would
+// drop it), and a negative c gives c everywhere
+__device__ __forceinline__ A clipv(A x, A c) {
+    const A y = x < -c ? -c : x;
+    return y > c ? c : y;
+}
 
 #define GPUNDA_BLOCK_PROLOGUE(NCOLS)                                              \
     const long long* bt = btab + 3 * (long long)blockIdx.x;                       \
@@ -225,11 +234,78 @@ extern "C" __global__ void gpunda_flat_adamw(T* __restrict__ W, const T* __restr
         V[i] = st(v);
     }
 }
+
+extern "C" __global__ void gpunda_flat_nag(T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ M, const long long* __restrict__ btab,
+        const double* __restrict__ tab) {
+    GPUNDA_BLOCK_PROLOGUE(8)
+    const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), mu = C(6), mu1 = C(7);
+    const bool has_clip = row[4] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        A w = ld(W[i]), m = ld(M[i]);
+        A a = rnd(ld(G[i]) * rs);
+        if (has_clip) a = clipv(a, clip);
+        m = rnd(m * mu);
+        A b = rnd(rnd(rnd(a + rnd(w * wd)) * lr));
+        b = rnd(rnd(m - b) * mu1);
+        w = rnd(rnd(w - m) + b);
+        m = rnd(m - rnd(rnd(a + rnd(w * wd)) * lr));   // the weight just written
+        W[i] = st(w);
+        M[i] = st(m);
+    }
+}
+
+// not centered: GB and DL are N again (never read then), so none is __restrict__
+extern "C" __global__ void gpunda_flat_rmsprop(T* __restrict__ W, const T* __restrict__ G,
+        T* N, T* GB, T* DL, const long long* __restrict__ btab,
+        const double* __restrict__ tab, const int centered) {
+    GPUNDA_BLOCK_PROLOGUE(12)
+    const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), g1 = C(6), omg1 = C(7), g2 = C(8),
+            eps = C(9), cw = C(11);
+    const bool has_clip = row[4] != 0.0, has_cw = row[10] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        A w = ld(W[i]);
+        A a = rnd(rnd(ld(G[i]) * rs) + rnd(w * wd));
+        if (has_clip) a = clipv(a, clip);
+        const A n = rnd(rnd(ld(N[i]) * g1) + rnd(rnd(a * omg1) * a));
+        N[i] = st(n);
+        if (!centered) {
+            w = rnd(w - rnd(rnd(a * lr) / rnd(sqrt(rnd(n + eps)))));
+        } else {
+            const A gb = rnd(rnd(ld(GB[i]) * g1) + rnd(a * omg1));
+            const A b = rnd(sqrt(rnd(rnd(n - rnd(gb * gb)) + eps)));
+            const A dl = rnd(rnd(ld(DL[i]) * g2) - rnd(rnd(a * lr) / b));
+            w = rnd(w + dl);
+            GB[i] = st(gb);
+            DL[i] = st(dl);
+        }
+        if (has_cw) w = clipv(w, cw);
+        W[i] = st(w);
+    }
+}
+
+extern "C" __global__ void gpunda_flat_adagrad(T* __restrict__ W, const T* __restrict__ G,
+        T* __restrict__ H, const long long* __restrict__ btab,
+        const double* __restrict__ tab) {
+    GPUNDA_BLOCK_PROLOGUE(7)
+    const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), eps = C(6);
+    const bool has_clip = row[4] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const A w = ld(W[i]);
+        A a = rnd(ld(G[i]) * rs);
+        if (has_clip) a = clipv(a, clip);
+        const A h = rnd(ld(H[i]) + rnd(a * a));
+        a = rnd(a / rnd(sqrt(rnd(h + eps))));
+        a = rnd(rnd(a + rnd(w * wd)) * lr);
+        W[i] = st(rnd(w - a));
+        H[i] = st(h);
+    }
+}
 """
 
 OPTIONS = ("--fmad=false",)
 KERNELS = ("gpunda_flat_sgd", "gpunda_flat_adam", "gpunda_flat_lamb1", "gpunda_flat_lamb2",
-           "gpunda_flat_adamw")
+           "gpunda_flat_adamw", "gpunda_flat_nag", "gpunda_flat_rmsprop", "gpunda_flat_adagrad")
 _SOURCES = {dt: _TYPES[dt] + _BODY for dt in _TYPES}
 _modules = {}     # (id of the array module, device, dtype name) -> RawModule
 

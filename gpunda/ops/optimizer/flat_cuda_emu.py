@@ -41,7 +41,8 @@ def _setup(btab, tab, ncols, dtype):
 
 def _clipv(x, c, on):
     """The kernel's clipv where ``on``: NaN stays NaN."""
-    y = np.where(x < -c, -c, np.where(x > c, c, x))
+    y = np.where(x < -c, -c, x)
+    y = np.where(y > c, c, y)
     return np.where(on, y, x)
 
 
@@ -139,7 +140,53 @@ def _adamw(grid, block, args):
     W[idx], M[idx], V[idx] = rnd(w - rnd(eta * u)), m, v
 
 
-_EMULATIONS = {"gpunda_flat_sgd": _sgd, "gpunda_flat_adam": _adam,
+def _nag(grid, block, args):
+    W, G, M, btab, tab = args
+    idx, seg, tab, A, c, rnd, ld, flag = _setup(btab, tab, 8, W.dtype)
+    lr, wd, rs, clip, mu, mu1 = (c(k) for k in (1, 2, 3, 5, 6, 7))
+    w, m = ld(W), ld(M)
+    a = _clipv(rnd(ld(G) * rs), clip, flag(4))
+    m = rnd(m * mu)
+    b = rnd(rnd(a + rnd(w * wd)) * lr)
+    b = rnd(rnd(m - b) * mu1)
+    w = rnd(rnd(w - m) + b)
+    m = rnd(m - rnd(rnd(a + rnd(w * wd)) * lr))
+    W[idx], M[idx] = w, m
+
+
+def _rmsprop(grid, block, args):
+    W, G, N, GB, DL, btab, tab, centered = args
+    idx, seg, tab, A, c, rnd, ld, flag = _setup(btab, tab, 12, W.dtype)
+    lr, wd, rs, clip, g1, omg1, g2, eps, cw = (c(k) for k in (1, 2, 3, 5, 6, 7, 8, 9, 11))
+    w = ld(W)
+    a = _clipv(rnd(rnd(ld(G) * rs) + rnd(w * wd)), clip, flag(4))
+    n = rnd(rnd(ld(N) * g1) + rnd(rnd(a * omg1) * a))
+    N[idx] = n
+    if not int(centered):
+        w = rnd(w - rnd(rnd(a * lr) / rnd(np.sqrt(rnd(n + eps)))))
+    else:
+        gb = rnd(rnd(ld(GB) * g1) + rnd(a * omg1))
+        b = rnd(np.sqrt(rnd(rnd(n - rnd(gb * gb)) + eps)))
+        dl = rnd(rnd(ld(DL) * g2) - rnd(rnd(a * lr) / b))
+        w = rnd(w + dl)
+        GB[idx], DL[idx] = gb, dl
+    W[idx] = _clipv(w, cw, flag(10))
+
+
+def _adagrad(grid, block, args):
+    W, G, H, btab, tab = args
+    idx, seg, tab, A, c, rnd, ld, flag = _setup(btab, tab, 7, W.dtype)
+    lr, wd, rs, clip, eps = (c(k) for k in (1, 2, 3, 5, 6))
+    w = ld(W)
+    a = _clipv(rnd(ld(G) * rs), clip, flag(4))
+    h = rnd(ld(H) + rnd(a * a))
+    a = rnd(a / rnd(np.sqrt(rnd(h + eps))))
+    a = rnd(rnd(a + rnd(w * wd)) * lr)
+    W[idx], H[idx] = rnd(w - a), h
+
+
+_EMULATIONS = {"gpunda_flat_nag": _nag, "gpunda_flat_rmsprop": _rmsprop,
+               "gpunda_flat_adagrad": _adagrad,"gpunda_flat_sgd": _sgd, "gpunda_flat_adam": _adam,
                "gpunda_flat_lamb1": _lamb1, "gpunda_flat_lamb2": _lamb2,
                "gpunda_flat_adamw": _adamw}
 
