@@ -38,7 +38,10 @@ from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 # as the per-parameter path takes them; a skipped (stale) parameter only splits a
 # run. Sparse weights or gradients, multi_precision float16 weights, other
 # optimizers and subclasses that override the update keep the per-parameter path.
-# GPUNDA_FLAT_OPTIMIZER=0 turns the flat path off.
+# GPUNDA_FLAT_OPTIMIZER=0 turns the flat path off. On a GPU context a group's step is one
+# CUDA kernel launch over the whole buffer (two for LAMB), per-parameter numbers in a table
+# (NOTE [Flat CUDA step], ops/optimizer/flat_cuda.py); GPUNDA_FLAT_CUDA=0 keeps the chunked
+# array-module kernels there.
 
 
 def _same(klass, opt, names):
