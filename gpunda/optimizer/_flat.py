@@ -36,8 +36,9 @@ from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 # one Python-level update per parameter. Update counts, learning rates (schedulers
 # included) and weight decays are still taken per index, in index order, exactly
 # as the per-parameter path takes them; a skipped (stale) parameter only splits a
-# run. Sparse weights or gradients, multi_precision float16 weights, other
-# optimizers and subclasses that override the update keep the per-parameter path.
+# run. Sparse weights or gradients, multi_precision float16 weights on the CPU (and
+# with LAMB, whose multi-precision formula is its own), other optimizers and
+# subclasses that override the update keep the per-parameter path.
 # GPUNDA_FLAT_OPTIMIZER=0 turns the flat path off. On a GPU context a group's step is one
 # CUDA kernel launch over the whole buffer (two for LAMB), per-parameter numbers in a table
 # (NOTE [Flat CUDA step], ops/optimizer/flat_cuda.py); GPUNDA_FLAT_CUDA=0 keeps the chunked
@@ -65,6 +66,8 @@ def _count_lr_wd(opt, i):
 
 
 class _SGDSpec:
+    mp_master_last = True       # multi_precision state: (momentum or None, master)
+
     @staticmethod
     def states(opt):
         return 0 if opt.momentum == 0.0 else 1
@@ -94,6 +97,8 @@ class _SGDSpec:
 
 
 class _AdamSpec:
+    mp_master_last = False      # multi_precision state: (master, inner state)
+
     @staticmethod
     def states(opt):
         return 2
@@ -158,6 +163,8 @@ class _LAMBSpec:
 
 
 class _NAGSpec:
+    mp_master_last = True
+
     @staticmethod
     def states(opt):
         return 0 if opt.momentum == 0.0 else 1
@@ -193,6 +200,8 @@ class _NAGSpec:
 
 
 class _RMSPropSpec:
+    mp_master_last = False
+
     @staticmethod
     def states(opt):
         return 3 if opt.centered else 1
@@ -224,6 +233,8 @@ class _RMSPropSpec:
 
 
 class _AdaGradSpec:
+    mp_master_last = False
+
     @staticmethod
     def states(opt):
         return 1
@@ -277,6 +288,18 @@ def _state_list(state, n):
     return None
 
 
+def _slot_states(spec, state, n, mp):
+    """The state NDArrays of one parameter in slot order (``[master, *inner]`` for a
+    multi_precision float16 weight), or None for another layout."""
+    if not mp:
+        return _state_list(state, n)
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        return None
+    inner, master = state if spec.mp_master_last else state[::-1]
+    ml, il = _state_list(master, 1), _state_list(inner, n)
+    return None if ml is None or il is None else ml + il
+
+
 class FlatGroup:
     """Flat weight/gradient/state buffers of the parameters ``members`` (index,
     Parameter) on context copy ``dev``, all of one dtype and context."""
@@ -294,10 +317,20 @@ class FlatGroup:
         self.ctx = first.context
         xp = self.xp = self.ctx.backend.xp
         self.dtype = np.dtype(first.dtype)
+        # multi_precision float16 weights (GPU only, _eligible): the buffers the kernels
+        # update are float32 (master weights, a float32 copy of the gradients, the states);
+        # the Parameters' float16 weights and gradients live in two more buffers
+        self.mp = bool(self.opt.multi_precision) and self.dtype == np.float16
+        if self.mp:
+            self.dtype = np.dtype(np.float32)
         sizes = [int(np.prod(p.shape, dtype=np.int64)) for _, p in members]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         self.total = total = self.offsets[-1]
         self.bufs = [xp.empty(total, self.dtype) for _ in range(2 + self.nstates)]
+        # slot j of a member binds to slot_bufs[j]: weight, gradient, [master,] states
+        self.slot_bufs = self.bufs if not self.mp else \
+            [xp.empty(total, np.float16), xp.empty(total, np.float16)] + \
+            [self.bufs[0]] + self.bufs[2:]
         self.D = None
         # on a GPU, one launch per step for the whole buffer (NOTE [Flat CUDA step])
         self.cuda = getattr(spec, "cuda", None) if xp is not np and KC.supported(self.dtype) \
@@ -307,8 +340,8 @@ class FlatGroup:
         # (the chunked kernels' temporaries; the CUDA kernels need none)
         self.scratch = None if self.cuda else K.Scratch(xp, self.dtype, min(n, max(total, 1)))
         # slot j of member k: its NDArray and the view it must hold
-        self.nds = [[None] * (2 + self.nstates) for _ in members]
-        self.views = [[b[o:o + s].reshape(p.shape) for b in self.bufs]
+        self.nds = [[None] * len(self.slot_bufs) for _ in members]
+        self.views = [[b[o:o + s].reshape(p.shape) for b in self.slot_bufs]
                       for (o, s, (_, p)) in zip(self.offsets, sizes, members)]
         self.pos = {i: k for k, (i, _) in enumerate(members)}
         self.st_objs = [None] * len(members)
@@ -321,9 +354,12 @@ class FlatGroup:
     # -- binding the Parameters' NDArrays to their segments ---------------------------
     def _arrays(self, k, i, p):
         st = self.upd.states.get(i)
-        states = _state_list(st, self.nstates) if self.upd.states_synced.get(i, False) else None
-        return [p._data[self.dev], p._grad[self.dev]] + (states if states is not None else
-                                                           [None] * self.nstates)
+        states = self._states_of(st) if self.upd.states_synced.get(i, False) else None
+        return [p._data[self.dev], p._grad[self.dev]] + (
+            states if states is not None else [None] * (len(self.slot_bufs) - 2))
+
+    def _states_of(self, state):
+        return _slot_states(self.spec, state, self.nstates, self.mp)
 
     def _bind(self, k, i, p):
         """Copy the arrays of member ``k`` into their segments and re-bind them there."""
@@ -332,9 +368,9 @@ class FlatGroup:
             # no state yet (or one loaded from a file, or of another layout): a new
             # one, with the old value when it has one
             w = arrays[0]
-            old = _state_list(self.upd.states.get(i), self.nstates)
+            old = self._states_of(self.upd.states.get(i))
             new = self.opt.create_state_multi_precision(i, w)
-            new_list = _state_list(new, self.nstates)
+            new_list = self._states_of(new)
             if old is not None and new_list:
                 for a, b in zip(new_list, old):
                     a._data[...] = b.as_in_context(self.ctx)._data
@@ -383,7 +419,7 @@ class FlatGroup:
                     break
                 d = a._data
                 if type(d) is not xp.ndarray or d.shape != views[j].shape or \
-                        d.dtype != self.dtype or a.context != self.ctx:
+                        d.dtype != views[j].dtype or a.context != self.ctx:
                     return False
                 with _scope(self.ctx):
                     self._bind(k, i, p)
@@ -416,7 +452,11 @@ class FlatGroup:
         if self.cuda is not None:
             if ks:
                 with _scope(self.ctx):
+                    if self.mp:
+                        self.bufs[1][...] = self.slot_bufs[1]      # the float16 gradients
                     self.cuda(self, ks)
+                    if self.mp:
+                        self._mp_weights_out(ks)
             return self._bump(ks)
         runs = []
         offs = self.offsets
@@ -432,6 +472,21 @@ class FlatGroup:
             for lo, hi, kk in runs:
                 spec.run(xp, self, lo, hi, kk)
         return self._bump(ks)
+
+    def _mp_weights_out(self, ks):
+        """The float16 weights of the updated members from their new master weights (one
+        copy per run of consecutive updated members), as ``update_multi_precision``."""
+        W16, W32, offs = self.slot_bufs[0], self.bufs[0], self.offsets
+        k, n = 0, len(self.members)
+        while k < n:
+            if k not in ks:
+                k += 1
+                continue
+            e = k
+            while e + 1 < n and e + 1 in ks:
+                e += 1
+            W16[offs[k]:offs[e + 1]] = W32[offs[k]:offs[e + 1]]
+            k = e + 1
 
     def _bump(self, ks):
         bump = _ag.bump_version
@@ -455,14 +510,20 @@ def _scope(ctx):
     return ctx.backend.device_scope() if ctx.device_type == "gpu" else _NoScope()
 
 
-def _eligible(p, dev, mp):
-    """Whether Parameter ``p``'s copy ``dev`` can live in a flat buffer."""
+def _eligible(p, dev, mp, spec):
+    """Whether Parameter ``p``'s copy ``dev`` can live in a flat buffer (a multi_precision
+    float16 weight only on a GPU, through the CUDA kernels, for the specs that say where
+    their master copy sits)."""
     if p.grad_req == "null" or p._stype != "default" or p._grad_stype != "default" or \
             p._data is None or p._grad is None:
         return False
     w, g = p._data[dev], p._grad[dev]
     dt = np.dtype(w.dtype)
-    if dt.kind != "f" or np.dtype(g.dtype) != dt or (mp and dt == np.float16):
+    if dt.kind != "f" or np.dtype(g.dtype) != dt:
+        return False
+    if mp and dt == np.float16 and (
+            w.context.backend.xp is np or not hasattr(spec, "mp_master_last")
+            or os.environ.get("GPUNDA_FLAT_CUDA", "1") == "0"):
         return False
     xp = w.context.backend.xp
     return type(w._data) is xp.ndarray and type(g._data) is xp.ndarray and \
@@ -513,14 +574,15 @@ def _members(params, dev, upd, spec, opt):
     by_key = {}
     nstates = spec.states(opt)
     for i, p in enumerate(params):
-        if _eligible(p, dev, opt.multi_precision):
+        if _eligible(p, dev, opt.multi_precision, spec):
             w = p._data[dev]
+            mp = bool(opt.multi_precision) and w.dtype == np.float16
             st = upd.states.get(i)
             if st is not None and upd.states_synced.get(i, False):
                 # a state of another dtype or layout (the weight was cast after it was
                 # made) is updated as it is, by the per-parameter path
-                sl = _state_list(st, nstates)
-                if sl is None or any(s.dtype != w.dtype for s in sl):
+                sl = _slot_states(spec, st, nstates, mp)
+                if sl is None or any(s.dtype != (np.float32 if mp else w.dtype) for s in sl):
                     continue
             by_key.setdefault((str(w.context), np.dtype(w.dtype).str), []).append((i, p))
     return by_key

@@ -48,10 +48,15 @@ def _run(ctx, dtype, opt, kw, steps=3):
                 p.grad()[:] = mx.nd.array(g, dtype=dtype, ctx=ctx)
         tr.step(4 if s else 1, ignore_stale_grad=bool(skip))
     out = [p.data().asnumpy() for p in ps]
+
+    def flat(st):       # (multi_precision states nest: (master, (mean, var)))
+        if isinstance(st, (tuple, list)):
+            for x in st:
+                flat(x)
+        elif st is not None:
+            out.append(st.asnumpy())
     for _, st in sorted(tr._updaters[0].states.items()):
-        for x in (st if isinstance(st, (tuple, list)) else [st]):
-            if x is not None:
-                out.append(x.asnumpy())
+        flat(st)
     return out, tr
 
 
@@ -127,6 +132,39 @@ def _check_gpu_step(monkeypatch, opt, kw, dtype):
             # different trust ratio, visible where the direction is large
             close = np.isclose(b, a, rtol=2e-3, atol=2e-3)
             assert close.mean() > 0.995, (j, close.mean())
+
+
+MP_CASES = [c for c in CASES if c[0] != "lamb"]
+
+
+@pytest.mark.parametrize("opt,kw", MP_CASES)
+def test_gpu_flat_multi_precision_equals_per_parameter_step(standin_gpu, monkeypatch, opt, kw):
+    # float16 weights with float32 master copies: the GPU flat step (float32 kernels on the
+    # masters, the float16 gradients copied in, the float16 weights copied out) against
+    # update_multi_precision, parameter by parameter, on the CPU
+    kw = dict(kw, multi_precision=True)
+    monkeypatch.setenv("GPUNDA_FLAT_OPTIMIZER", "0")
+    ref, _ = _run(mx.cpu(), "float16", opt, kw)
+    monkeypatch.setenv("GPUNDA_FLAT_OPTIMIZER", "1")
+    launches = []
+    real = KC.launch
+    monkeypatch.setattr(KC, "launch", lambda *a: (launches.append(a[2]), real(*a)))
+    got, tr = _run(mx.gpu(0), "float16", opt, kw)
+    assert len(launches) == 3 and len(tr._flat_groups) == 1, launches
+    grp, = tr._flat_groups.values()
+    assert grp.mp and grp.dtype == np.float32
+    assert len(ref) == len(got)
+    for a, b in zip(ref, got):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(b, a)
+
+
+def test_multi_precision_lamb_and_cpu_keep_the_per_parameter_path(standin_gpu):
+    _, tr = _run(mx.gpu(0), "float16", "lamb", {"learning_rate": 0.01,
+                                                 "multi_precision": True})
+    assert not tr._flat_groups
+    _, tr = _run(mx.cpu(), "float16", "sgd", {"learning_rate": 0.1, "multi_precision": True})
+    assert not tr._flat_groups
 
 
 def test_gpu_flat_step_off_switch(standin_gpu, monkeypatch):
