@@ -35,7 +35,9 @@ def test_builtin_providers_yield_every_source():
     assert all("--fmad=false" in s.options for s in opt)
     for k in ("gpunda_flat_sgd", "gpunda_flat_adam", "gpunda_flat_lamb1", "gpunda_flat_lamb2",
               "gpunda_flat_adamw"):
-        assert all(f'extern "C" __global__ void {k}(' in s.code for s in opt), k
+        assert all(f'extern "C" __global__ void GPUNDA_K({k})(' in s.code for s in opt), k
+    # the multi-precision forms (float16 weights, float32 masters) are their own source
+    assert ("flat_optimizer", "flat_optimizer[float32_mp]") in names
 
 
 def test_register_source_provider(registry):

@@ -212,10 +212,13 @@ def _parser():
         "found in the nvidia-cuda-nvrtc(-cu12) wheels on sys.path, or in $GPUNDA_NVRTC_LIBS.")
     p.add_argument("--arch", type=int, action="append",
                    help="an sm_ number to check (repeatable; default 80, 90 and 100)")
-    p.add_argument("--provider", action="append", help="only the sources of this provider (repeatable; default: every registered one)")
+    p.add_argument("--provider", action="append",
+                   help="only the sources of this provider (repeatable; default: every "
+                   "registered one)")
     p.add_argument("--require", type=int, default=1, metavar="N",
                    help="fail unless at least N NVRTC libraries are found (default 1)")
-    p.add_argument("--list", action="store_true", help="list the sources and exit, compiling nothing (default: compile them)")
+    p.add_argument("--list", action="store_true",
+                   help="list the sources and exit, compiling nothing (default: compile them)")
     return p
 
 

@@ -91,9 +91,9 @@ class _SGDSpec:
         b = grp.bufs
         m = b[2] if len(b) > 2 else b[0]
         op_form = next(iter(ks.values()))[3]        # clip_gradient set: one per optimizer
-        KC.launch(grp.xp, grp.dtype, "gpunda_flat_sgd", grp.btab,
-                  (b[0], b[1], m, grp.btab, grp.table(rows, len(KC.SGD_COLS)),
-                   np.int32(op_form), np.int32(len(b) > 2)))
+        grp.launch("gpunda_flat_sgd", (b[0], b[1], m, grp.btab,
+                                       grp.table(rows, len(KC.SGD_COLS)),
+                                       np.int32(op_form), np.int32(len(b) > 2)))
 
 
 class _AdamSpec:
@@ -119,8 +119,8 @@ class _AdamSpec:
         rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, b1, 1 - b1, 1 - b2,
                     b2, eps) for j, (lr, wd, rs, clip, b1, b2, eps) in ks.items()}
         W, G, M, V = grp.bufs
-        KC.launch(grp.xp, grp.dtype, "gpunda_flat_adam", grp.btab,
-                  (W, G, M, V, grp.btab, grp.table(rows, len(KC.ADAM_COLS))))
+        grp.launch("gpunda_flat_adam",
+                   (W, G, M, V, grp.btab, grp.table(rows, len(KC.ADAM_COLS))))
 
 
 class _LAMBSpec:
@@ -157,9 +157,8 @@ class _LAMBSpec:
         tab = grp.table(rows, len(KC.LAMB_COLS))
         norms = xp.zeros(2 * len(grp.members), np.float64)
         W, G, M, V = grp.bufs
-        KC.launch(xp, grp.dtype, "gpunda_flat_lamb1", grp.btab,
-                  (W, G, M, V, grp.D, grp.btab, tab, norms))
-        KC.launch(xp, grp.dtype, "gpunda_flat_lamb2", grp.btab, (W, grp.D, grp.btab, tab, norms))
+        grp.launch("gpunda_flat_lamb1", (W, G, M, V, grp.D, grp.btab, tab, norms))
+        grp.launch("gpunda_flat_lamb2", (W, grp.D, grp.btab, tab, norms))
 
 
 class _NAGSpec:
@@ -189,14 +188,14 @@ class _NAGSpec:
             rows = {j: (1.0, 0.0, 1 - lr * wd, lr * wd, lr, float(bool(wd)), rs,
                         float(clip is not None), clip or 0.0, 0.0)
                     for j, (lr, wd, rs, clip, _) in ks.items()}
-            KC.launch(grp.xp, grp.dtype, "gpunda_flat_sgd", grp.btab,
-                      (b[0], b[1], b[0], grp.btab, grp.table(rows, len(KC.SGD_COLS)),
-                       np.int32(1), np.int32(0)))
+            grp.launch("gpunda_flat_sgd", (b[0], b[1], b[0], grp.btab,
+                                           grp.table(rows, len(KC.SGD_COLS)),
+                                           np.int32(1), np.int32(0)))
             return
         rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, mu, mu + 1)
                 for j, (lr, wd, rs, clip, mu) in ks.items()}
-        KC.launch(grp.xp, grp.dtype, "gpunda_flat_nag", grp.btab,
-                  (b[0], b[1], b[2], grp.btab, grp.table(rows, len(KC.NAG_COLS))))
+        grp.launch("gpunda_flat_nag",
+                   (b[0], b[1], b[2], grp.btab, grp.table(rows, len(KC.NAG_COLS))))
 
 
 class _RMSPropSpec:
@@ -227,9 +226,9 @@ class _RMSPropSpec:
         b = grp.bufs
         centered = len(b) == 5
         gb, dl = (b[3], b[4]) if centered else (b[2], b[2])
-        KC.launch(grp.xp, grp.dtype, "gpunda_flat_rmsprop", grp.btab,
-                  (b[0], b[1], b[2], gb, dl, grp.btab, grp.table(rows, len(KC.RMSPROP_COLS)),
-                   np.int32(centered)))
+        grp.launch("gpunda_flat_rmsprop",
+                   (b[0], b[1], b[2], gb, dl, grp.btab, grp.table(rows, len(KC.RMSPROP_COLS)),
+                    np.int32(centered)))
 
 
 class _AdaGradSpec:
@@ -253,8 +252,8 @@ class _AdaGradSpec:
         rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, eps)
                 for j, (lr, wd, rs, clip, eps) in ks.items()}
         W, G, H = grp.bufs
-        KC.launch(grp.xp, grp.dtype, "gpunda_flat_adagrad", grp.btab,
-                  (W, G, H, grp.btab, grp.table(rows, len(KC.ADAGRAD_COLS))))
+        grp.launch("gpunda_flat_adagrad",
+                   (W, G, H, grp.btab, grp.table(rows, len(KC.ADAGRAD_COLS))))
 
 
 _SPECS = ((SGD, _SGDSpec), (Adam, _AdamSpec), (LAMB, _LAMBSpec), (NAG, _NAGSpec),
@@ -318,8 +317,8 @@ class FlatGroup:
         xp = self.xp = self.ctx.backend.xp
         self.dtype = np.dtype(first.dtype)
         # multi_precision float16 weights (GPU only, _eligible): the buffers the kernels
-        # update are float32 (master weights, a float32 copy of the gradients, the states);
-        # the Parameters' float16 weights and gradients live in two more buffers
+        # update are float32 (master weights, states); the Parameters' float16 weights and
+        # gradients live in two more, which the kernels' _mp forms read and write
         self.mp = bool(self.opt.multi_precision) and self.dtype == np.float16
         if self.mp:
             self.dtype = np.dtype(np.float32)
@@ -328,9 +327,11 @@ class FlatGroup:
         self.total = total = self.offsets[-1]
         self.bufs = [xp.empty(total, self.dtype) for _ in range(2 + self.nstates)]
         # slot j of a member binds to slot_bufs[j]: weight, gradient, [master,] states
-        self.slot_bufs = self.bufs if not self.mp else \
-            [xp.empty(total, np.float16), xp.empty(total, np.float16)] + \
-            [self.bufs[0]] + self.bufs[2:]
+        self.slot_bufs = self.bufs
+        if self.mp:     # the kernels read the float16 gradients and write the weights
+            self.bufs[1] = xp.empty(total, np.float16)
+            self.slot_bufs = [xp.empty(total, np.float16), self.bufs[1]] + \
+                [self.bufs[0]] + self.bufs[2:]
         self.D = None
         # on a GPU, one launch per step for the whole buffer (NOTE [Flat CUDA step])
         self.cuda = getattr(spec, "cuda", None) if xp is not np and KC.supported(self.dtype) \
@@ -452,11 +453,7 @@ class FlatGroup:
         if self.cuda is not None:
             if ks:
                 with _scope(self.ctx):
-                    if self.mp:
-                        self.bufs[1][...] = self.slot_bufs[1]      # the float16 gradients
                     self.cuda(self, ks)
-                    if self.mp:
-                        self._mp_weights_out(ks)
             return self._bump(ks)
         runs = []
         offs = self.offsets
@@ -473,20 +470,11 @@ class FlatGroup:
                 spec.run(xp, self, lo, hi, kk)
         return self._bump(ks)
 
-    def _mp_weights_out(self, ks):
-        """The float16 weights of the updated members from their new master weights (one
-        copy per run of consecutive updated members), as ``update_multi_precision``."""
-        W16, W32, offs = self.slot_bufs[0], self.bufs[0], self.offsets
-        k, n = 0, len(self.members)
-        while k < n:
-            if k not in ks:
-                k += 1
-                continue
-            e = k
-            while e + 1 < n and e + 1 in ks:
-                e += 1
-            W16[offs[k]:offs[e + 1]] = W32[offs[k]:offs[e + 1]]
-            k = e + 1
+    def launch(self, name, args):
+        """Launch flat kernel ``name`` over this group's blocks (its _mp form, writing the
+        float16 weights too, for multi_precision float16 weights)."""
+        KC.launch(self.xp, self.dtype, name, self.btab, args,
+                  self.slot_bufs[0] if self.mp else None)
 
     def _bump(self, ks):
         bump = _ag.bump_version

@@ -107,9 +107,9 @@ def _check_gpu_step(monkeypatch, opt, kw, dtype):
     launches = []
     real = KC.launch
 
-    def counting(xp, dt, name, btab, args):
+    def counting(xp, dt, name, btab, args, w16=None):
         launches.append(name)
-        return real(xp, dt, name, btab, args)
+        return real(xp, dt, name, btab, args, w16)
 
     monkeypatch.setattr(KC, "launch", counting)
     ref, _ = _run(mx.cpu(), dtype, opt, kw)
@@ -149,10 +149,15 @@ def test_gpu_flat_multi_precision_equals_per_parameter_step(standin_gpu, monkeyp
     launches = []
     real = KC.launch
     monkeypatch.setattr(KC, "launch", lambda *a: (launches.append(a[2]), real(*a)))
+    mp_launches = []
+    real_kernel = KC.kernel
+    monkeypatch.setattr(KC, "kernel", lambda xp, dt, name, mp=False: (
+        mp_launches.append((name, mp)), real_kernel(xp, dt, name, mp))[1])
     got, tr = _run(mx.gpu(0), "float16", opt, kw)
-    assert len(launches) == 3 and len(tr._flat_groups) == 1, launches
+    assert launches == [launches[0]] * 3 and len(tr._flat_groups) == 1, launches
     grp, = tr._flat_groups.values()
     assert grp.mp and grp.dtype == np.float32
+    assert all(mp for _, mp in mp_launches)     # the _mp kernels: one launch a step
     assert len(ref) == len(got)
     for a, b in zip(ref, got):
         assert a.dtype == b.dtype

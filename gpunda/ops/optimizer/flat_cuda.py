@@ -2,11 +2,14 @@
 
 CUDA C++ kernels (``cupy.RawModule``, ``extern "C"``) for SGD (with and without momentum,
 both of ``SGD.update``'s formulas), Adam, LAMB (two launches: the direction with the
-per-parameter norms, then the trust-ratio step), AdamW, NAG, RMSProp and AdaGrad, each updating every segment
-(parameter) of a flat buffer (``ops/optimizer/flat.py``) in one launch. The per-parameter
-numbers (learning rate, weight decay, bias corrections, whether the parameter is updated at
-all) come in a small float64 table, one row per segment, rebuilt on the host every step; a
-static block table maps each CUDA block to the segment it works on. Written without a GPU at
+per-parameter norms, then the trust-ratio step), AdamW, NAG, RMSProp and AdaGrad, each
+updating every segment (parameter) of a flat buffer (``ops/optimizer/flat.py``) in one
+launch. The per-parameter numbers (learning rate, weight decay, bias corrections, whether
+the parameter is updated at all) come in a small float64 table, one row per segment, rebuilt
+on the host every step; a static block table maps each CUDA block to the segment it works
+on. Each kernel has an ``_mp`` form for float16 weights with float32 master weights: it
+reads the float16 gradients, updates the float32 masters and states, and writes the float16
+weights in the same pass. Written without a GPU at
 hand: NVRTC compiles them in CI (``python -m gpunda nvrtc-check``), the stand-in GPU runs
 their NumPy emulations (``flat_cuda_emu.py``), and the ``gpu`` test
 ``test_real_gpu_flat_step_equals_cpu_flat_step`` must pass on a GPU before they are trusted.
@@ -80,6 +83,9 @@ __device__ __forceinline__ A cv(double d) { return __half2float(__double2half(d)
 
 _BODY = r"""
 #define C(k) cv(row[k])
+// the weight's new value, and for multi-precision kernels (W the float32 master) the
+// float16 weight too, rounded from it as astype(float16) does
+#define STW(i, x) do { const A w_ = (x); W[i] = st(w_); GPUNDA_W16_STORE(i, w_); } while (0)
 // np.clip(x, -c, c), which is minimum(maximum(x, -c), c): NaN stays NaN (fminf/fmaxf would
 // drop it), and a negative c gives c everywhere
 __device__ __forceinline__ A clipv(A x, A c) {
@@ -95,16 +101,16 @@ __device__ __forceinline__ A clipv(A x, A c) {
     if (row[0] == 0.0) return;
 
 // without momentum M is W again (never read then), so it is not declared __restrict__
-extern "C" __global__ void gpunda_flat_sgd(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_sgd)(T* __restrict__ W, const GT* __restrict__ G,
         T* M, const long long* __restrict__ btab,
-        const double* __restrict__ tab, const int op_form, const int has_mom) {
+        const double* __restrict__ tab, const int op_form, const int has_mom GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(10)
     const A step = C(1), decay = C(2), lrwd = C(3), lr = C(4), rs = C(6), clip = C(8),
             mom = C(9);
     const bool wdnz = row[5] != 0.0, has_clip = row[7] != 0.0;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         A w = ld(W[i]);
-        const A g = ld(G[i]);
+        const A g = ldg(G[i]);
         if (!op_form) {                    // SGD.update's in-place formula
             const A a = rnd(g * step);
             if (!has_mom) {
@@ -132,13 +138,13 @@ extern "C" __global__ void gpunda_flat_sgd(T* __restrict__ W, const T* __restric
                 M[i] = st(m);
             }
         }
-        W[i] = st(w);
+        STW(i, w);
     }
 }
 
-extern "C" __global__ void gpunda_flat_adam(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_adam)(T* __restrict__ W, const GT* __restrict__ G,
         T* __restrict__ M, T* __restrict__ V, const long long* __restrict__ btab,
-        const double* __restrict__ tab) {
+        const double* __restrict__ tab GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(11)
     const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), b1 = C(6), omb1 = C(7),
             omb2 = C(8), b2 = C(9), eps = C(10);
@@ -146,13 +152,13 @@ extern "C" __global__ void gpunda_flat_adam(T* __restrict__ W, const T* __restri
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         A w = ld(W[i]), m = ld(M[i]), v = ld(V[i]);
         A b = rnd(w * wd);
-        A a = rnd(rnd(ld(G[i]) * rs) + b);
+        A a = rnd(rnd(ldg(G[i]) * rs) + b);
         if (has_clip) a = clipv(a, clip);
         m = rnd(rnd(m * b1) + rnd(a * omb1));
         v = rnd(rnd(v * b2) + rnd(rnd(a * omb2) * a));
         b = rnd(rnd(sqrt(v)) + eps);
         a = rnd(rnd(m * lr) / b);
-        W[i] = st(rnd(w - a));
+        STW(i, rnd(w - a));
         M[i] = st(m);
         V[i] = st(v);
     }
@@ -164,10 +170,11 @@ __device__ __forceinline__ void gpunda_warp_add(double x, double* out) {
     if ((threadIdx.x & 31) == 0) atomicAdd(out, x);
 }
 
-extern "C" __global__ void gpunda_flat_lamb1(const T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_lamb1)(const T* __restrict__ W, 
+        const GT* __restrict__ G,
         T* __restrict__ M, T* __restrict__ V, T* __restrict__ D,
         const long long* __restrict__ btab, const double* __restrict__ tab,
-        double* __restrict__ norms) {
+        double* __restrict__ norms GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(16)
     const A wd = C(1), rs = C(2), clip = C(4), b1 = C(5), omb1 = C(6), omb2 = C(7),
             b2 = C(8), eps = C(9), c1 = C(10), c2 = C(11);
@@ -176,7 +183,7 @@ extern "C" __global__ void gpunda_flat_lamb1(const T* __restrict__ W, const T* _
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const A w = ld(W[i]);
         A m = ld(M[i]), v = ld(V[i]);
-        A a = rnd(ld(G[i]) * rs);
+        A a = rnd(ldg(G[i]) * rs);
         if (has_clip) a = clipv(a, clip);
         m = rnd(rnd(m * b1) + rnd(a * omb1));
         v = rnd(rnd(v * b2) + rnd(rnd(a * omb2) * a));
@@ -199,9 +206,9 @@ extern "C" __global__ void gpunda_flat_lamb1(const T* __restrict__ W, const T* _
     gpunda_warp_add(sd, norms + 2 * seg + 1);
 }
 
-extern "C" __global__ void gpunda_flat_lamb2(T* __restrict__ W, const T* __restrict__ D,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_lamb2)(T* __restrict__ W, const T* __restrict__ D,
         const long long* __restrict__ btab, const double* __restrict__ tab,
-        const double* __restrict__ norms) {
+        const double* __restrict__ norms GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(16)
     // the norms as the CPU step has them: sqrt in the buffer's dtype, then a double
     double r1 = (double)cv(sqrt(norms[2 * seg])), r2 = (double)cv(sqrt(norms[2 * seg + 1]));
@@ -211,12 +218,12 @@ extern "C" __global__ void gpunda_flat_lamb2(T* __restrict__ W, const T* __restr
     const double ratio = (r1 == 0.0 || r2 == 0.0) ? 1.0 : r1 / r2;
     const A step = cv(row[12] * ratio);
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x)
-        W[i] = st(rnd(ld(W[i]) - rnd(ld(D[i]) * step)));
+        STW(i, rnd(ld(W[i]) - rnd(ld(D[i]) * step)));
 }
 
-extern "C" __global__ void gpunda_flat_adamw(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_adamw)(T* __restrict__ W, const GT* __restrict__ G,
         T* __restrict__ M, T* __restrict__ V, const long long* __restrict__ btab,
-        const double* __restrict__ tab) {
+        const double* __restrict__ tab GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(10)
     const A lr = C(1), wd = C(2), eta = C(3), rs = C(4), clip = C(6), b1 = C(7), b2 = C(8),
             eps = C(9);
@@ -224,48 +231,49 @@ extern "C" __global__ void gpunda_flat_adamw(T* __restrict__ W, const T* __restr
     const bool has_clip = row[5] != 0.0;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const A w = ld(W[i]);
-        A gr = rnd(rs * ld(G[i]));
+        A gr = rnd(rs * ldg(G[i]));
         if (has_clip) gr = clipv(gr, clip);
         const A m = rnd(rnd(b1 * ld(M[i])) + rnd(omb1 * gr));
         const A v = rnd(rnd(b2 * ld(V[i])) + rnd(rnd(omb2 * gr) * gr));
         const A u = rnd(rnd(rnd(lr * m) / rnd(rnd(sqrt(v)) + eps)) + rnd(wd * w));
-        W[i] = st(rnd(w - rnd(eta * u)));
+        STW(i, rnd(w - rnd(eta * u)));
         M[i] = st(m);
         V[i] = st(v);
     }
 }
 
-extern "C" __global__ void gpunda_flat_nag(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_nag)(T* __restrict__ W, const GT* __restrict__ G,
         T* __restrict__ M, const long long* __restrict__ btab,
-        const double* __restrict__ tab) {
+        const double* __restrict__ tab GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(8)
     const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), mu = C(6), mu1 = C(7);
     const bool has_clip = row[4] != 0.0;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         A w = ld(W[i]), m = ld(M[i]);
-        A a = rnd(ld(G[i]) * rs);
+        A a = rnd(ldg(G[i]) * rs);
         if (has_clip) a = clipv(a, clip);
         m = rnd(m * mu);
         A b = rnd(rnd(rnd(a + rnd(w * wd)) * lr));
         b = rnd(rnd(m - b) * mu1);
         w = rnd(rnd(w - m) + b);
         m = rnd(m - rnd(rnd(a + rnd(w * wd)) * lr));   // the weight just written
-        W[i] = st(w);
+        STW(i, w);
         M[i] = st(m);
     }
 }
 
 // not centered: GB and DL are N again (never read then), so none is __restrict__
-extern "C" __global__ void gpunda_flat_rmsprop(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_rmsprop)(T* __restrict__ W, 
+        const GT* __restrict__ G,
         T* N, T* GB, T* DL, const long long* __restrict__ btab,
-        const double* __restrict__ tab, const int centered) {
+        const double* __restrict__ tab, const int centered GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(12)
     const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), g1 = C(6), omg1 = C(7), g2 = C(8),
             eps = C(9), cw = C(11);
     const bool has_clip = row[4] != 0.0, has_cw = row[10] != 0.0;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         A w = ld(W[i]);
-        A a = rnd(rnd(ld(G[i]) * rs) + rnd(w * wd));
+        A a = rnd(rnd(ldg(G[i]) * rs) + rnd(w * wd));
         if (has_clip) a = clipv(a, clip);
         const A n = rnd(rnd(ld(N[i]) * g1) + rnd(rnd(a * omg1) * a));
         N[i] = st(n);
@@ -280,24 +288,25 @@ extern "C" __global__ void gpunda_flat_rmsprop(T* __restrict__ W, const T* __res
             DL[i] = st(dl);
         }
         if (has_cw) w = clipv(w, cw);
-        W[i] = st(w);
+        STW(i, w);
     }
 }
 
-extern "C" __global__ void gpunda_flat_adagrad(T* __restrict__ W, const T* __restrict__ G,
+extern "C" __global__ void GPUNDA_K(gpunda_flat_adagrad)(T* __restrict__ W, 
+        const GT* __restrict__ G,
         T* __restrict__ H, const long long* __restrict__ btab,
-        const double* __restrict__ tab) {
+        const double* __restrict__ tab GPUNDA_MP_PARAM) {
     GPUNDA_BLOCK_PROLOGUE(7)
     const A lr = C(1), wd = C(2), rs = C(3), clip = C(5), eps = C(6);
     const bool has_clip = row[4] != 0.0;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const A w = ld(W[i]);
-        A a = rnd(ld(G[i]) * rs);
+        A a = rnd(ldg(G[i]) * rs);
         if (has_clip) a = clipv(a, clip);
         const A h = rnd(ld(H[i]) + rnd(a * a));
         a = rnd(a / rnd(sqrt(rnd(h + eps))));
         a = rnd(rnd(a + rnd(w * wd)) * lr);
-        W[i] = st(rnd(w - a));
+        STW(i, rnd(w - a));
         H[i] = st(h);
     }
 }
@@ -306,13 +315,31 @@ extern "C" __global__ void gpunda_flat_adagrad(T* __restrict__ W, const T* __res
 OPTIONS = ("--fmad=false",)
 KERNELS = ("gpunda_flat_sgd", "gpunda_flat_adam", "gpunda_flat_lamb1", "gpunda_flat_lamb2",
            "gpunda_flat_adamw", "gpunda_flat_nag", "gpunda_flat_rmsprop", "gpunda_flat_adagrad")
-_SOURCES = {dt: _TYPES[dt] + _BODY for dt in _TYPES}
+_PLAIN = r"""
+#define GT T
+#define ldg(x) ld(x)
+#define GPUNDA_K(name) name
+#define GPUNDA_MP_PARAM
+#define GPUNDA_W16_STORE(i, w)
+"""
+# float16 weights with float32 master weights: the kernels update the float32 masters from
+# the float16 gradients and write the float16 weights in the same pass (``<name>_mp``)
+_MP = r"""
+#include <cuda_fp16.h>
+#define GT __half
+__device__ __forceinline__ A ldg(__half x) { return __half2float(x); }
+#define GPUNDA_K(name) name##_mp
+#define GPUNDA_MP_PARAM , __half* __restrict__ W16
+#define GPUNDA_W16_STORE(i, w) W16[i] = __float2half_rn(w)
+"""
+_SOURCES = {dt: _TYPES[dt] + _PLAIN + _BODY for dt in _TYPES}
+_SOURCES["float32_mp"] = _TYPES["float32"] + _MP + _BODY
 _modules = {}     # (id of the array module, device, dtype name) -> RawModule
 
 
 def supported(dtype):
     """Whether the flat CUDA kernels exist for ``dtype``."""
-    return np.dtype(dtype).name in _SOURCES
+    return np.dtype(dtype).name in _TYPES
 
 
 def cuda_sources():
@@ -320,18 +347,19 @@ def cuda_sources():
     return [(f"flat_optimizer[{dt}]", code, (), OPTIONS) for dt, code in _SOURCES.items()]
 
 
-def kernel(xp, dtype, name):
-    """Kernel ``name`` for ``dtype``, compiled once per array module and device."""
+def kernel(xp, dtype, name, mp=False):
+    """Kernel ``name`` for ``dtype`` (``mp``: its float16-weight, float32-master form),
+    compiled once per array module and device."""
     dev = xp.cuda.runtime.getDevice()
-    key = (id(xp), dev, np.dtype(dtype).name)
+    src = "float32_mp" if mp else np.dtype(dtype).name
+    key = (id(xp), dev, src)
     mod = _modules.get(key)
     if mod is None:
         if hasattr(xp.RawModule, "emulations"):     # the test stand-in: NumPy emulations
             from gpunda.ops.optimizer import flat_cuda_emu
             flat_cuda_emu.register(xp)
-        mod = _modules[key] = xp.RawModule(code=_SOURCES[np.dtype(dtype).name],
-                                           options=OPTIONS)
-    return mod.get_function(name)
+        mod = _modules[key] = xp.RawModule(code=_SOURCES[src], options=OPTIONS)
+    return mod.get_function(name + "_mp" if mp else name)
 
 
 def block_table(offsets, span=SPAN):
@@ -347,8 +375,13 @@ def block_table(offsets, span=SPAN):
     return np.ascontiguousarray(np.stack([start, end, seg], axis=1))
 
 
-def launch(xp, dtype, name, btab, args):
-    """Launch ``name`` over the blocks of ``btab`` (a device copy of ``block_table``)."""
+def launch(xp, dtype, name, btab, args, w16=None):
+    """Launch ``name`` over the blocks of ``btab`` (a device copy of ``block_table``).
+    With ``w16`` (the float16 weights), its multi-precision form: ``args`` hold the float32
+    master weights first and the float16 gradients second."""
     n = int(btab.shape[0])
     if n:
-        kernel(xp, dtype, name)((n,), (BLOCK,), args)
+        if w16 is None:
+            kernel(xp, dtype, name)((n,), (BLOCK,), args)
+        else:
+            kernel(xp, dtype, name, True)((n,), (BLOCK,), tuple(args) + (w16,))

@@ -191,10 +191,32 @@ _EMULATIONS = {"gpunda_flat_nag": _nag, "gpunda_flat_rmsprop": _rmsprop,
                "gpunda_flat_adamw": _adamw}
 
 
+# where each kernel's block table sits in its arguments, and its table's width
+_TABLES = {"gpunda_flat_sgd": (3, 10), "gpunda_flat_adam": (4, 11), "gpunda_flat_lamb1": (5, 16),
+           "gpunda_flat_lamb2": (2, 16), "gpunda_flat_adamw": (4, 10), "gpunda_flat_nag": (3, 8),
+           "gpunda_flat_rmsprop": (5, 12), "gpunda_flat_adagrad": (3, 7)}
+
+
+def _mp(name, fn):
+    """The ``<name>_mp`` form: float16 gradients (read as float, exactly, by ``ld``), the
+    float32 master weight updated, and the float16 weight (the last argument) written from
+    it wherever the kernel wrote the master."""
+    at, ncols = _TABLES[name]
+
+    def emu(grid, block, args):
+        W, W16 = args[0], args[-1]
+        fn(grid, block, args[:-1])
+        if name != "gpunda_flat_lamb1":     # the only kernel that leaves W as it is
+            idx = _setup(args[at], args[at + 1], ncols, W.dtype)[0]
+            W16[idx] = W[idx].astype(np.float16)
+    return emu
+
+
 def register(xp):
     """Add the emulations to the stand-in's ``RawModule`` (``xp`` is its array module)."""
     emus = xp.RawModule.emulations
     for name, fn in _EMULATIONS.items():
-        if name not in emus:
-            fn.out_index = 0        # the weight: what a capture must restore
-            emus[name] = fn
+        for n, f in ((name, fn), (name + "_mp", _mp(name, fn))):
+            if n not in emus:
+                f.out_index = 0        # the weight: what a capture must restore
+                emus[n] = f
