@@ -33,13 +33,15 @@ def _params(ctx, dtype, seed=0):
     return ps
 
 
-def _run(ctx, dtype, opt, kw, steps=3):
+def _run(ctx, dtype, opt, kw, steps=3, scenario=None):
     ps = _params(ctx, dtype)
     kw = dict(kw)
     if kw.pop("sched", False):
         kw["lr_scheduler"] = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5, base_lr=0.1)
     tr = gluon.Trainer(ps, opt, kw, kvstore=None)
     for s in range(steps):
+        if scenario is not None:
+            scenario(s, ps, tr, ctx)
         r = np.random.default_rng(100 + s)
         skip = (3,) if s == 1 else ()    # a stale gradient: that parameter is not updated
         for i, p in enumerate(ps):
@@ -161,6 +163,31 @@ def test_gpu_flat_multi_precision_equals_per_parameter_step(standin_gpu, monkeyp
     assert len(ref) == len(got)
     for a, b in zip(ref, got):
         assert a.dtype == b.dtype
+        np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("opt,kw", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+                                    ("adam", {"learning_rate": 0.01, "wd": 0.01})])
+def test_gpu_flat_multi_precision_after_set_data_and_load_states(standin_gpu, monkeypatch,
+                                                                tmp_path, opt, kw):
+    # payloads replaced once the buffers exist: set_data writes the float16 weight (the
+    # master copy stays, as in update_multi_precision), load_states replaces the states
+    def scenario(s, ps, tr, ctx):
+        if s == 1:
+            ps[0].set_data(mx.nd.ones(ps[0].shape, dtype="float16", ctx=ctx) * 0.25)
+        if s == 2:
+            f = str(tmp_path / f"{ctx.device_type}.states")
+            tr.save_states(f)
+            tr.load_states(f)
+    kw = dict(kw, multi_precision=True)
+    monkeypatch.setenv("GPUNDA_FLAT_OPTIMIZER", "0")
+    ref, _ = _run(mx.cpu(), "float16", opt, kw, steps=4, scenario=scenario)
+    monkeypatch.setenv("GPUNDA_FLAT_OPTIMIZER", "1")
+    got, tr = _run(mx.gpu(0), "float16", opt, kw, steps=4, scenario=scenario)
+    grp, = tr._flat_groups.values()
+    assert grp.mp and len(ref) == len(got) == 2 * len(SHAPES) + {"sgd": 1, "adam": 2}[opt] \
+        * len(SHAPES)
+    for a, b in zip(ref, got):
         np.testing.assert_array_equal(b, a)
 
 
