@@ -6,9 +6,9 @@ The reference is the CPU flat step (ops/optimizer/flat.py), which
 tests/optimizer/test_flat_buffers.py checks bit for bit against the per-parameter path:
 the GPU step must give the same weights and states, bit for bit for SGD and Adam (the
 kernels round every intermediate as NumPy does) and for LAMB's moments; LAMB's weights agree
-to a few ulps (its norms are float64 sums, not BLAS dots). Multi-precision float16 weights (the kernels' _mp forms)
-are checked against update_multi_precision, parameter by parameter, on the CPU. The
-kernels' compilation is checked by tests/test_nvrtc_check.py.
+to a few ulps (its norms are float64 sums, not BLAS dots). Multi-precision float16 weights
+(the kernels' _mp forms) are checked against update_multi_precision, parameter by
+parameter, on the CPU. The kernels' compilation is checked by tests/test_nvrtc_check.py.
 """
 import numpy as np
 import pytest
