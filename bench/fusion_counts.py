@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gpunda as mx  # noqa: E402
 from gpunda._engine import fusion  # noqa: E402
-from bench.fusion_models import BertEncoder, LSTMLM, symbol_of  # noqa: E402
+from gpunda._testing.fusion_models import BertEncoder, LSTMLM, symbol_of  # noqa: E402
 
 
 def models(small=False):

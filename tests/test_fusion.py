@@ -284,7 +284,7 @@ def test_mobilenet_v2():
 @pytest.mark.parametrize("train", [True, False])
 def test_bert_like_encoder(train):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from bench.fusion_models import BertEncoder
+    from gpunda._testing.fusion_models import BertEncoder
     enc = BertEncoder(vocab=50, layers=2, units=16, hidden=32, heads=2, max_len=8,
                       dropout=0.1)
     _block_compare(enc, [(2, 8), (2, 8), (2, 8)], train, tokens=True)
@@ -292,7 +292,7 @@ def test_bert_like_encoder(train):
 
 def test_unrolled_lstm():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from bench.fusion_models import LSTMLM
+    from gpunda._testing.fusion_models import LSTMLM
     _, view = _block_compare(LSTMLM(vocab=30, units=8, steps=4, dropout=0.0), [(3, 4)],
                              True, tokens=True)
     # per step the gates' element-wise arithmetic is one group
@@ -477,7 +477,7 @@ def test_generated_sources_compile_with_nvrtc():
         pytest.skip("NVRTC not installed (pip install nvidia-cuda-nvrtc-cu12)")
     from gpunda.gluon.model_zoo import vision
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from bench.fusion_models import LSTMLM
+    from gpunda._testing.fusion_models import LSTMLM
     r18 = vision.resnet18_v1()(sym.var("data"))
     f16 = {n: ("float32" if n.endswith(("gamma", "beta", "mean", "var")) else "float16")
            for n in r18.list_inputs()}

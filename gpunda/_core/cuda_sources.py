@@ -84,3 +84,4 @@ def collect_sources(names=None):
 register_source_provider("cuda_gemm", "gpunda.backends._cuda_gemm:cuda_sources")
 register_source_provider("flat_optimizer", "gpunda.ops.optimizer.flat_cuda:cuda_sources")
 register_source_provider("rtc_examples", "gpunda.rtc:cuda_sources")
+register_source_provider("fusion", "gpunda._testing.fusion_models:cuda_sources")

@@ -1,4 +1,4 @@
-"""Graphs the fusion figures and tests use: a BERT-base-shaped encoder written with Gluon
+"""Graphs the fusion figures, tests and NVRTC check use: a BERT-base-shaped encoder written with Gluon
 layers (GluonNLP's BERTEncoder layout: post-LayerNorm cells, GELU feed-forward, dropout
 on attention weights and on each sub-layer's output) and an unrolled LSTM language model
 cell (the word-language-model example's LSTM, which hybridizes to element-wise gate
@@ -102,5 +102,39 @@ class LSTMLM(gluon.HybridBlock):
 
 def symbol_of(block, *names):
     """The Symbol of ``block`` on variables ``names``."""
-    from gpunda import sym
-    return block(*[sym.var(n) for n in names])
+    from gpunda.symbol import var
+    return block(*[var(n) for n in names])
+
+
+def _graphs():
+    """(name, symbol, shapes, dtypes) of the graphs whose fused kernels CI compiles: a
+    model-zoo CNN, the BERT-shaped encoder and the unrolled LSTM, small but with every
+    layer kind (a kernel's code depends on the shapes only through baked-in sizes)."""
+    from gpunda.gluon.model_zoo import vision
+    graphs = []
+    for dt in ("float32", "float16"):
+        graphs.append((f"resnet18_v1/{dt}", symbol_of(vision.resnet18_v1(classes=10), "data"),
+                       {"data": (2, 3, 32, 32)}, {"data": dt}))
+    tok = {n: "int32" for n in ("tokens", "segments", "positions")}
+    graphs.append(("bert_encoder", symbol_of(BertEncoder(vocab=50, layers=2, units=16, hidden=32,
+                                                         heads=2, max_len=8),
+                                             "tokens", "segments", "positions"),
+                   {n: (2, 8) for n in tok}, tok))
+    graphs.append(("lstm_lm", symbol_of(LSTMLM(vocab=30, units=8, steps=5), "tokens"),
+                   {"tokens": (2, 5)}, {"tokens": "int32"}))
+    return graphs
+
+
+def cuda_sources():
+    """The fusion pass's kernels for the graphs above, in training and inference mode,
+    forward and backward, each distinct source once (a provider of the NVRTC check,
+    gpunda/_core/cuda_sources.py)."""
+    from gpunda._core.cuda_sources import CudaSource
+    from gpunda._engine import fusion
+    seen = set()
+    for gname, s, shapes, dtypes in _graphs():
+        for train in (False, True):
+            for kname, code in fusion.sources_for(s, shapes, dtypes, train=train):
+                if code not in seen:
+                    seen.add(code)
+                    yield CudaSource(f"{gname}/{'train' if train else 'predict'}/{kname}", code)
