@@ -30,6 +30,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks
+from gpunda._core import bf16 as _core_bf16
 from gpunda.context import shares_memory_space
 from gpunda.ops.raw import RawF as _RawF, raw_namespace as _raw_namespace
 
@@ -441,7 +442,7 @@ def _check_heads(heads, head_grads, where):
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
         dt = np.dtype(h.dtype)
-        if dt.kind not in "fciub":     # MXNet differentiates integer and bool heads too
+        if dt.kind not in "fciub" and not _core_bf16.is_bf16(dt):   # integer/bool heads too
             raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only numeric "
                               f"arrays can be differentiated")
         node = h._ag[0]

@@ -19,6 +19,7 @@ from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaVa
 from gpunda.context import Context, current_context, cpu, shares_memory_space
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks as _hooks
+from gpunda._core import bf16 as _core_bf16
 from gpunda._core.deferred import Poisoned as _Poisoned
 from gpunda.ndarray.indexing import select as _select
 from gpunda.ndarray.indexing import check_slice_write as _check_slice_write
@@ -861,7 +862,7 @@ def array(source_array, ctx=None, dtype=None):
             host = wrapped_array(source_array, _dtype_of(dtype) if dtype is not None else None)
         except (ValueError, TypeError) as e:
             raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
-        if host.dtype.kind not in "fiubc":
+        if host.dtype.kind not in "fiubc" and not _core_bf16.is_bf16(host.dtype):
             raise GpundaTypeError(f"array: source of type {type(source_array).__name__} is not "
                                   f"numeric (NumPy dtype {host.dtype})")
         if dtype is None:

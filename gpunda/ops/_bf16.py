@@ -1,0 +1,120 @@
+"""How ops compute on bfloat16 arrays.
+
+NOTE [bfloat16 compute]
+-----------------------
+NumPy runs ml_dtypes' bfloat16 through generic loops: elementwise ufuncs work but are slow,
+reductions accumulate in bfloat16, and matmul, dot, einsum, the CPU kernels and SciPy have no
+bfloat16 at all. MXNet's bfloat16 kernels (oneDNN's Convolution, FullyConnected, BatchNorm,
+Pooling; mshadow's elementwise ones) convert to float32, compute, and convert the result back,
+accumulating in float32. gpunda does the same, once for every op instead of per op:
+
+- an op given a bfloat16 input computes on float32 copies of its bfloat16 inputs (exact: a
+  bfloat16 is a float32's upper half), its other inputs as they are;
+- each output that comes back float32 where the op's type rule says bfloat16 (``infer_type``
+  when the op has one; else the op's ``dtype`` parameter when it has one, else its first
+  input's type, MXNet's default rule) is rounded to bfloat16, to nearest even;
+- an input the op writes in place (optimizer updates, BatchNorm's moving statistics) gets its
+  float32 copy's new value back, rounded;
+- the ops in ``NATIVE`` run on bfloat16 directly: casts (their result is the point), the
+  finite checks, and data movement (reshape, transpose, slicing, concatenation: exact either
+  way, and faster without the float32 round trip).
+
+The wrapping costs nothing until bfloat16 is first named in the process: gpunda/_core/bf16.py
+loads ml_dtypes then, and the engine's callback (``install`` here, then refreshing the fast
+paths and CachedOp steps, NOTE [Swapping computes]) wraps every op's ``compute``. From then on
+an op without bfloat16 inputs pays one wrapper call and one dtype test per input.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpunda._core import bf16 as _bf16
+from gpunda.ops import registry as _registry
+from gpunda.ops.registry import all_ops
+
+__all__ = ["install", "NATIVE"]
+
+# ops that compute on bfloat16 arrays as they are (see the NOTE)
+NATIVE = frozenset({
+    "Cast", "amp_cast", "amp_multicast", "all_finite", "multi_all_finite",
+    "Reshape", "reshape_like", "Flatten", "transpose", "expand_dims", "squeeze", "_copy",
+    "slice", "slice_axis", "slice_like", "Concat", "stack", "SliceChannel", "split_v2",
+    "_split_v2", "tile", "repeat", "flip", "reverse", "SwapAxis", "zeros_like", "ones_like",
+    "_copyto", "BlockGrad", "stop_gradient", "make_loss", "MakeLoss", "shape_array",
+    "size_array", "take", "pick", "gather_nd", "_npi_copy", "_np_reshape", "_np_transpose",
+    "_npi_concatenate", "_npi_stack", "_np_squeeze", "_npx_reshape", "depth_to_space",
+    "space_to_depth", "broadcast_to", "broadcast_like", "broadcast_axis",
+})
+
+_F32 = np.dtype(np.float32)
+_installed = []
+
+
+def _out_types(op, p, in_t, n):
+    """The output dtypes ``op``'s type rule gives inputs of dtypes ``in_t`` (see the NOTE)."""
+    if op.infer_type is not None:
+        try:
+            return list(op.infer_type(p, list(in_t))[1])
+        except Exception:       # a rule that cannot say: MXNet's default below
+            pass
+    dt = getattr(p, "dtype", None)
+    if not isinstance(dt, np.dtype):
+        dt = in_t[0] if in_t else None
+    return [dt] * n
+
+
+def _in_float32(op, compute, bf, xp, p, arrays, kw):
+    ups = [a.astype(_F32) if getattr(a, "dtype", None) is bf else a for a in arrays]
+    res = compute(xp, p, *ups, **kw)
+    if op.mutates:
+        for i in op.mutated(p):
+            if ups[i] is not arrays[i]:
+                arrays[i][...] = ups[i]          # the float32 update, rounded
+    multi = isinstance(res, (tuple, list))
+    outs = list(res) if multi else [res]
+    types = _out_types(op, p, [getattr(a, "dtype", None) for a in arrays], len(outs))
+    outs = [o.astype(bf) if t is not None and t == bf and getattr(o, "dtype", None) == _F32
+            else o for o, t in zip(outs, types)]
+    if not multi:
+        return outs[0]
+    return tuple(outs) if isinstance(res, tuple) else outs
+
+
+def _wrap(op, compute):
+    bf = _bf16.dtype()
+    if compute is None or getattr(compute, "_bf16_of", None) is not None:
+        return compute
+
+    def run(xp, p, *arrays, **kw):
+        for a in arrays:
+            if getattr(a, "dtype", None) is bf:
+                return _in_float32(op, compute, bf, xp, p, arrays, kw)
+        return compute(xp, p, *arrays, **kw)
+    run._bf16_of = compute
+    run.__name__ = getattr(compute, "__name__", op.name)
+    run.__doc__ = compute.__doc__
+    return run
+
+
+def _wrap_op(op):
+    if op.name in NATIVE:
+        return
+    op.compute = _wrap(op, op.compute)
+    raw = getattr(op, "raw_compute", None)
+    if raw is not None:
+        op.raw_compute = _wrap(op, raw)
+
+
+def install():
+    """Wrap every op's compute (and raw gradient compute) for bfloat16 inputs; once."""
+    if _installed:
+        return
+    _installed.append(True)
+    for op in set(all_ops().values()):
+        _wrap_op(op)
+    _registry.on_register = _wrap_op        # ops registered later (Custom, libraries)
+    from gpunda.ops import raw as _raw
+    for f in list(_raw._raw_fs.values()):     # their op functions hold the old computes
+        keep = {"_xp": f._xp, "_ctx": f._ctx}
+        f.__dict__.clear()
+        f.__dict__.update(keep)
