@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gpunda.base import GpundaAssertionError, GpundaError
+from gpunda.base import GpundaAssertionError, GpundaError, np_dtype
 
 __all__ = ["DataParallelExecutorGroup", "split_input_slice", "merge_devices"]
 
@@ -339,7 +339,7 @@ class DataParallelExecutorGroup:
         for d in data_shapes:
             code = attrs.get(d.name, {}).get("__dtype__", "-1")
             if code != "-1":    # a variable's own dtype wins over the iterator's (MXNet's)
-                types[d.name] = np.dtype(CODE_TO_DTYPE[int(code)])
+                types[d.name] = np_dtype(CODE_TO_DTYPE[int(code)])
         arg_s, arg_t, aux_s, aux_t = _infer_inputs(sym, shapes, types)
         groups = self.group2ctxs[i] or {}
 

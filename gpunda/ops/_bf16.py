@@ -13,6 +13,8 @@ accumulating in float32. gpunda does the same, once for every op instead of per 
 - each output that comes back float32 where the op's type rule says bfloat16 (``infer_type``
   when the op has one; else the op's ``dtype`` parameter when it has one, else its first
   input's type, MXNet's default rule) is rounded to bfloat16, to nearest even;
+- a gradient rule that meets bfloat16 computes on float32 copies too, and each input's
+  gradient comes back in that input's bfloat16;
 - an input the op writes in place (optimizer updates, BatchNorm's moving statistics) gets its
   float32 copy's new value back, rounded;
 - the ops in ``NATIVE`` run on bfloat16 directly: casts (their result is the point), the
@@ -96,7 +98,58 @@ def _wrap(op, compute):
     return run
 
 
+def _wrap_grad(grad):
+    """``grad`` (a gradient rule) computing in float32 when it meets bfloat16 (inputs,
+    outputs or head gradients, raw arrays or NDArrays), each input's gradient rounded back to
+    that input's bfloat16."""
+    bf = _bf16.dtype()
+    if grad is None or getattr(grad, "_bf16_of", None) is not None:
+        return grad
+
+    def isbf(x):
+        d = getattr(x, "dtype", None)
+        return d is bf or d is bf.type
+
+    def up(xs):     # (a rule may be given None for what its op does not save)
+        return xs if xs is None else [x.astype(_F32) if isbf(x) else x for x in xs]
+
+    def run(F, p, i, o, g, *rest, **kw):
+        if not any(isbf(x) for xs in (i, o, g) if xs is not None for x in xs):
+            return grad(F, p, i, o, g, *rest, **kw)
+        res = grad(F, p, up(i), up(o), up(g), *rest, **kw)
+        if i is None or res is None:
+            return res
+        return [r.astype(bf) if r is not None and isbf(x) and not isbf(r) and
+                np.dtype(r.dtype) == _F32 else r for r, x in zip(res, i)] + list(res[len(i):])
+    run._bf16_of = grad
+    return run
+
+
+def _wrap_update(op, update):
+    """``op.update`` (a writer run in the backward: BatchNorm's moving statistics) on float32
+    copies of bfloat16 arrays, the written inputs getting their new values back, rounded."""
+    bf = _bf16.dtype()
+    if update is None or getattr(update, "_bf16_of", None) is not None:
+        return update
+
+    def up(xs):
+        return [x.astype(_F32) if getattr(x, "dtype", None) is bf else x for x in xs]
+
+    def run(xp, p, ins, outs):
+        if not any(getattr(x, "dtype", None) is bf for xs in (ins, outs) for x in xs):
+            return update(xp, p, ins, outs)
+        ups = up(ins)
+        update(xp, p, ups, up(outs))
+        for i in op.mutated(p):
+            if ups[i] is not ins[i]:
+                ins[i][...] = ups[i]
+    run._bf16_of = update
+    return run
+
+
 def _wrap_op(op):
+    op.gradient = _wrap_grad(op.gradient)
+    op.update = _wrap_update(op, op.update)
     if op.name in NATIVE:
         return
     op.compute = _wrap(op, op.compute)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda.symbol.shape_rules import known, merge, rule_for
 
 __all__ = ["infer_graph", "node_types", "to_internal", "to_public", "parse_shape_attr",
@@ -65,7 +65,7 @@ def _var_dtype(n, given):
     t = given.get(n.name)
     if t is None and "__dtype__" in n.attrs:
         try:
-            t = np.dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
+            t = np_dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
         except (KeyError, ValueError):
             t = None
     return t

@@ -22,7 +22,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"
 
 # MXNet's dtype codes (``__dtype__`` attr, .params files)
 DTYPE_TO_CODE = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-                 "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11}
+                 "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11,
+                 "bfloat16": 12}     # read a name back with gpunda.base.np_dtype (bfloat16)
 CODE_TO_DTYPE = {v: k for k, v in DTYPE_TO_CODE.items()}
 _STYPE_TO_CODE = {"default": 0, "row_sparse": 1, "csr": 2}
 
