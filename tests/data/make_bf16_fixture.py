@@ -9,23 +9,22 @@ import os
 import sys
 
 import numpy as np
-import mxnet as mx
-from mxnet.contrib import amp
 
 
-def cast_values():
+def cast_values(mx):
     """float32 values and what amp_cast to bfloat16 and back gives (rounding)."""
     base = np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -8 + 2 ** -20, -2.7182817,
                      3.1415927, 1e-3, 65504.0, 3.4e38, -0.0, 1e-40, 123456.79, 0.1, 2 ** -126,
                      np.inf, -np.inf], dtype=np.float32)
     rs = np.random.RandomState(0)
     x = np.concatenate([base, rs.standard_normal(48).astype(np.float32) * 10])
-    b = mx.nd.amp_cast(mx.nd.array(x), dtype=amp.amp.bfloat16)
+    b = mx.nd.amp_cast(mx.nd.array(x), dtype=mx.contrib.amp.amp.bfloat16)
     back = mx.nd.amp_cast(b, dtype="float32").asnumpy()
     return x, back, b
 
 
-def small_cnn(prefix="cnn_"):
+def small_cnn(mx, prefix="cnn_"):
+    """The CNN both sides convert (tests/test_bfloat16.py builds it with gpunda)."""
     net = mx.gluon.nn.HybridSequential(prefix=prefix)
     with net.name_scope():
         net.add(mx.gluon.nn.Conv2D(4, 3, in_channels=2), mx.gluon.nn.BatchNorm(in_channels=4),
@@ -46,7 +45,7 @@ def cnn_params(net):
     return vals
 
 
-def op_results(b16):
+def op_results(mx, b16):
     """MXNet's mshadow bfloat16 kernels on a bfloat16 array (read back through amp_cast)."""
     f = lambda y: mx.nd.amp_cast(y, dtype="float32").asnumpy()
     return {"tanh": f(mx.nd.tanh(b16)), "relu": f(mx.nd.relu(b16)),
@@ -57,14 +56,16 @@ def op_results(b16):
 
 
 def main(out_dir):
-    x, back, b = cast_values()
+    import mxnet as mx
+    from mxnet.contrib import amp
+    x, back, b = cast_values(mx)
     # a file holding a bfloat16 array, as MXNet writes it (dtype code 12)
     mx.nd.save(os.path.join(out_dir, "bf16_mxnet191.params"), {"bf": b, "f32": mx.nd.array(x[:4])})
     ox = (np.linspace(-3, 3, 12).reshape(3, 4) + 0.013).astype(np.float32)
-    ops = op_results(mx.nd.amp_cast(mx.nd.array(ox), dtype=amp.amp.bfloat16))
+    ops = op_results(mx, mx.nd.amp_cast(mx.nd.array(ox), dtype=amp.amp.bfloat16))
     # the converted CNN: MXNet's graph and parameter dtypes (its bfloat16 Convolution and
     # FullyConnected need oneDNN on an AVX512 CPU, so the outputs cannot be recorded here)
-    net = small_cnn()
+    net = small_cnn(mx)
     net.initialize(ctx=mx.cpu())
     for name, v in cnn_params(net).items():
         net.collect_params()[name].set_data(mx.nd.array(v))
