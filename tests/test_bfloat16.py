@@ -44,9 +44,10 @@ def _fixture_module():
 def _rne(x):
     """float32 -> bfloat16 -> float32, round to nearest even, by bit arithmetic (independent
     of ml_dtypes): add 0x7FFF plus the kept part's lowest bit, drop the low 16 bits."""
-    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-    out = r.view(np.float32)
+    u = np.atleast_1d(np.asarray(x, np.float32)).view(np.uint32).astype(np.uint64)
+    c = np.uint64
+    r = ((u + c(0x7FFF) + ((u >> c(16)) & c(1))) & c(0xFFFF0000)).astype(np.uint32)
+    out = r.view(np.float32).reshape(np.shape(x))
     return np.where(np.isnan(x), np.float32(np.nan), out)
 
 
