@@ -152,6 +152,25 @@ def test_type_rules_decide_the_output_dtype():
     assert mx.nd.all_finite(x).dtype == np.float32
 
 
+def test_mixed_float_types():
+    b16, f32 = mx.nd.ones((2,), dtype="bfloat16"), mx.nd.ones((2,))
+    # legacy ops refuse mixed inputs as MXNet does, naming bfloat16
+    with pytest.raises(mx.MXNetError, match="lhs is bfloat16, rhs is float32"):
+        mx.nd.elemwise_add(b16, f32)
+    with pytest.raises(mx.MXNetError, match="lhs is bfloat16, rhs is float32"):
+        mx.nd.dot(b16, f32)
+    # BatchNorm's type rule: bfloat16 data, float32 parameters (MXNet's AccReal)
+    x = mx.nd.array(np.arange(8).reshape(1, 2, 2, 2), dtype="bfloat16")
+    y = mx.nd.BatchNorm(x, f32, mx.nd.zeros(2), mx.nd.zeros(2), f32)
+    assert y.dtype is ml_dtypes.bfloat16
+    _, out_t, _ = mx.sym.BatchNorm(mx.sym.var("x")).infer_type(x="bfloat16")
+    assert out_t == [ml_dtypes.bfloat16]
+    # mx.np promotes as NumPy does
+    a = mx.np.ones((2,), dtype="bfloat16")
+    assert (a + mx.np.ones((2,))).dtype == np.float32
+    assert (a * a).dtype == _BF
+
+
 def test_in_place_updates_round_into_the_bfloat16_array():
     w = mx.nd.array([1.0, 2.0, -3.0], dtype="bfloat16")
     g = mx.nd.array([0.5, 0.25, 1.0], dtype="bfloat16")
@@ -217,7 +236,13 @@ def test_gluon_cast_train_and_save(tmp_path):
     net = _cnn(fx)
     data = mx.nd.array(_ref()["data"], dtype="bfloat16")
     net.cast("bfloat16")
-    assert all(np.dtype(p.data().dtype) == _BF for p in net.collect_params().values())
+    # BatchNorm keeps float32 statistics for 16-bit data, as its float16 cast (MXNet's rule)
+    dts = {k.split("_", 1)[1]: np.dtype(p.data().dtype).name
+           for k, p in net.collect_params().items()}
+    assert dts == {"conv0_weight": "bfloat16", "conv0_bias": "bfloat16",
+                   "batchnorm0_gamma": "float32", "batchnorm0_beta": "float32",
+                   "batchnorm0_running_mean": "float32", "batchnorm0_running_var": "float32",
+                   "dense0_weight": "bfloat16", "dense0_bias": "bfloat16"}
     y = net(data)
     net.hybridize()
     yh = net(data)

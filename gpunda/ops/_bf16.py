@@ -11,8 +11,12 @@ accumulating in float32. gpunda does the same, once for every op instead of per 
 - an op given a bfloat16 input computes on float32 copies of its bfloat16 inputs (exact: a
   bfloat16 is a float32's upper half), its other inputs as they are;
 - each output that comes back float32 where the op's type rule says bfloat16 (``infer_type``
-  when the op has one; else the op's ``dtype`` parameter when it has one, else its first
-  input's type, MXNet's default rule) is rounded to bfloat16, to nearest even;
+  when the op has one; else the op's ``dtype`` parameter when it has one, else bfloat16, the
+  type of its floating inputs: MXNet's default rule) is rounded to bfloat16, to nearest even;
+- bfloat16 beside another float type goes to an op without a type rule as it is: the op's
+  own check refuses it as MXNet does (no promotion in ``nd``), or NumPy's promotion gives
+  float32 (``mx.np``); an op with a type rule (BatchNorm: bfloat16 data, float32
+  parameters) takes the float32 path;
 - a gradient rule that meets bfloat16 computes on float32 copies too, and each input's
   gradient comes back in that input's bfloat16;
 - an input the op writes in place (optimizer updates, BatchNorm's moving statistics) gets its
@@ -60,13 +64,16 @@ def _out_types(op, p, in_t, n):
         except Exception:       # a rule that cannot say: MXNet's default below
             pass
     dt = getattr(p, "dtype", None)
-    if not isinstance(dt, np.dtype):
-        dt = in_t[0] if in_t else None
-    return [dt] * n
+    return [dt if isinstance(dt, np.dtype) else _bf16.dtype()] * n
 
 
 def _in_float32(op, compute, bf, xp, p, arrays, kw):
-    ups = [a.astype(_F32) if getattr(a, "dtype", None) is bf else a for a in arrays]
+    if op.infer_type is None and any(
+            getattr(a, "dtype", None) is not None and a.dtype.kind == "f" for a in arrays):
+        # bfloat16 beside another float type: the op's own checks (MXNet refuses mixed
+        # inputs) or NumPy's promotion (mx.np) decide, on the arrays as they are
+        return compute(xp, p, *arrays, **kw)
+    ups = [a.astype(_F32) if getattr(a, "dtype", None) == bf else a for a in arrays]
     res = compute(xp, p, *ups, **kw)
     if op.mutates:
         for i in op.mutated(p):
@@ -89,7 +96,10 @@ def _wrap(op, compute):
 
     def run(xp, p, *arrays, **kw):
         for a in arrays:
-            if getattr(a, "dtype", None) is bf:
+            d = getattr(a, "dtype", None)
+            # ``is``: NumPy keeps one instance of a registered dtype; ``==`` for an array
+            # library that might not (only void-kind dtypes get that far)
+            if d is bf or (d is not None and d.kind == "V" and d == bf):
                 return _in_float32(op, compute, bf, xp, p, arrays, kw)
         return compute(xp, p, *arrays, **kw)
     run._bf16_of = compute
