@@ -311,3 +311,21 @@ def test_convert_hybrid_block_bfloat16_runs_as_mxnet_converts():
                                atol=2e-2)
     np.testing.assert_allclose(y.asnumpy(), r["y32"], rtol=0.02, atol=0.15)
     assert not np.array_equal(y.asnumpy(), r["y32"])       # it did run in bfloat16
+
+
+def test_bfloat16_named_while_profiling_keeps_working_after(tmp_path):
+    # the profiler swaps computes while it runs and puts back what it found; bfloat16 named
+    # in between must stay wrapped (fresh process: bfloat16 not named before)
+    code = (
+        "import gpunda as mx, numpy as np\n"
+        "mx.profiler.set_config(profile_all=True, filename=%r)\n"
+        "mx.profiler.set_state('run')\n"
+        "a = mx.nd.ones((2, 3), dtype='bfloat16')\n"
+        "mx.nd.dot(a, a.T).wait_to_read()\n"
+        "mx.profiler.set_state('stop')\n"
+        "y = mx.nd.dot(a, a.T)\n"
+        "print(np.dtype(y.dtype).name, float(y.asnumpy().astype('f4')[0, 0]))\n"
+    ) % str(tmp_path / "profile.json")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=os.path.dirname(os.path.dirname(__file__)), timeout=120)
+    assert r.stdout.strip().splitlines()[-1] == "bfloat16 3.0", r.stderr[-2000:]

@@ -38,7 +38,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.ops import registry as _registry
 from gpunda.ops.registry import all_ops
 
-__all__ = ["install", "NATIVE"]
+__all__ = ["install", "rewrap", "NATIVE"]
 
 # ops that compute on bfloat16 arrays as they are (see the NOTE)
 NATIVE = frozenset({
@@ -173,6 +173,14 @@ def install():
     if _installed:
         return
     _installed.append(True)
+    rewrap()
+
+
+def rewrap():
+    """Wrap again what a tool put back unwrapped (the profiler restores the computes it
+    found when it started); nothing before ``install``, and wrapped ops stay as they are."""
+    if not _installed:
+        return
     for op in set(all_ops().values()):
         _wrap_op(op)
     _registry.on_register = _wrap_op        # ops registered later (Custom, libraries)
