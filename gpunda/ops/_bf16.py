@@ -53,6 +53,7 @@ NATIVE = frozenset({
 })
 
 _F32 = np.dtype(np.float32)
+_NO = object()          # an argument not given
 _installed = []
 
 
@@ -96,16 +97,32 @@ def _wrap(op, compute):
 
     def run(xp, p, *arrays, **kw):
         for a in arrays:
-            d = getattr(a, "dtype", None)
-            # ``is``: NumPy keeps one instance of a registered dtype; ``==`` for an array
-            # library that might not (only void-kind dtypes get that far)
-            if d is bf or (d is not None and d.kind == "V" and d == bf):
+            # ``is``: NumPy keeps one instance of a registered dtype (np.dtype() of the
+            # type, of its name, an array's, CuPy's all give it); an equality test would
+            # double this loop's cost on every op call
+            if getattr(a, "dtype", None) is bf:
                 return _in_float32(op, compute, bf, xp, p, arrays, kw)
         return compute(xp, p, *arrays, **kw)
-    run._bf16_of = compute
-    run.__name__ = getattr(compute, "__name__", op.name)
-    run.__doc__ = compute.__doc__
-    return run
+
+    # one and two inputs, the common calls, without the generic loop's packing (half the
+    # cost); anything else (fewer or more arrays, keywords) takes ``run``
+    def run1(xp, p, x=_NO, *rest, **kw):
+        if rest or kw or x is _NO or getattr(x, "dtype", None) is bf:
+            return run(xp, p, *(() if x is _NO else (x,)), *rest, **kw)
+        return compute(xp, p, x)
+
+    def run2(xp, p, a=_NO, b=_NO, *rest, **kw):
+        if rest or kw or b is _NO or getattr(a, "dtype", None) is bf or \
+                getattr(b, "dtype", None) is bf:
+            return run(xp, p, *(x for x in (a, b) if x is not _NO), *rest, **kw)
+        return compute(xp, p, a, b)
+
+    n = None if op.variadic or op.wants_ctx else len(op.inputs)
+    f = run1 if n == 1 else run2 if n == 2 else run
+    f._bf16_of = compute
+    f.__name__ = getattr(compute, "__name__", op.name)
+    f.__doc__ = compute.__doc__
+    return f
 
 
 def _wrap_grad(grad):
