@@ -118,11 +118,16 @@ def _wrap(op, compute):
         return compute(xp, p, a, b)
 
     n = None if op.variadic or op.wants_ctx else len(op.inputs)
-    f = run1 if n == 1 else run2 if n == 2 else run
-    f._bf16_of = compute
-    f.__name__ = getattr(compute, "__name__", op.name)
-    f.__doc__ = compute.__doc__
-    return f
+    return _like(run1 if n == 1 else run2 if n == 2 else run, compute)
+
+
+def _like(wrapper, f):
+    """``wrapper`` carrying ``f``'s attributes (a gradient rule's ``reads_ograds`` ...)."""
+    wrapper.__dict__.update(getattr(f, "__dict__", {}))
+    wrapper._bf16_of = f
+    wrapper.__name__ = getattr(f, "__name__", wrapper.__name__)
+    wrapper.__doc__ = getattr(f, "__doc__", None)
+    return wrapper
 
 
 def _wrap_grad(grad):
@@ -148,8 +153,7 @@ def _wrap_grad(grad):
             return res
         return [r.astype(bf) if r is not None and isbf(x) and not isbf(r) and
                 np.dtype(r.dtype) == _F32 else r for r, x in zip(res, i)] + list(res[len(i):])
-    run._bf16_of = grad
-    return run
+    return _like(run, grad)
 
 
 def _wrap_update(op, update):
@@ -170,8 +174,7 @@ def _wrap_update(op, update):
         for i in op.mutated(p):
             if ups[i] is not ins[i]:
                 ins[i][...] = ups[i]
-    run._bf16_of = update
-    return run
+    return _like(run, update)
 
 
 def _wrap_op(op):
