@@ -7,24 +7,28 @@ holds one) goes through ``dtype()``, which loads ml_dtypes and then runs the cal
 engine registered with ``on_load`` (NOTE [bfloat16 compute] in gpunda/ops/_bf16.py).
 
 MXNet's Python side spells the type ``np.dtype([('bfloat16', np.uint16)])`` (a record of one
-2-byte field: NumPy had nothing better); gpunda reads that spelling as bfloat16 too, and
-gives back ml_dtypes' dtype, which computes.
+2-byte field: NumPy had nothing better), and that is what ``NDArray.dtype``, ``infer_type``
+and ``amp.bfloat16`` show, as in MXNet, so code comparing against it keeps working. Every
+dtype parser reads that spelling as ml_dtypes' bfloat16, which is what the arrays hold and
+``asnumpy`` gives.
 """
 import numpy as np
 
-__all__ = ["dtype", "loaded", "is_bf16", "is_name", "MX_RECORD", "on_load", "NAME"]
+__all__ = ["dtype", "loaded", "is_bf16", "is_name", "MX_RECORD", "on_load", "NAME", "public",
+           "np_dtype"]
 
 NAME = "bfloat16"
 # MXNet 1.9.1's own spelling (mxnet.contrib.amp.amp.bfloat16, ndarray._DTYPE_MX_TO_NP[12])
 MX_RECORD = np.dtype([("bfloat16", np.uint16)])
 
 _dtype = None          # np.dtype(ml_dtypes.bfloat16) once loaded
+type_ = None           # ml_dtypes.bfloat16 (the scalar type) once loaded
 _callbacks = []
 
 
 def dtype():
     """ml_dtypes' bfloat16 as a NumPy dtype, loading ml_dtypes on the first call."""
-    global _dtype
+    global _dtype, type_
     if _dtype is None:
         try:
             import ml_dtypes
@@ -33,6 +37,7 @@ def dtype():
             raise GpundaError("dtype=bfloat16 needs the ml_dtypes package (pip install "
                               "ml_dtypes), which gives NumPy a bfloat16 type") from None
         _dtype = np.dtype(ml_dtypes.bfloat16)
+        type_ = ml_dtypes.bfloat16
         for cb in _callbacks:
             cb()
     return _dtype
@@ -64,3 +69,15 @@ def is_name(value):
 def is_bf16(dt):
     """Whether dtype ``dt`` is bfloat16 (ml_dtypes'), without loading anything."""
     return _dtype is not None and dt == _dtype
+
+
+def public(t):
+    """The dtype MXNet's Python shows for element type ``t`` (a NumPy scalar type, as
+    ``NDArray.dtype`` gives): its record spelling for bfloat16, ``t`` otherwise."""
+    return MX_RECORD if t is type_ and t is not None else t
+
+
+def np_dtype(t):
+    """``np.dtype(t)`` for an ``NDArray.dtype`` value: MXNet's bfloat16 record gives ml_dtypes'
+    bfloat16 (what the array holds); one identity test more than ``np.dtype``."""
+    return np.dtype(t) if t is not MX_RECORD else dtype()

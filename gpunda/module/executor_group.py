@@ -334,7 +334,7 @@ class DataParallelExecutorGroup:
         shared_buf = self.shared_data_arrays[i]
         inputs = list(data_shapes) + list(label_shapes or [])
         shapes = {d.name: tuple(d.shape) for d in inputs}
-        types = {d.name: np.dtype(d.dtype) for d in inputs}
+        types = {d.name: np_dtype(d.dtype) for d in inputs}
         attrs = sym.attr_dict()
         for d in data_shapes:
             code = attrs.get(d.name, {}).get("__dtype__", "-1")

@@ -74,8 +74,10 @@ class NDArray:
 
     @property
     def dtype(self):
-        """The element type as a NumPy type (``numpy.float32``)."""
-        return self._data.dtype.type
+        """The element type as a NumPy type (``numpy.float32``); bfloat16 as MXNet spells
+        it, ``np.dtype([('bfloat16', np.uint16)])`` (gpunda/_core/bf16.py)."""
+        t = self._data.dtype.type
+        return t if t is not _core_bf16.type_ else _core_bf16.MX_RECORD
 
     @property
     def size(self):

@@ -15,6 +15,7 @@ import numpy as np
 from gpunda.base import (GpundaDeprecationWarning, GpundaError, GpundaIndexError,
                          GpundaTypeError, GpundaValueError, NotImplementedForSymbol)
 from gpunda.ops.registry import parse_dtype, to_attr_string
+from gpunda._core import bf16 as _bf16
 from gpunda.symbol.attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
 from gpunda.symbol.operators import SymbolOperators
 
@@ -468,7 +469,7 @@ class Symbol(SymbolOperators):
         out_t = [dtypes.get((id(n), i)) for n, i in self._outputs]
         if not partial and any(t is None for t in arg_t + out_t + aux_t):
             return None, None, None
-        f = lambda t: None if t is None else t.type  # noqa: E731
+        f = lambda t: None if t is None else _bf16.public(t.type)  # noqa: E731
         return [f(t) for t in arg_t], [f(t) for t in out_t], [f(t) for t in aux_t]
 
     # -- serialisation ------------------------------------------------------------------

@@ -14,8 +14,8 @@ precision inference (``_pass.py``).
 gpunda computes float16 on the CPU too (MXNet's CPU kernels of FullyConnected/Convolution
 refuse it), and bfloat16 on any CPU and GPU (MXNet's needs oneDNN on an AVX512 CPU): an op
 given bfloat16 computes in float32 and rounds its result (NOTE [bfloat16 compute] in
-gpunda/ops/_bf16.py). ``bfloat16`` here is ml_dtypes' dtype, which MXNet's record spelling
-``np.dtype([('bfloat16', np.uint16)])`` also names wherever gpunda takes a dtype.
+gpunda/ops/_bf16.py); the arrays hold ml_dtypes' bfloat16, which ``bfloat16`` here (MXNet's
+record spelling) names wherever gpunda takes a dtype.
 """
 import contextlib
 import logging
@@ -32,14 +32,9 @@ _amp_initialized = False
 _amp_loss_scale_initialized = False
 _loss_scaler = None
 
-
-
-def __getattr__(name):
-    # MXNet's ``amp.bfloat16``: ml_dtypes' dtype, loaded when first asked for
-    if name == "bfloat16":
-        from gpunda._core import bf16 as _core_bf16
-        return _core_bf16.dtype()
-    raise AttributeError(f"module 'mxnet.contrib.amp.amp' has no attribute {name!r}")
+# MXNet's bfloat16 dtype, a NumPy record of one uint16 field named 'bfloat16': what a
+# bfloat16 NDArray's ``dtype`` is, and a name of ml_dtypes' bfloat16 wherever gpunda takes one
+bfloat16 = np.dtype([("bfloat16", np.uint16)])
 
 
 def _bf16():
