@@ -29,7 +29,7 @@ import numpy as np
 from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import TrainPlan, compute_step, step_gradient, step_update
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda._core import hooks
 from gpunda._core import bf16 as _core_bf16
 from gpunda._engine.imperative import write_outputs
@@ -558,7 +558,7 @@ class CachedOp:
             ids = [i for _, _, i in self._open_shapes]
             names = self._input_names
             got = self._sym._infer_open_shapes(dict(zip(names, map(tuple, shapes))),
-                                               dict(zip(names, map(np.dtype, dtypes))), ids)
+                                               dict(zip(names, map(np_dtype, dtypes))), ids)
             params = [_closed(p, got.get(i)) for _, p, i in self._open_shapes]
             self._resolved[key] = params
             if len(self._resolved) > 16:

@@ -279,6 +279,9 @@ def infer_graph(sym, given_shapes, given_types, var_shape, entry_shapes=None):
     subgraph's outputs, for inference through a subgraph node).
     """
     order = sym._topo()
+    # a bfloat16 NDArray's dtype is MXNet's record spelling: the arrays' own dtype here
+    given_types = {k: np_dtype(v) if isinstance(v, np.dtype) and v.kind == "V" else v
+                   for k, v in given_types.items()}
     st = _Pass(order, given_shapes, given_types, var_shape, entry_shapes)
     ops = [n for n in order if n.op is not None]
     for _ in range(_MAX_PASSES):

@@ -32,6 +32,15 @@ _amp_initialized = False
 _amp_loss_scale_initialized = False
 _loss_scaler = None
 
+def __getattr__(name):
+    # MXNet's amp.py imports its ``lists`` package (``amp.amp.lists.symbol_bf16``); loaded on
+    # first use here
+    if name == "lists":
+        from gpunda.contrib.amp import lists
+        return lists
+    raise AttributeError(f"module 'mxnet.contrib.amp.amp' has no attribute {name!r}")
+
+
 # MXNet's bfloat16 dtype, a NumPy record of one uint16 field named 'bfloat16': what a
 # bfloat16 NDArray's ``dtype`` is, and a name of ml_dtypes' bfloat16 wherever gpunda takes one
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
