@@ -330,3 +330,41 @@ def test_bfloat16_named_while_profiling_keeps_working_after(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=os.path.dirname(os.path.dirname(__file__)), timeout=120)
     assert r.stdout.strip().splitlines()[-1] == "bfloat16 3.0", r.stderr[-2000:]
+
+
+def test_mxnet_bf16_operator_pattern():
+    # the pattern of MXNet 1.9.1's tests/python/mkl/test_bf16_operator.py: a Symbol whose
+    # data variable is bfloat16 (MXNet's record spelling), bound with simple_bind, fed with
+    # amp_cast data; BatchNorm keeps float32 parameters (bf16_use_fp32_params)
+    bf = amp.amp.bfloat16
+    rs = np.random.RandomState(3)
+    x = rs.uniform(0, 10, (2, 3, 5, 5)).astype(np.float32)
+    g, b, m, v = (rs.uniform(0, 10, 3).astype(np.float32) for _ in range(4))
+    sym = mx.sym.BatchNorm(mx.sym.Variable("data", dtype=bf), eps=2e-5, fix_gamma=False,
+                           use_global_stats=True, name="bn")
+    ex = sym.simple_bind(ctx=mx.cpu(), data=x.shape)
+    assert ex.arg_dict["data"].dtype == bf and ex.arg_dict["bn_gamma"].dtype == np.float32
+    ex.arg_dict["data"][:] = mx.nd.amp_cast(mx.nd.array(x), dtype=bf)
+    for name, val in (("bn_gamma", g), ("bn_beta", b)):
+        ex.arg_dict[name][:] = val
+    ex.aux_dict["bn_moving_mean"][:] = m
+    ex.aux_dict["bn_moving_var"][:] = v
+    out = ex.forward()[0]
+    assert out.dtype == bf
+    c = (slice(None), None, None)
+    want = _rne(((_rne(x) - m[c]) / np.sqrt(v[c] + np.float32(2e-5)) * g[c] + b[c])
+                .astype(np.float32))
+    np.testing.assert_allclose(_f32(mx.nd.amp_cast(out, dtype="float32")), want, rtol=2 ** -7)
+    # a Convolution with bfloat16 weights through type_dict
+    csym = mx.sym.Convolution(mx.sym.Variable("data", dtype=bf), kernel=(3, 3), num_filter=2,
+                              name="conv")
+    ex = csym.simple_bind(ctx=mx.cpu(), data=x.shape,
+                          type_dict={"conv_weight": bf, "conv_bias": bf})
+    assert ex.arg_dict["conv_weight"].dtype == bf
+    w = rs.uniform(-1, 1, (2, 3, 3, 3)).astype(np.float32)
+    ex.arg_dict["data"][:] = mx.nd.amp_cast(mx.nd.array(x), dtype=bf)
+    ex.arg_dict["conv_weight"][:] = mx.nd.amp_cast(mx.nd.array(w), dtype=bf)
+    ex.arg_dict["conv_bias"][:] = 0
+    cols = np.stack([_rne(x)[:, :, i:i + 3, j:j + 3] for i in range(3) for j in range(3)], -1)
+    want = _rne(np.einsum("nchwk,ock->nohw", cols, _rne(w).reshape(2, 3, 9)).astype(np.float32))
+    np.testing.assert_allclose(_f32(ex.forward()[0]), want, rtol=2 ** -7, atol=1e-6)
