@@ -368,3 +368,31 @@ def test_mxnet_bf16_operator_pattern():
     cols = np.stack([_rne(x)[:, :, i:i + 3, j:j + 3] for i in range(3) for j in range(3)], -1)
     want = _rne(np.einsum("nchwk,ock->nohw", cols, _rne(w).reshape(2, 3, 9)).astype(np.float32))
     np.testing.assert_allclose(_f32(ex.forward()[0]), want, rtol=2 ** -7, atol=1e-6)
+
+
+def test_convert_model_bfloat16_runs_in_a_module():
+    # MXNet's convert_model graph for bfloat16 is checked against MXNet in
+    # tests/contrib/test_contrib_amp.py; here the converted model runs
+    rs = np.random.RandomState(4)
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=4, name="fc1")
+    out = mx.sym.Activation(mx.sym.BatchNorm(fc, name="bn"), act_type="relu")
+    arg = {"fc1_weight": mx.nd.array(rs.uniform(-1, 1, (4, 3))), "fc1_bias": mx.nd.zeros(4),
+           "bn_gamma": mx.nd.ones(4), "bn_beta": mx.nd.zeros(4)}
+    aux = {"bn_moving_mean": mx.nd.zeros(4), "bn_moving_var": mx.nd.ones(4)}
+    s2, a2, x2 = amp.convert_model(out, arg, aux, target_dtype="bfloat16",
+                                   cast_optional_params=True)
+    assert a2["fc1_weight"].dtype == amp.amp.bfloat16 and a2["bn_gamma"].dtype == np.float32
+    x = rs.uniform(-1, 1, (2, 3)).astype(np.float32)
+    outs = []
+    for sym, args, auxs in ((out, arg, aux), (s2, a2, x2)):
+        mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+        mod.bind(data_shapes=[("data", (2, 3))], for_training=False)
+        mod.set_params(args, auxs)
+        mod.forward(mx.io.DataBatch([mx.nd.array(x)]))
+        outs.append(mod.get_outputs()[0])
+    assert outs[1].dtype == np.float32       # the graph casts its outputs back, as MXNet's
+    w = _rne(arg["fc1_weight"].asnumpy())
+    want = _rne(np.maximum(_rne(_rne(_rne(x) @ w.T) / np.sqrt(np.float32(1 + 1e-3))), 0))
+    np.testing.assert_allclose(_f32(outs[1]), want, rtol=2 ** -7, atol=1e-6)
+    np.testing.assert_allclose(_f32(outs[1]), outs[0].asnumpy(), rtol=0.02, atol=0.02)
