@@ -1,4 +1,4 @@
-"""Command line: ``python -m gpunda {info,demo,inspect,run,im2rec}``."""
+"""Command line: ``python -m gpunda {info,demo,inspect,run,im2rec,export-onnx,nvrtc-check}``."""
 from __future__ import annotations
 
 import argparse
@@ -44,7 +44,7 @@ def info(argv=()):
     return 0
 
 
-_COMMANDS = ("info", "demo", "inspect", "run", "im2rec", "export-onnx")
+_COMMANDS = ("info", "demo", "inspect", "run", "im2rec", "export-onnx", "nvrtc-check")
 
 
 def _info_parser():
@@ -68,7 +68,8 @@ def main(argv=None):
                              "inspect: show an NDArray file or symbol JSON; "
                              "run: run a script in which `import mxnet` gives gpunda; "
                              "im2rec: make image lists and .rec datasets (MXNet's tool); "
-                             "export-onnx: an MXNet checkpoint to ONNX")
+                             "export-onnx: an MXNet checkpoint to ONNX; "
+                             "nvrtc-check: compile gpunda's CUDA sources with NVRTC, no GPU")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
@@ -92,6 +93,9 @@ def main(argv=None):
         if cmd == "im2rec":
             from gpunda._tools import im2rec as _im2rec
             return _im2rec.main(rest)
+        if cmd == "nvrtc-check":
+            from gpunda._tools import nvrtc_check
+            return nvrtc_check.main(rest)
         if cmd == "export-onnx":
             from gpunda.onnx import _cli
             return _cli.main(rest)

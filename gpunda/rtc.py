@@ -71,6 +71,47 @@ def _cupy_for_rtc(what):
     return cupy
 
 
+# MXNet's own examples of CudaModule (its docstring's): an extern "C" kernel, and a template
+# exported by name; the NVRTC check compiles them (``_core/cuda_sources.py``)
+_EXAMPLE_SOURCE = r"""
+extern "C" __global__ void axpy(const float *x, float *y, float alpha) {
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    y[i] += alpha * x[i];
+}
+template<typename DType>
+__global__ void axpy_t(const DType *x, DType *y, DType alpha) {
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    y[i] += alpha * x[i];
+}
+"""
+_EXAMPLE_EXPORTS = ("axpy_t<float>", "axpy_t<double>")
+
+
+# what else MXNet's GPU tests launch through mx.rtc: dynamic shared memory (launch's
+# shared_mem), and __half, a type a signature may name
+_EXAMPLE_SHARED_HALF = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void scale_through_shared(const float *x, float *y, float alpha) {
+    extern __shared__ float tile[];
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    tile[threadIdx.x] = x[i];
+    __syncthreads();
+    y[i] += alpha * tile[threadIdx.x];
+}
+template<typename DType>
+__global__ void scale_t(const DType *x, DType *y, DType alpha) {
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    y[i] = y[i] + alpha * x[i];
+}
+"""
+
+
+def cuda_sources():
+    """The rtc examples as NVRTC-check sources: the source and its exports."""
+    return [("rtc_axpy", _EXAMPLE_SOURCE, _EXAMPLE_EXPORTS),
+            ("rtc_shared_half", _EXAMPLE_SHARED_HALF, ("scale_t<__half>", "scale_t<float>"))]
+
+
 class CudaModule:
     """CUDA C++ ``source`` compiled at run time (NVRTC through CuPy).
 

@@ -10,7 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("command", ["demo", "inspect", "info", "run", "im2rec", "export-onnx"])
+@pytest.mark.parametrize("command", ["demo", "inspect", "info", "run", "im2rec", "export-onnx",
+                                     "nvrtc-check"])
 def test_every_subcommand_help_gives_each_option_meaning_and_default(command):
     r = subprocess.run([sys.executable, "-m", "gpunda", command, "--help"], capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -36,5 +37,5 @@ def test_top_level_help_lists_every_command():
     r = subprocess.run([sys.executable, "-m", "gpunda", "--help"], capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert r.returncode == 0
-    for command in ("info", "demo", "inspect", "run", "im2rec", "export-onnx"):
+    for command in ("info", "demo", "inspect", "run", "im2rec", "export-onnx", "nvrtc-check"):
         assert f"{command}:" in r.stdout

@@ -13,6 +13,14 @@ import pytest
 import gpunda as mx
 from gpunda import sym, nd
 
+
+@pytest.fixture(autouse=True)
+def _op_by_op_plans(monkeypatch):
+    # these tests count the steps, segments and eager ops of the op-by-op plan; under
+    # --standin-gpu the fusion pass would merge steps (its graphs: tests/test_fusion.py)
+    from gpunda._engine import fusion
+    monkeypatch.setattr(fusion, "ENABLED", False)
+
 STATIC = [("static_alloc", True), ("static_shape", True)]
 
 

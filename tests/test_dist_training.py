@@ -1,10 +1,13 @@
 """Data-parallel training under mpiexec: ranks agree, and match single-process training.
 
 For a model without batch statistics (MLP) N ranks on shards equal one process on the
-concatenated batch. With BatchNorm (the demo CNN) each rank normalises with its own
-shard's statistics, as MXNet's dist_sync does; the single-process reference then runs
-the shards separately and accumulates their gradients, and only trainable parameters
-are compared (running statistics stay per rank, as in MXNet).
+concatenated batch. As in MXNet 1.9.1, whose Trainer sets rescale_grad to 1/batch_size and
+whose store sums the workers' gradients, ``trainer.step(b)`` with each rank's batch b adds
+up the N shards' gradients over b: the reference steps with the same b (not N * b).
+With BatchNorm (the demo CNN) each rank normalises with its own shard's statistics, as
+MXNet's dist_sync does; the single-process reference then runs the shards separately and
+accumulates their gradients, and only trainable parameters are compared (running
+statistics stay per rank, as in MXNet).
 """
 import os
 import shutil
@@ -53,13 +56,13 @@ SCRIPT = textwrap.dedent('''
             with autograd.record():
                 loss = loss_fn(net(nd.array(X[s])), nd.array(Y[s]))
             loss.backward()
-            trainer.step(nranks * b)
+            trainer.step(b)
         else:   # shards: one forward per shard, gradients accumulated, one update
             with autograd.record():
                 losses = [loss_fn(net(nd.array(X[s, k * b:(k + 1) * b])),
                                   nd.array(Y[s, k * b:(k + 1) * b])) for k in range(nranks)]
             autograd.backward(losses)
-            trainer.step(nranks * b)
+            trainer.step(b)
     params = {k: v.data().asnumpy() for k, v in net.collect_params().items() if v.grad_req != "null"}
     np.savez(f"{out}-{rank}.npz", **params)
     print("DONE", rank)

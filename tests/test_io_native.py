@@ -93,5 +93,31 @@ def test_bad_input(tmp_path):
         mx.io.MNISTIter(image=str(tmp_path / "img"), label=_p("lab-idx1-ubyte"))
     with pytest.raises(GpundaError, match="not an MNIST label"):
         mx.io.MNISTIter(image=_p("img-idx3-ubyte"), label=_p("img-idx3-ubyte"))
-    with pytest.raises(GpundaError, match="ImageRecordIter_v1 is not supported yet"):
-        mx.io.ImageRecordIter_v1(path_imgrec="x.rec", data_shape=(3, 8, 8), batch_size=1)
+
+
+# ten 20x24 lossless PNG records (RandomState(0) pixels, label i % 3) read by MXNet 1.9.1's
+# ImageRecordIter_v1 / ImageRecordUInt8Iter_v1 (data_shape=(3, 16, 16), batch_size=4):
+# per batch the sum of the pixels, the labels and the pad
+_V1_BATCHES = {
+    True: [(389702.0, [0, 1, 2, 0], 0), (384985.0, [1, 2, 0, 1], 0), (392119.0, [2, 0, 0, 1], 2)],
+    False: [(389702.0, [0, 1, 2, 0], 0), (384985.0, [1, 2, 0, 1], 0), (388106.0, [2, 0, 0, 1], 2)],
+}
+
+
+@pytest.mark.parametrize("name", ["ImageRecordIter_v1", "ImageRecordUInt8Iter_v1"])
+@pytest.mark.parametrize("round_batch", [True, False])
+def test_image_record_iter_v1_matches_mxnet(tmp_path, name, round_batch):
+    rng = np.random.RandomState(0)
+    rec = mx.recordio.MXIndexedRecordIO(str(tmp_path / "t.idx"), str(tmp_path / "t.rec"), "w")
+    for i in range(10):
+        img = (rng.rand(20, 24, 3) * 255).astype(np.uint8)
+        # MXNet's file was written by PIL from RGB; OpenCV encodes BGR, hence the flip
+        rec.write_idx(i, mx.recordio.pack_img(mx.recordio.IRHeader(0, float(i % 3), i, 0),
+                                              img[:, :, ::-1], img_fmt=".png"))
+    rec.close()
+    it = getattr(mx.io, name)(path_imgrec=str(tmp_path / "t.rec"),
+                              path_imgidx=str(tmp_path / "t.idx"), data_shape=(3, 16, 16),
+                              batch_size=4, round_batch=round_batch)
+    got = [(float(b.data[0].asnumpy().astype(np.float64).sum()), b.label[0].asnumpy().tolist(),
+            b.pad) for b in it]
+    assert got == _V1_BATCHES[round_batch]

@@ -275,5 +275,5 @@ def test_kvstore_has_mxnets_private_server_calls():
     assert kv._send_command_to_servers(0, "") is None
     with pytest.raises(mx.MXNetError, match="not supported for this type of kvstore"):
         kv.set_gradient_compression({"type": "2bit"})
-    with pytest.raises(mx.MXNetError, match="not supported yet"):
-        mx.kv.create("device").set_gradient_compression({"type": "2bit"})
+    kv = mx.kv.create("device")     # MXNet 1.9.1 accepts it on 'device' (returns None)
+    assert kv.set_gradient_compression({"type": "2bit"}) is None

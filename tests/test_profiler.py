@@ -52,7 +52,7 @@ def test_counts_match_the_ops_run(prof):
 
 def test_symbolic_plan_steps_are_timed(prof):
     a = mx.sym.var("a")
-    ex = (a * 2 + 1).bind(mx.cpu(), {"a": mx.nd.ones((3,))})   # plan built before run
+    ex = (a * 2 + 1).bind(mx.cpu(), {"a": mx.nd.ones((3,), ctx=mx.cpu())})   # plan built before run
     profiler.set_state("run")
     ex.forward()
     ex.forward()

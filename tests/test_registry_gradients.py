@@ -308,8 +308,8 @@ SPECS = {
                                    params={"use_sequence_length": True, "length": 3}),
     "RNN": dict(inputs=[U(3, 2, 2, lo=-1, hi=1), U(48, lo=-0.5, hi=0.5), U(1, 2, 2), U(1, 2, 2)],
                 params={"state_size": 2, "num_layers": 1, "mode": "lstm", "state_outputs": True},
-                second="once-differentiable: the backward is a BPTT kernel (a second order "
-                       "raises, tests/ops/test_rnn.py)"),
+                second="MXNet 1.9.1 registers no FGradient for _backward_RNN: a second order "
+                       "raises its error (tests/ops/test_rnn.py)"),
     "ROIPooling": dict(inputs=[U(1, 2, 6, 6), K([[0, 0, 0, 4, 4], [0, 1.2, 2.4, 5, 5.4]])],
                        params={"pooled_size": (2, 2), "spatial_scale": 1.0}),
     "_contrib_ROIAlign": dict(inputs=[U(2, 2, 5, 5), K([[0, 0.5, 0.7, 3.2, 3.9],
@@ -373,44 +373,42 @@ SPECS = {
     "GridGenerator": dict(inputs=[U(2, 6)], params={"transform_type": "affine",
                                                     "target_shape": (3, 4)}),
     "BilinearSampler": dict(inputs=[U(1, 2, 4, 5), U(1, 2, 3, 3, lo=-0.9, hi=0.9)],
-                            second="once-differentiable: the backward is a hand-written "
-                                   "kernel (a second order raises)"),
+                            second="MXNet 1.9.1 registers no FGradient for its backward: a "
+                                   "second order raises its error"),
     "_backward_BilinearSampler": dict(skip="BilinearSampler's backward kernel: "
-                                           "once-differentiable, its gradient raises"),
+                                           "raises MXNet's no-FGradient error"),
     "SpatialTransformer": dict(inputs=[U(1, 2, 4, 5), K([[0.8, 0.1, 0.05, -0.1, 0.9, 0.02]],
                                                          diff=True)],
                                params={"target_shape": (3, 3), "transform_type": "affine",
                                        "sampler_type": "bilinear"},
-                               second="once-differentiable (BilinearSampler's kernel)"),
+                               second="raises MXNet's error (BilinearSampler's backward)"),
     "Correlation": dict(inputs=[U(1, 2, 5, 5), U(1, 2, 5, 5)],
                         params={"kernel_size": 3, "max_displacement": 1, "pad_size": 2,
                                 "stride1": 2},
-                        second="once-differentiable: the backward is a hand-written kernel"),
+                        second="MXNet 1.9.1 has no FGradient for its backward: raises its error"),
     "_backward_Correlation": dict(skip="Correlation's backward kernel: once-differentiable, "
                                        "its gradient raises"),
     "_contrib_DeformableConvolution": dict(
         inputs=[U(1, 4, 4, 5), U(1, 2 * 2 * 4, 4, 5, lo=0.1, hi=0.9), U(2, 2, 2, 2), U(2)],
         params={"kernel": (2, 2), "pad": (1, 1), "num_filter": 2, "num_group": 2,
                 "num_deformable_group": 2, "dilate": (2, 2)},
-        second="once-differentiable: the backward is a hand-written kernel"),
+        second="MXNet 1.9.1 has no FGradient for its backward: raises its error"),
     "_backward_DeformableConvolution": dict(skip="DeformableConvolution's backward kernel: "
-                                                 "once-differentiable, its gradient raises"),
+                                                 "raises MXNet's no-FGradient error"),
     "_contrib_ModulatedDeformableConvolution": dict(
         inputs=[U(1, 2, 4, 4), U(1, 2 * 4, 3, 3, lo=-1.3, hi=1.7), U(1, 4, 3, 3),
                 U(3, 2, 2, 2), U(3)],
         params={"kernel": (2, 2), "num_filter": 3},
-        second="once-differentiable: the backward is a hand-written kernel"),
+        second="MXNet 1.9.1 has no FGradient for its backward: raises its error"),
     "_backward_ModulatedDeformableConvolution": dict(
-        skip="ModulatedDeformableConvolution's backward kernel: once-differentiable, its "
-             "gradient raises"),
+        skip="ModulatedDeformableConvolution's backward kernel: raises MXNet's no-FGradient error"),
     "_contrib_DeformablePSROIPooling": dict(
         inputs=[U(1, 8, 6, 6), K([[0, 2, 2, 8, 9]]), U(1, 4, 2, 2, lo=-0.7, hi=0.7)],
         params={"spatial_scale": 0.5, "output_dim": 2, "group_size": 2, "pooled_size": 2,
                 "sample_per_part": 2, "trans_std": 0.1},
-        second="once-differentiable: the backward is a hand-written kernel"),
+        second="MXNet 1.9.1 has no FGradient for its backward: raises its error"),
     "_backward_DeformablePSROIPooling": dict(
-        skip="DeformablePSROIPooling's backward kernel: once-differentiable, its gradient "
-             "raises"),
+        skip="DeformablePSROIPooling's backward kernel: raises MXNet's no-FGradient error"),
     # control flow: the nodes need subgraphs (built by sym.contrib.foreach & co.); their
     # gradients are checked against finite differences in tests/ops/test_control_flow.py
     **{name: dict(skip="a control-flow node needs its body subgraphs; checked against "
@@ -422,9 +420,8 @@ SPECS = {
                           mx.sym.Variable("a")).tojson()},
                       inputs=[U(2, 3), U(2, 3)],
                       second="once-differentiable: the node re-runs its body's own rules"),
-    "_backward_CachedOp": dict(skip="_CachedOp's backward: once-differentiable, its gradient "
-                                    "raises"),
-    "_rnn_grad": dict(skip="the RNN's BPTT kernel: once-differentiable, its gradient raises"),
+    "_backward_CachedOp": dict(skip="_CachedOp's backward: raises MXNet's no-FGradient error"),
+    "_rnn_grad": dict(skip="the RNN's BPTT kernel: raises MXNet's no-FGradient error"),
     "make_loss": dict(skip=_MAKE_LOSS),
     "Custom": dict(params={"op_type": "_registry_test_cube"}, inputs=[U(2, 3), U(2, 3)],
                    second="custom operators are once-differentiable (a second order raises)"),
@@ -436,16 +433,15 @@ SPECS = {
                    params={"use_data_lengths": True},
                    second="once-differentiable: the gradient comes from the alpha-beta "
                           "recursion (a second order raises, tests/ops/test_ctc.py)"),
-    "_ctc_loss_backward": dict(skip="CTCLoss's backward: once-differentiable, its "
-                                    "gradient raises"),
+    "_ctc_loss_backward": dict(skip="CTCLoss's backward: raises MXNet's no-FGradient error"),
     "_contrib_hawkesll": dict(
         inputs=[U(2, 3), U(3, lo=0.2, hi=0.6), U(3), U(2, 3), U(2, 4),
                 K([[0, 2, 2, 1], [1, 1, 0, 2]], dtype="int32"), K([3, 4]), K([8.0, 9.0])],
         wrt=[0, 1, 2, 3],
         second="once-differentiable: the gradient is a kernel over the event sequence (a "
                "second order raises, tests/ops/test_contrib_misc.py)"),
-    "_contrib_backward_hawkesll": dict(skip="hawkesll's backward: once-differentiable, its "
-                                            "gradient raises"),
+    "_contrib_backward_hawkesll": dict(skip="hawkesll's backward: raises MXNet's "
+                                            "no-FGradient error"),
     "_contrib_SparseEmbedding": dict(inputs=[I(2, 3, hi=4), U(4, 5)],
                                      params={"input_dim": 4, "output_dim": 5},
                                      second="its row_sparse weight gradient is not "

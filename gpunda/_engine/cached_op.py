@@ -29,6 +29,7 @@ import numpy as np
 from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import TrainPlan, compute_step, step_gradient, step_update
+from gpunda._engine import fusion as _fusion
 from gpunda.base import GpundaError, np_dtype
 from gpunda._core import hooks
 from gpunda._core import bf16 as _core_bf16
@@ -182,6 +183,20 @@ class _Step:
         self.capturable = why is None
         self.why_not = why
 
+    @classmethod
+    def fused(cls, group, name):
+        """The step of a fused group (NOTE [Fused steps] in fusion/group.py)."""
+        st = cls.__new__(cls)
+        st.op, st.p, st.ins, st.outs, st.name = group.op, group, group.in_slots, \
+            group.out_slots, name
+        st.nout = len(st.outs)
+        st.seq1 = False
+        st.compute = group.op.compute
+        st.wants_ctx = True
+        st.gemm = False
+        st.capturable, st.why_not = True, None
+        return st
+
 
 class _Saved:
     """What one recorded call keeps for its backward (``Node.p`` of the tape node)."""
@@ -318,7 +333,6 @@ class CachedOp:
             steps.append(_Step(n, [slot[(id(c), i)] for c, i in n.inputs], outs))
             if _may_be_open(n):
                 open_shapes.append((steps[-1], n.p, id(n)))
-        self._steps = steps
         # creation steps whose shape may hold unknown dimensions (NOTE [Unknown dimensions])
         self._open_shapes = open_shapes
         self._resolved = OrderedDict()    # (np_shape, input shapes) -> params per open step
@@ -328,6 +342,30 @@ class CachedOp:
         self._heads = [slot[(id(n), i)] for n, i in sym._outputs]
         self.num_inputs = self._nin
         self.num_outputs = len(self._heads)
+        self._derive(steps)
+        # as MXNet: a small graph (at most inline_limit ops) without static_alloc is
+        # recorded op by op, so the tape (and get_symbol) shows its ops, not one call
+        self._inlining = (not self._flags["static_alloc"]
+                          and len(steps) <= self._flags["inline_limit"]
+                          and all(h >= self._nin for h in self._heads))
+        self._plans = OrderedDict()       # signature -> _StaticPlan
+        self._train_plans = OrderedDict()  # (signature, inputs needing grad) -> TrainPlan
+        self._first_sig = None
+        self._graphs = OrderedDict()      # graph key -> _GraphEntry
+        self._graph_backend = None        # set by tests to simulate CUDA graphs on CPU
+        self._graph_calls = {}
+        self._freed = False
+        self._stats = {"calls": 0, "captures": 0, "replays": 0, "fallbacks": [],
+                       "segments": 0, "eager_ops": 0, "graph_mode": None}
+        self._graphs_enabled = os.environ.get("GPUNDA_CUDA_GRAPHS", "1").strip() not in (
+            "0", "false", "False", "no")
+        self._fusion_views = {}           # training flag -> fused view (NOTE [Fusion in CachedOp])
+
+    def _derive(self, steps):
+        """Everything the plan derives from its step list (slot lifetimes, mutated inputs,
+        values kept for the backward)."""
+        self._steps = steps
+        nslots = self._nslots
         big = len(steps) + 1
         last = [-1] * nslots
         for i, st in enumerate(steps):
@@ -367,22 +405,6 @@ class CachedOp:
                 keep.update(st.outs)
         # slots a recorded call must keep for its backward (what the rules read)
         self._keep_for_grad = keep
-        # as MXNet: a small graph (at most inline_limit ops) without static_alloc is
-        # recorded op by op, so the tape (and get_symbol) shows its ops, not one call
-        self._inlining = (not self._flags["static_alloc"]
-                          and len(steps) <= self._flags["inline_limit"]
-                          and all(h >= self._nin for h in self._heads))
-        self._plans = OrderedDict()       # signature -> _StaticPlan
-        self._train_plans = OrderedDict()  # (signature, inputs needing grad) -> TrainPlan
-        self._first_sig = None
-        self._graphs = OrderedDict()      # graph key -> _GraphEntry
-        self._graph_backend = None        # set by tests to simulate CUDA graphs on CPU
-        self._graph_calls = {}
-        self._freed = False
-        self._stats = {"calls": 0, "captures": 0, "replays": 0, "fallbacks": [],
-                       "segments": 0, "eager_ops": 0, "graph_mode": None}
-        self._graphs_enabled = os.environ.get("GPUNDA_CUDA_GRAPHS", "1").strip() not in (
-            "0", "false", "False", "no")
 
     # -- introspection ---------------------------------------------------------------
     @property
@@ -408,12 +430,102 @@ class CachedOp:
 
     def free(self):
         """Release static buffers and captured graphs; the CachedOp cannot be called again."""
+        for v in self._fusion_views.values():
+            if v is not self:
+                v.free()
         self._plans.clear()
         self._train_plans.clear()
         for e in self._graphs.values():
             e.release()
         self._graphs.clear()
         self._freed = True
+
+    # -- fusion ---------------------------------------------------------------------------
+    _fusion_off = None      # why the last partition was not made (fusion_report)
+    _fusion_groups = ()     # a fused view's groups
+    # NOTE [Fusion in CachedOp]
+    # On a GPU context (and only there: the CPU path does not look at any of this) a call
+    # runs the *fused view* of the CachedOp for the current training mode: a shallow copy
+    # whose step list has each group of element-wise steps replaced by one fused step
+    # (NOTE [Fusion partition], NOTE [Fused steps]), with its own static plans, training
+    # plans and CUDA graphs. MXNET_USE_FUSION=0 (read once, at import) turns it off, as in
+    # MXNet. Graphs that inline their ops (small, without static_alloc) or are monitored
+    # run unfused. Creation steps of unknown shape (NOTE [Unknown dimensions]) are never
+    # fused, and the view shares their step objects, so one resolution serves both.
+    # ``fusion_report()`` says what fused and why each other op was left out.
+    def _fused_view(self, train=None):
+        train = _ag._is_train() if train is None else train
+        view = self._fusion_views.get(train)
+        if view is not None:
+            return view
+        part = self._partition(train)
+        view = self
+        if part is not None and part.groups:
+            view = object.__new__(CachedOp)
+            view.__dict__.update(self.__dict__)
+            groups = [_fusion.FusedGroup([self._steps[i] for i in ms],
+                                         [part.specs[i] for i in ms],
+                                         part.in_slots[g], part.out_slots[g], g)
+                      for g, ms in enumerate(part.groups)]
+            steps = [self._steps[i] if kind == "step" else
+                     _Step.fused(groups[i], "_fused%d(%s)" % (i, "+".join(
+                         self._steps[k].name for k in part.groups[i])))
+                     for kind, i in _fusion.fused_order(self._steps, part)]
+            view._derive(steps)
+            view._plans, view._train_plans = OrderedDict(), OrderedDict()
+            view._graphs, view._graph_calls = OrderedDict(), {}
+            view._first_sig = None
+            view._fusion_views = {}
+            view._fusion_groups = groups
+            _live.add(view)
+            _oom.track_cached_op(view)
+        self._fusion_views[train] = view
+        return view
+
+    def _partition(self, train):
+        """The fusion partition of this graph in training mode ``train``, or None when the
+        graph runs unfused (the reason goes to ``_fusion_off``)."""
+        why = None
+        if not _fusion.ENABLED:
+            why = "MXNET_USE_FUSION=0"
+        elif self._inlining:
+            why = (f"the graph has at most inline_limit={self._flags['inline_limit']} ops "
+                   f"and no static_alloc: its ops run (and record) one by one")
+        elif self._monitor is not None:
+            why = "an op hook monitors every op's output"
+        self._fusion_off = why
+        if why is not None:
+            return None
+        return _fusion.partition(self._steps, self._nin, self._heads, train)
+
+    def fusion_report(self, train=None):
+        """What the fusion pass makes of this graph on a GPU, in training mode ``train``
+        (default: the current mode): ``{"enabled", "reason", "groups": [{"nodes", "ops",
+        "inputs", "outputs"}], "left_out": [{"node", "op", "reason"}], "steps",
+        "fused_steps", "fallbacks"}``. ``fallbacks`` counts the calls whose input
+        signature ran a group op by op, by reason. The CPU never fuses."""
+        train = _ag._is_train() if train is None else bool(train)
+        part = self._partition(train)
+        rep = {"enabled": _fusion.ENABLED, "reason": self._fusion_off, "groups": [],
+               "left_out": [], "steps": len(self._steps), "fused_steps": len(self._steps),
+               "fallbacks": {}}
+        if part is None:
+            return rep
+        rep["reason"] = part.graph_reason
+        for ms in part.groups:
+            rep["groups"].append({"nodes": [self._steps[i].name for i in ms],
+                                  "ops": [self._steps[i].op.name for i in ms],
+                                  "inputs": len(part.in_slots[len(rep["groups"])]),
+                                  "outputs": len(part.out_slots[len(rep["groups"])])})
+        for i, why in sorted(part.reasons.items()):
+            st = self._steps[i]
+            rep["left_out"].append({"node": st.name, "op": st.op.name, "reason": why})
+        rep["fused_steps"] = len(self._steps) - sum(len(ms) - 1 for ms in part.groups)
+        view = self._fusion_views.get(train)
+        for g in getattr(view, "_fusion_groups", ()):
+            for why, n in g.fallbacks.items():
+                rep["fallbacks"][why] = rep["fallbacks"].get(why, 0) + n
+        return rep
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args, out=None, default_ctx=None):
@@ -450,37 +562,41 @@ class CachedOp:
                 raise GpundaError(f"CachedOp expects {self.num_outputs} outputs, but "
                                   f"{len(outs_list)} was given. (out= must hold one NDArray "
                                   f"per output of the symbol)")
-        self._stats["calls"] += 1
-        if self._open_shapes:
-            self._resolve_open_shapes([a.shape for a in args], [a.dtype for a in args])
+        cop = self
+        if _fusion.ENABLED and ctx.device_type == "gpu" and not sparse:
+            # NOTE [Fusion in CachedOp]: a GPU call runs the fused view of this graph
+            cop = self._fusion_views.get(_ag._is_train()) or self._fused_view()
+        cop._stats["calls"] += 1
+        if cop._open_shapes:
+            cop._resolve_open_shapes([a.shape for a in args], [a.dtype for a in args])
         if sparse:
-            res = self._run_imperative(args)
+            res = cop._run_imperative(args)
         else:
             req_in = tuple(a._ag is not None for a in args) if _is_rec() else None
             recording = req_in is not None and any(req_in)
-            if not recording or self._inlining:
+            if not recording or cop._inlining:
                 req_in = None
             xp = ctx.backend.xp
             arrays = [a._data for a in args]
             with ctx.backend.device_scope() if xp is not np else contextlib.nullcontext():
                 try:
-                    vals, raw, plan = self._compute(xp, ctx, arrays, recording, req_in)
+                    vals, raw, plan = cop._compute(xp, ctx, arrays, recording, req_in)
                 except GpundaError as e:
                     if not _oom.is_oom(e, ctx):
                         raise
                     vals, raw, plan = _oom.retry(
-                        lambda: self._compute(xp, ctx, arrays, recording, req_in),
+                        lambda: cop._compute(xp, ctx, arrays, recording, req_in),
                         ctx, lambda e2: e2, e)
-            for k in self._fwd_mutated_inputs:
+            for k in cop._fwd_mutated_inputs:
                 a = args[k]
                 _ag.bump_version(a)
-            if recording and self._inlining:
-                recorded = _rerecord(self, vals, args, ctx)
-                res = [recorded[h] for h in self._heads]
+            if recording and cop._inlining:
+                recorded = _rerecord(cop, vals, args, ctx)
+                res = [recorded[h] for h in cop._heads]
             else:
                 res = [_new(r, ctx) for r in raw]
                 if recording:
-                    self._record(args, res, vals, ctx, plan)
+                    cop._record(args, res, vals, ctx, plan)
         if out is not None:
             write_outputs(outs_list, res, "CachedOp")
             return out
@@ -528,6 +644,7 @@ class CachedOp:
             raise GpundaError(f"CachedOp: register_op_hook callback={callback!r} must be "
                               f"callable or None")
         from gpunda._engine.op_monitor import step_names
+        self._fusion_views = {}     # a monitored graph runs unfused (every op's output)
         self._monitor = None if callback is None else (callback, bool(monitor_all),
                                                        step_names(self._steps))
 

@@ -237,7 +237,9 @@ def main(argv=None):
                 out = net(data)
                 loss = loss_fn(out, label)
             loss.backward()
-            trainer.step(data.shape[0])
+            # the store sums the ranks' gradients and the Trainer divides by the batch
+            # given here (MXNet's rule): the global batch keeps single-process training
+            trainer.step(data.shape[0] * nworkers)
             total_loss += float(loss.sum().asscalar())
             correct += int((out.asnumpy().argmax(axis=1) == label.asnumpy()).sum())
             seen += data.shape[0]

@@ -67,6 +67,11 @@ _SOURCES = {
 _kernels = {}   # (device id, dtype name) -> compiled kernel
 
 
+def cuda_sources():
+    """The GEMM's sources, one per dtype, for the NVRTC check (``_core/cuda_sources.py``)."""
+    return [(f"gpunda_gemm[{dt}]", code) for dt, code in _SOURCES.items()]
+
+
 def _cupy_for(a):
     # the test stand-in's module for its arrays (backends/_standin.py), else CuPy
     st = sys.modules.get("gpunda.backends._standin")

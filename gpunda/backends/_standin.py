@@ -225,7 +225,9 @@ class _RawModule:
             out_ix = emu.out_index
             known = {}
             a = tuple(_unwrap(x, False, name, known) for x in args)
-            _cuda.snapshot(a[out_ix])
+            # a kernel with several outputs (the fusion pass's) names each
+            for ix in out_ix if isinstance(out_ix, tuple) else (out_ix,):
+                _cuda.snapshot(a[ix])
             emu(grid, block, a)
             _cuda.record(lambda a=a: emu(grid, block, a))
         return kernel

@@ -536,6 +536,13 @@ class HybridBlock(Block):
         self._cached_op = None
         self._cached_op_args = None
 
+    def fusion_report(self, train=None):
+        """What the pointwise fusion pass makes of this block's graph on a GPU context
+        (``CachedOp.fusion_report``: the fused groups and why each other op was left out,
+        in training mode ``train``, default the current one); None until a hybridized
+        call has built the CachedOp. gpunda's, not MXNet's (MXNet logs nothing)."""
+        return None if self._cached_op is None else self._cached_op.fusion_report(train)
+
     def register_op_hook(self, callback, monitor_all=False):
         """Call ``callback(name, op_name, array)`` for each op output (and input with
         ``monitor_all``) when this block runs hybridized, as MXNet's op hook.

@@ -33,12 +33,20 @@ _DIST_TYPES = ("dist_sync", "dist_sync_device", "dist", "nccl", "horovod")
 # on push (``pushpull`` into the weights); otherwise it only sums the gradients and
 # each context's updater applies the optimizer. Distributed stores (dist_sync, nccl
 # under mpiexec) always update on the workers: the parameters are broadcast from
-# rank 0 at the first step and the gradients all-reduced in fused buckets, rescaled
-# by the global batch.
+# rank 0 at the first step and the gradients summed in fused buckets, rescaled by
+# 1/batch_size as MXNet's store does. 'dist_async' is MXNet's other case: the store (its server on
+# rank 0) applies the optimizer to each worker's push on arrival, so it always updates
+# on the kvstore, even with one context, and update_on_kvstore=False is refused.
+
+
+def _is_async(name):
+    return isinstance(name, str) and name.startswith("dist") and "async" in name
 
 
 def _is_dist(kv):
-    return kv is not None and (kv.type in _DIST_TYPES or kv.type.startswith("dist"))
+    """Whether ``kv`` all-reduces over MPI/NCCL (the workers update; not 'dist_async')."""
+    return kv is not None and not _is_async(kv.type) and \
+        (kv.type in _DIST_TYPES or kv.type.startswith("dist"))
 
 
 class Trainer:
@@ -50,8 +58,10 @@ class Trainer:
     or 'dist_sync' / 'nccl' (a name or a KVStore) under ``mpiexec``: then the
     parameters are broadcast from rank 0 before the first step, and each step
     all-reduces the gradients (in fused buckets) and rescales them by the
-    global batch, ``batch_size * num_workers``, so every rank keeps identical
-    weights equal to single-process training on the concatenated batches.
+    ``batch_size`` as MXNet's Trainer does: the gradients are summed over the ranks
+    and rescaled by 1/batch_size, ``batch_size`` being this worker's batch (MXNet's
+    store sums the workers' pushes and updates with the same factor), so every rank
+    keeps identical weights.
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
@@ -94,7 +104,12 @@ class Trainer:
         from gpunda import kvstore as kvs
         self._dist_kv = None
         name = getattr(kvstore, "type", kvstore)
-        if isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
+        if _is_async(name):
+            # MXNet: "The only unsupported mode is async with update_on_kvstore=False";
+            # the store itself is made (collectively, on every rank) on first use
+            if update_on_kvstore is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        elif isinstance(name, str) and (name in _DIST_TYPES or name.startswith("dist")):
             self._dist_kv = kvstore if isinstance(kvstore, kvs.KVStoreBase) else kvs.create(name)
             if update_on_kvstore:
                 raise GpundaError(f"Trainer: update_on_kvstore=True with the distributed "
@@ -175,6 +190,8 @@ class Trainer:
                                      f"training with sparse gradients")
             elif want is not None:
                 update = want
+            if kv is not None and _is_async(kv.type):
+                update = True
             if kv is not None and update and not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
                 if want:
                     raise ValueError(f"Please set update_on_kvstore=False when training with "
@@ -200,7 +217,7 @@ class Trainer:
             kv = None
         elif isinstance(kvstore, kvs.KVStoreBase):
             kv = kvstore
-        elif len(self._contexts) == 1:
+        elif len(self._contexts) == 1 and not _is_async(kvstore):
             kv = None
         else:
             kv = kvs.create(kvstore)
@@ -312,10 +329,6 @@ class Trainer:
             for d in p.list_data():
                 d[:] = host
 
-    @property
-    def _num_workers(self):
-        return self._dist_kv.num_workers if self._dist_kv is not None else 1
-
     def _check_update_on_kvstore(self, what):
         if self._kvstore is not None and self._update_on_kvstore:
             raise AssertionError(f"Trainer.{what}() when parameters are updated on kvstore is "
@@ -325,12 +338,13 @@ class Trainer:
     def step(self, batch_size, ignore_stale_grad=False):
         """One update: reduce gradients over contexts (and ranks), then update.
 
-        Gradients are rescaled by 1/(batch_size * num_workers): ``batch_size`` is
-        this worker's batch.
+        Gradients are rescaled by 1/batch_size, ``batch_size`` being this worker's batch;
+        on a distributed store they are summed over the workers first, as MXNet 1.9.1 does
+        (its Trainer does not divide by the number of workers; Module does).
         """
         self._prepare()
         self._check_initialized()
-        self._optimizer.rescale_grad = self._scale / (batch_size * self._num_workers)
+        self._optimizer.rescale_grad = self._scale / batch_size
         if not ignore_stale_grad:
             self._check_stale()     # before the reduction, which would refresh every gradient
         self._allreduce_grads()

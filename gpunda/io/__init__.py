@@ -5,10 +5,10 @@ The file-reading iterators load on first use, keeping ``import gpunda`` fast.
 from gpunda.io.io import (DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter,  # noqa: F401
                  NDArrayIter)
 
-_LAZY = {name: "native" for name in ("MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
-                                     "ImageRecordIter_v1", "ImageRecordUInt8Iter_v1")}
+_LAZY = {name: "native" for name in ("MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter")}
 _LAZY.update({name: "image_rec" for name in ("ImageRecordIter", "ImageRecordUInt8Iter",
-                                             "ImageRecordInt8Iter")})
+                                             "ImageRecordInt8Iter", "ImageRecordIter_v1",
+                                             "ImageRecordUInt8Iter_v1")})
 _LAZY.update(ImageDetRecordIter="image_det_rec")
 _LAZY.update(utils="utils", native="native", image_rec="image_rec", image_det_rec="image_det_rec")
 

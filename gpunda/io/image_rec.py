@@ -18,7 +18,8 @@ import numpy as np
 from gpunda.base import GpundaError, NotImplementedForGpunda
 from gpunda.io.native import _RoundBatchIter, _batch_shape, _check_batch_size
 
-__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter"]
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
+           "ImageRecordUInt8Iter_v1"]
 
 # accepted with only their no-op value
 _UNSUPPORTED = {"shuffle_chunk_size": 0}
@@ -229,3 +230,16 @@ class ImageRecordInt8Iter(ImageRecordIter):
         mean = (np.round(self._mean_img) if self._mean_img is not None
                 else np.round(self._mean)[:, None, None])
         return np.clip(chw.astype(np.int16) - mean, -128, 127).astype(np.int8)
+
+
+# MXNet 1.9.1 keeps its first record iterator (iter_image_recordio.cc) beside the second under
+# the _v1 names, with the same parameters; the two give the same batches (checked on MXNet,
+# tests/test_io_native.py), except that v2's last batch with round_batch=False is padded with
+# uninitialised memory and reports pad=0 where v1 wraps around and reports the pad, which is what
+# gpunda's ImageRecordIter does for both names (docs/compat.md)
+class ImageRecordIter_v1(ImageRecordIter):
+    """MXNet's ``ImageRecordIter_v1``: ImageRecordIter's parameters and batches."""
+
+
+class ImageRecordUInt8Iter_v1(ImageRecordUInt8Iter):
+    """MXNet's ``ImageRecordUInt8Iter_v1``: ImageRecordUInt8Iter's parameters and batches."""

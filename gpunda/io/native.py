@@ -9,17 +9,14 @@ batch keeps the previous batch's rows in the padded slots.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda.io.io import DataBatch, DataDesc, DataIter
 
-__all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter",
-           "ImageRecordIter_v1",
-           "ImageRecordUInt8Iter_v1"]
+__all__ = ["MXDataIter", "CSVIter", "LibSVMIter", "MNISTIter"]
 
 _DTYPES = {None: np.float32, "float32": np.float32, "float64": np.float64,
            "int32": np.int32, "int64": np.int64}
@@ -348,14 +345,3 @@ class MNISTIter(MXDataIter):
         self._batch = (nd.array(self._img[lo:hi].reshape(self._data_batch_shape())),
                        nd.array(self._lab[lo:hi]), 0, self._inst[lo:hi].copy())
         return True
-
-
-def _not_supported(name):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedForGpunda(f"mx.io.{name} is not supported yet")
-    return type(name, (MXDataIter,), {"__init__": __init__,
-                                      "__doc__": f"MXNet's {name} (not supported yet)."})
-
-
-ImageRecordIter_v1 = _not_supported("ImageRecordIter_v1")
-ImageRecordUInt8Iter_v1 = _not_supported("ImageRecordUInt8Iter_v1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from gpunda._core.not_built import define_stubs
-from gpunda.base import NotImplementedForGpunda
+from gpunda.base import GpundaError
 
 __all__ = ["KVStoreBase", "KVStoreServer", "TestStore"]
 
@@ -75,16 +75,20 @@ class KVStoreBase:
 
 
 class KVStoreServer:
-    """MXNet's parameter-server process. gpunda's dist stores are MPI collectives and
-    have no servers, so this is not supported."""
+    """MXNet's parameter-server process (``KVStoreServer(kv).run()`` serves pushes and
+    pulls until the workers stop it). gpunda starts no server processes: a 'dist_async'
+    store runs its server as a thread of rank 0 of the workers' MPI job, and 'dist_sync'
+    needs none, so ``run`` says what to launch instead."""
 
     def __init__(self, kvstore):
-        raise NotImplementedForGpunda("KVStoreServer is not supported yet: gpunda's dist "
-                                      "kvstores all-reduce over MPI and run no server processes")
+        self.kvstore = kvstore
+        self.init_logginig = False   # MXNet's attribute (sic)
 
     def run(self):
-        """Not supported (see the class)."""
-        raise NotImplementedForGpunda("KVStoreServer.run is not supported yet")
+        """Raise: there is no server process to run (see the class)."""
+        raise GpundaError("KVStoreServer.run: gpunda has no parameter-server processes; a "
+                          "'dist_async' store serves from a thread of rank 0 of the workers' "
+                          "MPI job. Launch the workers only: mpiexec -n N python train.py")
 
 
 @KVStoreBase.register

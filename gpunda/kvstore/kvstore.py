@@ -8,8 +8,14 @@ Types:
   all-reduce through mpi4py (host-staged for GPU arrays unless the MPI is
   CUDA-aware). Every rank keeps a replica of every value, so an optimizer set
   with ``set_optimizer`` is applied identically on every rank.
+- ``dist_async``: the same launch; rank 0 runs MXNet's asynchronous server as a
+  thread (``_async.py``) that applies each worker's push with the optimizer as it
+  arrives; pulls read its current value.
 - ``nccl``: like dist_sync, with the all-reduce done by NCCL through CuPy on
   GPU arrays; the NCCL communicator is set up over MPI.
+
+``set_gradient_compression`` (``device`` and ``dist`` types) quantises pushes to
+MXNet's packed 2-bit form (``gradient_compression.py``).
 
 Transport is never home-made: MPI (mpi4py) or NCCL (cupy.cuda.nccl) only.
 A collective waits at most ``GPUNDA_KVSTORE_TIMEOUT`` seconds (default 300)
@@ -25,9 +31,11 @@ import time
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda.base import GpundaError, NotImplementedForGpunda, np_dtype
+from gpunda.base import GpundaError, np_dtype
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
+from gpunda.kvstore.gradient_compression import GradientCompression
+from gpunda.kvstore.kvstore_server import _check_launcher_env
 
 __all__ = ["KVStore", "KVStoreBase", "KVStoreServer", "create", "allreduce_", "num_workers",
            "rank"]
@@ -91,6 +99,9 @@ class _MPIComm:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self.timeout = float(os.environ.get("GPUNDA_KVSTORE_TIMEOUT", "300"))
+        # payload bytes this rank handed to MPI to send (what gradient compression shrinks)
+        self.bytes_sent = 0
+        self.header_bytes = 0    # request headers of dist_async (pickled, a few dozen bytes)
         _install_abort_hook(self.comm)
 
     def _wait(self, req, what):
@@ -112,15 +123,19 @@ class _MPIComm:
 
     def allreduce_inplace(self, buf):
         """Sum a contiguous NumPy buffer across ranks, in place."""
+        self.bytes_sent += buf.nbytes
         self._wait(self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=self.MPI.SUM), "all-reduce")
         return buf
 
     def allreduce(self, buf):
         out = np.empty_like(buf)
+        self.bytes_sent += buf.nbytes
         self._wait(self.comm.Iallreduce(buf, out, op=self.MPI.SUM), "all-reduce")
         return out
 
     def bcast(self, buf, root=0):
+        if self.rank == root:
+            self.bytes_sent += buf.nbytes
         self._wait(self.comm.Ibcast(buf, root=root), "broadcast")
         return buf
 
@@ -131,11 +146,19 @@ class _MPIComm:
         self._wait(self.comm.Iallgather(n, sizes), "metadata exchange")
         buf = np.zeros(int(sizes.sum()), np.uint8)
         send = np.frombuffer(data, np.uint8)
+        self.bytes_sent += send.nbytes
         self._wait(self.comm.Iallgatherv(send, [buf, sizes]), "metadata exchange")
         out, off = [], 0
         for s in sizes:
             out.append(pickle.loads(buf[off:off + s].tobytes()))
             off += s
+        return out
+
+    def allgather(self, buf):
+        """Every rank's copy of the same-sized NumPy buffer ``buf``, stacked in rank order."""
+        out = np.empty((self.size,) + buf.shape, buf.dtype)
+        self.bytes_sent += buf.nbytes
+        self._wait(self.comm.Iallgather(buf, out), "all-gather")
         return out
 
     def barrier(self):
@@ -176,8 +199,15 @@ class KVStore(KVStoreBase):
         self._nccl = None
         self._checked = set()
         self._key_type = None    # int or str, fixed by the first call
+        self._gc = GradientCompression()
+        self._async_updater = False
+        self._async = None       # dist_async: the client of rank 0's server thread
         if kvtype in _DIST or kvtype == "nccl":
             self._comm = _MPIComm()
+            _check_launcher_env(self._comm.size)
+        if kvtype == "dist_async":
+            from gpunda.kvstore._async import AsyncClient
+            self._async = AsyncClient(self._comm)
         if kvtype == "nccl":
             self._nccl = _NcclComm(self._comm)
 
@@ -222,6 +252,10 @@ class KVStore(KVStoreBase):
             stored = v0.copyto(v0.context)
             if self._comm is not None:
                 host = np.ascontiguousarray(stored.asnumpy())
+                if self._async is not None and self._async.server is not None:
+                    # the server holds rank 0's value before any rank can leave the
+                    # broadcast below and push to it
+                    self._async.server.set_value(k, host)
                 self._comm.bcast(host)
                 stored[:] = host
             self._store[k] = stored
@@ -250,6 +284,9 @@ class KVStore(KVStoreBase):
                     raise GpundaError(f"KVStore.push: value {i} for key {k!r} has dtype "
                                       f"{np_dtype(p.dtype).name} but the key holds "
                                       f"{np.dtype(stored.dtype).name}")
+            if self._async is not None:
+                self._push_async(k, parts, stored)
+                continue
             merged = self._reduce(k, parts, stored)
             if self._updater is not None:
                 self._updater(k, merged, stored)
@@ -258,6 +295,11 @@ class KVStore(KVStoreBase):
 
     def _reduce(self, k, parts, stored):
         ctx = stored.context
+        if self._gc.active:
+            for p in parts:
+                self._gc.check_value(k, p)
+            if self._comm is None:
+                return self._gc.reduce_local(k, parts, stored)
         if getattr(parts[0], "stype", "default") == "row_sparse":
             return self._reduce_row_sparse(parts, stored)
         total = parts[0].as_in_context(ctx).copy() if len(parts) == 1 else None
@@ -265,13 +307,57 @@ class KVStore(KVStoreBase):
             total = parts[0].as_in_context(ctx).copy()
             for p in parts[1:]:
                 total += p.as_in_context(ctx)
-        if self._comm is not None and self._comm.size > 1:
+        if self._gc.active:
+            # the workers' merged gradients travel packed, as MXNet's worker-to-server
+            # pushes do (the devices of one worker are merged uncompressed first)
+            total[:] = self._gc.allreduce((k, "dist"), total, self._comm)
+        elif self._comm is not None and self._comm.size > 1:
             if self._nccl is not None and ctx.device_type == "gpu":
                 self._nccl.allreduce_(total)
             else:
                 host = np.ascontiguousarray(total.asnumpy())
                 total[:] = self._comm.allreduce(host)
         return total
+
+    def _push_async(self, k, parts, stored):
+        """dist_async: merge this worker's devices, then send the sum (packed when
+        compression is on) to the server, which applies it on arrival."""
+        if not self._async_updater:
+            raise GpundaError(f"KVStore.push: key {k!r}: a 'dist_async' store applies pushes "
+                              f"with the optimizer on its server: call set_optimizer first "
+                              f"(MXNet: Updater needs to be set for async mode)")
+        if self._gc.active:
+            for p in parts:
+                self._gc.check_value(k, p)
+        ctx = stored.context
+        if getattr(parts[0], "stype", "default") == "row_sparse":
+            # only the rows present on some device travel, as MXNet's row_sparse push
+            ids = np.unique(np.concatenate([p.indices.asnumpy() for p in parts])).astype(np.int64)
+            dense = parts[0].tostype("default").asnumpy()
+            for p in parts[1:]:
+                dense = dense + p.tostype("default").asnumpy()
+            self._async.push_row_sparse(k, stored.shape, dense[ids], ids)
+            return
+        total = parts[0].as_in_context(ctx).copy()
+        for p in parts[1:]:
+            total += p.as_in_context(ctx)
+        if self._gc.active:
+            words = self._gc.pack_to_host((k, "dist"), total)
+            self._async.push_compressed(k, total.shape, words, self._gc.threshold)
+        else:
+            self._async.push(k, total.asnumpy())
+
+    def _refresh_async(self, k):
+        """dist_async: this rank's copy of ``k`` set to the server's value as it is now."""
+        value = self._async.pull(k)
+        stored = self._store[k]
+        if stored.stype == "default":
+            stored[:] = value
+        else:
+            from gpunda.ndarray import array
+            stored = self._store[k] = array(value, ctx=stored.context,
+                                            dtype=value.dtype).tostype(stored.stype)
+        return stored
 
     def _reduce_row_sparse(self, parts, stored):
         from gpunda.ndarray import sparse
@@ -301,6 +387,8 @@ class KVStore(KVStoreBase):
         self._check_key_type(keys, "pull")
         for k, o in zip(keys, outs):
             stored = self._get(k, "pull")
+            if self._async is not None:
+                stored = self._refresh_async(k)
             for i, t in enumerate(_as_list(o)):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.pull: out {i} for key {k!r} has shape "
@@ -358,6 +446,8 @@ class KVStore(KVStoreBase):
                 if tuple(t.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.row_sparse_pull: out {i} for key {k!r} has shape "
                                       f"{tuple(t.shape)} but the key holds {tuple(stored.shape)}")
+                if self._async is not None and i == 0:
+                    stored = self._refresh_async(k)
                 self._pull_rows(stored, t, r)
         for t in copies:
             out[0].copyto(t)
@@ -391,10 +481,23 @@ class KVStore(KVStoreBase):
         from gpunda import optimizer as opt
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
+        if self._async is not None:
+            # as MXNet's workers send the optimizer to the servers and wait: rank 0's
+            # optimizer runs on the server thread; the barrier keeps every rank's first
+            # push behind it
+            if self._async.server is not None:
+                self._async.server.updater = self._updater
+            self._async_updater = True
+            self._comm.barrier()
 
     def set_updater(self, updater):
-        """Use ``updater(key, merged_value, stored_value)`` on push."""
+        """Use ``updater(key, merged_value, stored_value)`` on push (on a 'dist_async'
+        store, rank 0's updater runs on the server)."""
         self._updater = updater
+        if self._async is not None:
+            if self._async.server is not None:
+                self._async.server.updater = updater
+            self._async_updater = True
 
     _set_updater = set_updater
 
@@ -403,7 +506,8 @@ class KVStore(KVStoreBase):
         if self._updater is None:
             raise GpundaError("KVStore.save_optimizer_states: no optimizer set")
         if self.rank == 0:
-            data = self._updater.get_states(dump_optimizer)
+            with self._server_lock():      # dist_async: the server thread updates the states
+                data = self._updater.get_states(dump_optimizer)
             tmp = f"{fname}.tmp{os.getpid()}"
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -414,7 +518,14 @@ class KVStore(KVStoreBase):
         if self._updater is None:
             raise GpundaError("KVStore.load_optimizer_states: no optimizer set")
         with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+            data = f.read()
+        with self._server_lock():
+            self._updater.set_states(data)
+
+    def _server_lock(self):
+        import contextlib
+        server = self._async.server if self._async is not None else None
+        return server.lock if server is not None else contextlib.nullcontext()
 
     def barrier(self):
         """Wait until every worker reaches this point."""
@@ -431,12 +542,19 @@ class KVStore(KVStoreBase):
             raise GpundaError(f"KVStore._send_command_to_servers: head={head!r} must be an int")
 
     def set_gradient_compression(self, compression_params):
-        """MXNet's gradient compression (2-bit quantisation of pushed gradients), which MXNet
-        offers only on 'device' and 'dist' stores."""
+        """MXNet's 2-bit gradient compression of pushed gradients
+        (``{'type': '2bit', 'threshold': t}``, threshold 0.5 by default).
+
+        As in MXNet 1.9.1 it is offered on stores whose type names 'device' (each source
+        array of a push is quantised with its own residual before the merge) or 'dist'
+        (each worker's merged gradient is quantised with its residual and travels packed,
+        16 values per float32 word); other stores raise. It may be set before or after
+        ``init``; the residuals persist across pushes (and across a new setting).
+        Only float32 dense values can be pushed while it is on.
+        """
         if "device" in self.type or "dist" in self.type:
-            raise NotImplementedForGpunda(
-                f"KVStore.set_gradient_compression({compression_params!r}): gradient "
-                f"compression is not supported yet on the {self.type!r} store")
+            self._gc.set_params(compression_params)
+            return
         raise GpundaError("Gradient compression is not supported for this type of kvstore")
 
     # -- bulk all-reduce for Trainer -------------------------------------------------
@@ -449,10 +567,21 @@ class KVStore(KVStoreBase):
         MiB, 25) bounds one fused message.
         """
         arrays = list(arrays)
+        if self._async is not None:
+            raise GpundaError("KVStore.allreduce_arrays: a 'dist_async' store has no "
+                              "all-reduce (workers push to its server and pull from it); use "
+                              "push/pull, or update_on_kvstore=True in the Trainer")
         if self._comm is None or self._comm.size == 1:
             return arrays
         if bucket_bytes is None:
             bucket_bytes = int(float(os.environ.get("GPUNDA_KVSTORE_BUCKET_MB", "25")) * 2 ** 20)
+        if self._gc.active:
+            # each array keeps its residual by its place in the list (the Trainer passes
+            # its gradients in the same order every step)
+            for i, a in enumerate(arrays):
+                self._gc.check_value(i, a)
+                a[:] = self._gc.allreduce(("allreduce", i), a, self._comm)
+            return arrays
         dense = [a for a in arrays if getattr(a, "stype", "default") == "default"]
         if self._nccl is not None and dense and dense[0].context.device_type == "gpu":
             for a in dense:
@@ -533,7 +662,8 @@ class _NcclComm:
 
 
 def create(name="local"):
-    """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, nccl)."""
+    """A KVStore of type ``name`` (local, device, dist_sync, dist_sync_device, dist_async,
+    nccl)."""
     if isinstance(name, KVStore):
         return name
     if not isinstance(name, str):
@@ -546,9 +676,6 @@ def create(name="local"):
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise GpundaError(f"kvstore.create: unknown type {name!r}{hint} Valid types: "
                           f"{', '.join(_TYPES)}")
-    if name == "dist_async":
-        raise GpundaError("kvstore.create: 'dist_async' (parameter servers) is not supported; "
-                          "use 'dist_sync' under mpiexec")
     return KVStore(name)
 
 

@@ -177,3 +177,13 @@ def is_view_of(r, src):
         return b.data.ptr == (sb if sb is not None else src).data.ptr
     except AttributeError:
         return False
+
+
+def not_differentiable(backward_name):
+    """The gradient rule of a backward operator MXNet 1.9.1 registers without FGradient:
+    asking it for a gradient (a second-order gradient of its forward op) raises MXNet's own
+    error, which names the backward operator as MXNet calls it."""
+    def rule(F, p, ins, outs, ograds):
+        raise GpundaError(f"Operator {backward_name} is non-differentiable because it didn't "
+                          f"register FGradient attribute.")
+    return rule

@@ -47,7 +47,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.base import GpundaError, GpundaTypeError, np_dtype
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
-           "Params", "fill_positional_params"]
+           "Params", "fill_positional_params", "Pointwise", "declare_pointwise"]
 
 
 class _Required:
@@ -318,6 +318,7 @@ class OpDef:
     """The declaration of one operator. See the module docstring."""
 
     out_ctx = None      # callable(p) -> Context when outputs live on another context (_copyto)
+    pointwise = None    # a Pointwise record (NOTE [Pointwise records]) for fusable ops
 
     def __init__(self, name, compute, *, params=(), inputs=("data",), num_outputs=1,
                  num_visible=None, gradient=None, nondiff=False, aliases=(),
@@ -516,6 +517,69 @@ class OpDef:
 
     def __repr__(self):
         return f"<OpDef {self.name}>"
+
+
+# NOTE [Pointwise records]
+# An element-wise op declares, once, beside its OpDef, what one output element is as a
+# scalar expression of the same element of its inputs, and each input's gradient as an
+# expression of the inputs, the output and the output gradient. The fusion pass
+# (_engine/fusion/) reads these records to generate one CUDA kernel per group of such ops
+# and a NumPy evaluator of the same expression; nothing else restates the ops' semantics.
+# The language is Python's expression syntax: names are the op's input names (``data``,
+# ``lhs``, ``rhs``, ...), its parameters (``scalar``, ``slope``: baked in as constants),
+# ``out`` (output 0; ``out1`` for a second output) and ``g`` (output 0's gradient);
+# numbers; + - * / and unary -; comparisons (1 or 0); and the functions listed in
+# _engine/fusion/expr.py (exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, abs,
+# sign, floor, sin, cos, max, min, pow, where(c, a, b)). Arithmetic runs in the compute type (float for
+# float16 and float32, double for float64).
+class Pointwise:
+    """How one element-wise op computes one element (NOTE [Pointwise records]).
+
+    ``fwd``: one expression per output (a str for one output), or ``callable(p)``
+    returning a tuple of them, or a str reason when these params are not element-wise.
+    ``grads``: one expression (or None: no gradient) per input, or ``callable(p)``.
+    ``when``: ``callable(p, train)`` -> None when fusable, else a reason (Dropout while
+    training draws random numbers). ``broadcast``: "same" (inputs of one shape, the
+    elemwise_ ops), "numpy" (NumPy broadcasting, the broadcast_ ops), "channel" (input 0 is
+    the data, the others vectors along its axis ``p.axis``: BatchNorm). ``same_dtype``:
+    indices of the inputs that must share a dtype (None: all); ``out_dtype``:
+    ``callable(p, in_dtypes)`` (None: the first same-dtype input's, as MXNet infers).
+    """
+
+    __slots__ = ("fwd", "grads", "when", "broadcast", "same_dtype", "out_dtype")
+
+    def __init__(self, fwd, grads=(), *, when=None, broadcast="same", same_dtype=None,
+                 out_dtype=None):
+        if broadcast not in ("same", "numpy", "channel"):
+            raise GpundaError(f"Pointwise: broadcast={broadcast!r} must be 'same', 'numpy' "
+                              f"or 'channel'")
+        self.fwd, self.grads, self.when = fwd, grads, when
+        self.broadcast, self.same_dtype, self.out_dtype = broadcast, same_dtype, out_dtype
+
+    def spec(self, p, train):
+        """``(fwd expressions, grad expressions)`` for params ``p`` in training mode
+        ``train``, or a str saying why this call is not element-wise."""
+        if self.when is not None:
+            why = self.when(p, train)
+            if why:
+                return why
+        if callable(self.fwd):
+            fwd = self.fwd(p)       # a tuple of expressions, or a str reason
+            if fwd is None or isinstance(fwd, str):
+                return fwd or "no element-wise form for these parameters"
+        else:
+            fwd = (self.fwd,) if isinstance(self.fwd, str) else self.fwd
+        grads = self.grads(p) if callable(self.grads) else self.grads
+        return tuple(fwd), tuple(grads)
+
+
+def declare_pointwise(names, fwd, grads=(), **kw):
+    """Attach one ``Pointwise`` record to each op in ``names`` (a name or a list); the
+    ops' family module calls this beside their OpDefs."""
+    rec = Pointwise(fwd, grads, **kw)
+    for n in ([names] if isinstance(names, str) else names):
+        get_op(n).pointwise = rec
+    return rec
 
 
 _REGISTRY: dict[str, OpDef] = {}

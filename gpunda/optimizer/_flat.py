@@ -13,6 +13,7 @@ import numpy as np
 
 from gpunda._engine import autograd as _ag
 from gpunda.ops.optimizer import flat as K
+from gpunda.ops.optimizer import flat_cuda as KC
 from gpunda.optimizer._more import LAMB
 from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 
@@ -35,9 +36,13 @@ from gpunda.optimizer.optimizer import NAG, SGD, AdaGrad, Adam, RMSProp
 # one Python-level update per parameter. Update counts, learning rates (schedulers
 # included) and weight decays are still taken per index, in index order, exactly
 # as the per-parameter path takes them; a skipped (stale) parameter only splits a
-# run. Sparse weights or gradients, multi_precision float16 weights, other
-# optimizers and subclasses that override the update keep the per-parameter path.
-# GPUNDA_FLAT_OPTIMIZER=0 turns the flat path off.
+# run. Sparse weights or gradients, multi_precision float16 weights on the CPU (and
+# with LAMB, whose multi-precision formula is its own), other optimizers and
+# subclasses that override the update keep the per-parameter path.
+# GPUNDA_FLAT_OPTIMIZER=0 turns the flat path off. On a GPU context a group's step is one
+# CUDA kernel launch over the whole buffer (two for LAMB), per-parameter numbers in a table
+# (NOTE [Flat CUDA step], ops/optimizer/flat_cuda.py); GPUNDA_FLAT_CUDA=0 keeps the chunked
+# array-module kernels there.
 
 
 def _same(klass, opt, names):
@@ -61,6 +66,8 @@ def _count_lr_wd(opt, i):
 
 
 class _SGDSpec:
+    mp_master_last = True       # multi_precision state: (momentum or None, master)
+
     @staticmethod
     def states(opt):
         return 0 if opt.momentum == 0.0 else 1
@@ -75,8 +82,23 @@ class _SGDSpec:
     def run(xp, grp, lo, hi, k):
         K.sgd(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {}
+        for j, (lr, wd, rs, op_form, clip, mom) in ks.items():
+            rows[j] = (1.0, lr * rs, 1.0 - lr * wd, lr * wd, lr, float(bool(wd)), rs,
+                       float(clip is not None), clip or 0.0, mom)
+        b = grp.bufs
+        m = b[2] if len(b) > 2 else b[0]
+        op_form = next(iter(ks.values()))[3]        # clip_gradient set: one per optimizer
+        grp.launch("gpunda_flat_sgd", (b[0], b[1], m, grp.btab,
+                                       grp.table(rows, len(KC.SGD_COLS)),
+                                       np.int32(op_form), np.int32(len(b) > 2)))
+
 
 class _AdamSpec:
+    mp_master_last = False      # multi_precision state: (master, inner state)
+
     @staticmethod
     def states(opt):
         return 2
@@ -91,6 +113,14 @@ class _AdamSpec:
     @staticmethod
     def run(xp, grp, lo, hi, k):
         K.adam(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, b1, 1 - b1, 1 - b2,
+                    b2, eps) for j, (lr, wd, rs, clip, b1, b2, eps) in ks.items()}
+        W, G, M, V = grp.bufs
+        grp.launch("gpunda_flat_adam",
+                   (W, G, M, V, grp.btab, grp.table(rows, len(KC.ADAM_COLS))))
 
 
 class _LAMBSpec:
@@ -115,8 +145,25 @@ class _LAMBSpec:
             K.lamb_step(xp, grp.bufs[0], grp.D, grp.scratch, a, b, k[0], opt.lower_bound,
                         opt.upper_bound)
 
+    @staticmethod
+    def cuda(grp, ks):
+        opt, xp = grp.opt, grp.xp
+        lower, upper = opt.lower_bound or 0.0, opt.upper_bound or 0.0
+        rows = {j: (1.0, wd, rs, float(clip is not None), clip or 0.0, b1, 1.0 - b1, 1.0 - b2,
+                    b2, eps, 1.0 - b1 ** t, 1.0 - b2 ** t, lr, lower, upper, float(bool(bias)))
+                for j, (lr, wd, t, rs, clip, b1, b2, eps, bias) in ks.items()}
+        if grp.D is None:
+            grp.D = xp.empty(grp.total, grp.dtype)
+        tab = grp.table(rows, len(KC.LAMB_COLS))
+        norms = xp.zeros(2 * len(grp.members), np.float64)
+        W, G, M, V = grp.bufs
+        grp.launch("gpunda_flat_lamb1", (W, G, M, V, grp.D, grp.btab, tab, norms))
+        grp.launch("gpunda_flat_lamb2", (W, grp.D, grp.btab, tab, norms))
+
 
 class _NAGSpec:
+    mp_master_last = True
+
     @staticmethod
     def states(opt):
         return 0 if opt.momentum == 0.0 else 1
@@ -134,8 +181,26 @@ class _NAGSpec:
         else:
             K.nag(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        b = grp.bufs
+        if len(b) == 2:             # no momentum: SGD's operator formula
+            rows = {j: (1.0, 0.0, 1 - lr * wd, lr * wd, lr, float(bool(wd)), rs,
+                        float(clip is not None), clip or 0.0, 0.0)
+                    for j, (lr, wd, rs, clip, _) in ks.items()}
+            grp.launch("gpunda_flat_sgd", (b[0], b[1], b[0], grp.btab,
+                                           grp.table(rows, len(KC.SGD_COLS)),
+                                           np.int32(1), np.int32(0)))
+            return
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, mu, mu + 1)
+                for j, (lr, wd, rs, clip, mu) in ks.items()}
+        grp.launch("gpunda_flat_nag",
+                   (b[0], b[1], b[2], grp.btab, grp.table(rows, len(KC.NAG_COLS))))
+
 
 class _RMSPropSpec:
+    mp_master_last = False
+
     @staticmethod
     def states(opt):
         return 3 if opt.centered else 1
@@ -153,8 +218,22 @@ class _RMSPropSpec:
     def run(xp, grp, lo, hi, k):
         K.rmsprop(xp, grp.bufs, grp.scratch, lo, hi, k)
 
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, g1, 1 - g1, g2, eps,
+                    float(cw is not None), cw or 0.0)
+                for j, (lr, wd, rs, clip, g1, g2, eps, cw, _) in ks.items()}
+        b = grp.bufs
+        centered = len(b) == 5
+        gb, dl = (b[3], b[4]) if centered else (b[2], b[2])
+        grp.launch("gpunda_flat_rmsprop",
+                   (b[0], b[1], b[2], gb, dl, grp.btab, grp.table(rows, len(KC.RMSPROP_COLS)),
+                    np.int32(centered)))
+
 
 class _AdaGradSpec:
+    mp_master_last = False
+
     @staticmethod
     def states(opt):
         return 1
@@ -167,6 +246,14 @@ class _AdaGradSpec:
     @staticmethod
     def run(xp, grp, lo, hi, k):
         K.adagrad(xp, grp.bufs, grp.scratch, lo, hi, k)
+
+    @staticmethod
+    def cuda(grp, ks):
+        rows = {j: (1.0, lr, wd, rs, float(clip is not None), clip or 0.0, eps)
+                for j, (lr, wd, rs, clip, eps) in ks.items()}
+        W, G, H = grp.bufs
+        grp.launch("gpunda_flat_adagrad",
+                   (W, G, H, grp.btab, grp.table(rows, len(KC.ADAGRAD_COLS))))
 
 
 _SPECS = ((SGD, _SGDSpec), (Adam, _AdamSpec), (LAMB, _LAMBSpec), (NAG, _NAGSpec),
@@ -200,6 +287,18 @@ def _state_list(state, n):
     return None
 
 
+def _slot_states(spec, state, n, mp):
+    """The state NDArrays of one parameter in slot order (``[master, *inner]`` for a
+    multi_precision float16 weight), or None for another layout."""
+    if not mp:
+        return _state_list(state, n)
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        return None
+    inner, master = state if spec.mp_master_last else state[::-1]
+    ml, il = _state_list(master, 1), _state_list(inner, n)
+    return None if ml is None or il is None else ml + il
+
+
 class FlatGroup:
     """Flat weight/gradient/state buffers of the parameters ``members`` (index,
     Parameter) on context copy ``dev``, all of one dtype and context."""
@@ -217,16 +316,33 @@ class FlatGroup:
         self.ctx = first.context
         xp = self.xp = self.ctx.backend.xp
         self.dtype = np.dtype(first.dtype)
+        # multi_precision float16 weights (GPU only, _eligible): the buffers the kernels
+        # update are float32 (master weights, states); the Parameters' float16 weights and
+        # gradients live in two more, which the kernels' _mp forms read and write
+        self.mp = bool(self.opt.multi_precision) and self.dtype == np.float16
+        if self.mp:
+            self.dtype = np.dtype(np.float32)
         sizes = [int(np.prod(p.shape, dtype=np.int64)) for _, p in members]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         self.total = total = self.offsets[-1]
         self.bufs = [xp.empty(total, self.dtype) for _ in range(2 + self.nstates)]
+        # slot j of a member binds to slot_bufs[j]: weight, gradient, [master,] states
+        self.slot_bufs = self.bufs
+        if self.mp:     # the kernels read the float16 gradients and write the weights
+            self.bufs[1] = xp.empty(total, np.float16)
+            self.slot_bufs = [xp.empty(total, np.float16), self.bufs[1]] + \
+                [self.bufs[0]] + self.bufs[2:]
         self.D = None
+        # on a GPU, one launch per step for the whole buffer (NOTE [Flat CUDA step])
+        self.cuda = getattr(spec, "cuda", None) if xp is not np and KC.supported(self.dtype) \
+            and os.environ.get("GPUNDA_FLAT_CUDA", "1") != "0" else None
+        self.btab = xp.asarray(KC.block_table(self.offsets)) if self.cuda else None
         n = K.CHUNK if xp is np else K.GPU_CHUNK
-        self.scratch = K.Scratch(xp, self.dtype, min(n, max(total, 1)))
+        # (the chunked kernels' temporaries; the CUDA kernels need none)
+        self.scratch = None if self.cuda else K.Scratch(xp, self.dtype, min(n, max(total, 1)))
         # slot j of member k: its NDArray and the view it must hold
-        self.nds = [[None] * (2 + self.nstates) for _ in members]
-        self.views = [[b[o:o + s].reshape(p.shape) for b in self.bufs]
+        self.nds = [[None] * len(self.slot_bufs) for _ in members]
+        self.views = [[b[o:o + s].reshape(p.shape) for b in self.slot_bufs]
                       for (o, s, (_, p)) in zip(self.offsets, sizes, members)]
         self.pos = {i: k for k, (i, _) in enumerate(members)}
         self.st_objs = [None] * len(members)
@@ -239,9 +355,12 @@ class FlatGroup:
     # -- binding the Parameters' NDArrays to their segments ---------------------------
     def _arrays(self, k, i, p):
         st = self.upd.states.get(i)
-        states = _state_list(st, self.nstates) if self.upd.states_synced.get(i, False) else None
-        return [p._data[self.dev], p._grad[self.dev]] + (states if states is not None else
-                                                           [None] * self.nstates)
+        states = self._states_of(st) if self.upd.states_synced.get(i, False) else None
+        return [p._data[self.dev], p._grad[self.dev]] + (
+            states if states is not None else [None] * (len(self.slot_bufs) - 2))
+
+    def _states_of(self, state):
+        return _slot_states(self.spec, state, self.nstates, self.mp)
 
     def _bind(self, k, i, p):
         """Copy the arrays of member ``k`` into their segments and re-bind them there."""
@@ -250,9 +369,9 @@ class FlatGroup:
             # no state yet (or one loaded from a file, or of another layout): a new
             # one, with the old value when it has one
             w = arrays[0]
-            old = _state_list(self.upd.states.get(i), self.nstates)
+            old = self._states_of(self.upd.states.get(i))
             new = self.opt.create_state_multi_precision(i, w)
-            new_list = _state_list(new, self.nstates)
+            new_list = self._states_of(new)
             if old is not None and new_list:
                 for a, b in zip(new_list, old):
                     a._data[...] = b.as_in_context(self.ctx)._data
@@ -301,12 +420,20 @@ class FlatGroup:
                     break
                 d = a._data
                 if type(d) is not xp.ndarray or d.shape != views[j].shape or \
-                        d.dtype != self.dtype or a.context != self.ctx:
+                        d.dtype != views[j].dtype or a.context != self.ctx:
                     return False
                 with _scope(self.ctx):
                     self._bind(k, i, p)
                 break
         return True
+
+    def table(self, rows, ncols):
+        """The device copy of the per-segment float64 table: ``rows`` ``{member: values}``,
+        zeros (inactive) for the members left out."""
+        tab = np.zeros((len(self.members), ncols))
+        for k, r in rows.items():
+            tab[k] = r
+        return self.xp.asarray(tab)
 
     def segments_in(self, lo, hi):
         """The member segments ``(start, stop)`` inside ``[lo, hi)``."""
@@ -323,6 +450,11 @@ class FlatGroup:
         ks = {}
         for i in sorted(i for i in active if i in self.pos):   # index order, as the loop
             ks[self.pos[i]] = spec.scalars(opt, i)
+        if self.cuda is not None:
+            if ks:
+                with _scope(self.ctx):
+                    self.cuda(self, ks)
+            return self._bump(ks)
         runs = []
         offs = self.offsets
         for k in range(len(self.members)):
@@ -336,6 +468,15 @@ class FlatGroup:
         with _scope(self.ctx):
             for lo, hi, kk in runs:
                 spec.run(xp, self, lo, hi, kk)
+        return self._bump(ks)
+
+    def launch(self, name, args):
+        """Launch flat kernel ``name`` over this group's blocks (its _mp form, writing the
+        float16 weights too, for multi_precision float16 weights)."""
+        KC.launch(self.xp, self.dtype, name, self.btab, args,
+                  self.slot_bufs[0] if self.mp else None)
+
+    def _bump(self, ks):
         bump = _ag.bump_version
         for k in ks:
             nds = self.nds[k]
@@ -357,14 +498,20 @@ def _scope(ctx):
     return ctx.backend.device_scope() if ctx.device_type == "gpu" else _NoScope()
 
 
-def _eligible(p, dev, mp):
-    """Whether Parameter ``p``'s copy ``dev`` can live in a flat buffer."""
+def _eligible(p, dev, mp, spec):
+    """Whether Parameter ``p``'s copy ``dev`` can live in a flat buffer (a multi_precision
+    float16 weight only on a GPU, through the CUDA kernels, for the specs that say where
+    their master copy sits)."""
     if p.grad_req == "null" or p._stype != "default" or p._grad_stype != "default" or \
             p._data is None or p._grad is None:
         return False
     w, g = p._data[dev], p._grad[dev]
     dt = np.dtype(w.dtype)
-    if dt.kind != "f" or np.dtype(g.dtype) != dt or (mp and dt == np.float16):
+    if dt.kind != "f" or np.dtype(g.dtype) != dt:
+        return False
+    if mp and dt == np.float16 and (
+            w.context.backend.xp is np or not hasattr(spec, "mp_master_last")
+            or os.environ.get("GPUNDA_FLAT_CUDA", "1") == "0"):
         return False
     xp = w.context.backend.xp
     return type(w._data) is xp.ndarray and type(g._data) is xp.ndarray and \
@@ -415,14 +562,15 @@ def _members(params, dev, upd, spec, opt):
     by_key = {}
     nstates = spec.states(opt)
     for i, p in enumerate(params):
-        if _eligible(p, dev, opt.multi_precision):
+        if _eligible(p, dev, opt.multi_precision, spec):
             w = p._data[dev]
+            mp = bool(opt.multi_precision) and w.dtype == np.float16
             st = upd.states.get(i)
             if st is not None and upd.states_synced.get(i, False):
                 # a state of another dtype or layout (the weight was cast after it was
                 # made) is updated as it is, by the per-parameter path
-                sl = _state_list(st, nstates)
-                if sl is None or any(s.dtype != w.dtype for s in sl):
+                sl = _slot_states(spec, st, nstates, mp)
+                if sl is None or any(s.dtype != (np.float32 if mp else w.dtype) for s in sl):
                     continue
             by_key.setdefault((str(w.context), np.dtype(w.dtype).str), []).append((i, p))
     return by_key

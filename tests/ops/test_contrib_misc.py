@@ -141,7 +141,7 @@ def test_hawkesll_second_order_raises_and_bad_marks():
         ll, _ = nd.contrib.hawkesll(*args)
         (g,) = ag.grad(ll.sum(), [args[1]], create_graph=True)
         gs = g.sum()
-    with pytest.raises(GpundaError, match="second-order"):
+    with pytest.raises(GpundaError, match="non-differentiable because it didn.t register FGradient"):
         gs.backward()
     args[5] = (args[5] * 0 + 7).astype(np.int32)
     with pytest.raises(GpundaError, match="mark outside"):

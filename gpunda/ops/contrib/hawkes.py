@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.registry import OpDef, register
 
 _INPUTS = ("lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time")
@@ -116,11 +117,6 @@ def _gradient(F, p, ins, outs, ograds):
     return list(g) + [None] * 4
 
 
-def _no_second_order(F, p, ins, outs, ograds):
-    raise GpundaError("Operator _contrib_hawkesll: second-order gradients are not supported "
-                      "yet (its gradient is a kernel over the event sequence)")
-
-
 register(OpDef(
     "_contrib_hawkesll", _forward, inputs=_INPUTS, num_outputs=2,
     output_names=("output", "out_state"), gradient=_gradient, save=("inputs", "outputs"),
@@ -133,5 +129,6 @@ register(OpDef(
 register(OpDef(
     "_contrib_backward_hawkesll", _backward,
     inputs=("ograd_output", "ograd_state") + _INPUTS, num_outputs=4,
-    gradient=_no_second_order, save=(), family="contrib", capture="host loop",
+    gradient=not_differentiable("_contrib_backward_hawkesll"), save=(), family="contrib",
+    capture="host loop",
     doc="Gradients of _contrib_hawkesll with respect to lda, alpha, beta and state."))

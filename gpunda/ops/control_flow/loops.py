@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from gpunda.base import GpundaError
 from gpunda._core import hooks
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.raw import RawF, raw_namespace
 from gpunda.ops.registry import OpDef, Param, register
 
@@ -79,13 +80,6 @@ def _gradient(grad_op):
     return rule
 
 
-def _once(name):
-    def rule(F, p, ins, outs, ograds):
-        raise GpundaError(f"Operator {name}: second-order gradients are not supported yet "
-                          f"(NOTE [Control-flow bodies]: once-differentiable)")
-    return rule
-
-
 def _arg_names(n_subgraphs):
     """Input names of a node whose ``num_args`` counts its ``n_subgraphs`` subgraphs."""
     return lambda p: tuple(f"data{i}" for i in range(p.num_args - n_subgraphs))
@@ -104,7 +98,8 @@ def _register_loop_op(name, compute, grad_compute, params, n_subgraphs, infer_sh
                   family="control_flow")
     grad_op = register(OpDef(
         "_backward" + name, grad_compute, inputs=_grad_names(n_subgraphs),
-        num_outputs=lambda p: p.num_args - n_subgraphs, gradient=_once(name), save=(),
+        num_outputs=lambda p: p.num_args - n_subgraphs,
+        gradient=not_differentiable("_backward" + name), save=(),
         doc=f"{name}'s gradients wrt its inputs.", **common))
     register(OpDef(
         name, compute, inputs=_arg_names(n_subgraphs), num_outputs=lambda p: p.num_outputs,

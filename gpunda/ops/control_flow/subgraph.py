@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from gpunda.base import GpundaError
 from gpunda._core import hooks
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.raw import raw_namespace
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops.control_flow.loops import _back_types, _gradient as _via, _infer_sub, _once
+from gpunda.ops.control_flow.loops import _back_types, _gradient as _via, _infer_sub
 
 _NAME = "_CachedOp"
 
@@ -168,7 +169,8 @@ _PARAMS = [
 _GRAD = register(OpDef(
     "_backward_CachedOp", _backward, wants_ctx=True, check=_check, params=_PARAMS,
     inputs=lambda p: tuple(f"ograd{i}" for i in range(len(_body(p).outputs))) + _body(p).inputs,
-    num_outputs=lambda p: len(_body(p).inputs), gradient=_once(_NAME), save=(),
+    num_outputs=lambda p: len(_body(p).inputs),
+    gradient=not_differentiable("_backward_CachedOp"), save=(),
     capture="a subgraph node runs its own plan", hidden=True, family="control_flow",
     doc="_CachedOp's gradients wrt its inputs."))
 register(OpDef(

@@ -25,7 +25,7 @@ from gpunda._core import modes as _modes
 from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
 from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype
 from gpunda.ops.kernels import norm as _nk
 from gpunda.ops.kernels.norm import _acc
@@ -325,6 +325,34 @@ register(OpDef(
     gradient=_grad_leaky, save=("inputs", "outputs"), infer_shape=_infer_leaky,
     wants_ctx=True, family="nn",
     doc="Leaky ReLU family: leaky, prelu (learned gamma per channel), elu, selu, gelu, rrelu."))
+
+# pointwise records (NOTE [Pointwise records] in registry.py), mirroring the bodies and rules
+_ACT_FWD = {"relu": "max(data, 0)", "sigmoid": "sigmoid(data)", "tanh": "tanh(data)",
+            "softrelu": "max(data, 0) + log1p(exp(-abs(data)))",
+            "softsign": "data / (1 + abs(data))"}
+_ACT_GRAD = {"relu": "g * (data > 0)", "sigmoid": "g * out * (1 - out)",
+             "tanh": "g * (1 - out * out)", "softrelu": "g * sigmoid(data)",
+             "softsign": "g / ((1 + abs(data)) * (1 + abs(data)))"}
+declare_pointwise("Activation", lambda p: (_ACT_FWD[p.act_type],),
+                  lambda p: (_ACT_GRAD[p.act_type],))
+_ELU_NEG = "slope * expm1(min(data, 0))"
+_LEAKY = {
+    "leaky": ("where(data > 0, data, data * slope)", "g * ((data > 0) + (1 - (data > 0)) * slope)"),
+    "elu": (f"where(data > 0, data, {_ELU_NEG})",
+            "g * ((data > 0) + (1 - (data > 0)) * slope * exp(min(data, 0)))"),
+    "selu": (f"{_SELU_LAMBDA!r} * where(data > 0, data, {_SELU_ALPHA!r} * expm1(min(data, 0)))",
+             f"g * {_SELU_LAMBDA!r} * ((data > 0) + (1 - (data > 0)) * {_SELU_ALPHA!r}"
+             f" * exp(min(data, 0)))"),
+    "gelu": (f"0.5 * data * (1 + erf(data * {_SQRT_HALF!r}))",
+             f"g * (0.5 * (1 + erf(data * {_SQRT_HALF!r})) + data * exp(data * data * -0.5)"
+             f" * {_INV_SQRT_2PI!r})"),
+}
+declare_pointwise(
+    "LeakyReLU", lambda p: (_LEAKY[p.act_type][0],) if p.act_type in _LEAKY else
+    f"act_type={p.act_type} " + ("reads a per-channel gamma" if p.act_type == "prelu"
+                                 else "draws random slopes"),
+    lambda p: (_LEAKY[p.act_type][1],))
+
 
 # ---------------------------------------------------------------------------
 # softmax family
@@ -760,6 +788,16 @@ register(OpDef(
     doc="Zero elements with probability p and scale the rest by 1/(1-p) while training "
         "(or always with mode='always'); identity otherwise. `axes` shares the mask along them."))
 
+def _dropout_active(p, train):
+    if p.mode == "always" or (train and p.p != 0):
+        return "Dropout while it drops (training or mode='always'): random numbers"
+    return None
+
+
+# inference (or p == 0): output = data, mask = 1, gradient = g * mask
+declare_pointwise("Dropout", ("data", "1"), ("g",), when=_dropout_active)
+
+
 # ---------------------------------------------------------------------------
 # Embedding
 
@@ -1042,6 +1080,27 @@ register(OpDef(
     doc="Batch normalisation along `axis`; in training (autograd.is_training() and not "
         "use_global_stats) it uses batch statistics, and its backward updates "
         "moving_mean/moving_var in place (as MXNet's)."))
+
+
+def _bn_pointwise_when(p, train):
+    if train and not p.use_global_stats:
+        return "BatchNorm in training: batch statistics (a reduction)"
+    return None
+
+
+# pointwise record (NOTE [Pointwise records]): with the moving statistics BatchNorm is
+# element-wise, its vectors read along the channel axis (the third output is 1/std);
+# moving_mean and moving_var get no gradient, as in the rule above
+declare_pointwise(
+    "BatchNorm",
+    lambda p: (("(data - moving_mean) * rsqrt(moving_var + eps)" if p.fix_gamma else
+                "(data - moving_mean) * (gamma * rsqrt(moving_var + eps))") + " + beta",
+               "moving_mean", "rsqrt(moving_var + eps)"),
+    lambda p: ("g * rsqrt(moving_var + eps)" if p.fix_gamma else
+               "g * (gamma * rsqrt(moving_var + eps))",
+               "0" if p.fix_gamma else "g * (data - moving_mean) * rsqrt(moving_var + eps)",
+               "g", None, None),
+    when=_bn_pointwise_when, broadcast="channel", same_dtype=(0,))
 
 
 def _layer_norm(xp, p, x, gamma, beta):

@@ -14,6 +14,7 @@ rule scales by the head gradient; that makes the op once-differentiable.
 from __future__ import annotations
 
 from gpunda.base import GpundaError
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [
@@ -219,12 +220,8 @@ def _scale_grad(xp, p, data, grad, head):
     return grad * head.reshape(1, -1, 1)
 
 
-def _no_second_order(F, p, ins, outs, ograds):
-    raise GpundaError("Operator CTCLoss: second-order gradients are not supported yet (its "
-                      "gradient comes from the alpha-beta recursion, once-differentiable)")
-
-
 register(OpDef(
-    "_ctc_loss_backward", _scale_grad, inputs=("data", "grad", "head"), gradient=_no_second_order,
+    "_ctc_loss_backward", _scale_grad, inputs=("data", "grad", "head"),
+    gradient=not_differentiable("_backward_ctc_loss"),
     save=(), hidden=True, family="ctc",
     doc="CTCLoss's backward: the gradient kept by the forward pass times the head gradient."))

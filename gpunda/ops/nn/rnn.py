@@ -28,7 +28,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda._core import modes as _modes
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import matmul
+from gpunda.ops._util import matmul, not_differentiable
 from gpunda.ops.kernels.lstm import lstm_backward, lstm_forward
 from gpunda.backends.generators import generator as _generator
 
@@ -453,11 +453,6 @@ def _kwargs(p):
     return {k: getattr(p, k) for k in p._given}
 
 
-def _no_second_order(F, p, ins, outs, ograds):
-    raise GpundaError("Operator RNN: second-order gradients are not supported yet (its "
-                      "backward is a hand-written BPTT kernel, once-differentiable)")
-
-
 register(OpDef(
     "RNN", _rnn_forward, params=_PARAMS, check=_check, inputs=_input_names, wants_ctx=True,
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3, num_visible=_n_visible,
@@ -472,5 +467,5 @@ register(OpDef(
     inputs=lambda p: _input_names(p) + ["reserve", "d_out", "d_state"] +
     (["d_state_cell"] if p.mode == "lstm" else []),
     num_outputs=lambda p: 4 if p.mode == "lstm" else 3,
-    gradient=_no_second_order, save=(), hidden=True, family="rnn",
+    gradient=not_differentiable("_backward_RNN"), save=(), hidden=True, family="rnn",
     doc="The RNN op's backward pass through time."))

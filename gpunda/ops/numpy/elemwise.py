@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
 from gpunda.ops._util import special, sum_to_shape, wrapped_int, c_cast_float
 
 _F32 = np.dtype("float32")
@@ -425,3 +425,24 @@ for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift
     _int_sc(f"_npi_{_n}_scalar", _n)
 for _n in ("left_shift", "right_shift"):
     _int_sc(f"_npi_r{_n}_scalar", _n, reverse=True)
+
+# ----------------------------------------------------------------------------
+# pointwise records (NOTE [Pointwise records] in registry.py). Inputs of one float dtype
+# only: the fusion pass runs mixed or integer dtypes (NumPy's promotion) op by op.
+declare_pointwise("_npi_add", "x1 + x2", ("g", "g"), broadcast="numpy")
+declare_pointwise("_npi_subtract", "x1 - x2", ("g", "-g"), broadcast="numpy")
+declare_pointwise("_npi_multiply", "x1 * x2", ("g * x2", "g * x1"), broadcast="numpy")
+declare_pointwise("_npi_true_divide", "x1 / x2", ("g / x2", "-(g / x2) * x1 / x2"),
+                  broadcast="numpy")
+declare_pointwise("_npi_exp", "exp(x)", ("g * out",))
+declare_pointwise("_npi_log", "log(x)", ("g / x",))
+declare_pointwise("_npi_tanh", "tanh(x)", ("g * (1 - out * out)",))
+declare_pointwise("_npi_sqrt", "sqrt(x)", ("g / (2 * out)",))
+declare_pointwise("_npi_negative", "-x", ("-g",))
+declare_pointwise("_npi_square", "x * x", ("2 * x * g",))
+declare_pointwise("_npi_abs", "abs(x)", ("g * sign(x)",))
+declare_pointwise("_npi_add_scalar", "x + scalar", ("g",))
+declare_pointwise("_npi_subtract_scalar", "x - scalar", ("g",))
+declare_pointwise("_npi_rsubtract_scalar", "scalar - x", ("-g",))
+declare_pointwise("_npi_multiply_scalar", "x * scalar", ("g * scalar",))
+declare_pointwise("_npi_true_divide_scalar", "x / scalar", ("g / scalar",))

@@ -6,8 +6,9 @@ same order and with the same scalar types, so the flat step and the
 per-parameter step give bit-identical weights and states. The slice is walked
 in chunks of ``CHUNK`` elements on the CPU: every chunk's temporaries live in
 two preallocated scratch vectors that stay in cache, so main-memory traffic is
-about one read of each input and one write of each output; on a GPU chunks are
-large (``GPU_CHUNK``), to launch few kernels. A kernel's scalars (``lr``, ``wd``, ...)
+about one read of each input and one write of each output; on a GPU the flat step
+uses the one-launch CUDA kernels of ``flat_cuda.py``, and these run there only for the
+multi-tensor ops and with ``GPUNDA_FLAT_CUDA=0``, in large chunks (``GPU_CHUNK``). A kernel's scalars (``lr``, ``wd``, ...)
 are Python floats, as in the per-parameter code, and NumPy casts them to the
 buffers' dtype.
 """

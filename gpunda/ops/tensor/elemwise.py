@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, parse_dtype
+from gpunda.ops.registry import OpDef, Param, register, parse_dtype, declare_pointwise
 from gpunda.ops._util import (special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype,
                               wrapped_int, c_cast_float)
 
@@ -585,3 +585,61 @@ register(OpDef(
     "smooth_l1", _smooth_l1, params=[Param("scalar", "float", 1.0, "sigma")],
     gradient=_grad_smooth_l1, save=("inputs",), family="elemwise",
     doc="0.5 (sigma x)^2 where |x| < 1/sigma^2, else |x| - 0.5/sigma^2."))
+
+# ----------------------------------------------------------------------------
+# pointwise records (NOTE [Pointwise records] in registry.py): what the fusion pass
+# compiles for a group of these ops; each mirrors the compute body and gradient rule above
+
+declare_pointwise("abs", "abs(data)", ("g * sign(data)",))
+declare_pointwise("sign", "sign(data)", ("0",))
+declare_pointwise("negative", "-data", ("-g",))
+declare_pointwise("reciprocal", "1 / data", ("-g * out * out",))
+declare_pointwise("square", "data * data", ("2 * data * g",))
+declare_pointwise("sqrt", "sqrt(data)", ("g / (2 * out)",))
+declare_pointwise("rsqrt", "rsqrt(data)", ("-0.5 * g * out * out * out",))
+declare_pointwise("exp", "exp(data)", ("g * out",))
+declare_pointwise("expm1", "expm1(data)", ("g * (out + 1)",))
+declare_pointwise("log", "log(data)", ("g / data",))
+declare_pointwise("log1p", "log1p(data)", ("g / (data + 1)",))
+declare_pointwise("tanh", "tanh(data)", ("g * (1 - out * out)",))
+declare_pointwise("sigmoid", "sigmoid(data)", ("g * out * (1 - out)",))
+declare_pointwise("relu", "max(data, 0)", ("g * sign(out)",))
+declare_pointwise("softsign", "data / (1 + abs(data))", ("g / ((1 + abs(data)) * (1 + abs(data)))",))
+declare_pointwise("erf", "erf(data)", (f"g * {2 / _SQRT_PI!r} * exp(-data * data)",))
+declare_pointwise(["floor"], "floor(data)", ("0",))
+declare_pointwise("sin", "sin(data)", ("g * cos(data)",))
+declare_pointwise("cos", "cos(data)", ("-g * sin(data)",))
+declare_pointwise("_power_scalar", "pow(data, scalar)", ("g * scalar * pow(data, scalar - 1)",))
+declare_pointwise("_rpower_scalar", "pow(scalar, data)", ("g * out * log(scalar)",))
+for _kind, _bc in (("broadcast_", "numpy"), ("_", "same")):
+    declare_pointwise(_kind + "power", "pow(lhs, rhs)",
+                      ("g * rhs * pow(lhs, rhs - 1)", "g * pow(lhs, rhs) * log(lhs)"),
+                      broadcast=_bc)
+declare_pointwise("_copy", "data", ("g",))
+declare_pointwise("Cast", "data", ("g",), out_dtype=lambda p, dts: p.dtype)
+declare_pointwise(
+    "clip", lambda p: ("where(data > a_max, a_max, where(data < a_min, a_min, data))",)
+    if p.a_min > p.a_max else ("min(max(data, a_min), a_max)",),
+    ("g * (data >= a_min) * (data <= a_max)",))
+for _kind, _bc in (("broadcast_", "numpy"), ("elemwise_", "same")):
+    declare_pointwise(_kind + "add", "lhs + rhs", ("g", "g"), broadcast=_bc)
+    declare_pointwise(_kind + "sub", "lhs - rhs", ("g", "-g"), broadcast=_bc)
+    declare_pointwise(_kind + "mul", "lhs * rhs", ("g * rhs", "g * lhs"), broadcast=_bc)
+    declare_pointwise(_kind + "div", "lhs / rhs", ("g / rhs", "-(g / rhs) * lhs / rhs"),
+                      broadcast=_bc)
+for _kind, _bc in (("broadcast_", "numpy"), ("_", "same")):
+    declare_pointwise(_kind + "maximum", "max(lhs, rhs)",
+                      ("g * (lhs >= rhs)", "g * (1 - (lhs >= rhs))"), broadcast=_bc)
+    declare_pointwise(_kind + "minimum", "min(lhs, rhs)",
+                      ("g * (lhs <= rhs)", "g * (1 - (lhs <= rhs))"), broadcast=_bc)
+declare_pointwise(["_plus_scalar", "_scatter_plus_scalar"], "data + scalar", ("g",))
+declare_pointwise(["_minus_scalar", "_scatter_minus_scalar"], "data - scalar", ("g",))
+declare_pointwise("_rminus_scalar", "scalar - data", ("-g",))
+declare_pointwise("_mul_scalar", "data * scalar", ("g * scalar",))
+declare_pointwise("_div_scalar", "data / scalar", ("g / scalar",))
+declare_pointwise("_rdiv_scalar", "scalar / data", ("-g * scalar / (data * data)",))
+declare_pointwise("_maximum_scalar", "max(data, scalar)", ("g * (data >= scalar)",))
+declare_pointwise("_minimum_scalar", "min(data, scalar)", ("g * (data <= scalar)",))
+for _n, _op in (("greater", ">"), ("greater_equal", ">="), ("lesser", "<"),
+                ("lesser_equal", "<="), ("equal", "=="), ("not_equal", "!=")):
+    declare_pointwise(f"_{_n}_scalar", f"data {_op} scalar", (None,))

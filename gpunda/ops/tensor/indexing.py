@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError, GpundaIndexError
-from gpunda.ops.registry import OpDef, Param, get_op, register
+from gpunda.ops.registry import OpDef, Param, get_op, register, declare_pointwise
 from gpunda._core.deferred import DeferredOpError, undefined_like
 from gpunda.ops._util import legacy_scalar, require_same_dtype
 from gpunda.ops.tensor.reduce import put_along
@@ -307,6 +307,12 @@ register(OpDef(
     "where", _where, inputs=("condition", "x", "y"), gradient=_g_where, save=("inputs",),
     family="indexing",
     doc="x where condition is non-zero, else y (condition: same shape, or 1-D over rows)."))
+
+# pointwise record (NOTE [Pointwise records]): a condition of x's shape; the 1-D row form
+# leaves a group (the fusion pass checks shapes at launch)
+declare_pointwise("where", "where(condition, x, y)", (None, "where(condition, g, 0)",
+                                                      "where(condition, 0, g)"),
+                  same_dtype=(1, 2), out_dtype=lambda p, dts: dts[1])
 
 # ----------------------------------------------------------------------------
 # _getitem: NDArray.__getitem__ under autograd.record()

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops._util import require_same_dtype
+from gpunda.ops._util import not_differentiable, require_same_dtype
 from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [
@@ -147,11 +147,6 @@ def _infer_shape(p, in_shapes):
     return [tuple(d), tuple(d)], [(d[0], nch, th, tw), padded, padded]
 
 
-def _once(F, p, ins, outs, g):
-    raise GpundaError("Operator Correlation: second-order gradients are not supported yet (its "
-                      "backward is a hand-written kernel, once-differentiable)")
-
-
 def _kw(p):
     return {name: getattr(p, name) for name in p._given}
 
@@ -166,5 +161,6 @@ register(OpDef(
         "output (batch, (2*(max_displacement//stride2)+1)**2, top_height, top_width)."))
 register(OpDef(
     "_backward_Correlation", _correlation_grad, params=_PARAMS, check=_check,
-    inputs=("ograd", "data1", "data2"), num_outputs=2, gradient=_once, save=(), hidden=True,
+    inputs=("ograd", "data1", "data2"), num_outputs=2,
+    gradient=not_differentiable("_backward_Correlation"), save=(), hidden=True,
     family="correlation", doc="Correlation's gradients wrt data1 and data2."))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops._util import matmul, require_same_dtype
+from gpunda.ops._util import matmul, not_differentiable, require_same_dtype
 from gpunda.ops.nn.conv import _CONV_PARAMS, _conv_geo, _conv_out, _check_groups
 from gpunda.ops.registry import OpDef, Param, register
 
@@ -278,13 +278,6 @@ def _infer(modulated):
     return infer
 
 
-def _once(opname):
-    def rule(F, p, ins, outs, g):
-        raise GpundaError(f"Operator {opname}: second-order gradients are not supported yet "
-                          "(its backward is a hand-written kernel, once-differentiable)")
-    return rule
-
-
 def _register(modulated):
     opname, compute, backward = _deformable_conv(modulated)
     short = opname[len("_contrib_"):]
@@ -306,7 +299,8 @@ def _register(modulated):
     register(OpDef(
         grad_name, backward, params=params,
         inputs=lambda p: ("ograd",) + names(p),
-        num_outputs=lambda p: len(names(p)), gradient=_once(opname), save=(), hidden=True,
+        num_outputs=lambda p: len(names(p)), gradient=not_differentiable("_backward_" + opname),
+        save=(), hidden=True,
         family="deformable", doc=f"{short}'s gradients wrt all its inputs."))
 
 

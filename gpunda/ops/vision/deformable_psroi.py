@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.registry import OpDef, Param, register
 
 _OP = "_contrib_DeformablePSROIPooling"
@@ -181,11 +182,6 @@ def _names(p):
     return ("data", "rois") if p.no_trans else ("data", "rois", "trans")
 
 
-def _once(F, p, ins, outs, g):
-    raise GpundaError(f"Operator {_OP}: second-order gradients are not supported yet (its "
-                      "backward is a hand-written kernel, once-differentiable)")
-
-
 def _gradient(F, p, ins, outs, og):
     kw = {name: getattr(p, name) for name in p._given}
     grads = list(F._backward_DeformablePSROIPooling(og[0], *ins, **kw))
@@ -202,5 +198,6 @@ register(OpDef(
 register(OpDef(
     "_backward_DeformablePSROIPooling", _pool_grad, params=_PARAMS, check=_check,
     inputs=lambda p: ("ograd",) + _names(p), num_outputs=lambda p: len(_names(p)),
-    gradient=_once, save=(), hidden=True, family="deformable",
+    gradient=not_differentiable("_backward__contrib_DeformablePSROIPooling"), save=(), hidden=True,
+    family="deformable",
     doc="DeformablePSROIPooling's gradients wrt data, rois (zero) and trans."))

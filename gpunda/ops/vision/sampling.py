@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops._util import not_differentiable
 from gpunda.ops.registry import OpDef, Param, register
 
 
@@ -178,13 +179,6 @@ def _infer_sampler(p, in_shapes):
     return list(in_shapes), [(d[0], d[1], g[2], g[3]), (g[0], g[2], g[3], 2)]
 
 
-def _once(op):
-    def rule(F, p, ins, outs, g):
-        raise GpundaError(f"Operator {op}: second-order gradients are not supported yet (its "
-                          "backward is a hand-written kernel, once-differentiable)")
-    return rule
-
-
 register(OpDef(
     "BilinearSampler", _bilinear_sampler, inputs=("data", "grid"), num_outputs=2,
     num_visible=1, output_names=["output", "tmp"],
@@ -195,7 +189,8 @@ register(OpDef(
         "neighbours outside the map count as zero."))
 register(OpDef(
     "_backward_BilinearSampler", _bilinear_sampler_grad, inputs=("ograd", "data", "grid"),
-    num_outputs=2, gradient=_once("BilinearSampler"), save=(), hidden=True, family="vision",
+    num_outputs=2, gradient=not_differentiable("_backward_BilinearSampler"), save=(), hidden=True,
+    family="vision",
     doc="BilinearSampler's gradients wrt data and grid."))
 
 

@@ -1,0 +1,129 @@
+"""Kernels per training step, fused against unfused (the fusion pass; counted on the CPU).
+
+Plan counts (``gpunda._engine.fusion.kernel_counts``): one kernel per op forward and one
+per op gradient backward (plus one sum per broadcast input's gradient), a fused group one
+kernel each way. No GPU is needed: the figure comes from the partition and shape
+inference of the hybridized graph.
+
+With ``--launches`` (needs CuPy importable, for the test stand-in GPU) it also runs one
+training step of each model, at small sizes with the same structure, on the stand-in
+gpu(0) and counts what the step asks CuPy for: every array operation and every kernel
+launch of a generated kernel, fused (MXNET_USE_FUSION on) against unfused.
+
+    python bench/fusion_counts.py [--launches]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gpunda as mx  # noqa: E402
+from gpunda._engine import fusion  # noqa: E402
+from bench.fusion_models import BertEncoder, LSTMLM, symbol_of  # noqa: E402
+
+
+def models(small=False):
+    """(name, block, input shapes, token inputs?) of the counted graphs."""
+    from gpunda.gluon.model_zoo import vision
+    if small:
+        return [("ResNet-50 v1", vision.resnet50_v1(classes=10), [(2, 3, 32, 32)], False),
+                ("BERT-base-shaped encoder", BertEncoder(vocab=50, layers=12, units=16,
+                                                         hidden=32, heads=2, max_len=8),
+                 [(2, 8)] * 3, True),
+                ("LSTM LM (LSTMCell x35)", LSTMLM(vocab=30, units=8, steps=35), [(2, 35)],
+                 True)]
+    return [("ResNet-50 v1", vision.resnet50_v1(), [(32, 3, 224, 224)], False),
+            ("BERT-base-shaped encoder", BertEncoder(), [(8, 128)] * 3, True),
+            ("LSTM LM (LSTMCell x35)", LSTMLM(), [(32, 35)], True)]
+
+
+def plan_counts():
+    rows = []
+    for name, block, shapes, _ in models():
+        names = [f"in{k}" for k in range(len(shapes))]
+        s = symbol_of(block, *names)
+        given = dict(zip(names, shapes))
+        for train in (True, False):
+            c = fusion.kernel_counts(s, given, {}, train=train)
+            rows.append((name, "train" if train else "predict", c))
+    return rows
+
+
+def launch_counts():
+    """CuPy calls of one training step on the stand-in gpu(0), unfused and fused."""
+    import numpy as np
+    from gpunda import autograd
+    from gpunda.backends import _standin, _standin_array
+    counter = {"n": 0}
+    orig_call = _standin_array._call
+
+    def counting(*a, **k):
+        counter["n"] += 1
+        return orig_call(*a, **k)
+    raw_get = _standin._RawModule.get_function
+
+    def get_function(self, name):
+        fn = raw_get(self, name)
+
+        def launch(*a, **k):
+            counter["n"] += 1
+            return fn(*a, **k)
+        return launch
+    rows = []
+    with _standin.enabled():
+        # _standin.py imported _call by name: count through both modules
+        _standin_array._call = _standin._call = counting
+        _standin._RawModule.get_function = get_function
+        try:
+            ctx = mx.gpu(0)
+            for name, block, shapes, tokens in models(small=True):
+                block.initialize(mx.init.Xavier(), ctx=ctx)
+                block.hybridize(static_alloc=True)
+                rs = np.random.RandomState(0)
+                data = [mx.nd.array(rs.randint(0, 2, sh) if tokens else rs.randn(*sh),
+                                    ctx=ctx) for sh in shapes]
+                got = []
+                for on in (False, True):
+                    fusion.ENABLED = on
+                    block._cached_op = None     # a fresh CachedOp for each setting
+                    for _ in range(2):          # the first step builds plans and kernels
+                        counter["n"] = 0
+                        with autograd.record():
+                            out = block(*data)
+                        out.backward()
+                        mx.nd.waitall()
+                    got.append(counter["n"])
+                rows.append((name, got[0], got[1]))
+        finally:
+            _standin_array._call = _standin._call = orig_call
+            _standin._RawModule.get_function = raw_get
+            fusion.ENABLED = True
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--launches", action="store_true",
+                    help="also count CuPy calls per step on the stand-in GPU")
+    args = ap.parse_args(argv)
+    print("kernels from the plan, unfused -> fused (ratio); training step = forward + "
+          "backward in training mode; inference = forward in predict mode")
+    print(f"{'graph':28} {'training step':>22} groups {'inference forward':>22} groups")
+    rows = plan_counts()
+    for (name, _, t), (_, _, p) in zip(rows[::2], rows[1::2]):
+        (su, sf), (fu, ff) = t["step"], p["forward"]
+        print(f"{name:28} {su:>6} -> {sf:<5} {su / sf:4.2f}x {t['groups']:>6} "
+              f"{fu:>6} -> {ff:<5} {fu / ff:4.2f}x {p['groups']:>6}")
+    if args.launches:
+        print("\nCuPy calls per training step on the stand-in gpu(0) (small sizes, same "
+              "structure)")
+        for name, u, f in launch_counts():
+            print(f"{name:28} {u:>6} -> {f:<6} {u / f:4.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

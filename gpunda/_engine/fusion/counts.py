@@ -1,0 +1,136 @@
+"""Kernels per training step, fused against unfused, and every generated source of a graph.
+
+Counted from the plan, on the CPU: the unfused plan launches one kernel per op in the
+forward and one per op gradient in the backward (plus one sum per input a broadcast_ op
+broadcast, its gradient's reduction), which is what the issue's "one kernel per op"
+means; a fused group is one kernel forward and one backward, plus one sum per group
+input it broadcast that needs a gradient. Op bodies that launch several CuPy kernels
+(LayerNorm, softmax) count once on both sides, so the ratio understates fusion's effect
+on real launches only where element-wise work hides inside such ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpunda._core import hooks
+from gpunda._engine.fusion.codegen import contiguous_strides, kernel_source
+from gpunda._engine.fusion.group import FusedGroup, Layout
+from gpunda._engine.fusion.partition import partition
+
+__all__ = ["graph_sources", "count_kernels"]
+
+
+def _plan(symbol, shapes, dtypes, train):
+    from gpunda._engine.cached_op import CachedOp      # same layer; a cycle at import time
+    cop = CachedOp(symbol)
+    order = symbol._topo()
+    given_t = {k: np.dtype(v) for k, v in (dtypes or {}).items()}
+    names = [n.name for n in order if n.op is None]
+    for n in names:
+        given_t.setdefault(n, np.dtype("float32"))
+    sh, dt = hooks.infer_graph(symbol, {k: tuple(v) for k, v in shapes.items()}, given_t,
+                               hooks.var_shape)
+    slot_shape, slot_dtype = {}, {}
+    k = 0
+    for n in order:
+        if n.op is None:
+            slot_shape[k], slot_dtype[k] = sh.get((id(n), 0)), dt.get((id(n), 0))
+            k += 1
+    for n in order:
+        if n.op is not None:
+            for i in range(n.nout):
+                slot_shape[k], slot_dtype[k] = sh.get((id(n), i)), dt.get((id(n), i))
+                k += 1
+    part = partition(cop._steps, cop._nin, cop._heads, train)
+    groups = [FusedGroup([cop._steps[i] for i in ms], [part.specs[i] for i in ms],
+                         part.in_slots[g], part.out_slots[g], g)
+              for g, ms in enumerate(part.groups)]
+    return cop, part, groups, slot_shape, slot_dtype
+
+
+def _layout(g, slot_shape, slot_dtype):
+    shapes = [tuple(slot_shape[s]) for s in g.in_slots]
+    return Layout(g, shapes, [np.dtype(slot_dtype[s]) for s in g.in_slots],
+                  [contiguous_strides(s) for s in shapes])
+
+
+def graph_sources(symbol, shapes, dtypes=None, train=False, backward=True):
+    """See ``fusion.sources_for``."""
+    _, _, groups, ss, sd = _plan(symbol, shapes, dtypes, train)
+    out = {}
+    for g in groups:
+        lay = _layout(g, ss, sd)
+        if lay.reason is not None:
+            continue
+        in_dt = [lay.slot_dtype[s] for s in g.in_slots]
+        out_dt = [lay.slot_dtype[s] for s in g.out_slots]
+        name, src = kernel_source(g.forward_program(lay), in_dt, out_dt, lay.shape,
+                                  lay.strides)
+        out[name] = src
+        if backward:
+            need = [True] * len(g.in_slots)
+            have = [True] * len(g.out_slots)
+            prog = g.backward_program(lay, need, have)
+            red = [lay.slot_shape[s] != lay.shape for s in g.in_slots]
+            gdt = [np.dtype(np.float64 if d == np.float64 else np.float32) if r else d
+                   for d, r in zip(in_dt, red)]
+            strides = list(lay.strides) + [contiguous_strides(lay.shape)] * len(out_dt)
+            name, src = kernel_source(prog, in_dt + out_dt, gdt, lay.shape, strides)
+            out[name] = src
+    return list(out.items())
+
+
+def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
+    """``{"forward": (unfused, fused), "backward": (unfused, fused), "step": (unfused,
+    fused), "groups": n}`` for one training step of ``symbol``; ``grad_inputs``: the
+    input names that need gradients (default: all but those given in ``shapes``, i.e.
+    the parameters)."""
+    cop, part, groups, ss, sd = _plan(symbol, shapes, dtypes, train)
+    steps = cop._steps
+    names = cop._input_names
+    if grad_inputs is None:
+        grad_inputs = [n for n in names if n not in shapes]
+    req = [False] * cop._nslots
+    for k, n in enumerate(names):
+        req[k] = n in grad_inputs
+    for st in steps:
+        if not st.op.nondiff and any(req[s] for s in st.ins):
+            for s in st.outs:
+                req[s] = True
+    reach = [False] * cop._nslots
+    for h in cop._heads:
+        reach[h] = True
+    has_grad = [False] * len(steps)
+    for i in range(len(steps) - 1, -1, -1):
+        st = steps[i]
+        if st.op.nondiff or not any(reach[s] for s in st.outs) or \
+                not any(req[s] for s in st.ins):
+            continue
+        has_grad[i] = True
+        for s in st.ins:
+            if req[s]:
+                reach[s] = True
+
+    def reductions(st):
+        rec = st.op.pointwise
+        if rec is None or rec.broadcast != "numpy":
+            return 0
+        osh = ss.get(st.outs[0])
+        return sum(1 for s in st.ins if req[s] and ss.get(s) != osh)
+
+    fwd_u = len(steps)
+    bwd_u = sum(1 + reductions(st) for i, st in enumerate(steps) if has_grad[i])
+    in_group = {i for ms in part.groups for i in ms}
+    fwd_f = fwd_u - sum(len(ms) - 1 for ms in part.groups)
+    bwd_f = sum(1 + reductions(st) for i, st in enumerate(steps)
+                if has_grad[i] and i not in in_group)
+    for g, ms in zip(groups, part.groups):
+        if any(has_grad[i] for i in ms):
+            lay = _layout(g, ss, sd)
+            it = lay.shape if lay.reason is None else None
+            graded = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
+                      if t is not None}
+            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and s in graded
+                             and it is not None and tuple(ss[s]) != tuple(it))
+    return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
+            "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups)}

@@ -1,0 +1,191 @@
+"""The fusion partitioner: maximal groups of element-wise steps of a CachedOp plan.
+
+NOTE [Fusion partition]
+Steps are visited in the plan's topological order. A step is a candidate when its op
+has a ``Pointwise`` record whose rule accepts its parameters in this training mode
+(Dropout only while it does not drop), it writes no input and all its outputs are
+described. A candidate joins the group of one of its candidate producers unless that
+would make a cycle: a path leaving the group and coming back (the group reaches one of
+the step's other producers). Otherwise it starts a group. Groups of one step stay
+ordinary steps (one kernel either way). A group's outputs are the values a step outside
+it reads, or the graph's heads; its inputs, the values its members read that it does not
+make. A graph whose ops write their inputs in the forward pass is left alone (moving
+steps could move a read past a write). The fused plan lists every group as one step at
+a topological position (steps keep their relative order where they can). Shapes are not
+needed: a signature whose shapes or dtypes do not fit a group's kernel runs that group
+member by member (NOTE [Fused steps]). Every step left out gets its reason.
+"""
+from __future__ import annotations
+
+import heapq
+
+__all__ = ["partition", "Partition"]
+
+
+class Partition:
+    """The result: ``groups`` (lists of step indices), ``specs`` (per step index: the
+    record's expressions), ``reasons`` (step index -> why it is not in a group),
+    ``in_slots``/``out_slots`` per group."""
+
+    def __init__(self):
+        self.groups, self.specs, self.reasons = [], {}, {}
+        self.in_slots, self.out_slots = [], []
+        self.graph_reason = None
+
+
+def _candidate(st, train):
+    op = st.op
+    rec = op.pointwise
+    if rec is None:
+        if op.capture == "gemm":
+            return None, "not element-wise (GEMM)"
+        return None, f"{op.name} has no pointwise record"
+    if op.fwd_mutates:
+        return None, "writes its inputs"
+    spec = rec.spec(st.p, train)
+    if isinstance(spec, str):
+        return None, spec
+    if len(spec[0]) != len(st.outs):
+        return None, f"{len(st.outs)} outputs, the record describes {len(spec[0])}"
+    if len(spec[1]) != len(st.ins):
+        return None, "the record's gradients do not match the inputs"
+    return spec, None
+
+
+def partition(steps, nin, heads, train):
+    """Partition ``steps`` (a CachedOp's ``_Step`` list; slots < ``nin`` are inputs) for
+    training mode ``train`` (NOTE [Fusion partition])."""
+    res = Partition()
+    if any(st.op.fwd_mutates for st in steps):
+        res.graph_reason = "the graph has ops that write their inputs in the forward pass"
+        for i in range(len(steps)):
+            res.reasons[i] = res.graph_reason
+        return res
+    producer = {}
+    for i, st in enumerate(steps):
+        for s in st.outs:
+            producer[s] = i
+    group_of = [-1] * len(steps)
+    members = []
+    parent = []                           # union-find over group ids (merged groups)
+    anc = [frozenset()] * len(steps)      # groups a step depends on (its own included)
+    specs = {}
+
+    def find(g):
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    def depends(k, gid):        # step k depends on group gid (or is in it)
+        return any(find(x) == gid for x in anc[k])
+
+    for i, st in enumerate(steps):
+        deps = set()
+        preds = [producer[s] for s in st.ins if s in producer]
+        for j in preds:
+            deps |= anc[j]
+        spec, why = _candidate(st, train)
+        if spec is None:
+            res.reasons[i] = why
+            anc[i] = frozenset(deps)
+            continue
+        specs[i] = spec
+        ok = []
+        for j in preds:
+            gid = find(group_of[j]) if group_of[j] >= 0 else -1
+            if gid < 0 or gid in ok:
+                continue
+            # a cycle: another producer outside the group depends on the group
+            if any((group_of[k] < 0 or find(group_of[k]) != gid) and depends(k, gid)
+                   for k in preds):
+                continue
+            # two producer groups merge only when neither depends on the other
+            if ok and any(depends(k, ok[0]) for k in members[gid]) or \
+                    ok and any(depends(k, gid) for k in members[ok[0]]):
+                continue
+            ok.append(gid)
+        if ok:
+            chosen = ok[0]
+            for h in ok[1:]:
+                parent[h] = chosen
+                members[chosen].extend(members[h])
+                members[h] = []
+        else:
+            chosen = len(members)
+            members.append([])
+            parent.append(chosen)
+        members[chosen].append(i)
+        group_of[i] = chosen
+        deps.add(chosen)
+        anc[i] = frozenset(deps)
+    members = [sorted(ms) for ms in members if ms]
+    readers = {}
+    for i, st in enumerate(steps):
+        for s in st.ins:
+            readers.setdefault(s, set()).add(i)
+    head_set = set(heads)
+    for gid, ms in enumerate(members):
+        if len(ms) < 2:
+            res.reasons[ms[0]] = "no element-wise neighbour to fuse with"
+            continue
+        mset = set(ms)
+        made, ins, outs = set(), [], []
+        for i in ms:
+            for s in steps[i].ins:
+                if s not in made and s not in ins:
+                    ins.append(s)
+            made.update(steps[i].outs)
+        for i in ms:
+            for s in steps[i].outs:
+                if s in head_set or any(r not in mset for r in readers.get(s, ())):
+                    outs.append(s)
+        res.groups.append(ms)
+        res.in_slots.append(ins)
+        res.out_slots.append(outs)
+        for i in ms:
+            res.specs[i] = specs[i]
+    return res
+
+
+def fused_order(steps, part):
+    """Units in a topological order: ("step", i) or ("group", g), each unit placed as
+    early as its inputs allow, ties broken by the original position."""
+    unit_of = {}
+    units = []
+    for g, ms in enumerate(part.groups):
+        for i in ms:
+            unit_of[i] = len(units)
+        units.append(("group", g, ms[0]))
+    for i in range(len(steps)):
+        if i not in unit_of:
+            unit_of[i] = len(units)
+            units.append(("step", i, i))
+    producer = {}
+    for i, st in enumerate(steps):
+        for s in st.outs:
+            producer[s] = unit_of[i]
+    deps = [set() for _ in units]
+    for i, st in enumerate(steps):
+        u = unit_of[i]
+        for s in st.ins:
+            p = producer.get(s)
+            if p is not None and p != u:
+                deps[u].add(p)
+    users = [[] for _ in units]
+    for u, ds in enumerate(deps):
+        for p in ds:
+            users[p].append(u)
+    left = [len(ds) for ds in deps]
+    heap = [(units[u][2], u) for u in range(len(units)) if left[u] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, u = heapq.heappop(heap)
+        order.append(units[u][:2])
+        for v in users[u]:
+            left[v] -= 1
+            if left[v] == 0:
+                heapq.heappush(heap, (units[v][2], v))
+    assert len(order) == len(units), "fusion partition made a cycle"
+    return order

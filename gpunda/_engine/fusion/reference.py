@@ -1,0 +1,97 @@
+"""The NumPy evaluator of a fused kernel: the same Program, element for element.
+
+Used by the CPU tests (fused against unfused values) and, registered under the kernel's
+name, as the test stand-in GPU's emulation of the generated kernel (backends/_standin.py
+``_RawModule.emulations``), so ``pytest --standin-gpu`` runs the fused path end to end.
+Values are computed in the compute type (float32 for float16 and float32 data, float64
+for float64) and inputs are read through the kernel's element strides.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["evaluate", "make_emulation"]
+
+_NP_CT = {"float": np.float32, "double": np.float64}
+
+
+def _erf(a):
+    from scipy.special import erf
+    return erf(a).astype(a.dtype, copy=False)
+
+
+def _sigmoid(a):
+    e = np.exp(-np.abs(a))
+    one = a.dtype.type(1)
+    return np.where(a >= 0, one / (one + e), e / (one + e))
+
+
+def _sign(a):
+    return np.where(a > 0, a.dtype.type(1), np.where(a < 0, a.dtype.type(-1), a))
+
+
+_FN = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
+       "rsqrt": lambda a: a.dtype.type(1) / np.sqrt(a), "tanh": np.tanh, "erf": _erf,
+       "abs": np.abs, "floor": np.floor, "sin": np.sin, "cos": np.cos, "pow": np.power,
+       "max": np.maximum, "min": np.minimum,
+       "sign": _sign, "sigmoid": _sigmoid, "where": lambda c, a, b: np.where(c != 0, a, b)}
+_CMP = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal,
+        "==": np.equal, "!=": np.not_equal}
+_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+
+def evaluate(prog, arrays, shape, in_strides, out_dtypes):
+    """The outputs of ``prog`` (C-contiguous arrays of ``shape``) for NumPy ``arrays``
+    read through element strides ``in_strides``, as the generated kernel computes them."""
+    shape = tuple(int(d) for d in shape)
+    vals = []
+    with np.errstate(all="ignore"):
+        for kind, args, ct in prog.instrs:
+            t = _NP_CT[ct]
+            if kind == "load":
+                a = arrays[args]
+                st = tuple(int(s) * a.itemsize for s in in_strides[args])
+                v = np.lib.stride_tricks.as_strided(a, shape, st).astype(t)
+            elif kind == "const":
+                v = np.asarray(args, t)
+            elif kind == "neg":
+                v = -vals[args[0]]
+            elif kind in _OPS:
+                v = _OPS[kind](vals[args[0]], vals[args[1]])
+            elif kind == "cmp":
+                v = _CMP[args[0]](vals[args[1]], vals[args[2]]).astype(t)
+            elif kind == "call":
+                v = _FN[args[0]](*(vals[a] for a in args[1:]))
+            elif kind == "conv":
+                v = vals[args].astype(t)
+            elif kind == "round16":
+                v = vals[args].astype(np.float16).astype(t)
+            else:
+                raise AssertionError(kind)
+            vals.append(np.asarray(v, t))
+        return [np.broadcast_to(vals[v], shape).astype(np.dtype(d))
+                for v, d in zip(prog.outputs, out_dtypes)]
+
+
+def make_emulation(prog, shape, in_strides, out_dtypes):
+    """An emulation of the kernel for the stand-in's ``RawModule``: ``emu(grid, block,
+    args)`` with args = inputs, outputs, n (NumPy arrays, written in place)."""
+    nin = len(prog.in_ctypes)
+    nout = len(out_dtypes)
+    from gpunda._engine.fusion.codegen import contiguous_strides
+    contig = contiguous_strides(shape)
+    # a kernel whose inputs are all read at the flat index has no shape in its source,
+    # so one compiled kernel (one name) serves every shape: then so does its emulation
+    loaded = {args for kind, args, _ in prog.instrs if kind == "load"}
+    flat = all(tuple(in_strides[k]) == contig for k in loaded)
+
+    def emu(grid, block, args):
+        ins, outs = args[:nin], args[nin:nin + nout]
+        shp, strides = shape, in_strides
+        if flat:
+            shp = (int(args[-1]),)
+            strides = [(1,)] * len(in_strides)
+        for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
+            o.reshape(-1)[...] = r.reshape(-1)
+    emu.out_index = tuple(range(nin, nin + nout))
+    return emu
