@@ -68,6 +68,7 @@ def test_every_spelling_names_one_dtype():
         # MXNet's NDArray.dtype for bfloat16 is its record; the data is ml_dtypes'
         assert x.dtype == _MX_RECORD and x.asnumpy().dtype == _BF
     assert amp.amp.bfloat16 == _MX_RECORD
+    assert mx.nd.ndarray._DTYPE_NP_TO_MX[x.dtype] == 12       # MXNet's own lookup
     with pytest.raises(TypeError, match="bfloat17"):
         mx.nd.zeros(2, dtype="bfloat17")
 
