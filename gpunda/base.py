@@ -5,6 +5,8 @@ import numbers
 
 import numpy as np
 
+from gpunda._core import bf16 as _bf16
+
 __all__ = ["GpundaError", "MXNetError", "NotImplementedForGpunda", "mx_real_t",
            "integer_types", "numeric_types", "string_types", "py_str", "require"]
 
@@ -63,8 +65,11 @@ def np_dtype(value):
     ``mx.np.ndarray``, whose ``.dtype`` is a NumPy scalar type) stands for that dtype:
     ``out.astype(label)`` casts to label's dtype. NumPy 2 refuses a ``.dtype`` that is not
     a dtype instance (1.25/1.26 warn), so it is unwrapped here first. A NumPy array is
-    refused as NumPy always refused it (TypeError)."""
+    refused as NumPy always refused it (TypeError). bfloat16, by name, as MXNet's record
+    dtype or as ml_dtypes' type, is ml_dtypes' dtype (gpunda/_core/bf16.py)."""
     if isinstance(value, (np.dtype, type, str)) or value is None:
+        if value is not None and _bf16.is_name(value):
+            return _bf16.dtype()
         return np.dtype(value)
     if not isinstance(value, (np.ndarray, np.generic)):
         inner = getattr(value, "dtype", None)

@@ -280,6 +280,8 @@ def _remove_hooks():
     for op, orig in _originals.items():
         op.compute = orig
     _originals.clear()
+    from gpunda.ops import _bf16
+    _bf16.rewrap()      # bfloat16 first named while profiling: its wrappers stay
     hooks.profile_creation = hooks.profile_scope = None
     imperative.refresh_fast_paths()
     cached_op.refresh_step_computes(lambda op: op.compute)

@@ -397,13 +397,16 @@ def test_saved_context_is_ignored_and_legacy_none_records():
     assert (records[0].dev_type, records[0].dev_id) == (2, 3)
 
 
-def test_bfloat16_arrays_load_as_exact_float32():
+def test_bfloat16_arrays_load_as_bfloat16():
     # MXNet writes bfloat16 (dtype code 12) as the upper 16 bits of float32
     vals = np.array([[1.5, -2.25, 2.0 ** 120], [0.0, -0.0, 7.8125e-3]], dtype=np.float32)
     bf16 = (vals.view(np.uint32) >> 16).astype("<u2").tobytes()
-    loaded = mx.nd.load_frombuffer(_file([_dense_record((2, 3), 12, bf16)], ["w"]))
-    assert loaded["w"].dtype == np.float32
-    np.testing.assert_array_equal(loaded["w"].asnumpy(), vals)
+    buf = _file([_dense_record((2, 3), 12, bf16)], ["w"])
+    loaded = mx.nd.load_frombuffer(buf)
+    assert loaded["w"].asnumpy().dtype.name == "bfloat16"
+    assert loaded["w"].dtype == np.dtype([("bfloat16", np.uint16)])     # MXNet's spelling
+    np.testing.assert_array_equal(loaded["w"].asnumpy().astype(np.float32), vals)
+    assert mx.nd.save_to_bytes(loaded) == buf           # written back with code 12
 
 
 @pytest.mark.parametrize("buf, msg", [

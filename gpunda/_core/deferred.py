@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda._core import bf16 as _bf16
 
 __all__ = ["DeferredOpError", "Poisoned", "Failure", "undefined_like"]
 
@@ -75,7 +76,7 @@ _pending = []   # failures not reported yet, for waitall
 def undefined_like(xp, shape, dtype):
     """The stand-in values of a failed op's output: NaN for floats, 0 otherwise."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtype.kind in "fc" or _bf16.is_bf16(dtype):
         return xp.full(shape, np.nan, dtype=dtype)
     return xp.zeros(shape, dtype=dtype)
 

@@ -30,6 +30,8 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks
+from gpunda._core import bf16 as _core_bf16
+_dt = _core_bf16.np_dtype     # np.dtype of an NDArray.dtype (bfloat16's record included)
 from gpunda.context import shares_memory_space
 from gpunda.ops.raw import RawF as _RawF, raw_namespace as _raw_namespace
 
@@ -192,7 +194,7 @@ def _record(op, p, inputs, outs):
     if nout == 1:
         outs[0]._ag = (node, 0)
     else:
-        node.out_meta = tuple([(o.shape, np.dtype(o.dtype)) for o in outs])
+        node.out_meta = tuple([(o.shape, _dt(o.dtype)) for o in outs])
         for i, o in enumerate(outs):
             o._ag = (node, i)
 
@@ -268,7 +270,7 @@ def record_node(op, p, inputs, outs, rule=None, save_inputs=False, save_outputs=
         out_data = out_refs = None
     node = _FullNode(op, p, entries, saved_in, out_data, out_refs, len(outs),
                      _is_train(), outs[0]._ctx, fn=rule,
-                     out_meta=tuple((o.shape, np.dtype(o.dtype)) for o in outs))
+                     out_meta=tuple((o.shape, _dt(o.dtype)) for o in outs))
     for i, o in enumerate(outs):
         o._ag = (node, i)
     return node
@@ -440,8 +442,8 @@ def _check_heads(heads, head_grads, where):
                 f"{where}: heads[{i}] (shape {h.shape}) was not recorded or is not connected to "
                 f"any variable; call attach_grad() on the inputs and compute it inside "
                 f"autograd.record()")
-        dt = np.dtype(h.dtype)
-        if dt.kind not in "fciub":     # MXNet differentiates integer and bool heads too
+        dt = _dt(h.dtype)
+        if dt.kind not in "fciub" and not _core_bf16.is_bf16(dt):   # integer/bool heads too
             raise GpundaError(f"{where}: heads[{i}] has dtype {dt.name}; only numeric "
                               f"arrays can be differentiated")
         node = h._ag[0]
@@ -474,8 +476,8 @@ def _check_heads(heads, head_grads, where):
             raise GpundaError(f"{where}: head_grads[{i}] is on {g._ctx} but heads[{i}] is on "
                               f"{h._ctx}")
         if g.dtype != h.dtype:      # MXNet refuses the mismatch too (TBlob type check)
-            raise GpundaError(f"{where}: head_grads[{i}] has dtype {np.dtype(g.dtype).name} "
-                              f"but heads[{i}] has dtype {np.dtype(h.dtype).name}")
+            raise GpundaError(f"{where}: head_grads[{i}] has dtype {_dt(g.dtype).name} "
+                              f"but heads[{i}] has dtype {_dt(h.dtype).name}")
         if g.stype != "default":
             # a sparse head gradient seeds the walk as its dense values, as MXNet's
             # storage fallback computes it
@@ -546,7 +548,7 @@ def _backward_body(head_list, hg_list, heads_e, variables, var_entries, retain_g
         for h, g, (node, idx) in zip(head_list, hg_list, heads_e):
             if g is None:
                 xp = h._ctx.backend.xp
-                g = xp.ones(h.shape, np.dtype(h.dtype))
+                g = xp.ones(h.shape, _dt(h.dtype))
                 if create_graph:
                     g = _new(g, h._ctx)
             elif not create_graph:
@@ -814,7 +816,7 @@ def _gather(variables, var_entries, create_graph, head_list, hg_list):
         xp = v._ctx.backend.xp
         if create_graph:
             if g is None:
-                g = _new(xp.zeros(v.shape, np.dtype(v.dtype)), v._ctx)
+                g = _new(xp.zeros(v.shape, _dt(v.dtype)), v._ctx)
             elif g.shape != v.shape:
                 g = g.broadcast_to(v.shape)
             if g._ag is None:
@@ -825,7 +827,7 @@ def _gather(variables, var_entries, create_graph, head_list, hg_list):
             result.append(g)
             continue
         if g is None:
-            result.append(_new(xp.zeros(v.shape, np.dtype(v.dtype)), v._ctx))
+            result.append(_new(xp.zeros(v.shape, _dt(v.dtype)), v._ctx))
             continue
         if g.shape != v.shape:
             g = xp.broadcast_to(g, v.shape).copy()

@@ -30,8 +30,9 @@ from gpunda._engine import oom as _oom
 from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import TrainPlan, compute_step, step_gradient, step_update
 from gpunda._engine import fusion as _fusion
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda._core import hooks
+from gpunda._core import bf16 as _core_bf16
 from gpunda._engine.imperative import write_outputs
 from gpunda.ops.tensor.creation import open_range, closed_range
 from gpunda._core.deferred import DeferredOpError, failed_input, poison_outputs
@@ -674,7 +675,7 @@ class CachedOp:
             ids = [i for _, _, i in self._open_shapes]
             names = self._input_names
             got = self._sym._infer_open_shapes(dict(zip(names, map(tuple, shapes))),
-                                               dict(zip(names, map(np.dtype, dtypes))), ids)
+                                               dict(zip(names, map(np_dtype, dtypes))), ids)
             params = [_closed(p, got.get(i)) for _, p, i in self._open_shapes]
             self._resolved[key] = params
             if len(self._resolved) > 16:
@@ -1462,3 +1463,16 @@ class _GraphEntry:
 
 
 hooks.CachedOp = CachedOp     # control-flow ops run their subgraphs as CachedOps
+
+
+def _bf16_named():
+    """bfloat16 was first named: wrap every op's compute for it (NOTE [bfloat16 compute] in
+    gpunda/ops/_bf16.py) and point the fast paths and live plans at the wrapped computes."""
+    from gpunda.ops import _bf16 as _ops_bf16
+    from gpunda._engine import imperative
+    _ops_bf16.install()
+    imperative.refresh_fast_paths()
+    refresh_step_computes(lambda op: op.compute)
+
+
+_core_bf16.on_load(_bf16_named)

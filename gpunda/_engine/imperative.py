@@ -20,6 +20,7 @@ from gpunda.ops.registry import OpDef, get_op
 from gpunda._core.deferred import DeferredOpError, failed_input as _failed_input
 from gpunda._core.deferred import poison_outputs as _poison_outputs
 from gpunda._core import hooks
+from gpunda._core import bf16 as _bf16
 
 __all__ = ["invoke", "invoke_parsed"]
 
@@ -44,7 +45,7 @@ def invoke(op, inputs, out=None, **params):
 
 
 def _op_error(op, inputs, p, e):
-    shapes = ", ".join(f"{n}{tuple(x.shape)}:{np.dtype(x.dtype).name}"
+    shapes = ", ".join(f"{n}{tuple(x.shape)}:{_bf16.np_dtype(x.dtype).name}"
                        for n, x in zip(_input_names(op, p, len(inputs)), inputs))
     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return GpundaError(f"Operator {op.name}: {msg} (inputs: {shapes or 'none'}; params: "

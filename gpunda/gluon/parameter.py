@@ -18,7 +18,7 @@ from gpunda._engine import autograd as _engine_autograd
 from gpunda.gluon import _np_mode
 from gpunda import initializer
 from gpunda.base import (GpundaAssertionError, GpundaError, GpundaKeyError, GpundaTypeError,
-                         GpundaValueError)
+                         GpundaValueError, np_dtype)
 from gpunda.context import Context, cpu, current_context
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
@@ -389,7 +389,7 @@ class Parameter:
             self._shape = tuple(b if a == 0 else a for a, b in zip(self._shape, data.shape))
         else:
             self._shape = tuple(data.shape)
-        if self.dtype is not None and np.dtype(self.dtype) != np.dtype(data.dtype):
+        if self.dtype is not None and np_dtype(self.dtype) != np_dtype(data.dtype):
             if cast_dtype:
                 if dtype_source == "current":
                     data = data.astype(self.dtype)
@@ -399,8 +399,8 @@ class Parameter:
                 # an AssertionError too, as MXNet's (code loading checkpoints catches it)
                 raise GpundaAssertionError(
                     f"Parameter {self.name!r}: failed loading, its dtype is "
-                    f"{np.dtype(self.dtype).name} but the loaded array is "
-                    f"{np.dtype(data.dtype).name}; pass cast_dtype=True to convert")
+                    f"{np_dtype(self.dtype).name} but the loaded array is "
+                    f"{np_dtype(data.dtype).name}; pass cast_dtype=True to convert")
         if isinstance(ctx, (Context, str)):
             ctx = [ctx]
         if self._data is None:
@@ -439,7 +439,7 @@ class Parameter:
             return block[0].copyto(cpu())
         host = sum(d.asnumpy().astype(np.float64) for d in block) / len(block)
         dtype = block[0].dtype      # the value's dtype, which may differ from self.dtype
-        return nd.array(host.astype(np.dtype(dtype)), ctx=cpu(), dtype=dtype)
+        return nd.array(host.astype(np_dtype(dtype)), ctx=cpu(), dtype=dtype)
 
     def set_data(self, data):
         """Write ``data`` (NDArray or NumPy array) into every copy of the value."""
@@ -653,7 +653,7 @@ class ParameterDict:
                     continue
             elif k == "dtype":
                 try:
-                    if np.dtype(v) == np.dtype(existing):
+                    if np_dtype(v) == np_dtype(existing):
                         continue
                 except TypeError:
                     pass

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from gpunda._engine import autograd as _ag
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda.context import cpu
 from gpunda.kvstore.base import KVStoreBase, KVStoreServer
 from gpunda.kvstore.gradient_compression import GradientCompression
@@ -280,9 +280,9 @@ class KVStore(KVStoreBase):
                 if tuple(p.shape) != tuple(stored.shape):
                     raise GpundaError(f"KVStore.push: value {i} for key {k!r} has shape "
                                       f"{tuple(p.shape)} but the key holds {tuple(stored.shape)}")
-                if np.dtype(p.dtype) != np.dtype(stored.dtype):
+                if np_dtype(p.dtype) != np_dtype(stored.dtype):
                     raise GpundaError(f"KVStore.push: value {i} for key {k!r} has dtype "
-                                      f"{np.dtype(p.dtype).name} but the key holds "
+                                      f"{np_dtype(p.dtype).name} but the key holds "
                                       f"{np.dtype(stored.dtype).name}")
             if self._async is not None:
                 self._push_async(k, parts, stored)
@@ -593,14 +593,14 @@ class KVStore(KVStoreBase):
                     self._comm.allreduce_inplace(a._data)
                     _ag.bump_version(a)
                     continue
-                dt = np.result_type(*[np.dtype(a.dtype) for a in bucket])
+                dt = np.result_type(*[np_dtype(a.dtype) for a in bucket])
                 flat = np.concatenate([a.asnumpy().astype(dt, copy=False).reshape(-1)
                                        for a in bucket])
                 red = self._comm.allreduce(flat)
                 off = 0
                 for a in bucket:
                     n = a.size
-                    a[:] = red[off:off + n].reshape(a.shape).astype(np.dtype(a.dtype), copy=False)
+                    a[:] = red[off:off + n].reshape(a.shape).astype(np_dtype(a.dtype), copy=False)
                     off += n
         return [a if getattr(a, "stype", "default") == "default"
                 else self._reduce_row_sparse([a], a) for a in arrays]
@@ -614,7 +614,7 @@ def _host_contiguous(a):
 def _buckets(arrays, limit):
     bucket, size = [], 0
     for a in arrays:
-        nb = a.size * np.dtype(a.dtype).itemsize
+        nb = a.size * np_dtype(a.dtype).itemsize
         if bucket and size + nb > limit:
             yield bucket
             bucket, size = [], 0

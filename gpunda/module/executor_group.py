@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gpunda.base import GpundaAssertionError, GpundaError
+from gpunda.base import GpundaAssertionError, GpundaError, np_dtype
 
 __all__ = ["DataParallelExecutorGroup", "split_input_slice", "merge_devices"]
 
@@ -334,12 +334,12 @@ class DataParallelExecutorGroup:
         shared_buf = self.shared_data_arrays[i]
         inputs = list(data_shapes) + list(label_shapes or [])
         shapes = {d.name: tuple(d.shape) for d in inputs}
-        types = {d.name: np.dtype(d.dtype) for d in inputs}
+        types = {d.name: np_dtype(d.dtype) for d in inputs}
         attrs = sym.attr_dict()
         for d in data_shapes:
             code = attrs.get(d.name, {}).get("__dtype__", "-1")
             if code != "-1":    # a variable's own dtype wins over the iterator's (MXNet's)
-                types[d.name] = np.dtype(CODE_TO_DTYPE[int(code)])
+                types[d.name] = np_dtype(CODE_TO_DTYPE[int(code)])
         arg_s, arg_t, aux_s, aux_t = _infer_inputs(sym, shapes, types)
         groups = self.group2ctxs[i] or {}
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError
 from gpunda.context import Context, cpu
+from gpunda._core import bf16 as _core_bf16
 
 __all__ = ["save", "load", "load_frombuffer", "save_to_bytes", "load_raw", "RawArray"]
 
@@ -46,8 +47,8 @@ _CODE2DTYPE = {0: np.dtype("<f4"), 1: np.dtype("<f8"), 2: np.dtype("<f2"), 3: np
                8: np.dtype("<i2"), 9: np.dtype("<u2"), 10: np.dtype("<u4"), 11: np.dtype("<u8")}
 # keyed by kind+itemsize so that the byte order of the in-memory dtype does not matter
 _KEY2CODE = {d.kind + str(d.itemsize): c for c, d in _CODE2DTYPE.items()}
-# bfloat16 (code 12) has no NumPy type: its values are read as 2-byte units under this
-# marker dtype and widened to float32 (bfloat16 is float32's upper half, so exactly)
+# bfloat16 (code 12): its values are read as 2-byte units under this marker dtype and viewed
+# as ml_dtypes' bfloat16 (gpunda/_core/bf16.py), loaded only when a file holds one
 _BF16 = np.dtype([("bfloat16", "<u2")])
 _CODE2DTYPE_READ = {**_CODE2DTYPE, 12: _BF16}
 
@@ -256,19 +257,11 @@ def _read_record(src, i):
     return RawArray("default", tuple(shape), values.dtype, values, (), version, dev_type, dev_id)
 
 
-_bf16_noted = []
-
-
 def _widen(values):
-    """bfloat16 values (read under the _BF16 marker) as float32; others unchanged."""
+    """bfloat16 values (read under the _BF16 marker) as bfloat16; others unchanged."""
     if values.dtype != _BF16:
         return values
-    if not _bf16_noted:
-        _bf16_noted.append(True)
-        import logging
-        logging.getLogger("gpunda").info(
-            "loading bfloat16 arrays as float32 (exact; gpunda has no bfloat16 type)")
-    return (values.view("<u2").astype("<u4") << 16).view("<f4")
+    return values.view("<u2").view(_core_bf16.dtype())
 
 
 def _check_bool(src, values, what):
@@ -509,6 +502,8 @@ def _shape_bytes(shape):
 
 
 def _code_of(dtype, what, where):
+    if _core_bf16.is_bf16(dtype):
+        return 12
     code = _KEY2CODE.get(dtype.kind + str(dtype.itemsize))
     if code is None or dtype.kind not in "fiub":
         raise GpundaError(f"{where}: {what} has dtype {dtype}, which the MXNet format cannot store")

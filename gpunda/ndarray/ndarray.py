@@ -19,6 +19,7 @@ from gpunda.base import GpundaError, GpundaIndexError, GpundaTypeError, GpundaVa
 from gpunda.context import Context, current_context, cpu, shares_memory_space
 from gpunda._core import deferred as _deferred
 from gpunda._core import hooks as _hooks
+from gpunda._core import bf16 as _core_bf16
 from gpunda._core.deferred import Poisoned as _Poisoned
 from gpunda.ndarray.indexing import select as _select
 from gpunda.ndarray.indexing import check_slice_write as _check_slice_write
@@ -73,8 +74,10 @@ class NDArray:
 
     @property
     def dtype(self):
-        """The element type as a NumPy type (``numpy.float32``)."""
-        return self._data.dtype.type
+        """The element type as a NumPy type (``numpy.float32``); bfloat16 as MXNet spells
+        it, ``np.dtype([('bfloat16', np.uint16)])`` (gpunda/_core/bf16.py)."""
+        t = self._data.dtype.type
+        return t if t is not _core_bf16.type_ else _core_bf16.MX_RECORD
 
     @property
     def size(self):
@@ -861,7 +864,7 @@ def array(source_array, ctx=None, dtype=None):
             host = wrapped_array(source_array, _dtype_of(dtype) if dtype is not None else None)
         except (ValueError, TypeError) as e:
             raise GpundaError(f"array: cannot make an array from {type(source_array).__name__}: {e}") from None
-        if host.dtype.kind not in "fiubc":
+        if host.dtype.kind not in "fiubc" and not _core_bf16.is_bf16(host.dtype):
             raise GpundaTypeError(f"array: source of type {type(source_array).__name__} is not "
                                   f"numeric (NumPy dtype {host.dtype})")
         if dtype is None:

@@ -21,7 +21,8 @@ newaxis = None
 finfo, iinfo, dtype = _onp.finfo, _onp.iinfo, _onp.dtype
 
 default_float = _onp.dtype(_onp.float32)
-_SUPPORTED = {"float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"}
+# bfloat16: ml_dtypes' dtype (gpunda/_core/bf16.py), beyond MXNet's mx.np
+_SUPPORTED = {"float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool", "bfloat16"}
 
 
 def resolve_dtype(dt, where, default=default_float):

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gpunda._core import bf16 as _bf16
 from gpunda.base import GpundaError, GpundaTypeError, np_dtype
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
@@ -58,30 +59,31 @@ REQUIRED = _Required()
 
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
                   "bool_": "bool", "int": "int32", "long": "int64"}
-# MXNet's bfloat16 as its Python side spells it: a record of one 2-byte field. gpunda has no
-# bfloat16 arithmetic; the value names the dtype in graphs (amp_cast) and .params files.
-BFLOAT16 = np.dtype([("bfloat16", np.uint16)])
 _MX_DTYPES = ("float32", "float64", "float16", "uint8", "int8", "int32", "int64", "bool",
               "int16", "uint16", "uint32", "uint64")
 
 
 def parse_dtype(value, where="dtype"):
-    """A NumPy dtype from a name, NumPy type or dtype; GpundaError otherwise."""
+    """A NumPy dtype from a name, NumPy type or dtype; GpundaError otherwise. bfloat16 (the
+    name, MXNet's record dtype or ml_dtypes' type) is ml_dtypes' dtype (gpunda/_core/bf16.py)."""
     if isinstance(value, np.dtype):
-        return value
+        return _bf16.dtype() if value == _bf16.MX_RECORD else value
     if isinstance(value, str):
         name = _DTYPE_ALIASES.get(value, value)
         if name in _MX_DTYPES:
             return np.dtype(name)
+        if name.strip() == _bf16.NAME:
+            return _bf16.dtype()
         # a TypeError too, as numpy.dtype(name) raises in MXNet's Python front end
         raise GpundaTypeError(f"{where}: dtype={value!r} is not a dtype gpunda knows; "
-                              f"valid: {', '.join(_MX_DTYPES)}")
+                              f"valid: {', '.join(_MX_DTYPES)}, bfloat16")
     try:
         dt = np_dtype(value)
     except (TypeError, ValueError):
         raise GpundaTypeError(f"{where}: dtype={value!r} is not a dtype") from None
-    if dt.name not in _MX_DTYPES:
-        raise GpundaError(f"{where}: dtype={dt.name!r} is not supported; valid: {', '.join(_MX_DTYPES)}")
+    if dt.name not in _MX_DTYPES and not _bf16.is_bf16(dt):
+        raise GpundaError(f"{where}: dtype={dt.name!r} is not supported; valid: "
+                          f"{', '.join(_MX_DTYPES)}, bfloat16")
     return dt
 
 
@@ -168,7 +170,7 @@ class Param:
     """One op parameter: name, kind, default, choices, description.
 
     kinds: int, float, bool, str, enum, shape, shape_none (items may be None),
-    dtype, dtype_bf16 (a dtype or "bfloat16", parsed to ``BFLOAT16``), axis (None, int or
+    dtype (bfloat16 included, as ml_dtypes' dtype), axis (None, int or
     tuple), floats/ints (tuples), any. ``optional=True`` accepts None/"None".
     """
 
@@ -205,18 +207,13 @@ class Param:
                 if isinstance(value, (tuple, list)):
                     return _as_tuple(value, where)
                 return _as_int(value, where)
-            if k == "dtype":
+            if k in ("dtype", "dtype_bf16"):      # dtype_bf16: amp_cast's, kept as a name
                 d = parse_dtype(value, where)
                 # choices: the dtypes MXNet's parameter enum lists (parsed once per call
                 # signature; the op caches its parsed params)
                 if self.choices is not None and d is not None and d.name not in self.choices:
                     raise ValueError(f"is not one of {list(self.choices)}")
                 return d
-            if k == "dtype_bf16":       # a dtype, or MXNet's bfloat16 (amp_cast)
-                if (value.strip() == "bfloat16" if isinstance(value, str)
-                        else isinstance(value, np.dtype) and value == BFLOAT16):
-                    return BFLOAT16
-                return parse_dtype(value, where)
             if k == "enum":
                 s = value if isinstance(value, str) else str(value)
                 s = s.strip().strip("'\"")
@@ -252,7 +249,7 @@ def to_attr_string(value):
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, np.dtype):
-        return "bfloat16" if value == BFLOAT16 else value.name
+        return "bfloat16" if value == _bf16.MX_RECORD else value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, (tuple, list)):
@@ -596,7 +593,12 @@ def register(op: OpDef) -> OpDef:
             raise GpundaError(f"op {n!r} registered twice")
         _REGISTRY[n] = op
     _CANONICAL[op.name] = op
+    if on_register is not None:     # bfloat16 in use: wrap the new op too (ops/_bf16.py)
+        on_register(op)
     return op
+
+
+on_register = None      # set by gpunda.ops._bf16.install
 
 
 def add_alias(alias, name):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunda.base import np_dtype
+
 __all__ = ["executor_debug_str"]
 
 
@@ -38,7 +40,7 @@ def _sizes(sym, ex):
     from gpunda.symbol.infer import infer_graph
     from gpunda.symbol.symbol import _var_shape
     given = {k: tuple(v.shape) for k, v in list(ex.arg_dict.items()) + list(ex.aux_dict.items())}
-    types = {k: np.dtype(v.dtype) for k, v in list(ex.arg_dict.items()) +
+    types = {k: np_dtype(v.dtype) for k, v in list(ex.arg_dict.items()) +
              list(ex.aux_dict.items())}
     shapes, dtypes = infer_graph(sym, given, types, _var_shape)
 

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError
+from gpunda.base import GpundaError, GpundaTypeError, GpundaValueError, np_dtype
 from gpunda._core.deferred import Poisoned as _Poisoned
 
 __all__ = ["Executor", "simple_bind"]
@@ -128,7 +128,7 @@ class Executor:
         # shapes and dtypes together: with the shapes known every op's output dtype is
         # the one its compute gives (shape_array's int64)
         s_map, t_map = infer_graph(self._symbol, shapes,
-                                   {k: np.dtype(v) for k, v in types.items()}, _var_shape)
+                                   {k: np_dtype(v) for k, v in types.items()}, _var_shape)
         keys = [(id(n), i) for n, i in self._symbol._outputs]
         if not all(known(s_map.get(k)) for k in keys):
             return []       # shapes known only once computed: the first forward allocates

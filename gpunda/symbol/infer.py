@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda.symbol.shape_rules import known, merge, rule_for
 
 __all__ = ["infer_graph", "node_types", "to_internal", "to_public", "parse_shape_attr",
@@ -65,7 +65,7 @@ def _var_dtype(n, given):
     t = given.get(n.name)
     if t is None and "__dtype__" in n.attrs:
         try:
-            t = np.dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
+            t = np_dtype(CODE_TO_DTYPE[int(n.attrs["__dtype__"])])
         except (KeyError, ValueError):
             t = None
     return t
@@ -279,6 +279,9 @@ def infer_graph(sym, given_shapes, given_types, var_shape, entry_shapes=None):
     subgraph's outputs, for inference through a subgraph node).
     """
     order = sym._topo()
+    # a bfloat16 NDArray's dtype is MXNet's record spelling: the arrays' own dtype here
+    given_types = {k: np_dtype(v) if isinstance(v, np.dtype) and v.kind == "V" else v
+                   for k, v in given_types.items()}
     st = _Pass(order, given_shapes, given_types, var_shape, entry_shapes)
     ops = [n for n in order if n.op is not None]
     for _ in range(_MAX_PASSES):

@@ -15,6 +15,7 @@ import numpy as np
 from gpunda.base import (GpundaDeprecationWarning, GpundaError, GpundaIndexError,
                          GpundaTypeError, GpundaValueError, NotImplementedForSymbol)
 from gpunda.ops.registry import parse_dtype, to_attr_string
+from gpunda._core import bf16 as _bf16
 from gpunda.symbol.attrs import HIDDEN_KEYS, hidden_key, with_plain_keys
 from gpunda.symbol.operators import SymbolOperators
 
@@ -22,7 +23,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"
 
 # MXNet's dtype codes (``__dtype__`` attr, .params files)
 DTYPE_TO_CODE = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-                 "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11}
+                 "int64": 6, "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11,
+                 "bfloat16": 12}     # read a name back with gpunda.base.np_dtype (bfloat16)
 CODE_TO_DTYPE = {v: k for k, v in DTYPE_TO_CODE.items()}
 _STYPE_TO_CODE = {"default": 0, "row_sparse": 1, "csr": 2}
 
@@ -467,7 +469,7 @@ class Symbol(SymbolOperators):
         out_t = [dtypes.get((id(n), i)) for n, i in self._outputs]
         if not partial and any(t is None for t in arg_t + out_t + aux_t):
             return None, None, None
-        f = lambda t: None if t is None else t.type  # noqa: E731
+        f = lambda t: None if t is None else _bf16.public(t.type)  # noqa: E731
         return [f(t) for t in arg_t], [f(t) for t in out_t], [f(t) for t in aux_t]
 
     # -- serialisation ------------------------------------------------------------------

@@ -160,7 +160,7 @@ def case_nd_bf16(mx):
     try:
         r = mx.nd.FullyConnected(x32, mx.nd.ones((4, 3)), mx.nd.zeros(4), num_hidden=4)
         out["fc32"] = str(r.dtype)
-    except Exception as e:      # gpunda: no bfloat16 arithmetic
+    except Exception as e:      # MXNet without oneDNN's bfloat16 kernels
         out["fc32"] = "error: " + str(e).splitlines()[0]
     return out
 

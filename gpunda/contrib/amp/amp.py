@@ -12,8 +12,10 @@ the Trainer skips a step whose gradients overflow). ``convert_symbol``/``convert
 precision inference (``_pass.py``).
 
 gpunda computes float16 on the CPU too (MXNet's CPU kernels of FullyConnected/Convolution
-refuse it); it has no bfloat16 arithmetic: bfloat16 graphs convert, but running one, or an
-op under ``init('bfloat16')`` that casts to it, raises a GpundaError (docs/compat.md).
+refuse it), and bfloat16 on any CPU and GPU (MXNet's needs oneDNN on an AVX512 CPU): an op
+given bfloat16 computes in float32 and rounds its result (NOTE [bfloat16 compute] in
+gpunda/ops/_bf16.py); the arrays hold ml_dtypes' bfloat16, which ``bfloat16`` here (MXNet's
+record spelling) names wherever gpunda takes a dtype.
 """
 import contextlib
 import logging
@@ -30,8 +32,23 @@ _amp_initialized = False
 _amp_loss_scale_initialized = False
 _loss_scaler = None
 
-# MXNet's bfloat16 dtype: a NumPy record of one uint16 field named 'bfloat16'
+def __getattr__(name):
+    # MXNet's amp.py imports its ``lists`` package (``amp.amp.lists.symbol_bf16``); loaded on
+    # first use here
+    if name == "lists":
+        from gpunda.contrib.amp import lists
+        return lists
+    raise AttributeError(f"module 'mxnet.contrib.amp.amp' has no attribute {name!r}")
+
+
+# MXNet's bfloat16 dtype, a NumPy record of one uint16 field named 'bfloat16': what a
+# bfloat16 NDArray's ``dtype`` is, and a name of ml_dtypes' bfloat16 wherever gpunda takes one
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
+
+
+def _bf16():
+    from gpunda._core import bf16 as _core_bf16
+    return _core_bf16.dtype()
 
 
 def _cast_symbol_NDArray(s, dtype):  # noqa: N802 -- MXNet's name
@@ -41,9 +58,11 @@ def _cast_symbol_NDArray(s, dtype):  # noqa: N802 -- MXNet's name
     if isinstance(s, symbol.Symbol):
         return symbol.amp_cast(s, dtype=dtype)
     if isinstance(s, ndarray.NDArray):
+        from gpunda.base import np_dtype
         on_cpu = s.context.device_type == "cpu"
-        floats = (bfloat16, np.float32) if on_cpu else (np.float16, np.float32)
-        if s.dtype != dtype and s.dtype in floats:
+        t = np.dtype(s.dtype)
+        low = _is_bf16(t) if on_cpu else t == np.float16
+        if t != np_dtype(dtype) and (low or t == np.float32):
             return ndarray.amp_cast(s, dtype=dtype)
     return s
 
@@ -70,7 +89,7 @@ def _lists(target_dtype):
     from gpunda.contrib.amp import lists
     if target_dtype in ("float16", np.float16):
         return lists.symbol_fp16, True
-    if target_dtype != bfloat16:
+    if not _is_bf16(target_dtype):
         raise GpundaAssertionError(f"amp: target_dtype={target_dtype!r} is not supported: "
                                    f"'float16' or amp.bfloat16")
     return lists.symbol_bf16, False
@@ -277,7 +296,7 @@ def init(target_dtype="float16", target_precision_ops=None, conditional_fp32_ops
     from gpunda.contrib.amp.loss_scaler import LossScaler
     _amp_initialized = True
     logging.info("Using AMP")
-    target_dtype = bfloat16 if _is_bf16(target_dtype) else np.dtype(target_dtype)
+    target_dtype = _bf16() if _is_bf16(target_dtype) else np.dtype(target_dtype)
     _wrap_symbol_functions(symbol, target_dtype, target_precision_ops, conditional_fp32_ops,
                            fp32_ops)
     _wrap_symbol_functions(ndarray, target_dtype, target_precision_ops, conditional_fp32_ops,
@@ -288,7 +307,9 @@ def init(target_dtype="float16", target_precision_ops=None, conditional_fp32_ops
 
 
 def _is_bf16(t):
-    return (isinstance(t, str) and t == "bfloat16") or (isinstance(t, np.dtype) and t == bfloat16)
+    """Whether ``t`` names bfloat16: 'bfloat16', MXNet's record dtype, ml_dtypes' dtype or type."""
+    from gpunda._core import bf16 as _core_bf16
+    return _core_bf16.is_name(t) or (isinstance(t, np.dtype) and _core_bf16.is_bf16(t))
 
 
 def _is_lp16(t):
@@ -381,7 +402,7 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
     if target_dtype not in ("float16", "bfloat16"):
         raise GpundaAssertionError(f"amp.convert_symbol: target_dtype={target_dtype!r}: only "
                                    f"float16 and bfloat16 are supported currently")
-    lists_dtype = bfloat16 if target_dtype == "bfloat16" else target_dtype
+    lists_dtype = _bf16() if target_dtype == "bfloat16" else target_dtype
     for value, what in ((target_dtype_ops, "target_dtype_ops"), (fp32_ops, "fp32_ops"),
                         (conditional_fp32_ops, "conditional_fp32_ops"),
                         (excluded_sym_names, "excluded_sym_names")):
@@ -433,8 +454,8 @@ def _to_declared_dtype(arr, code):
     """``arr`` in the dtype of MXNet type code ``code`` (a ``__dtype__`` value)."""
     from gpunda.ndarray.ndarray import _DTYPE_MX_TO_NP
     typ = _DTYPE_MX_TO_NP[int(code)]
-    if typ == bfloat16:
-        return _cast_symbol_NDArray(arr, bfloat16)
+    if _is_bf16(typ):
+        return _cast_symbol_NDArray(arr, _bf16())
     return arr.astype(typ)
 
 

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from gpunda import ndarray as _ndmod
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, np_dtype
 from gpunda.gluon.block import Block, HybridBlock
 from gpunda.gluon.parameter import _shape_known
 from gpunda.gluon.nn.activations import Activation
@@ -220,8 +220,10 @@ class _BatchNorm(HybridBlock):
             p.shape = (c,)
 
     def cast(self, dtype):
-        if np.dtype(dtype).name == "float16":
-            dtype = "float32"     # statistics stay in float32, as in MXNet
+        if np_dtype(dtype).name in ("float16", "bfloat16"):
+            # statistics stay in float32, as in MXNet (its BatchNorm type rule gives 16-bit
+            # float data float32 parameters; its Python cannot name bfloat16 here)
+            dtype = "float32"
         super().cast(dtype)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from gpunda._core import modes as _modes
+from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
@@ -889,7 +890,7 @@ def bn_param_dtype(dt, opname="BatchNorm", ints=False):
     """The dtype of BatchNorm's parameters for data of dtype ``dt``; integer data is a
     GpundaError unless ``ints`` (SyncBatchNorm's type rule lets it through)."""
     dt = np.dtype(dt)
-    if dt == np.float16:
+    if dt == np.float16 or _bf16.is_bf16(dt):    # MXNet's AccReal of both is float
         return _F32
     if dt.kind != "f" and not ints:
         raise GpundaError(f"Operator {opname}: This operation only support floating point "

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunda._core import bf16 as _bf16
 from gpunda.base import GpundaError
-from gpunda.ops.registry import BFLOAT16, OpDef, Param, register
+from gpunda.ops.registry import OpDef, Param, register
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _is_float(t):
+    return t.kind == "f" or _bf16.is_bf16(t)
+
+
 def _amp_cast(xp, p, x):
-    if p.dtype == BFLOAT16:
-        raise GpundaError("Operator amp_cast: dtype=bfloat16 is not supported yet: gpunda has "
-                          "no bfloat16 arithmetic (use float16)")
-    # only floating inputs are cast, as MXNet's AMPCast: integer data passes unchanged
-    if x.dtype.kind != "f":
+    # only floating inputs are cast, as MXNet's AMPCast: integer data passes unchanged; to
+    # bfloat16 it rounds to nearest even, as MXNet's (ml_dtypes' astype)
+    if not _is_float(x.dtype):
         return x.copy()
     return x.astype(p.dtype)
 
 
 def _is_amp_float(t):
-    return t is not None and (t in (np.float16, np.float32) or t == BFLOAT16)
+    return t is not None and (t in (np.float16, np.float32) or _bf16.is_bf16(t))
 
 
 def _amp_cast_type(p, in_t):
@@ -37,7 +40,7 @@ def _amp_multicast_type(p, in_t):
     for t in in_t:
         if not p.cast_narrow and t == np.float32:
             widest = np.dtype(np.float32)
-        elif p.cast_narrow and t is not None and (t == np.float16 or t == BFLOAT16):
+        elif p.cast_narrow and t is not None and (t == np.float16 or _bf16.is_bf16(t)):
             widest = t
     return list(in_t), [widest if _is_amp_float(t) else t for t in in_t]
 
@@ -49,7 +52,7 @@ register(OpDef(
 
 
 def _multicast_target(p, xs):
-    floats = [x.dtype for x in xs if x.dtype in _FLOATS]
+    floats = [x.dtype for x in xs if _is_float(x.dtype)]
     if not floats:
         return None
     pick = min if p.cast_narrow else max
@@ -61,7 +64,7 @@ def _amp_multicast(xp, p, *xs):
         raise GpundaError(f"Operator amp_multicast: num_outputs={p.num_outputs} but got "
                           f"{len(xs)} inputs")
     t = _multicast_target(p, xs)
-    return tuple(x.astype(t) if t is not None and x.dtype in _FLOATS else x.copy() for x in xs)
+    return tuple(x.astype(t) if t is not None and _is_float(x.dtype) else x.copy() for x in xs)
 
 
 register(OpDef(
@@ -80,7 +83,7 @@ register(OpDef(
 def _finite(xp, xs):
     ok = True
     for x in xs:
-        ok = ok and bool(xp.isfinite(x).all()) if x.dtype.kind == "f" else ok
+        ok = ok and bool(xp.isfinite(x).all()) if _is_float(x.dtype) else ok
     return xp.asarray([1.0 if ok else 0.0], dtype=np.float32)
 
 
