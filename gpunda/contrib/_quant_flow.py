@@ -218,6 +218,7 @@ def quantize_model_mkldnn(sym, arg_params, aux_params, data_names=("data",),
     if ctx.device_type != "cpu":
         raise ValueError("quantize_model_mkldnn only support Intel cpu platform with "
                          "MKL-DNN Backend")
+    _refuse_fused_channel_wise("quantize_model_mkldnn", quantize_granularity)
     return quantize_model(sym, arg_params, aux_params, data_names=data_names,
                           label_names=label_names, ctx=ctx,
                           excluded_sym_names=excluded_sym_names,
@@ -225,6 +226,17 @@ def quantize_model_mkldnn(sym, arg_params, aux_params, data_names=("data",),
                           calib_data=calib_data, num_calib_examples=num_calib_examples,
                           quantized_dtype=quantized_dtype, quantize_mode=quantize_mode,
                           quantize_granularity=quantize_granularity, logger=logger)
+
+
+def _refuse_fused_channel_wise(fn, granularity):
+    # MXNet's CPU flow quantizes the weights of its fused FC nodes per output channel;
+    # gpunda fuses nothing, and giving tensor-wise weights silently would be another model
+    if granularity == "channel-wise":
+        from gpunda.base import NotImplementedForGpunda
+        raise NotImplementedForGpunda(
+            f"mx.contrib.quantization.{fn}: quantize_granularity='channel-wise' is not "
+            f"supported yet: it quantizes MXNet's fused _sg_mkldnn_fully_connected weights "
+            f"per channel, and gpunda builds no MKL-DNN fusion; use 'tensor-wise'")
 
 
 def quantize_graph(sym, arg_params, aux_params, ctx=None, excluded_sym_names=None,
@@ -316,6 +328,8 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
     from gpunda.model import load_checkpoint
     from gpunda.module import Module
     ctx = cpu() if ctx is None else ctx
+    if ctx.device_type == "cpu":
+        _refuse_fused_channel_wise("quantize_net_v2", quantize_granularity)
     if logger:
         logger.info("Export HybridBlock")
     network.hybridize()

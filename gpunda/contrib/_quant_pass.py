@@ -156,14 +156,12 @@ def quantize_symbol(sym, dev_type="cpu", excluded_names=(), excluded_ops=(),
     """MXNet's QuantizeGraph pass on ``sym``: ``(quantized Symbol, calibration layer
     names)``. ``dev_type`` is 'cpu' or 'gpu' (which quantized kernels exist)."""
     from gpunda.symbol import load_json
-    if quantize_granularity == "channel-wise":
-        if dev_type == "gpu":
-            raise GpundaError("`channel-wise` quantization option is not supported yet by "
-                              "GPU, please set quantize_granularity to `tensor-wise` when "
-                              "quantizing model.")
-        raise GpundaError("quantize_graph: quantize_granularity='channel-wise' applies to "
-                          "MXNet's fused _sg_mkldnn_fully_connected nodes, which gpunda does "
-                          "not build; use 'tensor-wise'")
+    # channel-wise changes only MXNet's fused _sg_mkldnn_fully_connected nodes; on an
+    # unfused graph MXNet's CPU pass gives the tensor-wise graph, its GPU pass refuses
+    if quantize_granularity == "channel-wise" and dev_type == "gpu":
+        raise GpundaError("`channel-wise` quantization option is not supported yet by GPU, "
+                          "please set quantize_granularity to `tensor-wise` when quantizing "
+                          "model.")
     topo = sym._topo()
     src_nodes = json.loads(sym.tojson())["nodes"]
     if len(src_nodes) != len(topo) or any(s["name"] != n.name for s, n in zip(src_nodes, topo)):
