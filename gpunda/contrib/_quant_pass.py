@@ -19,8 +19,9 @@ MXNet's JSON:
   quantized op takes its data inputs, then a (min, max) pair per data input;
 - an op that sums in int32 (conv, FC, elemwise add/mul) gets ``requantize_<name>`` after it;
 - a float consumer of a quantized output, and each graph output that is quantized, gets
-  ``<name>_dequantize`` (MXNet's reuse of that node for a later graph output dequantizes
-  twice; that quirk is kept, since the JSON must be MXNet's);
+  ``<name>_dequantize`` (when both happen, MXNet dequantizes the first dequantize node
+  again, reading outputs it does not have, a graph that cannot bind; gpunda makes the
+  first one the graph output, docs/compat.md);
 - quantize nodes over the parameters named in ``offline_params`` become three variables,
   ``<weight>_quantize``, ``..._min``, ``..._max``, filled by ``_quantize_params``.
 The calibration layer names returned are the float outputs whose ranges calibrate each
@@ -241,7 +242,11 @@ def quantize_symbol(sym, dev_type="cpu", excluded_names=(), excluded_ops=(),
     heads = []
     for c, idx in sym._outputs:
         m = mirror[id(c)]
-        if id(c) in qmap:
+        if id(c) in qmap and m.op == "_contrib_dequantize":
+            # MXNet dequantizes this dequantize node again, reading outputs 1 and 2 it does
+            # not have: a graph no executor binds; its one dequantize is the output here
+            heads.append((m, 0))
+        elif id(c) in qmap:
             k = c.nvis
             dq = _QNode("_contrib_dequantize", c.name + "_dequantize", {},
                         [(m, idx), (m, k + 2 * idx), (m, k + 2 * idx + 1)])
