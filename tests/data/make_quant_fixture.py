@@ -76,8 +76,11 @@ def graph(qsym):
 
 
 def checksums(params):
+    """Per quantized param (``*_quantize*``): dtype, sum and sum of squares; the float
+    params copied unchanged: dtype only."""
     return {k: [str(v.dtype), float(v.asnumpy().astype("f8").sum()),
-                float((v.asnumpy().astype("f8") ** 2).sum())] for k, v in params.items()}
+                float((v.asnumpy().astype("f8") ** 2).sum())] if "_quantize" in k
+            else [str(v.dtype)] for k, v in params.items()}
 
 
 def run(sym, args, auxs, model):
