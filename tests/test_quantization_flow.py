@@ -395,3 +395,47 @@ def test_gpu_target_quantizes_only_mxnets_gpu_kernels():
     qsym, _ = mx.contrib.quant._quantize_symbol(g, mx.gpu(0), quantize_mode="full")
     ops = dict((n, o) for o, n in _ops(qsym))
     assert ops["bn0"] == "BatchNorm" and ops["quantized_pool0"] == "_contrib_quantized_pooling"
+
+
+@pytest.mark.parametrize("kw,want,dtype,rng", [
+    (dict(out_type="uint8", min_calib_range=0.0, max_calib_range=2.0),
+     [0, 0, 71, 255, 255], np.uint8, (0.0, 2.0)),
+    (dict(out_type="auto", min_calib_range=0.0, max_calib_range=2.0),
+     [0, 0, 71, 255, 255], np.uint8, (0.0, 2.0)),
+    (dict(out_type="auto", min_calib_range=-1.0, max_calib_range=2.0),
+     [-118, 0, 35, 127, 127], np.int8, (-2.0, 2.0))])
+def test_requantize_to_uint8_and_auto(kw, want, dtype, rng):
+    """What the pass writes for quantized_dtype 'uint8'/'auto'. MXNet 1.9.1 (CPU):
+        d = mx.nd.array([-1000000000, 5, 300000000, 1073741824, 2147483647], dtype='int32')
+        mx.nd.contrib.requantize(d, mx.nd.array([-4.0]), mx.nd.array([4.0]), **kw)"""
+    d = mx.nd.array([-1000000000, 5, 300000000, 1073741824, 2147483647], dtype="int32")
+    out, lo, hi = mx.nd.contrib.requantize(d, mx.nd.array([-4.0]), mx.nd.array([4.0]), **kw)
+    assert out.dtype == dtype and out.asnumpy().tolist() == want
+    assert (lo.asscalar(), hi.asscalar()) == rng
+    s = mx.sym.contrib.requantize(mx.sym.var("d", dtype="int32"), mx.sym.var("lo"),
+                                  mx.sym.var("hi"), **kw)
+    assert s.infer_type(d="int32", lo="float32", hi="float32")[1][0] == dtype
+
+
+def test_quantized_unrolled_lstm_infers_its_begin_state():
+    """MXNet's test_quantize_model_with_forward 'sym4': an unrolled LSTMCell, whose begin
+    state `_zeros((0, 64))` learns its batch size back through quantize_v2 and quantized FC;
+    the quantized outputs follow the float ones."""
+    cell = mx.rnn.LSTMCell(num_hidden=64)
+    outputs, _ = cell.unroll(4, mx.sym.var("data"))
+    sym = mx.sym.Group(outputs)
+    mod = mx.mod.Module(sym, label_names=None)
+    mod.bind(for_training=False, data_shapes=[("data", (4, 4, 32))])
+    mod.init_params(mx.init.Uniform(0.1))
+    args, auxs = mod.get_params()
+    qsym, qarg, qaux = mx.contrib.quant.quantize_model(
+        sym, args, auxs, label_names=None, calib_mode="none", quantize_mode="full",
+        excluded_op_names=["elemwise_add", "elemwise_mul"])
+    qmod = mx.mod.Module(qsym, label_names=None)
+    qmod.bind(for_training=False, data_shapes=[("data", (4, 4, 32))])
+    qmod.set_params(qarg, qaux)
+    x = mx.nd.array(np.random.RandomState(0).uniform(-1, 1, (4, 4, 32)))
+    mod.forward(mx.io.DataBatch([x]), is_train=False)
+    qmod.forward(mx.io.DataBatch([x]), is_train=False)
+    for q, f in zip(qmod.get_outputs(), mod.get_outputs()):
+        np.testing.assert_allclose(q.asnumpy(), f.asnumpy(), atol=0.02)
