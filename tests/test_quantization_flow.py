@@ -439,3 +439,34 @@ def test_quantized_unrolled_lstm_infers_its_begin_state():
     qmod.forward(mx.io.DataBatch([x]), is_train=False)
     for q, f in zip(qmod.get_outputs(), mod.get_outputs()):
         np.testing.assert_allclose(q.asnumpy(), f.asnumpy(), atol=0.02)
+
+
+def test_customize_collector_sets_its_ranges():
+    """calib_mode='customize': the user's collector is handed back by quantize_graph and its
+    ``min_max_dict`` becomes the graph's ranges, printed as std::to_string does."""
+    class Fixed:
+        def __init__(self):
+            self.min_max_dict = {}
+
+        def collect(self, name, arr):
+            name = name.decode() if isinstance(name, bytes) else name
+            if name in ("data", "bert_qkv_fwd_output"):
+                self.min_max_dict[name] = (-1.25, 3.5)
+
+    sym, args, auxs = S.load_float(mx, "bert")
+    mine = Fixed()
+    qsym, _, _, collector = mx.contrib.quant.quantize_graph(
+        sym, args, auxs, calib_mode="customize", LayerOutputCollector=mine)
+    assert collector is mine
+    mod = mx.mod.Module(sym, context=mx.cpu())
+    it = S.calib_iter(mx, "bert")
+    mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label, for_training=False)
+    mod.set_params(args, auxs)
+    mx.contrib.quant._collect_layer_statistics(mod, it, collector, max_num_examples=16)
+    csym, _, _ = mx.contrib.quant.calib_graph(qsym, args, auxs, collector,
+                                              calib_mode="customize")
+    attrs = csym.attr_dict()
+    for node in ("data_quantize", "requantize_bert_qkv_fwd"):
+        assert attrs[node]["min_calib_range"] == "-1.250000"
+        assert attrs[node]["max_calib_range"] == "3.500000"
+    assert "min_calib_range" not in attrs["requantize_bert_proj_fwd"]
