@@ -1,21 +1,19 @@
-"""``mx.contrib.quantization`` (also ``mx.contrib.quant``): the calibration helpers of
-MXNet's int8 flow.
+"""``mx.contrib.quantization`` (also ``mx.contrib.quant``): MXNet's INT8 flow.
 
-Built: the histogram helpers (``combine_histogram``, ``_smooth_distribution``), the
+Here: the histogram helpers (``combine_histogram``, ``_smooth_distribution``), the
 entropy (KL divergence) threshold search ``_get_optimal_threshold(s)``, which runs the
 ``_contrib_calibrate_entropy`` op as MXNet's does, the monitor-callback collectors
 (``_LayerHistogramCollector``, ``_LayerOutputMinMaxCollector``) and the loaders of
-calibration inputs (``_load_sym``, ``_load_params``, ``_DataIterWrapper``, ``_as_data_iter``). Not built yet: the graph rewriting
-(``quantize_model``, ``quantize_graph``, ``quantize_net``, ...), which in MXNet is a C++
-pass (``MXQuantizeSymbol``) with MKL-DNN subgraph backends; those names raise
-NotImplementedForGpunda.
+calibration inputs (``_load_sym``, ``_load_params``, ``_DataIterWrapper``,
+``_as_data_iter``). The user-level flow (``quantize_model``, ``quantize_model_mkldnn``,
+``quantize_graph``, ``calib_graph``, ``quantize_net``, ``quantize_net_v2``) lives in
+``_quant_flow`` and the graph pass in ``_quant_pass`` (NOTE [Quantization pass]).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import (GpundaAssertionError, GpundaTypeError, GpundaValueError,
-                         NotImplementedForGpunda)
+from gpunda.base import GpundaAssertionError, GpundaTypeError, GpundaValueError
 from gpunda.io import DataBatch, DataDesc, DataIter
 
 __all__ = ["combine_histogram", "quantize_model", "quantize_model_mkldnn", "quantize_graph",
@@ -289,20 +287,8 @@ def _as_data_iter(calib_data):
     return calib_data, calib_data.provide_data
 
 
-def _not_built(name):
-    def fn(*args, **kwargs):
-        raise NotImplementedForGpunda(
-            f"mx.contrib.quantization.{name} is not supported yet: gpunda does not build "
-            f"MXNet's graph quantization pass (the quantized ops and the entropy "
-            f"calibration are built)")
-    fn.__name__ = name
-    fn.__doc__ = f"MXNet's ``{name}``: not supported yet (raises NotImplementedForGpunda)."
-    return fn
-
-
-for _name in ("quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_graph",
-              "quantize_net", "quantize_net_v2", "_quantize_params", "_quantize_symbol",
-              "_calibrate_quantized_sym", "_collect_layer_statistics",
-              "_collect_layer_output_min_max", "_collect_layer_histogram"):
-    globals()[_name] = _not_built(_name)
-del _name
+# the flow reads the collectors above; imported last so that it can
+from gpunda.contrib._quant_flow import (  # noqa: E402
+    _calibrate_quantized_sym, _collect_layer_histogram, _collect_layer_output_min_max,
+    _collect_layer_statistics, _quantize_params, _quantize_symbol, calib_graph,
+    quantize_graph, quantize_model, quantize_model_mkldnn, quantize_net, quantize_net_v2)

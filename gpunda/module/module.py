@@ -411,12 +411,14 @@ class Module(BaseModule):
             new_shapes = tuple(new_shapes)
         else:
             data = getattr(data_batch, "data", None)
-            if data is None or len(data) != len(self._data_shapes):
+            # more arrays than data names: MXNet zips them with the names and ignores the
+            # rest (quantize_net_v2 feeds a DataLoader's (data, label) batches this way)
+            if data is None or len(data) < len(self._data_shapes):
                 _require(data is not None, f"Module.forward: data_batch must have .data, got "
                                            f"{type(data_batch).__name__}")
                 _require(False, f"Module.forward: the batch has {len(data)} data arrays for "
                                 f"the data names {self._data_names}")
-            new_shapes = tuple(tuple(d.shape) for d in data)
+            new_shapes = tuple(tuple(d.shape) for d in data[:len(self._data_shapes)])
         if current != new_shapes:
             provide_data = getattr(data_batch, "provide_data", None)
             if provide_data:

@@ -456,7 +456,49 @@ def cached_op(p, ins, outs):
             [shapes.get((id(n), i)) for n, i in sub._outputs])
 
 
+# ---------------------------------------------------------------------------
+# int8: a quantized tensor travels with (1,) min/max arrays; MXNet's FInferShape of the
+# quantize/requantize/dequantize ops and of quantized FC hands the output's batch size back
+# to the data (quantize_v2-inl.h, quantized_fully_connected.cc), so a graph whose begin
+# state is `_zeros((0, H))` (an unrolled LSTM) still infers once quantized
+
+
+def _with_ranges(rule, n_data, n_ranges_out=2):
+    """A rule over the first ``n_data`` inputs and the first output of a quantized op; the
+    remaining inputs (min/max pairs) and outputs are (1,)."""
+    def quantized(p, ins, outs):
+        ins, outs = list(ins), list(outs)
+        din, dout = rule(p, ins[:n_data], outs[:len(outs) - n_ranges_out])
+        return (list(din) + [(1,)] * (len(ins) - n_data),
+                list(dout) + [(1,)] * n_ranges_out)
+    return quantized
+
+
+def _batch_back(p, ins, outs):
+    """Data and output share one shape; known dimensions of either fill the other."""
+    s = merge(ins[0], outs[0], "quantized data") if ins[0] is not None and outs[0] is not \
+        None and len(ins[0]) == len(outs[0]) else (ins[0] if ins[0] is not None else outs[0])
+    return [s], [s]
+
+
+_RULES_INT8 = {
+    "_contrib_quantize_v2": _with_ranges(_batch_back, 1),
+    "_contrib_requantize": _with_ranges(_batch_back, 1),
+    "_contrib_dequantize": _with_ranges(_batch_back, 1, 0),
+    "_contrib_quantized_fully_connected": None,       # filled below (needs the bias count)
+}
+
+
+def _quantized_fc(p, ins, outs):
+    n_data = 2 if p.no_bias else 3
+    return _with_ranges(fully_connected, n_data)(p, ins, outs)
+
+
+_RULES_INT8["_contrib_quantized_fully_connected"] = _quantized_fc
+
+
 _RULES = {
+    **_RULES_INT8,
     "_CachedOp": cached_op,
     "Reshape": reshape, "_np_reshape": reshape, "_npx_reshape": reshape, "Flatten": flatten, "slice": slice_rule, "slice_axis": slice_axis,
     "_zeros": creation, "_ones": creation, "_full": creation, "_arange": arange,

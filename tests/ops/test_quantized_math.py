@@ -122,8 +122,8 @@ def test_contrib_quant_threshold_search():
     th = q._get_optimal_thresholds({"a": (h, e, 0.0, 3.9, 3.9)}, "uint8",
                                    num_quantized_bins=255)
     assert th["a"][0] == 0 and th["a"][1][0] == 2.21875     # 511 bins for a uint8 layer
-    with pytest.raises(GpundaError, match="not supported yet"):
-        q.quantize_model(None, {}, {})
+    with pytest.raises(ValueError, match="unknown quantized_dtype"):     # the flow is built
+        q.quantize_model(None, {}, {}, quantized_dtype="int4")
 
 
 def test_combine_histogram_widens_around_the_old_bins():

@@ -95,10 +95,30 @@ def _requantize(xp, p, q, min_range, max_range):
         r = max(abs(float(x.min())), abs(float(x.max())))
     else:
         r = 0.0
-    if p.out_type == "uint8":
-        raise GpundaError("Operator _contrib_requantize: out_type='uint8' is not supported "
-                          "(MXNet's kernel writes int8)")
+    if _out_dtype(p) == _U8:
+        # only MXNet's CPU (oneDNN) kernel writes uint8 (its GPU build refuses): [0, r] in
+        # 255 steps, rounded to nearest and saturated, negative values at 0
+        scale = np.float32(255.0 / r) if r else np.float32(0.0)
+        q8 = xp.clip(xp.rint(x * scale), 0, 255).astype(np.uint8)
+        return (q8,) + _range_out(xp, 0.0, r)
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
+
+
+_I8, _U8, _I32, _F32 = (np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.float32))
+
+
+def _out_dtype(p):
+    """GetQuantizeOutputType: 'auto' is uint8 for a calibrated non-negative range."""
+    if p.out_type == "auto":
+        calibrated = p.min_calib_range is not None and p.max_calib_range is not None
+        return _U8 if calibrated and float(p.min_calib_range) >= 0.0 else _I8
+    return _U8 if p.out_type == "uint8" else _I8
+
+
+def _type_quantize_v2(p, t):
+    if t[0] is not None and np.dtype(t[0]) in (_I8, _U8):     # passes quantized data
+        return [t[0]], [t[0], _F32, _F32]
+    return [_F32], [_out_dtype(p), _F32, _F32]
 
 
 # MXNet lists no output names for these three: they are output0, output1, output2
@@ -110,21 +130,23 @@ register(OpDef(
     "_contrib_quantize", _quantize, inputs=("data", "min_range", "max_range"),
     params=[Param("out_type", "enum", "uint8", choices=("int8", "uint8"))], nondiff=True,
     family="quantize", **_OUTS,
+    infer_type=lambda p, t: ([_F32] * 3, [_U8 if p.out_type == "uint8" else _I8, _F32, _F32]),
     doc="Quantize float32 data with the given (1,) min/max ranges to int8 (zero-centred) or "
         "uint8 (affine); returns (data, min, max)."))
 register(OpDef(
     "_contrib_quantize_v2", _quantize_v2, inputs=("data",),
     params=[Param("out_type", "enum", "int8", choices=("auto", "int8", "uint8"))] + _CALIB,
-    nondiff=True, family="quantize", **_OUTS,
+    nondiff=True, family="quantize", **_OUTS, infer_type=_type_quantize_v2,
     doc="Quantize float32 data with calibrated ranges, or the data's own min/max; 'auto' "
         "picks uint8 for a non-negative calibrated range."))
 register(OpDef(
     "_contrib_dequantize", _dequantize, inputs=("data", "min_range", "max_range"),
     params=[Param("out_type", "enum", "float32", choices=("float32",))], nondiff=True,
-    family="quantize", doc="Dequantize uint8/int8 data to float32 with its ranges."))
+    family="quantize", infer_type=lambda p, t: ([t[0], _F32, _F32], [_F32]), doc="Dequantize uint8/int8 data to float32 with its ranges."))
 register(OpDef(
     "_contrib_requantize", _requantize, inputs=("data", "min_range", "max_range"),
     params=[Param("out_type", "enum", "int8", choices=("auto", "int8", "uint8"))] + _CALIB,
     nondiff=True, family="quantize", **_OUTS,
+    infer_type=lambda p, t: ([_I32, _F32, _F32], [_out_dtype(p), _F32, _F32]),
     doc="Requantize int32 data (with its ranges) to int8 over the calibrated range or the "
         "data's own range."))
