@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from gpunda.base import GpundaError
-from gpunda.ops._util import special, sum_to_shape
+from gpunda.ops._util import special, sum_to_shape, not_real
 from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("is_log", "bool", False)]
@@ -20,6 +20,8 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _check(name, sample, params, vector=False):
+    if sample.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real(name, "sample", sample.dtype)
     pshape = params[0].shape
     for q in params[1:]:
         if q.shape != pshape:

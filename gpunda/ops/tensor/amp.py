@@ -6,6 +6,7 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import BFLOAT16, OpDef, Param, register
+from gpunda.ops._util import not_real
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
@@ -77,6 +78,12 @@ register(OpDef(
         "with cast_narrow)."))
 
 
+def _all_finite(xp, p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("all_finite", "data", x.dtype)
+    return _finite(xp, [x])
+
+
 def _finite(xp, xs):
     ok = True
     for x in xs:
@@ -85,7 +92,7 @@ def _finite(xp, xs):
 
 
 register(OpDef(
-    "all_finite", lambda xp, p, x: _finite(xp, [x]),
+    "all_finite", _all_finite,
     params=[Param("init_output", "bool", True, "accepted; the output is always initialised")],
     nondiff=True, family="amp",
     infer_shape=lambda p, s: (list(s), [(1,)]),
