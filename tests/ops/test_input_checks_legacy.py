@@ -359,3 +359,11 @@ def test_adam_update_states_share_one_storage_type():
     np.testing.assert_allclose(out.asnumpy()[0], 1 - 0.1 * m1 / (np.sqrt(v1) + 1e-8), rtol=1e-5)
     np.testing.assert_array_equal(out.asnumpy()[1:], 1.0)
     np.testing.assert_allclose(mean.asnumpy()[0], m1, rtol=1e-6)
+
+
+def test_pdf_uniform_is_unchecked_reciprocal_width():
+    # MXNet's PDF_Uniform is 1 / (high - low) without a support check:
+    # _random_pdf_uniform(ones((2, 3)), low=[1, 3], high=[2, 1]) -> [[1, 1, 1], [-.5, -.5, -.5]]
+    r = nd._internal._random_pdf_uniform(nd.ones((2, 3)), nd.array([1.0, 3.0]),
+                                         nd.array([2.0, 1.0]))
+    np.testing.assert_allclose(r.asnumpy(), [[1, 1, 1], [-0.5, -0.5, -0.5]])

@@ -85,8 +85,14 @@ def _pdf_compute(distr):
 
     def compute(xp, p, sample, *params):
         _check(name, sample, params)
-        r = lpdf(xp, sample, *(_expand(q, sample.ndim) for q in params))
-        r = r if p.is_log else xp.exp(r)
+        qs = [_expand(q, sample.ndim) for q in params]
+        if distr == "uniform" and not p.is_log:
+            # MXNet's PDF_Uniform is 1 / (high - low), unchecked: negative for high < low,
+            # where exp(-log(high - low)) would be NaN
+            r = xp.broadcast_to(1 / (qs[1] - qs[0]), sample.shape)
+        else:
+            r = lpdf(xp, sample, *qs)
+            r = r if p.is_log else xp.exp(r)
         return xp.ascontiguousarray(r).astype(sample.dtype, copy=False)
     return compute
 
