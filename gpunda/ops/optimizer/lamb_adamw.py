@@ -79,11 +79,11 @@ def _phase2(xp, p, w, g, r1, r2, w32=None):
     name = "mp_lamb_update_phase2" if w32 is not None else "lamb_update_phase2"
     if w32 is None:
         check_types(name, _PH2_IN, (w, g, r1, r2))
-    else:       # MP_InferType<1, 1, 5>: g, r1, r2 and weight32 are float32
-        check_types(name, _PH2_IN + ("weight32",), (w, g, r1, r2, w32), 1)
-    if w32 is None:
         check_same_shapes(name, ("weight", "g"), (w, g))
-    else:       # MPLambUpdatePhaseTwoShape: weight32 has the weight's shape too
+    else:
+        # MP_InferType<1, 1, 5>: g, r1, r2 and weight32 are float32;
+        # MPLambUpdatePhaseTwoShape: weight32 has the weight's shape too
+        check_types(name, _PH2_IN + ("weight32",), (w, g, r1, r2, w32), 1)
         check_same_shapes(name, ("weight", "g", "weight32"), (w, g, w32))
     for rn, r in (("r1", r1), ("r2", r2)):
         # MXNet's LambUpdatePhaseTwoShape: the norms' first dim must be 1
