@@ -54,7 +54,7 @@ def _first_dtype(prog):
 _CPU_GAPS = {
     "Convolution": ("float16",), "Deconvolution": ("float16",),
     "FullyConnected": ("float16",), "dot": ("float16",), "batch_dot": ("float16",),
-    "argsort": ("float16",), "sort": ("float16",), "topk": ("float16",),
+    "argsort": ("float16",), "sort": ("float16",),
     "LRN": ("float16", "float64"), "SoftmaxActivation": ("float16", "float64"),
     "GridGenerator": ("float16", "float64"),
 }
