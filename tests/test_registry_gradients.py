@@ -582,6 +582,8 @@ for _cmp in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equ
     SPECS[f"_npi_{_cmp}"] = dict(inputs=[U(2, 3), U(1, 3)], skip=_NP_CMP)
     SPECS[f"_npi_{_cmp}_scalar"] = dict(params={"scalar": 1.0}, skip=_NP_CMP)
 SPECS["_npx_reshape"] = dict(inputs=[U(2, 3, 2)], params={"newshape": (-2, -5)})
+# MXNet refuses moments without axes ("Empty axes is not supported")
+SPECS["moments"] = dict(inputs=[U(2, 3)], params={"axes": (0, 1)})
 # np Symbol work: tensordot's int-axes op; boolean mask assignment (zero gradients, MXNet's
 # MakeZeroGradNodes)
 SPECS["_npi_tensordot_int_axes"] = dict(inputs=[U(2, 3, 4), U(3, 4, 2)], params={"axes": 2})

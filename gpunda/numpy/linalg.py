@@ -91,6 +91,10 @@ def eigh(a, UPLO="L"):  # noqa: N803 (NumPy's name)
         raise ValueError("UPLO argument must be 'L' or 'U'")
     np = _np()
     a = to_tensor(a)
+    if a.dtype.kind in "iu":
+        # MXNet's _npi_eigh computes integer input in float64; the legacy _linalg_syevd
+        # below takes float32/float64 only (float16 is refused by both)
+        a = a.astype("float64")
     if UPLO == "U":
         a = np.swapaxes(a, -1, -2)
     u, w = invoke("_linalg_syevd", [a])

@@ -187,3 +187,32 @@ def not_differentiable(backward_name):
         raise GpundaError(f"Operator {backward_name} is non-differentiable because it didn't "
                           f"register FGradient attribute.")
     return rule
+
+
+# NOTE [Dtypes a kernel is instantiated for]
+# MXNet dispatches a kernel on the input dtype through one of mshadow's switches, and
+# an input of a dtype the switch does not list is refused (on every device):
+# MSHADOW_REAL_TYPE_SWITCH lists float16/32/64 ("This operation only support floating
+# point types"), MSHADOW_SGL_DBL_TYPE_SWITCH float32/64 (the linalg ops), and
+# MSHADOW_TYPE_SWITCH every numeric type but not bool ("Unknown type enum 7"). NumPy
+# computes any dtype, so the ops declared with such a kernel test their input's dtype
+# first, inline (``x.dtype.kind``: one attribute read on the good path), and build the
+# error here.
+def not_real(opname, name, dtype):
+    """GpundaError for an input outside MSHADOW_REAL_TYPE_SWITCH (float16/32/64)."""
+    return GpundaError(f"Operator {opname}: input {name} has dtype {np.dtype(dtype).name}; "
+                       f"This operation only support floating point types (float16, "
+                       f"float32, float64), as MXNet's kernel")
+
+
+def not_sgl_dbl(opname, name, dtype):
+    """GpundaError for an input outside MSHADOW_SGL_DBL_TYPE_SWITCH (float32/64)."""
+    return GpundaError(f"Operator {opname}: input {name} has dtype {np.dtype(dtype).name}; "
+                       f"This operation only supports 32-bit and 64-bit floating point")
+
+
+def no_bool(opname, name):
+    """GpundaError for a bool input of a kernel instantiated for numeric types only."""
+    return GpundaError(f"Operator {opname}: input {name} is bool; MXNet's kernel has no "
+                       f"bool type (Unknown type enum 7); cast it first")
+

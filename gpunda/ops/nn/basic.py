@@ -26,7 +26,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
-from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype
+from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype, not_real
 from gpunda.ops.kernels import norm as _nk
 from gpunda.ops.kernels.norm import _acc
 from gpunda.ops.nn import conv as nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
@@ -84,6 +84,8 @@ def _fc_2d(x, flatten):
 
 
 def _fully_connected(xp, p, x, w, b=None):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("FullyConnected", "data", x.dtype)
     if b is None:
         require_same_dtype("FullyConnected", ("data", "weight"), x, w)
     else:
@@ -181,6 +183,8 @@ def _sigmoid(xp, x):
 
 
 def _activation(xp, p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("Activation", "data", x.dtype)
     t = p.act_type
     if t == "relu":
         return xp.maximum(x, 0).astype(x.dtype, copy=False)
@@ -505,6 +509,8 @@ register(OpDef(
 
 
 def _softmax_activation(xp, p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("SoftmaxActivation", "data", x.dtype)
     if p.mode == "channel":
         if x.ndim < 2:
             raise GpundaError(f"Operator SoftmaxActivation: mode='channel' needs data with at "
@@ -713,6 +719,8 @@ def _reg_scale(p, label):
 
 def _make_regression(name, fwd, kind):
     def compute(xp, p, x, label):
+        if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+            raise not_real(name, "data", x.dtype)
         _reg_label(name, label, x)
         return fwd(xp, x)
 
@@ -760,14 +768,20 @@ _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
 def _dropout(xp, p, x, ctx=None):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("Dropout", "data", x.dtype)
     if not 0 <= p.p <= 1:
         raise GpundaError(f"Operator Dropout: parameter p={p.p} must be in [0, 1]")
+    for a in (p.axes or ()):
+        if not 0 <= a < x.ndim:     # MXNet's shape function indexes the shape with the axis
+            raise GpundaError(f"Operator Dropout: axes={p.axes}: axis {a} must be in range "
+                              f"[0, {x.ndim}) (negative axes are not accepted)")
     active = p.mode == "always" or _modes.is_training()
     if not active or p.p == 0:
         return x.copy(), xp.ones_like(x)
     mshape = list(x.shape)
     for a in (p.axes or ()):
-        mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
+        mshape[a] = 1
     if p.p >= 1:    # MXNet's mask is 0 * 1/(1 - p) = NaN: the output is NaN, as in MXNet
         mask = xp.full(mshape, np.nan, dtype=x.dtype)
     else:

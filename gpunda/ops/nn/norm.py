@@ -11,7 +11,7 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import require_same_dtype
+from gpunda.ops._util import require_same_dtype, not_real
 from gpunda.ops.nn.basic import (BN_PARAMS, _acc, _norm_grad, _kshape, _batch_norm,
                                  _grad_batch_norm, _infer_bn, bn_infer_type, bn_update)
 
@@ -132,6 +132,8 @@ def _l2_norm_shape(p, shape):
 
 
 def _l2_normalization(xp, p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("L2Normalization", "data", x.dtype)
     axes = _l2_axes(p, x.ndim)
     xa = _acc(x)
     norm = xp.sqrt((xa * xa).sum(axis=axes, keepdims=True) + p.eps)
@@ -182,6 +184,8 @@ register(OpDef(
 
 
 def _lrn_check(p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("LRN", "data", x.dtype)
     if x.ndim != 4:
         raise GpundaError(f"Operator LRN: input data must be 4-D (N, C, H, W), got shape "
                           f"{tuple(x.shape)}")
@@ -221,6 +225,8 @@ register(OpDef(
 
 
 def _hard_sigmoid(xp, p, x):
+    if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("hard_sigmoid", "data", x.dtype)
     return xp.clip(x * p.alpha + p.beta, 0, 1).astype(x.dtype, copy=False)
 
 
@@ -242,11 +248,15 @@ register(OpDef(
 
 
 def _svm_label(xp, x, label):
+    # MXNet's SVMOutputProp::InferShape: label has data's shape without its last axis; the
+    # kernel then reads the first data.shape[0] labels, one per row of data flattened to 2-D
+    want = tuple(x.shape[:-1])
+    if tuple(label.shape) != want:
+        raise GpundaError(f"Operator SVMOutput: Shape inconsistent, Provided = "
+                          f"{tuple(label.shape)}, inferred shape={want} (input label: data's "
+                          f"shape {tuple(x.shape)} without its last axis)")
     n = x.shape[0] if x.ndim else 1
-    if label.size != n:
-        raise GpundaError(f"Operator SVMOutput: input label has shape {tuple(label.shape)}, "
-                          f"expected {n} labels (one per row of data {tuple(x.shape)})")
-    return label.reshape(n).astype(np.int64)
+    return label.reshape(-1)[:n].astype(np.int64)
 
 
 def _svm_output(xp, p, x, label):

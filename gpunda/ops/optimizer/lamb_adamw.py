@@ -19,11 +19,16 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops.optimizer.updates import _clip
+from gpunda.ops.optimizer.updates import _clip, check_types
 from gpunda.ops.optimizer.multi import check_group_lengths, check_same_shapes, grouped_mutates, grouped_names
 from gpunda.ops.sparse.ops import RSPData
 
 _F32 = np.float32
+
+
+_PH1_IN = ("weight", "grad", "mean", "var")
+_PH2_IN = ("weight", "g", "r1", "r2")
+_ADAMW_IN = ("weight", "grad", "mean", "var", "rescale_grad")
 
 
 def _lamb_direction(xp, p, w, g, mean, var, t, wd):
@@ -56,11 +61,15 @@ def _scalar(a, op, name):
 
 
 def _phase1(xp, p, w, g, mean, var):
+    check_types("lamb_update_phase1", _PH1_IN, (w, g, mean, var))
     check_same_shapes("lamb_update_phase1", ("weight", "grad", "mean", "var"), (w, g, mean, var))
     return _lamb_direction(xp, p, w, g, mean, var, p.t, p.wd)
 
 
 def _mp_phase1(xp, p, w, g, mean, var, w32):
+    # NOTE [Update ops check before they write]: MPLambPhaseOneType
+    check_types("mp_lamb_update_phase1", _PH1_IN + ("weight32",), (w, g, mean, var, w32), 2,
+                f16=True)
     check_same_shapes("mp_lamb_update_phase1", ("weight", "grad", "mean", "var", "weight32"),
                       (w, g, mean, var, w32))
     return _lamb_direction(xp, p, w32, g, mean, var, p.t, p.wd)
@@ -68,7 +77,14 @@ def _mp_phase1(xp, p, w, g, mean, var, w32):
 
 def _phase2(xp, p, w, g, r1, r2, w32=None):
     name = "mp_lamb_update_phase2" if w32 is not None else "lamb_update_phase2"
-    check_same_shapes(name, ("weight", "g"), (w, g))
+    if w32 is None:
+        check_types(name, _PH2_IN, (w, g, r1, r2))
+        check_same_shapes(name, ("weight", "g"), (w, g))
+    else:
+        # MP_InferType<1, 1, 5>: g, r1, r2 and weight32 are float32;
+        # MPLambUpdatePhaseTwoShape: weight32 has the weight's shape too
+        check_types(name, _PH2_IN + ("weight32",), (w, g, r1, r2, w32), 1)
+        check_same_shapes(name, ("weight", "g", "weight32"), (w, g, w32))
     for rn, r in (("r1", r1), ("r2", r2)):
         # MXNet's LambUpdatePhaseTwoShape: the norms' first dim must be 1
         if r.ndim < 1 or r.shape[0] != 1:
@@ -128,6 +144,8 @@ def _adamw_step(xp, p, lr, wd, eta, w, g, mean, var, scale, multi):
 
 
 def _adamw(xp, p, w, g, mean, var, rescale):
+    # MPUpdateInferType<4, 1, 5>: rescale_grad is float32 (NOTE [Update ops check ...])
+    check_types("_adamw_update", _ADAMW_IN, (w, g, mean, var, rescale), 4)
     check_same_shapes("_adamw_update", ("weight", "grad", "mean", "var"), (w, g, mean, var))
     scale = _rescale_of(rescale, "_adamw_update")
     if scale is None:
@@ -139,6 +157,9 @@ def _adamw(xp, p, w, g, mean, var, rescale):
 
 
 def _mp_adamw(xp, p, w, g, mean, var, w32, rescale):
+    # MPUpdateInferType<2, 1, 6>: mean, var, weight32 and rescale_grad are float32
+    check_types("_mp_adamw_update", _ADAMW_IN[:4] + ("weight32", "rescale_grad"),
+                (w, g, mean, var, w32, rescale), 2)
     check_same_shapes("_mp_adamw_update", ("weight", "grad", "mean", "var", "weight32"),
                       (w, g, mean, var, w32))
     scale = _rescale_of(rescale, "_mp_adamw_update")

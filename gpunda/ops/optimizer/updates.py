@@ -8,8 +8,11 @@ modified unless it is also ``out``. Gradient clipping follows MXNet's kernels:
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import not_real
 
 _COMMON = [Param("lr", "float", doc="learning rate"), Param("wd", "float", 0.0, "weight decay"),
            Param("rescale_grad", "float", 1.0, "gradient scale"),
@@ -25,6 +28,42 @@ def _check(name, inputs, names):
                               f"has shape {tuple(w.shape)}")
 
 
+# NOTE [Update ops check before they write]
+# An update op writes its states in place, so everything MXNet refuses must be refused
+# before the first write. MXNet's type inference: ElemwiseType<n> makes every input the
+# weight's dtype; the mixed-precision forms (MP_InferType<n_same>, MPUpdateInferType,
+# MPLambPhaseOneType) make the first n_same inputs one dtype (float16 for
+# mp_lamb_update_phase1) and every later one float32; then the kernel is instantiated
+# for float types only (MSHADOW_REAL_TYPE_SWITCH on the weight). ``check_types`` is that
+# rule, run by every update op's compute ahead of its shape checks and its writes.
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
+
+
+def check_types(name, names, arrays, n_same=None, f16=False):
+    """GpundaError unless ``arrays`` follow MXNet's type rule for update op ``name``:
+    ``arrays[:n_same]`` share the weight's dtype (float16 when ``f16``), later ones are
+    float32, and the weight is a float type (see NOTE [Update ops check before they write])."""
+    w = arrays[0]
+    dt = w.dtype
+    n = len(arrays) if n_same is None else n_same
+    if f16 and dt != _F16:
+        raise _type_inconsistent(name, names[0], dt, _F16)
+    for i in range(1, len(arrays)):
+        want = dt if i < n else _F32
+        got = arrays[i].dtype
+        if got is not want and got != want:
+            raise _type_inconsistent(name, names[i], got, want)
+    if dt.kind != "f":
+        raise not_real(name, names[0], dt)
+
+
+def _type_inconsistent(name, input_name, got, want):
+    return GpundaError(f"Operator {name}: Type inconsistent, Provided = {np.dtype(got).name}, "
+                       f"inferred type = {np.dtype(want).name} (input {input_name}); nothing "
+                       f"was updated")
+
+
 def _clip(xp, g, c):
     return xp.clip(g, -c, c) if c >= 0 else g
 
@@ -34,14 +73,16 @@ def _rescaled(xp, p, g, dtype):
     return _clip(xp, g, p.clip_gradient)
 
 
-def _op(name, fn, names, params, doc, state=()):
-    """Register an update op: ``fn(xp, p, *arrays) -> new weight``; ``state`` = mutated inputs."""
+def _op(name, fn, names, params, doc, state=(), n_same=None, check=None):
+    """Register an update op: ``fn(xp, p, *arrays) -> new weight``; ``state`` = mutated
+    inputs; ``n_same``: the inputs sharing the weight's dtype (``check_types``)."""
     def compute(xp, p, *arrays):
+        check_types(name, names, arrays, n_same)
         _check(name, arrays, names)
         return fn(xp, p, *arrays)
     register(OpDef(name, compute, inputs=names, params=params, nondiff=True,
                    mutates=tuple(names.index(s) for s in state), family="optim", doc=doc,
-                   save=()))
+                   save=(), check=check))
 
 
 def _sgd(xp, p, w, g):
@@ -139,7 +180,7 @@ _op("nag_mom_update", _nag_mom, ("weight", "grad", "mom"), _COMMON + _MOM,
 _op("mp_nag_mom_update", lambda xp, p, w, g, mom, w32: _mp_nag_mom(xp, p, w, g, mom, w32),
     ("weight", "grad", "mom", "weight32"), _COMMON + _MOM,
     "Multi-precision Nesterov momentum: mom and the float32 weight32 in place.",
-    state=("mom", "weight32"))
+    state=("mom", "weight32"), n_same=2)
 _op("adam_update", _adam, ("weight", "grad", "mean", "var"),
     _COMMON + [Param("beta1", "float", 0.9), Param("beta2", "float", 0.999),
                Param("epsilon", "float", 1e-8)] + _LAZY,
@@ -159,10 +200,19 @@ _op("signum_update", _signum, ("weight", "grad", "mom"),
     state=("mom",))
 _op("mp_sgd_update", _mp_sgd, ("weight", "grad", "weight32"), _COMMON + _LAZY,
     "Multi-precision SGD: the float32 master copy weight32 is updated in place.",
-    state=("weight32",))
+    state=("weight32",), n_same=2)
 _op("mp_sgd_mom_update", _mp_sgd_mom, ("weight", "grad", "mom", "weight32"),
     _COMMON + _MOM + _LAZY, "Multi-precision SGD with momentum (mom and weight32 in place).",
-    state=("mom", "weight32"))
+    state=("mom", "weight32"), n_same=2)
+
+
+def _ftml_bounds(p):
+    # FTMLParam declares beta1 and beta2 in [0, 1] (set_range): MXNet refuses the call
+    for n in ("beta1", "beta2"):
+        v = getattr(p, n)
+        if not 0 <= v <= 1:
+            raise GpundaError(f"Operator ftml_update: value {v} for Parameter {n} exceed "
+                              f"bound [0,1]")
 
 
 def _ftml(xp, p, w, g, d, v, z):
@@ -200,4 +250,5 @@ _op("ftml_update", _ftml, ("weight", "grad", "d", "v", "z"),
      Param("beta2", "float", 0.999), Param("epsilon", "float", 1e-8),
      Param("t", "int", doc="update count (from 1)"), Param("wd", "float", 0.0),
      Param("rescale_grad", "float", 1.0), Param("clip_grad", "float", -1.0)],
-    "FTML (Zheng & Kwok 2017): states d, v, z are updated in place.", state=("d", "v", "z"))
+    "FTML (Zheng & Kwok 2017): states d, v, z are updated in place.", state=("d", "v", "z"),
+    check=_ftml_bounds)

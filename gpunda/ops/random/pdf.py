@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from gpunda.base import GpundaError
-from gpunda.ops._util import special, sum_to_shape
+from gpunda.ops._util import special, sum_to_shape, not_real
 from gpunda.ops.registry import OpDef, Param, register
 
 _PARAMS = [Param("is_log", "bool", False)]
@@ -20,6 +20,8 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _check(name, sample, params, vector=False):
+    if sample.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real(name, "sample", sample.dtype)
     pshape = params[0].shape
     for q in params[1:]:
         if q.shape != pshape:
@@ -83,8 +85,14 @@ def _pdf_compute(distr):
 
     def compute(xp, p, sample, *params):
         _check(name, sample, params)
-        r = lpdf(xp, sample, *(_expand(q, sample.ndim) for q in params))
-        r = r if p.is_log else xp.exp(r)
+        qs = [_expand(q, sample.ndim) for q in params]
+        if distr == "uniform" and not p.is_log:
+            # MXNet's PDF_Uniform is 1 / (high - low), unchecked: negative for high < low,
+            # where exp(-log(high - low)) would be NaN
+            r = xp.broadcast_to(1 / (qs[1] - qs[0]), sample.shape)
+        else:
+            r = lpdf(xp, sample, *qs)
+            r = r if p.is_log else xp.exp(r)
         return xp.ascontiguousarray(r).astype(sample.dtype, copy=False)
     return compute
 

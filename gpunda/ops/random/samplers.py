@@ -7,6 +7,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda._core.deferred import DeferredOpError, undefined_like, resource_failure
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import not_real, no_bool
 from gpunda.backends.generators import generator as _generator
 
 _SHAPE = [Param("shape", "shape", ()), Param("ctx", "any", None),
@@ -118,6 +119,13 @@ def _gnb(rng, mu, alpha, size):
     return rng.poisson(lam, size=size)
 
 
+def _negbin(r, k, p, size):
+    """Negative binomial draws; k == 0 (no success to wait for) gives 0, as MXNet's kernel
+    does, where NumPy's sampler requires k > 0."""
+    zero = k == 0
+    return r.negative_binomial(k + zero, p, size=size) * (1 - zero)
+
+
 # name: (MXNet's parameter names with defaults, sampler(rng, *params, size), kernel checks)
 _DISTRIBUTIONS = {
     "exponential": ((("lam", 1.0),), lambda r, lam, size: r.exponential(1.0 / lam, size=size),
@@ -127,7 +135,7 @@ _DISTRIBUTIONS = {
     "poisson": ((("lam", 1.0),), lambda r, lam, size: r.poisson(lam, size=size),
                 (("lam", lambda v: v >= 0, "must be >= 0"),)),
     "negative_binomial": ((("k", 1), ("p", 1.0)),
-                          lambda r, k, p, size: r.negative_binomial(k, p, size=size),
+                          lambda r, k, p, size: _negbin(r, k, p, size),
                           (("k", lambda v: v >= 0, "must be >= 0"),)),
     "generalized_negative_binomial": ((("mu", 1.0), ("alpha", 1.0)), _gnb,
                                       (("mu", lambda v: v >= 0, "must be >= 0"),
@@ -171,6 +179,8 @@ def _array_sampler(dist):
     def compute(xp, p, *params, ctx):
         base = params[0].shape
         for name, a in zip(_SAMPLE_INPUTS[dist], params):
+            if a.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+                raise no_bool(f"_sample_{dist}", name)
             if a.shape != base:
                 raise GpundaError(f"Operator _sample_{dist}: input {name} has shape {a.shape} "
                                   f"but {_SAMPLE_INPUTS[dist][0]} has shape {base}; all "
@@ -183,9 +193,20 @@ def _array_sampler(dist):
     return compute
 
 
+def _dtype_choices(opname, valid):
+    """A check hook: MXNet's dtype parameter of ``opname`` is an enum of ``valid``."""
+    def check(p):
+        if p.dtype is not None and p.dtype.name not in valid:
+            raise GpundaError(f"Operator {opname}: Invalid Input: dtype={p.dtype.name!r}, "
+                              f"valid values are: {', '.join(valid)}")
+    return check
+
+
+_FLOAT_DTYPES = ("None", "float16", "float32", "float64")
 for _dist, _ins in _SAMPLE_INPUTS.items():
     register(OpDef(f"_sample_{_dist}", _array_sampler(_dist), inputs=_ins, wants_ctx=True,
                    random=True, nondiff=True,
+                   check=_dtype_choices(f"_sample_{_dist}", _FLOAT_DTYPES),
                    params=[Param("shape", "shape", ()), Param("dtype", "dtype", None)],
                    aliases=(f"sample_{_dist}",), capture="random numbers (cuRAND)",
                    doc=f"One {_dist.replace('_', ' ')} distribution per element of the parameter "
@@ -193,6 +214,8 @@ for _dist, _ins in _SAMPLE_INPUTS.items():
 
 
 def _multinomial(xp, p, data, ctx):
+    if data.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real("_sample_multinomial", "data", data.dtype)
     if data.ndim < 1:
         raise GpundaError("Operator _sample_multinomial: data must have at least one axis")
     k = data.shape[-1]
@@ -216,6 +239,8 @@ def _multinomial(xp, p, data, ctx):
 
 register(OpDef("_sample_multinomial", _multinomial, inputs=("data",), wants_ctx=True,
                random=True, nondiff=True, num_outputs=2,
+               check=_dtype_choices("_sample_multinomial",
+                                    ("float16", "float32", "float64", "int32", "uint8")),
                num_visible=lambda p: 2 if p.get_prob else 1,
                # MXNet has one output without get_prob, named "output"
                output_names=lambda p: () if p.get_prob else ("output",),
@@ -229,8 +254,10 @@ register(OpDef("_sample_multinomial", _multinomial, inputs=("data",), wants_ctx=
 # ---------------------------------------------------------------------------
 # _random_<dist>_like: the scalar samplers with the shape and dtype of an input array
 
-def _like(scalar_compute):
+def _like(scalar_compute, opname):
     def compute(xp, p, data, ctx):
+        if data.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+            raise not_real(opname, "data", data.dtype)
         return scalar_compute(xp, p.replace(shape=tuple(data.shape), dtype=data.dtype), ctx)
     return compute
 
@@ -239,7 +266,8 @@ _LIKE = {"uniform": ((("low", 0.0), ("high", 1.0)), _uniform),
          "normal": ((("loc", 0.0), ("scale", 1.0)), _normal),
          **{d: (names, _scalar_sampler(d)) for d, (names, _, _) in _DISTRIBUTIONS.items()}}
 for _dist, (_names, _compute) in _LIKE.items():
-    register(OpDef(f"_random_{_dist}_like", _like(_compute), inputs=("data",), wants_ctx=True,
+    register(OpDef(f"_random_{_dist}_like", _like(_compute, f"_random_{_dist}_like"),
+                   inputs=("data",), wants_ctx=True,
                    random=True, nondiff=True,
                    params=[Param(n, "int" if isinstance(d, int) else "float", d) for n, d in _names],
                    aliases=(f"random_{_dist}_like",), capture="random numbers (cuRAND)",

@@ -383,6 +383,12 @@ def to_stype(raw, stype, copy=False, dtype=None):
         return raw.copy()
     if stype == "default":
         return to_dense(raw)
+    if raw.dtype == np.bool_:
+        # MXNet's sparse storage kernels are instantiated for numeric types only (NOTE
+        # [Dtypes a kernel is instantiated for]): a bool csr/row_sparse array cannot be made
+        raise GpundaError(f"cast_storage: a bool array cannot be stored as {stype} (MXNet's "
+                          f"sparse kernels have no bool type: Unknown type enum 7); cast it "
+                          f"to a numeric dtype first")
     if stype == "csr":
         return _dense_to_csr(xp, raw) if src == "default" else _rsp_to_csr(xp, raw)
     if stype == "row_sparse":
@@ -902,6 +908,24 @@ def _lazy_update(op):
     return kernel
 
 
+def _std_opt_update(op):
+    """Sparse-path kernel of the updates with MXNet's StdOptStorageType (sgd_mom_update,
+    adam_update): refuse states of unequal storage types before anything is written (NOTE
+    [Update ops check before they write]), run the lazy update for a dense weight and a
+    row_sparse grad, and leave every other combination to the dense fallback."""
+    lazy = _lazy_update(op)
+
+    def kernel(xp, sp, p, w, g, *states):
+        first = stype_of(states[0])
+        for i, s in enumerate(states[1:], 3):
+            if stype_of(s) != first:
+                raise GpundaError(f"Operator {op.name}: Inconsistent storage types detected "
+                                  f"in state {i}: {stype_of(s)} vs {first} (every state must "
+                                  f"have one storage type); nothing was updated")
+        return lazy(xp, sp, p, w, g, *states)
+    return kernel
+
+
 def _adagrad(xp, p, w, g, history):
     if p.wd != 0:
         raise GpundaError(f"Operator _sparse_adagrad_update: wd={p.wd} is not supported "
@@ -1011,10 +1035,11 @@ def _plan():
     plan.append(("dot", "grad", lambda op: _dot_grad))
     plan.append(("_sparse_adagrad_update", ("default", "row_sparse", "default"), _lazy_update))
     plan.append(("ftrl_update", ("default", "row_sparse", "default", "default"), _lazy_update))
-    for n in ("sgd_update", "sgd_mom_update", "adam_update"):
-        plan.append((n, ("default", "row_sparse") + ("*",) * {"sgd_update": 0,
-                                                            "sgd_mom_update": 1,
-                                                            "adam_update": 2}[n], _lazy_update))
+    plan.append(("sgd_update", ("default", "row_sparse"), _lazy_update))
+    # MXNet's StdOptStorageType: the states share one storage type, checked before the
+    # update (nothing is written); the lazy update runs for a dense weight and rsp grad
+    for n in ("sgd_mom_update", "adam_update"):
+        plan.append((n, "*", _std_opt_update))
     return plan
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from gpunda._core import bf16 as _bf16
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import not_real
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
@@ -80,6 +81,12 @@ register(OpDef(
         "with cast_narrow)."))
 
 
+def _all_finite(xp, p, x):
+    if x.dtype.kind != "f" and not _bf16.is_bf16(x.dtype):   # NOTE [Dtypes a kernel ...]
+        raise not_real("all_finite", "data", x.dtype)
+    return _finite(xp, [x])
+
+
 def _finite(xp, xs):
     ok = True
     for x in xs:
@@ -88,7 +95,7 @@ def _finite(xp, xs):
 
 
 register(OpDef(
-    "all_finite", lambda xp, p, x: _finite(xp, [x]),
+    "all_finite", _all_finite,
     params=[Param("init_output", "bool", True, "accepted; the output is always initialised")],
     nondiff=True, family="amp",
     infer_shape=lambda p, s: (list(s), [(1,)]),

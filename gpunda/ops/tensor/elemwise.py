@@ -13,7 +13,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, parse_dtype, declare_pointwise
 from gpunda.ops._util import (special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype,
-                              wrapped_int, c_cast_float)
+                              no_bool, wrapped_int, c_cast_float)
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -197,6 +197,8 @@ register(OpDef("_copy", lambda xp, p, x: x.copy(), aliases=("identity",),
 
 
 def _clip(xp, p, x):
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool('clip', "data")
     if x.dtype.kind not in "iu" and p.a_min > p.a_max:
         # MXNet accepts a_min > a_max: its kernel tests x > a_max first, then x < a_min
         # (clip([0.5, 1.5], a_min=2, a_max=1) is [2, 1]); xp.clip would give a_max
@@ -239,6 +241,12 @@ def _bin(name, f, grad, *, aliases=(), save=("inputs",), nondiff=False, doc="", 
 
 
 _LHS_RHS = ("lhs", "rhs")
+_BOOL = np.dtype(bool)
+
+
+def _bool_refused(name):
+    return GpundaError(f"Operator {name} does not support boolean type (MXNet's legacy binary "
+                       f"kernels have none); cast the inputs first, or use mx.np")
 
 
 def _typed(name, f, *, pyop=None, same_dtype_out=False, as_input_dtype=False):
@@ -246,27 +254,41 @@ def _typed(name, f, *, pyop=None, same_dtype_out=False, as_input_dtype=False):
     (NOTE [Uniform input dtypes]), then ``pyop(a, b)`` (an ``operator`` function, no
     Python frame) or ``f(xp, p, a, b)``. ``same_dtype_out`` casts a result NumPy
     promoted (int / int) back to the input dtype; ``as_input_dtype`` gives comparison
-    results (bool) the input dtype, as MXNet's 1 or 0."""
+    results (bool) the input dtype, as MXNet's 1 or 0. A bool input is refused: MXNet's
+    legacy binary kernels raise "Operator <name> does not support boolean type" (NOTE
+    [Dtypes a kernel is instantiated for]); one identity test of the dtype already read."""
     if pyop is not None:
         def compute(xp, p, a, b):
-            if a.dtype is not b.dtype and a.dtype != b.dtype:
+            dt = a.dtype
+            if dt is not b.dtype and dt != b.dtype:
                 raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            if dt is _BOOL:
+                raise _bool_refused(name)
             return pyop(a, b)
     elif same_dtype_out:
         def compute(xp, p, a, b):
-            if a.dtype is not b.dtype and a.dtype != b.dtype:
+            dt = a.dtype
+            if dt is not b.dtype and dt != b.dtype:
                 raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            if dt is _BOOL:
+                raise _bool_refused(name)
             r = f(xp, p, a, b)
             return r if r.dtype == a.dtype else r.astype(a.dtype)
     elif as_input_dtype:
         def compute(xp, p, a, b):
-            if a.dtype is not b.dtype and a.dtype != b.dtype:
+            dt = a.dtype
+            if dt is not b.dtype and dt != b.dtype:
                 raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            if dt is _BOOL:
+                raise _bool_refused(name)
             return f(xp, p, a, b).astype(a.dtype)
     else:
         def compute(xp, p, a, b):
-            if a.dtype is not b.dtype and a.dtype != b.dtype:
+            dt = a.dtype
+            if dt is not b.dtype and dt != b.dtype:
                 raise dtype_mismatch(name, _LHS_RHS, (a, b))
+            if dt is _BOOL:
+                raise _bool_refused(name)
             return f(xp, p, a, b)
     return compute
 
@@ -357,6 +379,23 @@ def _g_hypot(F, p, i, o, g, need=_BOTH):
             sum_to_shape(F, g[0] * i[1] / y, i[1].shape) if need[1] else None]
 
 
+def _int_pow(xp, a, b):
+    """``a ** b`` as MXNet's kernel computes it: for integer ``a`` in double precision, cast
+    back as C casts (``2 ** -1`` is 0, ``0 ** -1`` is INT_MIN; NumPy refuses negative integer
+    exponents); float types directly. ``b`` is an array or a scalar of ``a``'s dtype."""
+    if a.dtype.kind in "iu":
+        bf = b.astype(np.float64) if hasattr(b, "astype") else np.float64(b)
+        return c_cast_float(xp, xp.power(a.astype(np.float64), bf), a.dtype)
+    return xp.power(a, b)
+
+
+def _rpow(xp, x, s):
+    """``s ** x`` (``s`` already in ``x``'s dtype) as MXNet computes it (see _int_pow)."""
+    if x.dtype.kind in "iu":
+        return c_cast_float(xp, xp.power(np.float64(s), x.astype(np.float64)), x.dtype)
+    return xp.power(s, x)
+
+
 def _mod(xp, p, a, b):
     # MXNet's mod follows the sign of the divisor like Python's %
     return xp.mod(a, b)
@@ -391,7 +430,8 @@ for _n, _pyop, _g, _al in _ARITH:
 # operators and sym.maximum/pow of two Symbols make), refusing unequal shapes
 _BINARY = [
     ("mod", _mod, _g_mod, dict(same_dtype_out=True), "Remainder"),
-    ("power", lambda xp, p, a, b: xp.power(a, b), _g_pow, dict(same_dtype_out=True), "a ** b"),
+    ("power", lambda xp, p, a, b: _int_pow(xp, a, b), _g_pow, dict(same_dtype_out=True),
+     "a ** b"),
     ("maximum", lambda xp, p, a, b: xp.maximum(a, b), _g_max, {}, "Element-wise maximum"),
     ("minimum", lambda xp, p, a, b: xp.minimum(a, b), _g_min, {}, "Element-wise minimum"),
     ("hypot", lambda xp, p, a, b: xp.hypot(a, b), _g_hypot, dict(same_dtype_out=True),
@@ -481,10 +521,10 @@ _sc("_mod_scalar", lambda xp, x, s: xp.mod(x, s), lambda F, p, i, o, g: [g[0]], 
 _sc("_rmod_scalar", lambda xp, x, s: xp.mod(s, x).astype(x.dtype, copy=False),
     lambda F, p, i, o, g: [-g[0] * F.floor(p.scalar / i[0])], doc="scalar mod x.",
     aliases=("_RModScalar",))
-_sc("_power_scalar", lambda xp, x, s: xp.power(x, s).astype(x.dtype, copy=False),
+_sc("_power_scalar", lambda xp, x, s: _int_pow(xp, x, s).astype(x.dtype, copy=False),
     lambda F, p, i, o, g: [g[0] * p.scalar * F._power_scalar(i[0], scalar=p.scalar - 1)],
     doc="x ** scalar.", aliases=("_PowerScalar",))
-_sc("_rpower_scalar", lambda xp, x, s: xp.power(s, x).astype(x.dtype, copy=False),
+_sc("_rpower_scalar", lambda xp, x, s: _rpow(xp, x, s).astype(x.dtype, copy=False),
     lambda F, p, i, o, g: [g[0] * o[0] * math.log(p.scalar)], save=("outputs",),
     doc="scalar ** x.", aliases=("_RPowerScalar",))
 _sc("_maximum_scalar", lambda xp, x, s: xp.maximum(x, s),
@@ -569,6 +609,8 @@ register(OpDef("_identity_with_attr_like_rhs", _identity_like_rhs, inputs=("lhs"
 
 
 def _smooth_l1(xp, p, x):
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool('smooth_l1', "data")
     s2 = p.scalar * p.scalar
     ax = xp.abs(x)
     return xp.where(ax < 1.0 / s2, 0.5 * s2 * x * x, ax - 0.5 / s2).astype(x.dtype, copy=False)

@@ -19,7 +19,7 @@ import math
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import legacy_scalar, matmul, require_same_dtype
+from gpunda.ops._util import legacy_scalar, matmul, require_same_dtype, not_sgl_dbl
 
 
 def _prod(dims):
@@ -223,8 +223,21 @@ def _check_mat(name, x, square=False, what="A"):
                           f"{x.shape}")
 
 
+def _sgl_dbl(opname, compute, first):
+    """``compute`` behind MXNet's MSHADOW_SGL_DBL_TYPE_SWITCH: every linalg kernel is
+    instantiated for float32 and float64 only, on every device (NOTE [Dtypes a kernel is
+    instantiated for])."""
+    def checked(xp, p, a, *rest):
+        dt = a.dtype
+        if dt.kind != "f" or dt.itemsize < 4:
+            raise not_sgl_dbl(opname, first, dt)
+        return compute(xp, p, a, *rest)
+    return checked
+
+
 def _la(name, compute, grad, *, inputs=("A",), params=(), save=("inputs",), nondiff=False,
         num_outputs=1, doc=""):
+    compute = _sgl_dbl(f"_linalg_{name}", compute, inputs[0])
     return register(OpDef(f"_linalg_{name}", compute, inputs=inputs, params=list(params),
                           gradient=grad, save=save, nondiff=nondiff, num_outputs=num_outputs,
                           aliases=(f"linalg_{name}",), family="linalg", doc=doc,

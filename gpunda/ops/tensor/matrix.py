@@ -12,7 +12,7 @@ exist so that every rule is itself made of differentiable registered ops.
 from __future__ import annotations
 
 from gpunda.base import GpundaError
-from gpunda.ops._util import norm_axis
+from gpunda.ops._util import norm_axis, no_bool
 from gpunda.ops.registry import OpDef, Param, register
 
 _FAMILY = "matrix"
@@ -575,6 +575,8 @@ _reg("stack", _stack, inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args
 
 
 def _split(xp, p, x):
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool('SliceChannel', "data")
     n = p.num_outputs
     if n < 1:
         raise _err("SliceChannel", f"num_outputs={n} must be at least 1")
@@ -880,6 +882,8 @@ def _diag_axes(x, p):
 
 
 def _diag(xp, p, x):
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool('diag', "data")
     if x.ndim == 0:
         raise _err("diag", "input must have at least one dimension, got a 0-d array")
     if x.ndim == 1:

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
-from gpunda.ops._util import legacy_scalar
+from gpunda.ops._util import legacy_scalar, no_bool
 
 # ----------------------------------------------------------------------------
 # axis handling
@@ -242,6 +242,14 @@ _reduction("nanprod", lambda xp, x, a, kd: xp.nanprod(x, axis=a, keepdims=kd, dt
 def _norm_check(p):
     if p.ord not in (1, 2):
         raise GpundaError(f"Operator norm: ord={p.ord} is not supported; use 1 or 2")
+    od = p.out_dtype
+    if od is not None and od.name not in _NORM_OUT_DTYPES:
+        # NormParam.out_dtype is an enum of these (no unsigned or bool type)
+        raise GpundaError(f"Operator norm: Invalid Input: out_dtype={od.name!r}, valid values "
+                          f"are: None, {', '.join(_NORM_OUT_DTYPES)}")
+
+
+_NORM_OUT_DTYPES = ("float16", "float32", "float64", "int32", "int64", "int8")
 
 
 def _norm(xp, p, x):
@@ -278,7 +286,17 @@ register(OpDef(
 # moments
 
 
+def _moments_axes(p):
+    if p.axes is None or p.axes == ():    # MXNet's MomentsShape checks this first
+        raise GpundaError("Operator moments: axes must be given: Empty axes is not supported, "
+                          "if you would like to do global moments, please pass all axes to "
+                          "axes argument")
+
+
 def _moments(xp, p, x):
+    _moments_axes(p)
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool('moments', "data")
     axes = reduce_axes(p.axes, False, x.ndim, "moments")
     acc = _acc_dtype(x)
     m = x.mean(axis=axes, keepdims=True, dtype=acc)
@@ -315,6 +333,8 @@ _ARG_PARAMS = [Param("axis", "int", None, "axis; None uses the flattened input")
 
 def _arg(name, fn):
     def compute(xp, p, x):
+        if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+            raise no_bool(name, "data")
         if p.axis is None:
             r = fn(x.reshape(-1))
             r = xp.reshape(xp.asarray(r), (1,) * x.ndim if p.keepdims else (1,))
@@ -341,9 +361,14 @@ _arg("argmax", lambda x, axis=None: x.argmax(axis=axis))
 _arg("argmin", lambda x, axis=None: x.argmin(axis=axis))
 # MXNet's argmax_channel is argmax with axis=1 (its parser fixes ReduceAxisParam.axis), so
 # a 1-D input is an axis error and (2, 1, 3) gives (2, 3)
-register(OpDef("argmax_channel",
-               lambda xp, p, x: legacy_scalar(xp, x.argmax(
-                   axis=_norm_axis(1, x.ndim, "argmax_channel"))).astype(x.dtype),
+def _argmax_channel(xp, p, x):
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool("argmax_channel", "data")
+    r = x.argmax(axis=_norm_axis(1, x.ndim, "argmax_channel"))
+    return legacy_scalar(xp, r).astype(x.dtype)
+
+
+register(OpDef("argmax_channel", _argmax_channel,
                nondiff=True, save=(), family="reduce",
                doc="Indices of the maximum along axis 1, in the input dtype."))
 
@@ -364,6 +389,8 @@ def _stable_argsort(xp, x, axis, ascend):
 
 def _order_axis(p, x, where):
     """(array to sort, axis) — the flattened input when axis is None."""
+    if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
+        raise no_bool(where, "data")
     if p.axis is None:
         return x.reshape(-1), 0
     return x, _norm_axis(p.axis, x.ndim, where)

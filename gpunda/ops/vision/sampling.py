@@ -13,6 +13,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops._util import not_differentiable
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import not_real
 
 
 def _affine_base(xp, h, w, dtype):
@@ -30,6 +31,8 @@ def _warp_scale(xp, h, w, dtype):
 
 def _grid_generator(xp, p, data):
     op = "GridGenerator"
+    if data.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
+        raise not_real(op, "data", data.dtype)
     if p.transform_type == "affine":
         if data.ndim != 2 or data.shape[1] != 6:
             raise GpundaError(f"Operator {op}: affine data must be (batch, 6), got "
