@@ -14,6 +14,8 @@ maps keep the per-sample products, which are already at full rate there.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # measured on ResNet-50 shapes (one BLAS thread): on 7x7 maps (49 cells) all three
@@ -32,7 +34,7 @@ def eligible(xp, x, kernel, pad, out_sp, C, F, product):
     padding, few output cells per sample (_MAX_CELLS) and C * F / (C + F) of at least
     _MIN_CHANNELS."""
     return (xp is np and x.ndim >= 3 and all(k == 1 for k in kernel) and not any(pad)
-            and int(np.prod(out_sp)) <= _MAX_CELLS[product]
+            and math.prod(out_sp) <= _MAX_CELLS[product]
             and C * F >= _MIN_CHANNELS * (C + F))
 
 
