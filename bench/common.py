@@ -44,6 +44,10 @@ CASES = {
     "w12_opt_sgd_mom": ("W12", "gluon Trainer.step, SGD momentum 0.9, 200 float32 tensors of "
                                "9.39M values"),
     "w12_opt_lamb": ("W12", "gluon Trainer.step, LAMB, 200 float32 tensors of 9.39M values"),
+    "w13_conv_resnet20": ("W13", "every convolution of ResNet-20 (batch 32, 3x32x32), forward and "
+                                 "both gradients, float32 NCHW"),
+    "w13_conv_resnet50": ("W13", "one of each ResNet-50 convolution shape (batch 4, 224x224 "
+                                 "stages), forward and both gradients, float32 NCHW"),
 }
 
 # (case, reference case) -> the most gpunda's case may take, in times the reference's
@@ -373,3 +377,46 @@ def numpy_opt_step(name, hp, ws, gs, states, t):
             d = (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-6) + wd * w
             r1, r2 = np.linalg.norm(w), np.linalg.norm(d)
             w -= (lr * (r1 / r2 if r1 and r2 else 1.0)) * d
+
+
+# W13: convolution layers alone, forward and both gradients (issue 36). Per case the batch
+# and (in channels, map size, out channels, kernel, stride, pad, how many such layers,
+# whether the data gradient is wanted: not for a stem, whose input is the data).
+CONV_LAYERS = {
+    "w13_conv_resnet20": (32, [(3, 32, 16, 3, 1, 1, 1, False),
+                               (16, 32, 16, 3, 1, 1, 6, True),
+                               (16, 32, 32, 3, 2, 1, 1, True),
+                               (16, 32, 32, 1, 2, 0, 1, True),
+                               (32, 16, 32, 3, 1, 1, 5, True),
+                               (32, 16, 64, 3, 2, 1, 1, True),
+                               (32, 16, 64, 1, 2, 0, 1, True),
+                               (64, 8, 64, 3, 1, 1, 5, True)]),
+    "w13_conv_resnet50": (4, [(64, 56, 64, 1, 1, 0, 1, True),
+                              (64, 56, 64, 3, 1, 1, 1, True),
+                              (64, 56, 256, 1, 1, 0, 1, True),
+                              (256, 56, 64, 1, 1, 0, 1, True),
+                              (256, 56, 512, 1, 2, 0, 1, True),
+                              (128, 28, 128, 3, 1, 1, 1, True),
+                              (512, 28, 128, 1, 1, 0, 1, True),
+                              (256, 14, 256, 3, 1, 1, 1, True),
+                              (1024, 14, 256, 1, 1, 0, 1, True),
+                              (512, 7, 512, 3, 1, 1, 1, True),
+                              (2048, 7, 512, 1, 1, 0, 1, True)]),
+}
+
+
+def conv_layers(case):
+    """Per layer shape of a W13 case: (x, w, output gradient, Convolution kwargs, count,
+    whether the data gradient is wanted), seeded float32 arrays."""
+    r = rng(13)
+    batch, layers = CONV_LAYERS[case]
+    out = []
+    for cin, size, cout, k, s, p, count, need_dx in layers:
+        o = (size + 2 * p - k) // s + 1
+        x = r.standard_normal((batch, cin, size, size)).astype(np.float32)
+        w = (r.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        g = r.standard_normal((batch, cout, o, o)).astype(np.float32)
+        geo = dict(kernel=(k, k), stride=(s, s), pad=(p, p), num_filter=cout, no_bias=True)
+        out.append((x, w, g, geo, count, need_dx))
+    return out
+

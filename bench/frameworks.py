@@ -317,6 +317,34 @@ class Gpunda(Framework):
     def w11_resnet_step_hybrid(self):
         return self._resnet(True)
 
+    def _conv_layers(self, case):
+        """W13 for gpunda and MXNet alike: nd.Convolution under autograd, backward with
+        the output gradient (both gradients; a stem's data gradient is not wanted)."""
+        mx = self.mx
+        layers = []
+        for x0, w0, g0, geo, count, need_dx in C.conv_layers(case):
+            x, w, g = self._arr(x0), self._arr(w0), self._arr(g0)
+            if need_dx:
+                x.attach_grad()
+            w.attach_grad()
+            layers.append((x, w, g, geo, count))
+
+        def step():
+            for x, w, g, geo, count in layers:
+                for _ in range(count):
+                    with mx.autograd.record():
+                        y = mx.nd.Convolution(x, w, **geo)
+                    y.backward(g)
+        step()
+        self.sync()
+        return step, None
+
+    def w13_conv_resnet20(self):
+        return self._conv_layers("w13_conv_resnet20")
+
+    def w13_conv_resnet50(self):
+        return self._conv_layers("w13_conv_resnet50")
+
     def w8_lstm_step(self):
         mx = self.mx
         s = C.LSTM_SIZES
@@ -546,6 +574,31 @@ class Torch(Framework):
     def w11_resnet_step_hybrid(self):
         return self._resnet(True)
 
+    def _conv_layers(self, case):
+        """W13: F.conv2d with autograd, backward with the output gradient."""
+        torch = self.torch
+        fconv = torch.nn.functional.conv2d
+        layers = []
+        for x0, w0, g0, geo, count, need_dx in C.conv_layers(case):
+            x, w, g = self._t(x0), self._t(w0), self._t(g0)
+            x.requires_grad_(need_dx)
+            w.requires_grad_(True)
+            layers.append((x, w, g, geo["stride"], geo["pad"], count))
+
+        def step():
+            for x, w, g, stride, pad, count in layers:
+                for _ in range(count):
+                    x.grad = w.grad = None          # written, as MXNet's grad_req="write"
+                    fconv(x, w, None, stride, pad).backward(g)
+        step()
+        return step, None
+
+    def w13_conv_resnet20(self):
+        return self._conv_layers("w13_conv_resnet20")
+
+    def w13_conv_resnet50(self):
+        return self._conv_layers("w13_conv_resnet50")
+
     def w8_lstm_step(self):
         torch = self.torch
         s = C.LSTM_SIZES
@@ -592,6 +645,9 @@ class MXNet(Framework):
     w4_graph50 = Gpunda.w4_graph50
     _graph50_block = Gpunda._graph50_block
     w8_lstm_step = Gpunda.w8_lstm_step
+    _conv_layers = Gpunda._conv_layers
+    w13_conv_resnet20 = Gpunda.w13_conv_resnet20
+    w13_conv_resnet50 = Gpunda.w13_conv_resnet50
     w9_imagerec = Gpunda.w9_imagerec
     w9_box_nms = Gpunda.w9_box_nms
     w9_roi_align = Gpunda.w9_roi_align

@@ -65,6 +65,7 @@ def chunk_bytes(request, monkeypatch):
     monkeypatch.setattr(_conv_kernels, "_CHUNK_BYTES", request.param)
     if request.param < 1 << 20:      # no whole-batch chunk for these small arrays either
         monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
+        monkeypatch.setattr(_conv_grid, "MIN_GEMM_COLUMNS", 1)     # nor a wide-GEMM chunk
         monkeypatch.setattr(_conv_flat, "_PLACE_BYTES", 0)     # and one chunk placed at a time
         monkeypatch.setattr(_conv_shifted, "_FILL_BYTES", 0)    # or shifted
     return request.param
@@ -329,11 +330,22 @@ def test_max_pool_route_disjoint_matches_the_argmax_route(rng):
 def test_chunks_cover_the_batch(monkeypatch):
     # the many-chunks runs above must really run in several chunks
     monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
+    monkeypatch.setattr(_conv_grid, "MIN_GEMM_COLUMNS", 1)
     x = np.zeros((5, 2, 6, 5))
     grid = _conv_grid._Grid(x, (3, 3), (1, 1), (1, 1), (6, 5), 256)
     spans = [(n0, n1) for n0, n1, _ in grid.chunks(x)]
     assert len(spans) == 5 and spans[0] == (0, 1) and spans[-1] == (4, 5)
     assert _conv_grid.samples_per_chunk(64, 1000, 1 << 30) == 64
+
+
+def test_chunks_span_at_least_min_gemm_columns(monkeypatch):
+    # a sample of 49 cells (a 7x7 map) whose columns fill the chunk alone still goes
+    # through with enough samples for a GEMM of MIN_GEMM_COLUMNS columns
+    monkeypatch.setattr(_conv_grid, "MIN_GEMM_COLUMNS", 512)
+    monkeypatch.setattr(_conv_grid, "WHOLE_BATCH_BYTES", 0)
+    assert _conv_grid.samples_per_chunk(64, 4000, 1000, cells=49) == 11     # ceil(512 / 49)
+    assert _conv_grid.samples_per_chunk(8, 4000, 1000, cells=49) == 8
+    assert _conv_grid.samples_per_chunk(64, 4000, 8000, cells=1024) == 2    # the bytes rule
 
 
 @pytest.mark.parametrize("kind", ["max", "avg", "sum"])

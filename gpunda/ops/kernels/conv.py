@@ -25,6 +25,8 @@ from gpunda.ops._util import finite, matmul
 from gpunda.ops.kernels import conv_flat as _flat
 from gpunda.ops.kernels import conv_shifted as _shifted
 from gpunda.ops.kernels import conv_grid as _grid
+from gpunda.ops.kernels import conv_phase as _phase
+from gpunda.ops.kernels import conv_pointwise as _pw
 
 
 def conv_out(sp, kernel, stride, dilate, pad, opname):
@@ -133,10 +135,10 @@ def _bmm(xp, a, b):
 _CHUNK_BYTES = 3 << 18
 
 
-def _chunk_size(xp, N, per_sample):
+def _chunk_size(xp, N, per_sample, cells):
     if xp is not np:
         return N
-    return _grid.samples_per_chunk(N, per_sample, _CHUNK_BYTES)
+    return _grid.samples_per_chunk(N, per_sample, _CHUNK_BYTES, cells)
 
 
 def col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
@@ -145,7 +147,7 @@ def col_chunks(xp, x, kernel, stride, dilate, pad, out_sp):
     N, C = x.shape[:2]
     K = math.prod(kernel)
     P = math.prod(out_sp)
-    b = _chunk_size(xp, N, C * K * P * x.dtype.itemsize)
+    b = _chunk_size(xp, N, C * K * P * x.dtype.itemsize, P)
     if b >= N or (K == 1 and not any(pad)):
         yield 0, N, im2col(xp, x, kernel, stride, dilate, pad, "Convolution")[0]
         return
@@ -177,6 +179,8 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, groups, opname):
     out_sp = conv_out(x.shape[2:], kernel, stride, dilate, pad, opname)
     if x.size == 0 or w.size == 0:
         return xp.zeros((N, F) + out_sp, dtype=x.dtype)
+    if _pw.eligible(xp, x, kernel, pad, out_sp, C, F, "forward"):
+        return _pw.forward(x, w, stride, groups, out_sp)
     if _flat.eligible(xp, x, kernel, stride, dilate, pad):
         if _shifted.eligible(x, kernel, groups):
             return _shifted.forward(x, w, kernel, dilate, pad, groups, _CHUNK_BYTES)
@@ -208,7 +212,9 @@ def weight_grad(xp, gy, x, kernel, stride, dilate, pad, groups, opname):
     if gy.size == 0 or x.size == 0:
         return xp.zeros((F, C // groups) + tuple(kernel), dtype=gy.dtype)
     dw = None       # (G, Cg*K, Fg)
-    if _flat.eligible(xp, x, kernel, stride, dilate, pad):
+    if _pw.eligible(xp, x, kernel, pad, out_sp, C, F, "weight"):
+        dw = _pw.weight_grad(gy, x, stride, groups)
+    elif _flat.eligible(xp, x, kernel, stride, dilate, pad):
         dw = _flat.weight_grad(gy, x, kernel, dilate, pad, groups, _CHUNK_BYTES)
     elif _grid.eligible(xp, x, kernel, stride, pad, out_sp):
         dw = _grid.weight_grad(gy, x, kernel, dilate, pad, groups, out_sp, _CHUNK_BYTES)
@@ -261,10 +267,16 @@ def data_grad(xp, gy, w, kernel, stride, dilate, pad, groups, data_shape, out_dt
     if gy.size == 0 or w.size == 0:
         return xp.zeros(tuple(data_shape), dtype=out_dtype or gy.dtype)
     tpad = transposed_pad(kernel, stride, dilate, pad, F, out_sp, data_shape)
-    if tpad is not None:
+    dx = None
+    if _pw.eligible(xp, gy, kernel, pad, out_sp, C, F, "data"):
+        dx = _pw.data_grad(gy, w, stride, groups, data_shape, out_dtype or gy.dtype)
+    elif tpad is None and _phase.eligible(xp, gy, kernel, stride, dilate, pad, out_sp):
+        # None where the kernel is not finite: col2im below
+        dx = _phase.data_grad(gy, w, kernel, stride, dilate, pad, groups, data_shape, _CHUNK_BYTES)
+    if dx is None and tpad is not None:
         dx = conv_forward(xp, gy, flipped_kernel(xp, w, groups, C), kernel, stride, dilate, tpad,
                           groups, "Convolution")
-    else:
+    elif dx is None:
         P = math.prod(out_sp)
         wm = w.reshape(groups, F // groups, -1)
         dcols = _bmm(xp, wm.swapaxes(-1, -2), gy.reshape(N, groups, F // groups, P))

@@ -58,7 +58,7 @@ class _Flat:
         self.K = kernel[0] * kernel[1]
         self.start = pad[1] + pad[0] * W          # where the data begins in a channel run
         per_sample = C * self.K * self.L * x.dtype.itemsize
-        self.b = samples_per_chunk(N, per_sample, chunk_bytes)
+        self.b = samples_per_chunk(N, per_sample, chunk_bytes, self.L)
         # a whole number of rows per channel, with pad_w spare cells at both ends
         self.run = W * (H + 2 * pad[0] + -(-2 * pad[1] // W))
         per_place = C * self.run * x.dtype.itemsize
