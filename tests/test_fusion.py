@@ -497,3 +497,84 @@ def test_generated_sources_compile_with_nvrtc():
         lib.nvrtcGetProgramLog(prog, log)
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
         assert rc == 0, (name, log.value.decode()[:2000])
+
+
+# -- training-mode Dropout: a random mask kernel and a multiply that fuses ----------------
+
+def _dropout_graph(**kw):
+    x, y = sym.var("x"), sym.var("y")
+    a = sym.Dropout(sym.exp(x), **kw) + y              # the multiply joins exp and the add
+    b = sym.Dropout(sym.tanh(y) * 2, p=0.3) - x        # a second draw, on another branch
+    return a * b
+
+
+@pytest.mark.parametrize("kw", [{"p": 0.5}, {"p": 0.2, "axes": (0,)}, {"p": 1.0},
+                                {"p": 0.4, "mode": "always"}])
+@pytest.mark.parametrize("train", [True, False])
+def test_dropout_splits_into_mask_and_fused_multiply(kw, train):
+    """While Dropout drops, its mask is its own random kernel and data * mask joins the
+    group; values and gradients equal the unfused graph's exactly (same seed, same draws
+    in the same order), including p=1 (MXNet's NaN mask) and a mask shared along axes."""
+    s = _dropout_graph(**kw)
+    rs = np.random.RandomState(0)
+    arrays = [rs.randn(4, 5).astype(np.float32) for _ in s.list_inputs()]
+    cop, view = _compare(s, arrays, train=train, rtol=0, atol=0, seed=7)
+    rep = cop.fusion_report(train=train)
+    drops = kw.get("mode") == "always" or train        # the first Dropout; the second: train
+    ops = [op for g in rep["groups"] for op in g["ops"]]
+    assert ops.count("_dropout_apply") == int(drops) + int(train)
+    assert ops.count("Dropout") == 2 - int(drops) - int(train)
+    assert rep["split"] == int(drops) + int(train)
+    masks = [d for d in rep["left_out"] if d["op"] == "_dropout_mask"]
+    assert len(masks) == rep["split"]
+    assert all("random numbers" in d["reason"] for d in masks)
+    if drops and kw["p"] < 1:       # the masks were drawn: some zeros, nothing else lost
+        out_ref = _run(cop, arrays, train=train)[0][0]
+        assert np.isfinite(out_ref).all()
+
+
+def test_dropout_split_keeps_the_random_stream_order():
+    """The fused plan draws its masks in the unfused plan's order, even where a group
+    could otherwise run a later draw first."""
+    x = sym.var("x")
+    d1 = sym.Dropout(sym.exp(x), p=0.5)
+    d2 = sym.Dropout(sym.exp(x) * 3, p=0.5)
+    s = (d1 + 1) * (d2 + 2) + sym.FullyConnected(d1, num_hidden=5, no_bias=True,
+                                                  flatten=False)
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    orig = [st.name for st in cop._steps if st.op.random]
+    got = [st.name.replace("_mask", "") for st in view._steps if st.op.random]
+    assert got == orig
+    rs = np.random.RandomState(1)
+    arrays = [rs.randn(*((3, 5) if n == "x" else (5, 5))).astype(np.float32)
+              for n in s.list_inputs()]
+    _compare(s, arrays, train=True, rtol=0, atol=0, seed=3)
+
+
+def test_dropout_split_alone_is_undone():
+    """A Dropout with no element-wise neighbour stays one step (splitting would add a
+    kernel)."""
+    s = sym.FullyConnected(sym.Dropout(sym.var("x"), p=0.5), num_hidden=3, no_bias=True)
+    s = sym.FullyConnected(s, num_hidden=2, no_bias=True)
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    assert rep["split"] == 0 and rep["groups"] == []
+    assert [d["op"] for d in rep["left_out"]].count("Dropout") == 1
+
+
+def test_dropout_split_float16():
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(x, p=0.3) + y
+    rs = np.random.RandomState(2)
+    arrays = [rs.randn(6, 7).astype(np.float16) for _ in range(2)]
+    _compare(s, arrays, train=True, rtol=1e-3, atol=1e-3, seed=5)
+
+
+def test_dropout_split_counts():
+    """Counted on the plan: the split Dropout's backward joins its group's kernel."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.exp(sym.Dropout(x, p=0.5) + y)
+    c = fusion.kernel_counts(s, {"x": (4, 5)}, train=True, grad_inputs=["x", "y"])
+    # unfused: Dropout, add, exp forward and backward; fused: mask + one group forward,
+    # one group backward (the mask has no gradient)
+    assert c["forward"] == (3, 2) and c["backward"] == (3, 1) and c["split"] == 1

@@ -760,11 +760,21 @@ _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
 def _dropout(xp, p, x, ctx=None):
+    mask = _dropout_mask(xp, p, x, ctx)
+    if mask is None:
+        return x.copy(), xp.ones_like(x)
+    return x * mask, mask.copy()
+
+
+def _dropout_mask(xp, p, x, ctx=None):
+    """Dropout's mask of ``x``'s shape (broadcast along ``axes``), drawn from the context's
+    generator, or None while it does not drop. The fused split (``_dropout_mask`` then
+    ``_dropout_apply``) and Dropout itself both draw through here: one random stream."""
     if not 0 <= p.p <= 1:
         raise GpundaError(f"Operator Dropout: parameter p={p.p} must be in [0, 1]")
     active = p.mode == "always" or _modes.is_training()
     if not active or p.p == 0:
-        return x.copy(), xp.ones_like(x)
+        return None
     mshape = list(x.shape)
     for a in (p.axes or ()):
         mshape[norm_axis(a, x.ndim, "Dropout", "axes")] = 1
@@ -773,14 +783,15 @@ def _dropout(xp, p, x, ctx=None):
     else:
         u = xp.asarray(_generator(ctx).uniform(0.0, 1.0, size=tuple(mshape)))
         mask = (u >= p.p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p.p))
-    mask = xp.broadcast_to(mask, x.shape)
-    return x * mask, mask.copy()
+    return xp.broadcast_to(mask, x.shape)
 
 
+_DROPOUT_PARAMS = [Param("p", "float", 0.5),
+                   Param("mode", "enum", "training", choices=("training", "always")),
+                   Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")]
 register(OpDef(
     "Dropout", _dropout,
-    params=[Param("p", "float", 0.5), Param("mode", "enum", "training", choices=("training", "always")),
-            Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")],
+    params=_DROPOUT_PARAMS,
     num_outputs=2, num_visible=1, wants_ctx=True, random=True, output_names=("output", "mask"),
     gradient=lambda F, p, i, o, g: [g[0] * o[1]], save=("outputs",),
     capture="random numbers (cuRAND)", family="nn",
@@ -794,8 +805,31 @@ def _dropout_active(p, train):
     return None
 
 
-# inference (or p == 0): output = data, mask = 1, gradient = g * mask
-declare_pointwise("Dropout", ("data", "1"), ("g",), when=_dropout_active)
+# inference (or p == 0): output = data, mask = 1, gradient = g * mask; while it drops,
+# the fusion pass splits it into its mask (one random kernel) and a pointwise multiply that
+# joins its neighbours' kernel (NOTE [Fusion partition])
+declare_pointwise("Dropout", ("data", "1"), ("g",), when=_dropout_active,
+                  split=("_dropout_mask", "_dropout_apply"))
+
+
+def _dropout_mask_op(xp, p, x, ctx=None):
+    m = _dropout_mask(xp, p, x, ctx)
+    return xp.ones_like(x) if m is None else m.copy()
+
+
+register(OpDef(
+    "_dropout_mask", _dropout_mask_op, params=_DROPOUT_PARAMS, wants_ctx=True, random=True,
+    nondiff=True, capture="random numbers (cuRAND)", hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="Dropout's mask of data's shape (the first half of Dropout split by the fusion "
+        "pass): the same draws from the same generator as Dropout."))
+register(OpDef(
+    "_dropout_apply", lambda xp, p, x, mask: x * mask, inputs=("data", "mask"),
+    params=_DROPOUT_PARAMS, gradient=lambda F, p, i, o, g: [g[0] * i[1], None],
+    save=("inputs",), hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="data * mask (the second half of Dropout split by the fusion pass)."))
+declare_pointwise("_dropout_apply", "data * mask", ("g * mask", None))
 
 
 # ---------------------------------------------------------------------------
