@@ -825,11 +825,12 @@ register(OpDef(
         "pass): the same draws from the same generator as Dropout."))
 register(OpDef(
     "_dropout_apply", lambda xp, p, x, mask: x * mask, inputs=("data", "mask"),
-    params=_DROPOUT_PARAMS, gradient=lambda F, p, i, o, g: [g[0] * i[1], None],
+    params=_DROPOUT_PARAMS, gradient=lambda F, p, i, o, g: [g[0] * i[1], g[0] * i[0]],
     save=("inputs",), hidden=True, family="nn",
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
     doc="data * mask (the second half of Dropout split by the fusion pass)."))
-declare_pointwise("_dropout_apply", "data * mask", ("g * mask", None))
+# (the mask's gradient is never asked for: the mask step is not differentiable)
+declare_pointwise("_dropout_apply", "data * mask", ("g * mask", "g * data"))
 
 
 # ---------------------------------------------------------------------------
