@@ -48,6 +48,13 @@ def _plan(symbol, shapes, dtypes, train):
     return cop, part, groups, slot_shape, slot_dtype
 
 
+def _row_op(st, train):
+    from gpunda._engine.fusion.expr import parse
+    from gpunda._engine.fusion.group import _has_row
+    spec = st.op.pointwise.spec(st.p, train)
+    return not isinstance(spec, str) and any(_has_row(parse(e)) for e in spec[0])
+
+
 def _layout(g, slot_shape, slot_dtype):
     shapes = [tuple(slot_shape[s]) for s in g.in_slots]
     return Layout(g, shapes, [np.dtype(slot_dtype[s]) for s in g.in_slots],
@@ -115,8 +122,8 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
 
     def reductions(st, req):
         rec = st.op.pointwise
-        if rec is None or rec.broadcast != "numpy":
-            return 0
+        if rec is None or rec.broadcast != "numpy" or _row_op(st, train):
+            return 0        # (a row op alone, LayerNorm, makes its vectors' gradients)
         osh = ss.get(st.outs[0])
         return sum(1 for s in st.ins if req[s] and ss.get(s) != osh)
 

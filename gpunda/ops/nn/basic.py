@@ -459,6 +459,29 @@ _SOFTMAX_PARAMS = [Param("axis", "int", -1), Param("temperature", "float", None)
 _same = (lambda p, s: (list(s), None if s[0] is None else [s[0]]))
 
 
+def _softmax_pw_when(p, train):
+    if p.use_length:
+        return "use_length (a length input)"
+    if p.dtype is not None:
+        return "dtype= (an output dtype of its own)"
+    if p.axis != -1:
+        return f"axis={p.axis} (fused rows run along the last axis)"
+    return None
+
+
+def _softmax_pw(p):
+    t = _temp(p)
+    x = "data" if t == 1.0 else f"(data / {float(t)!r})"
+    e = f"exp({x} - rmax({x}))"
+    return (f"{e} / rsum({e})",)
+
+
+def _softmax_pw_grads(p):
+    t = _temp(p)
+    gx = "out * (g - rsum(g * out))"
+    return (gx if t == 1.0 else f"({gx}) / {float(t)!r}",)
+
+
 def _softmax_inputs(p):
     return ("data", "length") if p.use_length else ("data",)
 
@@ -468,6 +491,8 @@ register(OpDef("softmax", _softmax, params=_SOFTMAX_PARAMS, gradient=_grad_softm
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
                doc="Softmax along `axis` (default -1), optionally with a temperature; with "
                    "use_length=True only the first `length` cells count, the rest give 0."))
+# the fusion pass's row form (NOTE [Fusion IR]): a row kernel with its neighbours fused in
+declare_pointwise("softmax", _softmax_pw, _softmax_pw_grads, when=_softmax_pw_when)
 register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_grad_log_softmax,
                inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
@@ -1181,6 +1206,37 @@ register(OpDef(
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     output_names=("output", "mean", "std"), gradient=_grad_layer_norm, save=("inputs",), infer_shape=_infer_ln, family="nn",
     doc="Layer normalisation over `axis`; outputs (out, mean, std) with mean/std keepdims."))
+
+
+def _ln_pw_when(p, train):
+    if p.output_mean_var:
+        return "output_mean_var (mean and std are read)"
+    if p.axis != -1:
+        return f"axis={p.axis} (fused rows run along the last axis)"
+    return None
+
+
+def _ln_terms(p):
+    xc = "(data - rmean(data))"
+    var = f"rmean({xc} * {xc}) + {float(p.eps)!r}"
+    return xc, var
+
+
+def _ln_pw(p):
+    xc, var = _ln_terms(p)
+    return (f"{xc} / sqrt({var}) * gamma + beta", "rmean(data)", f"sqrt({var})")
+
+
+def _ln_pw_grads(p):
+    xc, var = _ln_terms(p)
+    r = f"rsqrt({var})"
+    xhat = f"({xc} * {r})"
+    return (f"{r} * (g * gamma - rmean(g * gamma) - {xhat} * rmean(g * gamma * {xhat}))",
+            f"g * {xhat}", "g")
+
+
+# the fusion pass's row form (NOTE [Fusion IR]); gamma and beta broadcast along the rows
+declare_pointwise("LayerNorm", _ln_pw, _ln_pw_grads, when=_ln_pw_when, broadcast="numpy")
 
 
 def _instance_norm(xp, p, x, gamma, beta):
