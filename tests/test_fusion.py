@@ -580,3 +580,70 @@ def test_dropout_split_counts():
     # unfused: Dropout, add, exp forward and backward; fused: mask + one group forward,
     # one group backward (the mask has no gradient)
     assert c["forward"] == (3, 2) and c["backward"] == (3, 1) and c["split"] == 1
+
+
+# -- row reductions: softmax and LayerNorm as row kernels ---------------------------------
+
+@pytest.mark.parametrize("temperature", [None, 0.7])
+def test_softmax_row_group_with_prologue_and_epilogue(temperature):
+    """scale -> softmax -> * y is one row kernel each way; values and gradients equal
+    the unfused ops' (NumPy's softmax and its gradient rule) to float32 rounding."""
+    x, y = sym.var("x"), sym.var("y")
+    kw = {} if temperature is None else {"temperature": temperature}
+    s = sym.softmax(x * 0.25, axis=-1, **kw) * y
+    rs = np.random.RandomState(4)
+    arrays = [rs.randn(3, 5, 37).astype(np.float32) * 4, rs.randn(3, 5, 37).astype(np.float32)]
+    _, view = _compare(s, arrays, rtol=1e-5, atol=1e-6)
+    (g,) = view._fusion_groups
+    assert g.row and g.describe()["ops"] == ["_mul_scalar", "softmax", "elemwise_mul"]
+
+
+def test_layernorm_row_group_gradients_of_gamma_and_beta():
+    """residual add -> LayerNorm -> GELU in one row kernel; gamma/beta gradients are the
+    backward kernel's per-element terms summed over the rows."""
+    x, r = sym.var("x"), sym.var("r")
+    s = sym.LeakyReLU(sym.LayerNorm(x + r, sym.var("gamma"), sym.var("beta"), eps=1e-3),
+                      act_type="gelu")
+    rs = np.random.RandomState(5)
+    arrays = {"x": rs.randn(4, 6, 300), "r": rs.randn(4, 6, 300),
+              "gamma": rs.uniform(0.5, 1.5, 300), "beta": rs.randn(300)}
+    _, view = _compare(s, [arrays[n].astype(np.float32) for n in s.list_inputs()],
+                       rtol=1e-4, atol=1e-5)
+    assert [g.describe()["ops"] for g in view._fusion_groups] == \
+        [["elemwise_add", "LayerNorm", "LeakyReLU"]]
+
+
+def test_row_group_float16_and_strided_input():
+    x = sym.var("x")
+    s = sym.LayerNorm(sym.transpose(x, axes=(1, 0)) * 2, sym.var("gamma"), sym.var("beta"))
+    s = sym.softmax(s + 1)
+    rs = np.random.RandomState(6)
+    shapes = {"x": (9, 4), "gamma": (9,), "beta": (9,)}
+    for dt, tol in (("float32", 1e-5), ("float16", 2e-3)):
+        arrays = [rs.randn(*shapes[n]).astype(dt) for n in s.list_inputs()]
+        _compare(s, arrays, rtol=tol, atol=tol)
+
+
+def test_row_group_left_out_when_not_along_the_last_axis():
+    x = sym.var("x")
+    s = sym.softmax(sym.exp(x), axis=0) + 1
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    why = {d["op"]: d["reason"] for d in rep["left_out"]}
+    assert "axis=0" in why["softmax"]
+
+
+def test_row_kernel_source_has_one_pass_per_reduction():
+    from gpunda._engine.fusion.codegen import kernel_source
+    from gpunda._engine.fusion.expr import Program, parse
+    prog = Program(["float"])
+    e = prog.emit(parse("exp(data - rmax(data)) / rsum(exp(data - rmax(data)))"),
+                  {"data": prog.load(0)}, None, "float")
+    prog.outputs = [e]
+    prog = prog.pruned()
+    _, src = kernel_source(prog, ["float32"], ["float32"], (5, 33), [(33, 1)])
+    assert src.count("__syncthreads();\n      for (int s_") == 2 and "n / 33LL" in src
+    from gpunda._engine.fusion.reference import evaluate
+    a = np.random.RandomState(0).randn(5, 33).astype(np.float32)
+    (got,) = evaluate(prog, [a], (5, 33), [(33, 1)], [np.float32])
+    want = np.exp(a - a.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, want / want.sum(-1, keepdims=True), rtol=1e-6)
