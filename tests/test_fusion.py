@@ -647,3 +647,13 @@ def test_row_kernel_source_has_one_pass_per_reduction():
     (got,) = evaluate(prog, [a], (5, 33), [(33, 1)], [np.float32])
     want = np.exp(a - a.max(-1, keepdims=True))
     np.testing.assert_allclose(got, want / want.sum(-1, keepdims=True), rtol=1e-6)
+
+
+def test_layernorm_vector_of_wrong_length_raises_the_ops_error():
+    """A gamma that would broadcast (shape (1,)) is not fused: the op's own check runs."""
+    x = sym.var("x")
+    s = sym.exp(sym.LayerNorm(sym.exp(x), sym.var("gamma"), sym.var("beta")))
+    view = CachedOp(s, {"static_alloc": True})._fused_view(True)
+    args = [mx.nd.ones((2, 5)), mx.nd.ones((1,)), mx.nd.ones((5,))]
+    with pytest.raises(mx.base.MXNetError, match="gamma"):
+        view(*args)

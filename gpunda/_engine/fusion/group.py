@@ -113,6 +113,12 @@ class Layout:
                     self.reason = (f"{m.st.name}: reduces rows of {ss[m.st.ins[0]]}, the "
                                    f"group iterates over {it}")
                     return
+                # its vectors (LayerNorm's gamma, beta) run along the row; another shape
+                # runs the op itself, which raises its error
+                if any(_has_row(t) for t in m.fwd) and \
+                        any(tuple(ss[s]) != it[-1:] for s in m.st.ins[1:]):
+                    self.reason = f"{m.st.name}: a vector input is not of the row's length"
+                    return
         self.shape = it
         self.n = int(np.prod(it, dtype=np.int64)) if it else 1
         st_list = []
