@@ -14,7 +14,9 @@ signature does not fit the kernel model (an integer dtype, unequal shapes where 
 elemwise_ op needs equal ones, an output smaller than the group's iteration shape), the
 step runs its members one by one as the unfused plan would (their own errors included)
 and ``fallbacks`` counts why. A create_graph backward runs the members' own rules on
-NDArrays, so higher-order gradients are those of the unfused graph.
+NDArrays, so higher-order gradients are those of the unfused graph. A group with a row
+reduction (softmax, LayerNorm: NOTE [Fusion IR]) launches row kernels (``row``), a block
+per row of the iteration shape's last axis.
 """
 from __future__ import annotations
 
