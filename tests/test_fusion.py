@@ -657,3 +657,18 @@ def test_layernorm_vector_of_wrong_length_raises_the_ops_error():
     args = [mx.nd.ones((2, 5)), mx.nd.ones((1,)), mx.nd.ones((5,))]
     with pytest.raises(mx.base.MXNetError, match="gamma"):
         view(*args)
+
+
+def test_dropout_after_softmax_joins_its_row_group():
+    """The attention-weight pattern: the mask step reads the softmax's input for its shape
+    (NOTE [Fusion partition]), so scale -> softmax -> dropout multiply -> * v is one
+    group, and the masks are the unfused ones (same seed)."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(sym.softmax(x * 0.5), p=0.3) * y
+    rs = np.random.RandomState(8)
+    arrays = [rs.randn(4, 3, 16).astype(np.float32) for _ in range(2)]
+    cop, view = _compare(s, arrays, rtol=1e-5, atol=1e-6, seed=11)
+    assert [g.describe()["ops"] for g in view._fusion_groups] == \
+        [["_mul_scalar", "softmax", "_dropout_apply", "elemwise_mul"]]
+    mask_step = [st for st in view._steps if st.op.name == "_dropout_mask"][0]
+    assert mask_step.ins == (cop._steps[0].ins[0],)        # x, not the softmax output

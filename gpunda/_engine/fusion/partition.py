@@ -22,9 +22,10 @@ mask), which is a candidate. A split whose pointwise half finds no group is undo
 op stays one kernel). Steps that draw random numbers keep their relative order: each
 depends on the one before it (an edge in the cycle check and in ``fused_order``), so
 the fused plan draws the random stream in the unfused plan's order and every mask is
-the unfused one. The mask step reads the data (for its shape and dtype), so a multiply
-whose data is made inside a group cannot join that group (a cycle through the mask); it
-joins the ops after it. ``Partition.steps`` is the step list the indices refer to.
+the unfused one. The mask step needs the data's shape and dtype only: it reads the
+earliest slot sure to have them (back through element-wise, channel and row steps that
+keep their first input's shape and dtype), so a multiply can join the group making its
+data (softmax's). ``Partition.steps`` is the step list the indices refer to.
 """
 from __future__ import annotations
 
@@ -69,15 +70,42 @@ def _derived(st, op, ins, outs, suffix):
     return new
 
 
+def _shape_source(steps, producer, d, train):
+    """The earliest slot sure to have slot ``d``'s shape and dtype: back through the
+    candidate steps whose first output has their first input's shape and dtype (equal
+    shapes, a channel op, a row op; no dtype of their own). A split producer that needs
+    only its data's shape reads it, so it does not wait for (nor close a cycle through) a
+    group making ``d``."""
+    from gpunda._engine.fusion.expr import parse
+    from gpunda._engine.fusion.group import _has_row
+    while True:
+        j = producer.get(d)
+        if j is None:
+            return d
+        st = steps[j]
+        rec = st.op.pointwise
+        if rec is None or not st.ins or st.outs[0] != d or rec.out_dtype is not None or \
+                (rec.same_dtype is not None and 0 not in rec.same_dtype):
+            return d
+        spec = rec.spec(st.p, train)
+        if isinstance(spec, str):
+            return d
+        if rec.broadcast == "numpy" and not _has_row(parse(spec[0][0])):
+            return d
+        d = st.ins[0]
+
+
 def _split_steps(steps, train, which):
     """``steps`` with the splittable steps whose index is in ``which`` (None: all) split;
     returns (steps, original index -> index of the pointwise half)."""
     from gpunda.ops.registry import get_op
     out, half = [], {}
+    producer = {s: i for i, st in enumerate(steps) for s in st.outs}
     for i, st in enumerate(steps):
         if (which is None or i in which) and _splittable(st, train):
             prod, pw = (get_op(n) for n in st.op.pointwise.split)
-            out.append(_derived(st, prod, st.ins, st.outs[-1:], "_mask"))
+            src = (_shape_source(steps, producer, st.ins[0], train),) + tuple(st.ins[1:])
+            out.append(_derived(st, prod, src, st.outs[-1:], "_mask"))
             half[i] = len(out)
             out.append(_derived(st, pw, tuple(st.ins) + (st.outs[-1],), st.outs[:-1], ""))
         else:
