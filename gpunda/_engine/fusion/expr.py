@@ -11,8 +11,9 @@ kernel computes. Row reductions ("rsum", "rmax", "rmean" of one value, over the 
 of the group's iteration shape, the result broadcast along that row: softmax's and
 LayerNorm's statistics) make the Program a *row program*: its kernel runs a block per
 row, one pass over the row per reduction and a last pass for the outputs (NOTE [Fusion
-kernels]); every other instruction is per element. Expressions come only from the ops' ``Pointwise`` records (NOTE
-[Pointwise records] in ops/registry.py); a parameter name is replaced by its value.
+kernels]); every other instruction is per element. Expressions come only from the
+ops' ``Pointwise`` records (NOTE [Pointwise records] in ops/registry.py); a parameter
+name is replaced by its value.
 """
 from __future__ import annotations
 

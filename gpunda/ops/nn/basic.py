@@ -813,7 +813,8 @@ def _dropout_mask(xp, p, x, ctx=None):
 
 _DROPOUT_PARAMS = [Param("p", "float", 0.5),
                    Param("mode", "enum", "training", choices=("training", "always")),
-                   Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")]
+                   Param("axes", "shape", ()),
+                   Param("cudnn_off", "bool", False, "accepted, ignored")]
 register(OpDef(
     "Dropout", _dropout,
     params=_DROPOUT_PARAMS,
