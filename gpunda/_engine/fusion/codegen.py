@@ -186,7 +186,7 @@ def kernel_source(prog, in_dtypes, out_dtypes, shape, in_strides):
 def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset):
     """The body of a row kernel (NOTE [Fusion kernels]): ``index_lines`` decompose the
     flat index ``i`` into coordinates (for strided inputs), ``offset(k)`` reads input k."""
-    C = int(shape[-1]) if shape else 1
+    C = max(int(shape[-1]), 1) if shape else 1     # (empty rows: never launched)
     instrs = prog.instrs
 
     def element_lines(targets, done, ind):
