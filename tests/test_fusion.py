@@ -92,6 +92,8 @@ def _inputs(op, p, rs, shape=(3, 4)):
         sh = shape
         if op.pointwise.broadcast == "channel":     # BatchNorm: (2, 3, 4) data, (3,) vectors
             sh = (2, 3, 4) if k == 0 else (3,)
+        if op.name == "LayerNorm" and k:            # gamma, beta along the last axis
+            sh = shape[-1:]
         x = rs.uniform(0.2, 2.0, sh) * rs.choice([-1, 1], sh)
         if op.name.split("_")[-1] in ("sqrt", "rsqrt", "log", "log1p") or \
                 "power" in op.name or n == "moving_var":
@@ -497,3 +499,176 @@ def test_generated_sources_compile_with_nvrtc():
         lib.nvrtcGetProgramLog(prog, log)
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
         assert rc == 0, (name, log.value.decode()[:2000])
+
+
+# -- training-mode Dropout: a random mask kernel and a multiply that fuses ----------------
+
+def _dropout_graph(**kw):
+    x, y = sym.var("x"), sym.var("y")
+    a = sym.Dropout(sym.exp(x), **kw) + y              # the multiply joins exp and the add
+    b = sym.Dropout(sym.tanh(y) * 2, p=0.3) - x        # a second draw, on another branch
+    return a * b
+
+
+@pytest.mark.parametrize("kw", [{"p": 0.5}, {"p": 0.2, "axes": (0,)}, {"p": 1.0},
+                                {"p": 0.4, "mode": "always"}])
+@pytest.mark.parametrize("train", [True, False])
+def test_dropout_splits_into_mask_and_fused_multiply(kw, train):
+    """While Dropout drops, its mask is its own random kernel and data * mask joins the
+    group; values and gradients equal the unfused graph's exactly (same seed, same draws
+    in the same order), including p=1 (MXNet's NaN mask) and a mask shared along axes."""
+    s = _dropout_graph(**kw)
+    rs = np.random.RandomState(0)
+    arrays = [rs.randn(4, 5).astype(np.float32) for _ in s.list_inputs()]
+    cop, view = _compare(s, arrays, train=train, rtol=0, atol=0, seed=7)
+    rep = cop.fusion_report(train=train)
+    drops = kw.get("mode") == "always" or train        # the first Dropout; the second: train
+    ops = [op for g in rep["groups"] for op in g["ops"]]
+    assert ops.count("_dropout_apply") == int(drops) + int(train)
+    assert ops.count("Dropout") == 2 - int(drops) - int(train)
+    assert rep["split"] == int(drops) + int(train)
+    masks = [d for d in rep["left_out"] if d["op"] == "_dropout_mask"]
+    assert len(masks) == rep["split"]
+    assert all("random numbers" in d["reason"] for d in masks)
+    if drops and kw["p"] < 1:       # the masks were drawn: some zeros, nothing else lost
+        out_ref = _run(cop, arrays, train=train)[0][0]
+        assert np.isfinite(out_ref).all()
+
+
+def test_dropout_split_keeps_the_random_stream_order():
+    """The fused plan draws its masks in the unfused plan's order, even where a group
+    could otherwise run a later draw first."""
+    x = sym.var("x")
+    d1 = sym.Dropout(sym.exp(x), p=0.5)
+    d2 = sym.Dropout(sym.exp(x) * 3, p=0.5)
+    s = (d1 + 1) * (d2 + 2) + sym.FullyConnected(d1, num_hidden=5, no_bias=True,
+                                                  flatten=False)
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    orig = [st.name for st in cop._steps if st.op.random]
+    got = [st.name.replace("_mask", "") for st in view._steps if st.op.random]
+    assert got == orig
+    rs = np.random.RandomState(1)
+    arrays = [rs.randn(*((3, 5) if n == "x" else (5, 5))).astype(np.float32)
+              for n in s.list_inputs()]
+    _compare(s, arrays, train=True, rtol=0, atol=0, seed=3)
+
+
+def test_dropout_split_alone_is_undone():
+    """A Dropout with no element-wise neighbour stays one step (splitting would add a
+    kernel)."""
+    s = sym.FullyConnected(sym.Dropout(sym.var("x"), p=0.5), num_hidden=3, no_bias=True)
+    s = sym.FullyConnected(s, num_hidden=2, no_bias=True)
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    assert rep["split"] == 0 and rep["groups"] == []
+    assert [d["op"] for d in rep["left_out"]].count("Dropout") == 1
+
+
+def test_dropout_split_float16():
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(x, p=0.3) + y
+    rs = np.random.RandomState(2)
+    arrays = [rs.randn(6, 7).astype(np.float16) for _ in range(2)]
+    _compare(s, arrays, train=True, rtol=1e-3, atol=1e-3, seed=5)
+
+
+def test_dropout_split_counts():
+    """Counted on the plan: the split Dropout's backward joins its group's kernel."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.exp(sym.Dropout(x, p=0.5) + y)
+    c = fusion.kernel_counts(s, {"x": (4, 5)}, train=True, grad_inputs=["x", "y"])
+    # unfused: Dropout, add, exp forward and backward; fused: mask + one group forward,
+    # one group backward (the mask has no gradient)
+    assert c["forward"] == (3, 2) and c["backward"] == (3, 1) and c["split"] == 1
+
+
+# -- row reductions: softmax and LayerNorm as row kernels ---------------------------------
+
+@pytest.mark.parametrize("temperature", [None, 0.7])
+def test_softmax_row_group_with_prologue_and_epilogue(temperature):
+    """scale -> softmax -> * y is one row kernel each way; values and gradients equal
+    the unfused ops' (NumPy's softmax and its gradient rule) to float32 rounding."""
+    x, y = sym.var("x"), sym.var("y")
+    kw = {} if temperature is None else {"temperature": temperature}
+    s = sym.softmax(x * 0.25, axis=-1, **kw) * y
+    rs = np.random.RandomState(4)
+    arrays = [rs.randn(3, 5, 37).astype(np.float32) * 4, rs.randn(3, 5, 37).astype(np.float32)]
+    _, view = _compare(s, arrays, rtol=1e-5, atol=1e-6)
+    (g,) = view._fusion_groups
+    assert g.row and g.describe()["ops"] == ["_mul_scalar", "softmax", "elemwise_mul"]
+
+
+def test_layernorm_row_group_gradients_of_gamma_and_beta():
+    """residual add -> LayerNorm -> GELU in one row kernel; gamma/beta gradients are the
+    backward kernel's per-element terms summed over the rows."""
+    x, r = sym.var("x"), sym.var("r")
+    s = sym.LeakyReLU(sym.LayerNorm(x + r, sym.var("gamma"), sym.var("beta"), eps=1e-3),
+                      act_type="gelu")
+    rs = np.random.RandomState(5)
+    arrays = {"x": rs.randn(4, 6, 300), "r": rs.randn(4, 6, 300),
+              "gamma": rs.uniform(0.5, 1.5, 300), "beta": rs.randn(300)}
+    _, view = _compare(s, [arrays[n].astype(np.float32) for n in s.list_inputs()],
+                       rtol=1e-4, atol=1e-5)
+    assert [g.describe()["ops"] for g in view._fusion_groups] == \
+        [["elemwise_add", "LayerNorm", "LeakyReLU"]]
+
+
+def test_row_group_float16_and_strided_input():
+    x = sym.var("x")
+    s = sym.LayerNorm(sym.transpose(x, axes=(1, 0)) * 2, sym.var("gamma"), sym.var("beta"))
+    s = sym.softmax(s + 1)
+    rs = np.random.RandomState(6)
+    shapes = {"x": (9, 4), "gamma": (9,), "beta": (9,)}
+    for dt, tol in (("float32", 1e-5), ("float16", 2e-3)):
+        arrays = [rs.randn(*shapes[n]).astype(dt) for n in s.list_inputs()]
+        _compare(s, arrays, rtol=tol, atol=tol)
+
+
+def test_row_group_left_out_when_not_along_the_last_axis():
+    x = sym.var("x")
+    s = sym.softmax(sym.exp(x), axis=0) + 1
+    rep = CachedOp(s, {"static_alloc": True}).fusion_report(train=True)
+    why = {d["op"]: d["reason"] for d in rep["left_out"]}
+    assert "axis=0" in why["softmax"]
+
+
+def test_row_kernel_source_has_one_pass_per_reduction():
+    from gpunda._engine.fusion.codegen import kernel_source
+    from gpunda._engine.fusion.expr import Program, parse
+    prog = Program(["float"])
+    e = prog.emit(parse("exp(data - rmax(data)) / rsum(exp(data - rmax(data)))"),
+                  {"data": prog.load(0)}, None, "float")
+    prog.outputs = [e]
+    prog = prog.pruned()
+    _, src = kernel_source(prog, ["float32"], ["float32"], (5, 33), [(33, 1)])
+    assert src.count("__syncthreads();\n      for (int s_") == 2 and "n / 33LL" in src
+    from gpunda._engine.fusion.reference import evaluate
+    a = np.random.RandomState(0).randn(5, 33).astype(np.float32)
+    (got,) = evaluate(prog, [a], (5, 33), [(33, 1)], [np.float32])
+    want = np.exp(a - a.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, want / want.sum(-1, keepdims=True), rtol=1e-6)
+
+
+def test_layernorm_vector_of_wrong_length_raises_the_ops_error():
+    """A gamma that would broadcast (shape (1,)) is not fused: the op's own check runs."""
+    x = sym.var("x")
+    s = sym.exp(sym.LayerNorm(sym.exp(x), sym.var("gamma"), sym.var("beta")))
+    view = CachedOp(s, {"static_alloc": True})._fused_view(True)
+    args = [mx.nd.ones((2, 5)), mx.nd.ones((1,)), mx.nd.ones((5,))]
+    with pytest.raises(mx.base.MXNetError, match="gamma"):
+        view(*args)
+
+
+def test_dropout_after_softmax_joins_its_row_group():
+    """The attention-weight pattern: the mask step reads the softmax's input for its shape
+    (NOTE [Fusion partition]), so scale -> softmax -> dropout multiply -> * v is one
+    group, and the masks are the unfused ones (same seed)."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(sym.softmax(x * 0.5), p=0.3) * y
+    rs = np.random.RandomState(8)
+    arrays = [rs.randn(4, 3, 16).astype(np.float32) for _ in range(2)]
+    cop, view = _compare(s, arrays, rtol=1e-5, atol=1e-6, seed=11)
+    assert [g.describe()["ops"] for g in view._fusion_groups] == \
+        [["_mul_scalar", "softmax", "_dropout_apply", "elemwise_mul"]]
+    mask_step = [st for st in view._steps if st.op.name == "_dropout_mask"][0]
+    assert mask_step.ins == (cop._steps[0].ins[0],)        # x, not the softmax output

@@ -463,13 +463,14 @@ class CachedOp:
         if part is not None and part.groups:
             view = object.__new__(CachedOp)
             view.__dict__.update(self.__dict__)
-            groups = [_fusion.FusedGroup([self._steps[i] for i in ms],
+            psteps = part.steps     # Dropout split into its mask and a multiply
+            groups = [_fusion.FusedGroup([psteps[i] for i in ms],
                                          [part.specs[i] for i in ms],
                                          part.in_slots[g], part.out_slots[g], g)
                       for g, ms in enumerate(part.groups)]
-            steps = [self._steps[i] if kind == "step" else
+            steps = [psteps[i] if kind == "step" else
                      _Step.fused(groups[i], "_fused%d(%s)" % (i, "+".join(
-                         self._steps[k].name for k in part.groups[i])))
+                         psteps[k].name for k in part.groups[i])))
                      for kind, i in _fusion.fused_order(self._steps, part)]
             view._derive(steps)
             view._plans, view._train_plans = OrderedDict(), OrderedDict()
@@ -502,25 +503,29 @@ class CachedOp:
         """What the fusion pass makes of this graph on a GPU, in training mode ``train``
         (default: the current mode): ``{"enabled", "reason", "groups": [{"nodes", "ops",
         "inputs", "outputs"}], "left_out": [{"node", "op", "reason"}], "steps",
-        "fused_steps", "fallbacks"}``. ``fallbacks`` counts the calls whose input
+        "fused_steps", "split", "fallbacks"}``; ``split``: the Dropout steps split into a
+        random mask step and a multiply that fused. ``fallbacks`` counts the calls whose input
         signature ran a group op by op, by reason. The CPU never fuses."""
         train = _ag._is_train() if train is None else bool(train)
         part = self._partition(train)
         rep = {"enabled": _fusion.ENABLED, "reason": self._fusion_off, "groups": [],
                "left_out": [], "steps": len(self._steps), "fused_steps": len(self._steps),
-               "fallbacks": {}}
+               "split": 0, "fallbacks": {}}
         if part is None:
             return rep
         rep["reason"] = part.graph_reason
+        psteps = part.steps
         for ms in part.groups:
-            rep["groups"].append({"nodes": [self._steps[i].name for i in ms],
-                                  "ops": [self._steps[i].op.name for i in ms],
+            rep["groups"].append({"nodes": [psteps[i].name for i in ms],
+                                  "ops": [psteps[i].op.name for i in ms],
                                   "inputs": len(part.in_slots[len(rep["groups"])]),
                                   "outputs": len(part.out_slots[len(rep["groups"])])})
         for i, why in sorted(part.reasons.items()):
-            st = self._steps[i]
+            st = psteps[i]
             rep["left_out"].append({"node": st.name, "op": st.op.name, "reason": why})
-        rep["fused_steps"] = len(self._steps) - sum(len(ms) - 1 for ms in part.groups)
+        # Dropout steps split into a mask step and a multiply that fused
+        rep["split"] = part.splits
+        rep["fused_steps"] = len(psteps) - sum(len(ms) - 1 for ms in part.groups)
         view = self._fusion_views.get(train)
         for g in getattr(view, "_fusion_groups", ()):
             for why, n in g.fallbacks.items():

@@ -544,17 +544,22 @@ class Pointwise:
     the data, the others vectors along its axis ``p.axis``: BatchNorm). ``same_dtype``:
     indices of the inputs that must share a dtype (None: all); ``out_dtype``:
     ``callable(p, in_dtypes)`` (None: the first same-dtype input's, as MXNet infers).
+    ``split``: ``(producer op, pointwise op)`` names for a call ``when`` refuses (Dropout
+    while it drops): the producer makes the op's last output from its inputs (one kernel
+    the pass does not fuse), the pointwise op, with the same params, makes the other
+    outputs from the inputs and that output, and can fuse (NOTE [Fusion partition]).
     """
 
-    __slots__ = ("fwd", "grads", "when", "broadcast", "same_dtype", "out_dtype")
+    __slots__ = ("fwd", "grads", "when", "broadcast", "same_dtype", "out_dtype", "split")
 
     def __init__(self, fwd, grads=(), *, when=None, broadcast="same", same_dtype=None,
-                 out_dtype=None):
+                 out_dtype=None, split=None):
         if broadcast not in ("same", "numpy", "channel"):
             raise GpundaError(f"Pointwise: broadcast={broadcast!r} must be 'same', 'numpy' "
                               f"or 'channel'")
         self.fwd, self.grads, self.when = fwd, grads, when
         self.broadcast, self.same_dtype, self.out_dtype = broadcast, same_dtype, out_dtype
+        self.split = split
 
     def spec(self, p, train):
         """``(fwd expressions, grad expressions)`` for params ``p`` in training mode

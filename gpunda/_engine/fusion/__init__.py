@@ -5,6 +5,8 @@ kernel IR), ``partition`` (which steps fuse), ``group`` (the fused step: kernels
 gradients), ``codegen`` (CUDA C++ for NVRTC), ``reference`` (the NumPy evaluator of the
 same IR) and ``counts`` (kernels per step, and every generated source of a graph).
 CachedOp uses them on GPU contexts only (NOTE [Fusion in CachedOp] in cached_op.py).
+Besides element-wise ops, groups take training-mode Dropout's multiply (its mask is a
+random step of its own) and softmax/LayerNorm as row reductions (row kernels).
 """
 from __future__ import annotations
 

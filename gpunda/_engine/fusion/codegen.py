@@ -11,6 +11,12 @@ arithmetic only (done once per element, shared by all inputs). Baking the shape 
 kernel per input signature, as MXNet's fusion made one per shape and type (a CachedOp
 signature fixes both). Outputs are C-contiguous arrays of the iteration shape. The name
 is ``gpunda_fused_`` + a hash of the source, so equal groups share one compiled module.
+A row program (row reductions, NOTE [Fusion IR]) prints as a row kernel instead: a block
+per row of the iteration shape's last axis (grid-stride over rows, ``THREADS`` threads),
+one pass over the row per reduction (each thread accumulates its columns, then a tree
+reduction in shared memory; the result is a register for the passes after it) and a last
+pass computing and storing the outputs. Element values a later pass needs are recomputed
+from the inputs (re-reading a row is cheaper than writing it out and back).
 """
 from __future__ import annotations
 
@@ -18,9 +24,9 @@ import hashlib
 
 import numpy as np
 
-from gpunda._engine.fusion.expr import FUNCS
+from gpunda._engine.fusion.expr import FUNCS, ROW_FUNCS
 
-__all__ = ["kernel_source", "PTR_TYPES", "contiguous_strides", "launch_dims"]
+__all__ = ["kernel_source", "PTR_TYPES", "contiguous_strides", "launch_dims", "row_launch_dims"]
 
 PTR_TYPES = {"float16": "unsigned short", "float32": "float", "float64": "double"}
 _MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
@@ -61,7 +67,8 @@ def _prelude_math():
 
 
 _PRELUDE += _prelude_math()
-assert set(FUNCS) <= set(_MATH) | {"max", "min", "pow", "sign", "sigmoid", "where"}
+assert set(FUNCS) <= set(_MATH) | {"max", "min", "pow", "sign", "sigmoid", "where"} | \
+    set(ROW_FUNCS)
 
 
 def contiguous_strides(shape):
@@ -76,6 +83,22 @@ def contiguous_strides(shape):
 def launch_dims(n):
     """(grid, block) of a launch over ``n`` elements (grid-stride loop)."""
     return (max(1, min((n + THREADS - 1) // THREADS, 1 << 16)),), (THREADS,)
+
+
+def row_launch_dims(n, row_len):
+    """(grid, block) of a row kernel over ``n`` elements in rows of ``row_len``."""
+    rows = n // max(int(row_len), 1)
+    return (max(1, min(rows, 1 << 16)),), (THREADS,)
+
+
+def _deps(kind, args):
+    if kind in ("load", "const"):
+        return ()
+    if kind in ("conv", "round16") or kind in ROW_FUNCS:
+        return (args,)
+    if kind in ("cmp", "call"):
+        return args[1:]
+    return args
 
 
 def _const(v, ct):
@@ -135,22 +158,96 @@ def kernel_source(prog, in_dtypes, out_dtypes, shape, in_strides):
     def name(v):
         return f"v{v}"
 
-    for v, (kind, args, ct) in enumerate(prog.instrs):
-        if kind == "load":
-            src = f"in{args}[{offset(args)}]"
-            src = f"gp_h2f({src})" if in_dtypes[args] == "float16" else f"({ct}){src}"
-        else:
-            src = _expr(kind, args, ct, name)
-        body.append(f"    const {ct} v{v} = {src};")
-    for j, v in enumerate(prog.outputs):
-        if out_dtypes[j] == "float16":
-            body.append(f"    out{j}[i] = gp_f2h((float)v{v});")
-        else:
-            body.append(f"    out{j}[i] = ({PTR_TYPES[out_dtypes[j]]})v{v};")
-    loop = ("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-            "       i += (long long)blockDim.x * gridDim.x) {\n" + "\n".join(body) + "\n  }\n")
+    if prog.is_row:
+        loop = _row_loop(prog, shape, in_dtypes, out_dtypes, list(body), offset)
+    else:
+        for v, (kind, args, ct) in enumerate(prog.instrs):
+            if kind == "load":
+                src = f"in{args}[{offset(args)}]"
+                src = f"gp_h2f({src})" if in_dtypes[args] == "float16" else f"({ct}){src}"
+            else:
+                src = _expr(kind, args, ct, name)
+            body.append(f"    const {ct} v{v} = {src};")
+        for j, v in enumerate(prog.outputs):
+            if out_dtypes[j] == "float16":
+                body.append(f"    out{j}[i] = gp_f2h((float)v{v});")
+            else:
+                body.append(f"    out{j}[i] = ({PTR_TYPES[out_dtypes[j]]})v{v};")
+        loop = ("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+                "       i += (long long)blockDim.x * gridDim.x) {\n" + "\n".join(body) +
+                "\n  }\n")
     sig = ",\n    ".join(params)
     key = hashlib.sha1((sig + loop).encode()).hexdigest()[:16]
     kname = f"gpunda_fused_{key}"
     src = (_PRELUDE + f'\nextern "C" __global__ void {kname}(\n    {sig}) {{\n' + loop + "}\n")
     return kname, src
+
+
+def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset):
+    """The body of a row kernel (NOTE [Fusion kernels]): ``index_lines`` decompose the
+    flat index ``i`` into coordinates (for strided inputs), ``offset(k)`` reads input k."""
+    C = max(int(shape[-1]), 1) if shape else 1     # (empty rows: never launched)
+    instrs = prog.instrs
+
+    def element_lines(targets, done, ind):
+        need, stack = set(), list(targets)
+        while stack:
+            v = stack.pop()
+            if v in need or v in done:
+                continue
+            need.add(v)
+            stack.extend(_deps(instrs[v][0], instrs[v][1]))
+        out = []
+        for v in sorted(need):
+            kind, args, ct = instrs[v]
+            if kind == "load":
+                src = f"in{args}[{offset(args)}]"
+                src = f"gp_h2f({src})" if in_dtypes[args] == "float16" else f"({ct}){src}"
+            else:
+                src = _expr(kind, args, ct, lambda a: f"v{a}")
+            out.append(f"{ind}const {ct} v{v} = {src};")
+        return out
+
+    col_head = (f"      for (long long j_ = threadIdx.x; j_ < {C}LL; j_ += blockDim.x) {{\n"
+                f"        const long long i = row_ * {C}LL + j_;\n" +
+                "".join("    " + ln + "\n" for ln in index_lines))
+    shared = sorted({ct for kind, _, ct in instrs if kind in ROW_FUNCS})
+    lines = [f"  __shared__ {ct} sh_{ct}[{THREADS}];" for ct in shared]
+    lines.append(f"  for (long long row_ = blockIdx.x; row_ < n / {C}LL; row_ += gridDim.x) {{")
+    done = set()
+    for v, (kind, args, ct) in enumerate(instrs):
+        if kind not in ROW_FUNCS:
+            continue
+        mx = kind == "rmax"
+        init = f"(({ct})(-1.0/0.0))" if mx else f"(({ct})0)"
+        comb = (lambda a, b: f"gp_max({a}, {b})") if mx else (lambda a, b: f"{a} + {b}")
+        lines.append(f"    {ct} v{v};")
+        lines.append("    {")
+        lines.append(f"      {ct} acc_ = {init};")
+        lines.append(col_head.rstrip("\n"))
+        lines += element_lines([args], done, "        ")
+        lines.append(f"        acc_ = {comb('acc_', f'v{args}')};")
+        lines.append("      }")
+        sh = f"sh_{ct}"
+        lines.append(f"      {sh}[threadIdx.x] = acc_;")
+        lines.append("      __syncthreads();")
+        lines.append("      for (int s_ = blockDim.x / 2; s_ > 0; s_ >>= 1) {")
+        lines.append(f"        if (threadIdx.x < s_) {sh}[threadIdx.x] = "
+                     f"{comb(f'{sh}[threadIdx.x]', f'{sh}[threadIdx.x + s_]')};")
+        lines.append("        __syncthreads();")
+        lines.append("      }")
+        tail = f" / ({ct}){C}" if kind == "rmean" else ""
+        lines.append(f"      v{v} = {sh}[0]{tail};")
+        lines.append("      __syncthreads();")
+        lines.append("    }")
+        done.add(v)
+    lines.append(col_head.rstrip("\n"))
+    lines += element_lines(prog.outputs, done, "        ")
+    for j, v in enumerate(prog.outputs):
+        if out_dtypes[j] == "float16":
+            lines.append(f"        out{j}[i] = gp_f2h((float)v{v});")
+        else:
+            lines.append(f"        out{j}[i] = ({PTR_TYPES[out_dtypes[j]]})v{v};")
+    lines.append("      }")
+    lines.append("  }")
+    return "\n".join(lines) + "\n"

@@ -42,10 +42,17 @@ def _plan(symbol, shapes, dtypes, train):
                 slot_shape[k], slot_dtype[k] = sh.get((id(n), i)), dt.get((id(n), i))
                 k += 1
     part = partition(cop._steps, cop._nin, cop._heads, train)
-    groups = [FusedGroup([cop._steps[i] for i in ms], [part.specs[i] for i in ms],
+    groups = [FusedGroup([part.steps[i] for i in ms], [part.specs[i] for i in ms],
                          part.in_slots[g], part.out_slots[g], g)
               for g, ms in enumerate(part.groups)]
     return cop, part, groups, slot_shape, slot_dtype
+
+
+def _row_op(st, train):
+    from gpunda._engine.fusion.expr import parse
+    from gpunda._engine.fusion.group import _has_row
+    spec = st.op.pointwise.spec(st.p, train)
+    return not isinstance(spec, str) and any(_has_row(parse(e)) for e in spec[0])
 
 
 def _layout(g, slot_shape, slot_dtype):
@@ -86,51 +93,59 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
     input names that need gradients (default: all but those given in ``shapes``, i.e.
     the parameters)."""
     cop, part, groups, ss, sd = _plan(symbol, shapes, dtypes, train)
-    steps = cop._steps
     names = cop._input_names
     if grad_inputs is None:
         grad_inputs = [n for n in names if n not in shapes]
-    req = [False] * cop._nslots
-    for k, n in enumerate(names):
-        req[k] = n in grad_inputs
-    for st in steps:
-        if not st.op.nondiff and any(req[s] for s in st.ins):
-            for s in st.outs:
-                req[s] = True
-    reach = [False] * cop._nslots
-    for h in cop._heads:
-        reach[h] = True
-    has_grad = [False] * len(steps)
-    for i in range(len(steps) - 1, -1, -1):
-        st = steps[i]
-        if st.op.nondiff or not any(reach[s] for s in st.outs) or \
-                not any(req[s] for s in st.ins):
-            continue
-        has_grad[i] = True
-        for s in st.ins:
-            if req[s]:
-                reach[s] = True
 
-    def reductions(st):
+    def graded(steps):      # which steps run a gradient, and which slots need one
+        req = [False] * cop._nslots
+        for k, n in enumerate(names):
+            req[k] = n in grad_inputs
+        for st in steps:
+            if not st.op.nondiff and any(req[s] for s in st.ins):
+                for s in st.outs:
+                    req[s] = True
+        reach = [False] * cop._nslots
+        for h in cop._heads:
+            reach[h] = True
+        has_grad = [False] * len(steps)
+        for i in range(len(steps) - 1, -1, -1):
+            st = steps[i]
+            if st.op.nondiff or not any(reach[s] for s in st.outs) or \
+                    not any(req[s] for s in st.ins):
+                continue
+            has_grad[i] = True
+            for s in st.ins:
+                if req[s]:
+                    reach[s] = True
+        return req, has_grad
+
+    def reductions(st, req):
         rec = st.op.pointwise
-        if rec is None or rec.broadcast != "numpy":
-            return 0
+        if rec is None or rec.broadcast != "numpy" or _row_op(st, train):
+            return 0        # (a row op alone, LayerNorm, makes its vectors' gradients)
         osh = ss.get(st.outs[0])
         return sum(1 for s in st.ins if req[s] and ss.get(s) != osh)
 
+    steps = cop._steps
+    req, has_grad = graded(steps)
     fwd_u = len(steps)
-    bwd_u = sum(1 + reductions(st) for i, st in enumerate(steps) if has_grad[i])
+    bwd_u = sum(1 + reductions(st, req) for i, st in enumerate(steps) if has_grad[i])
+    # the fused plan: part.steps (Dropout split into its mask and a multiply)
+    psteps = part.steps
+    req, has_grad = graded(psteps)
     in_group = {i for ms in part.groups for i in ms}
-    fwd_f = fwd_u - sum(len(ms) - 1 for ms in part.groups)
-    bwd_f = sum(1 + reductions(st) for i, st in enumerate(steps)
+    fwd_f = len(psteps) - sum(len(ms) - 1 for ms in part.groups)
+    bwd_f = sum(1 + reductions(st, req) for i, st in enumerate(psteps)
                 if has_grad[i] and i not in in_group)
     for g, ms in zip(groups, part.groups):
         if any(has_grad[i] for i in ms):
             lay = _layout(g, ss, sd)
             it = lay.shape if lay.reason is None else None
-            graded = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
-                      if t is not None}
-            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and s in graded
+            graded_in = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
+                         if t is not None}
+            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and s in graded_in
                              and it is not None and tuple(ss[s]) != tuple(it))
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
-            "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups)}
+            "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),
+            "split": part.splits}

@@ -7,8 +7,13 @@ computed in float, as MXNet's fused kernels did). Instructions are hash-consed, 
 subexpression a group's ops repeat (``data > 0`` in a rule and its op) is one value.
 The same Program is printed as CUDA C (codegen.py) and evaluated with NumPy
 (reference.py): the CPU tests and the test stand-in GPU run the very expression the
-kernel computes. Expressions come only from the ops' ``Pointwise`` records (NOTE
-[Pointwise records] in ops/registry.py); a parameter name is replaced by its value.
+kernel computes. Row reductions ("rsum", "rmax", "rmean" of one value, over the last axis
+of the group's iteration shape, the result broadcast along that row: softmax's and
+LayerNorm's statistics) make the Program a *row program*: its kernel runs a block per
+row, one pass over the row per reduction and a last pass for the outputs (NOTE [Fusion
+kernels]); every other instruction is per element. Expressions come only from the
+ops' ``Pointwise`` records (NOTE [Pointwise records] in ops/registry.py); a parameter
+name is replaced by its value.
 """
 from __future__ import annotations
 
@@ -18,12 +23,14 @@ import numpy as np
 
 from gpunda.base import GpundaError
 
-__all__ = ["Program", "parse", "ctype_of", "FUNCS"]
+__all__ = ["Program", "parse", "ctype_of", "FUNCS", "ROW_FUNCS"]
 
 # function name -> number of arguments (the language's whole library)
 FUNCS = {"exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1,
          "sigmoid": 1, "erf": 1, "abs": 1, "sign": 1, "floor": 1, "sin": 1, "cos": 1,
-         "max": 2, "min": 2, "pow": 2, "where": 3}
+         "max": 2, "min": 2, "pow": 2, "where": 3, "rsum": 1, "rmax": 1, "rmean": 1}
+# the row reductions (NOTE [Fusion IR]): each is an instruction kind of its own
+ROW_FUNCS = ("rsum", "rmax", "rmean")
 _BIN = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _CMP = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 _parsed = {}
@@ -73,7 +80,8 @@ class Program:
     ``instrs[k] = (kind, args, ctype)`` with kinds: "load" (args: input index),
     "const" (value), "neg", "add", "sub", "mul", "div" (value ids), "cmp" (op, a, b),
     "call" (function, value ids), "conv" (a value in another compute type), "round16"
-    (a float value rounded through float16). ``outputs``: value ids stored, in order.
+    (a float value rounded through float16), "rsum"/"rmax"/"rmean" (a value id: its
+    reduction along the row). ``outputs``: value ids stored, in order.
     """
 
     def __init__(self, in_ctypes):
@@ -124,6 +132,8 @@ class Program:
         if kind == "cmp":
             return self.add("cmp", (tree[1], self.emit(tree[2], env, params, ct),
                                     self.emit(tree[3], env, params, ct)), ct)
+        if kind == "call" and tree[1] in ROW_FUNCS:
+            return self.add(tree[1], self.emit(tree[2][0], env, params, ct), ct)
         if kind == "call":
             return self.add("call", (tree[1],) + tuple(self.emit(a, env, params, ct)
                                                        for a in tree[2]), ct)
@@ -136,7 +146,7 @@ class Program:
         for v in range(len(self.instrs) - 1, -1, -1):
             if v in live:
                 kind, args, _ = self.instrs[v]
-                if kind in ("conv", "round16"):
+                if kind in ("conv", "round16") or kind in ROW_FUNCS:
                     live.add(args)
                 elif kind == "cmp":
                     live.update(args[1:])
@@ -149,7 +159,7 @@ class Program:
         for v, (kind, args, ct) in enumerate(self.instrs):
             if v not in live:
                 continue
-            if kind in ("conv", "round16"):
+            if kind in ("conv", "round16") or kind in ROW_FUNCS:
                 args = new[args]
             elif kind in ("cmp", "call"):
                 args = (args[0],) + tuple(new[a] for a in args[1:])
@@ -158,6 +168,11 @@ class Program:
             new[v] = out.add(kind, args, ct)
         out.outputs = [new[v] for v in self.outputs]
         return out
+
+    @property
+    def is_row(self):
+        """Whether the Program reduces along rows (a row kernel)."""
+        return any(k in ROW_FUNCS for k, _, _ in self.instrs)
 
     def accumulate(self, acc, v):
         """``acc + v`` (``v`` alone when ``acc`` is None)."""

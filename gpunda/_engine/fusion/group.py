@@ -14,7 +14,9 @@ signature does not fit the kernel model (an integer dtype, unequal shapes where 
 elemwise_ op needs equal ones, an output smaller than the group's iteration shape), the
 step runs its members one by one as the unfused plan would (their own errors included)
 and ``fallbacks`` counts why. A create_graph backward runs the members' own rules on
-NDArrays, so higher-order gradients are those of the unfused graph.
+NDArrays, so higher-order gradients are those of the unfused graph. A group with a row
+reduction (softmax, LayerNorm: NOTE [Fusion IR]) launches row kernels (``row``), a block
+per row of the iteration shape's last axis.
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ import numpy as np
 from gpunda._core import hooks
 from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import step_gradient
-from gpunda._engine.fusion.codegen import PTR_TYPES, kernel_source, launch_dims
-from gpunda._engine.fusion.expr import Program, ctype_of, parse
+from gpunda._engine.fusion.codegen import PTR_TYPES, kernel_source, launch_dims, \
+    row_launch_dims
+from gpunda._engine.fusion.expr import ROW_FUNCS, Program, ctype_of, parse
 from gpunda._engine.fusion.reference import make_emulation
 from gpunda.ops.raw import RawF
 from gpunda.ops.registry import OpDef
@@ -106,6 +109,18 @@ class Layout:
             if ss[s] != it:
                 self.reason = f"an output of shape {ss[s]} is smaller than the group's {it}"
                 return
+        if group.row:       # rows along the iteration shape's last axis: each reducing
+            for m in group.members:     # member's data must span the whole shape
+                if any(_has_row(t) for t in m.fwd) and (not it or ss[m.st.ins[0]] != it):
+                    self.reason = (f"{m.st.name}: reduces rows of {ss[m.st.ins[0]]}, the "
+                                   f"group iterates over {it}")
+                    return
+                # its vectors (LayerNorm's gamma, beta) run along the row; another shape
+                # runs the op itself, which raises its error
+                if any(_has_row(t) for t in m.fwd) and \
+                        any(tuple(ss[s]) != it[-1:] for s in m.st.ins[1:]):
+                    self.reason = f"{m.st.name}: a vector input is not of the row's length"
+                    return
         self.shape = it
         self.n = int(np.prod(it, dtype=np.int64)) if it else 1
         st_list = []
@@ -120,6 +135,18 @@ class Layout:
                 row.append(0 if k < 0 or sh[k] != d or d == 1 else sv[k])
             st_list.append(tuple(row))
         self.strides = st_list
+
+
+def _has_row(tree):
+    """Whether expression tree ``tree`` reduces along rows."""
+    kind = tree[0]
+    if kind in ("num", "name"):
+        return False
+    if kind == "call":
+        return tree[1] in ROW_FUNCS or any(_has_row(a) for a in tree[2])
+    if kind == "cmp":
+        return _has_row(tree[2]) or _has_row(tree[3])
+    return any(_has_row(a) for a in tree[1:])
 
 
 def _channel_inputs(st, ss, in_slots, used, eff):
@@ -158,6 +185,9 @@ class FusedGroup:
         # members whose backward reads the backward's training mode (BatchNorm's rule uses
         # batch statistics in a training backward even after a predict-mode forward)
         self.mode_sensitive = any(m.st.op.update is not None for m in self.members)
+        # a member reducing along rows (softmax, LayerNorm) makes every kernel a row kernel
+        self.row = any(_has_row(t) for m in self.members for t in m.fwd + m.grads
+                       if t is not None)
         names = tuple(f"in{k}" for k in range(len(in_slots)))
         self.op = OpDef("_FusedOp", _compute, inputs=names, num_outputs=len(out_slots),
                         gradient=_gradient, save=("inputs",), grad_need=True, wants_ctx=True,
@@ -276,7 +306,8 @@ class FusedGroup:
     def _launch(self, xp, fn, lay, arrays, out_dtypes):
         outs = [xp.empty(lay.shape, d) for d in out_dtypes]
         if lay.n:
-            grid, block = launch_dims(lay.n)
+            grid, block = row_launch_dims(lay.n, lay.shape[-1]) if self.row else \
+                launch_dims(lay.n)
             fn(grid, block, tuple(arrays) + tuple(outs) + (np.int64(lay.n),))
         self.launches += 1
         return outs

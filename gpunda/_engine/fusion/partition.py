@@ -14,6 +14,18 @@ steps could move a read past a write). The fused plan lists every group as one s
 a topological position (steps keep their relative order where they can). Shapes are not
 needed: a signature whose shapes or dtypes do not fit a group's kernel runs that group
 member by member (NOTE [Fused steps]). Every step left out gets its reason.
+
+A step whose record refuses it but names a ``split`` (Dropout while it drops) becomes two
+steps on the same slots: a producer of its last output (Dropout's mask: one random kernel,
+the same draws from the same generator) and a pointwise op making the others (data *
+mask), which is a candidate. A split whose pointwise half finds no group is undone (the
+op stays one kernel). Steps that draw random numbers keep their relative order: each
+depends on the one before it (an edge in the cycle check and in ``fused_order``), so
+the fused plan draws the random stream in the unfused plan's order and every mask is
+the unfused one. The mask step needs the data's shape and dtype only: it reads the
+earliest slot sure to have them (back through element-wise, channel and row steps that
+keep their first input's shape and dtype), so a multiply can join the group making its
+data (softmax's). ``Partition.steps`` is the step list the indices refer to.
 """
 from __future__ import annotations
 
@@ -31,12 +43,82 @@ class Partition:
         self.groups, self.specs, self.reasons = [], {}, {}
         self.in_slots, self.out_slots = [], []
         self.graph_reason = None
+        self.steps = None       # the step list (splits applied) the indices refer to
+        self.random = []        # indices of the steps that draw random numbers, in order
+        self.splits = 0         # steps split (Dropout while it drops)
+
+
+def _splittable(st, train):
+    rec = st.op.pointwise
+    if rec is None or rec.split is None or st.op.fwd_mutates or len(st.outs) < 2:
+        return False
+    return isinstance(rec.spec(st.p, train), str)
+
+
+def _derived(st, op, ins, outs, suffix):
+    """A copy of CachedOp step ``st`` running ``op`` (same params) on slots ins/outs."""
+    new = object.__new__(type(st))
+    for k in type(st).__slots__:
+        setattr(new, k, getattr(st, k))
+    new.op, new.ins, new.outs, new.name = op, tuple(ins), tuple(outs), st.name + suffix
+    new.nout = len(outs)
+    new.seq1 = False
+    new.compute, new.wants_ctx = op.compute, op.wants_ctx
+    why = op.capture if op.capture != "ok" else None
+    new.capturable, new.why_not = why is None, why
+    new.gemm = False
+    return new
+
+
+def _shape_source(steps, producer, d, train):
+    """The earliest slot sure to have slot ``d``'s shape and dtype: back through the
+    candidate steps whose first output has their first input's shape and dtype (equal
+    shapes, a channel op, a row op; no dtype of their own). A split producer that needs
+    only its data's shape reads it, so it does not wait for (nor close a cycle through) a
+    group making ``d``."""
+    from gpunda._engine.fusion.expr import parse
+    from gpunda._engine.fusion.group import _has_row
+    while True:
+        j = producer.get(d)
+        if j is None:
+            return d
+        st = steps[j]
+        rec = st.op.pointwise
+        if rec is None or not st.ins or st.outs[0] != d or rec.out_dtype is not None or \
+                (rec.same_dtype is not None and 0 not in rec.same_dtype):
+            return d
+        spec = rec.spec(st.p, train)
+        if isinstance(spec, str):
+            return d
+        if rec.broadcast == "numpy" and not _has_row(parse(spec[0][0])):
+            return d
+        d = st.ins[0]
+
+
+def _split_steps(steps, train, which):
+    """``steps`` with the splittable steps whose index is in ``which`` (None: all) split;
+    returns (steps, original index -> index of the pointwise half)."""
+    from gpunda.ops.registry import get_op
+    out, half = [], {}
+    producer = {s: i for i, st in enumerate(steps) for s in st.outs}
+    for i, st in enumerate(steps):
+        if (which is None or i in which) and _splittable(st, train):
+            prod, pw = (get_op(n) for n in st.op.pointwise.split)
+            src = (_shape_source(steps, producer, st.ins[0], train),) + tuple(st.ins[1:])
+            out.append(_derived(st, prod, src, st.outs[-1:], "_mask"))
+            half[i] = len(out)
+            out.append(_derived(st, pw, tuple(st.ins) + (st.outs[-1],), st.outs[:-1], ""))
+        else:
+            out.append(st)
+    return out, half
 
 
 def _candidate(st, train):
     op = st.op
     rec = op.pointwise
     if rec is None:
+        if op.random:
+            return None, f"{op.name}: random numbers (a kernel of its own)"
         if op.capture == "gemm":
             return None, "not element-wise (GEMM)"
         return None, f"{op.name} has no pointwise record"
@@ -55,12 +137,32 @@ def _candidate(st, train):
 def partition(steps, nin, heads, train):
     """Partition ``steps`` (a CachedOp's ``_Step`` list; slots < ``nin`` are inputs) for
     training mode ``train`` (NOTE [Fusion partition])."""
-    res = Partition()
     if any(st.op.fwd_mutates for st in steps):
+        res = Partition()
+        res.steps = list(steps)
         res.graph_reason = "the graph has ops that write their inputs in the forward pass"
         for i in range(len(steps)):
             res.reasons[i] = res.graph_reason
         return res
+    if not any(_splittable(st, train) for st in steps):
+        return _partition(list(steps), nin, heads, train)
+    # split every candidate, keep the splits whose pointwise half joined a group
+    split, half = _split_steps(steps, train, None)
+    first = _partition(split, nin, heads, train)
+    grouped = {i for ms in first.groups for i in ms}
+    keep = {i for i, j in half.items() if j in grouped}
+    if len(keep) == len(half):
+        first.splits = len(keep)
+        return first
+    split, _ = _split_steps(steps, train, keep)
+    res = _partition(split, nin, heads, train)
+    res.splits = len(keep)
+    return res
+
+
+def _partition(steps, nin, heads, train):
+    res = Partition()
+    res.steps = steps
     producer = {}
     for i, st in enumerate(steps):
         for s in st.outs:
@@ -80,6 +182,7 @@ def partition(steps, nin, heads, train):
     def depends(k, gid):        # step k depends on group gid (or is in it)
         return any(find(x) == gid for x in anc[k])
 
+    last_random = -1
     for i, st in enumerate(steps):
         deps = set()
         preds = [producer[s] for s in st.ins if s in producer]
@@ -88,6 +191,11 @@ def partition(steps, nin, heads, train):
         spec, why = _candidate(st, train)
         if spec is None:
             res.reasons[i] = why
+            if st.op.random:    # draws in the unfused order: after the previous draw
+                if last_random >= 0:
+                    deps |= anc[last_random]
+                res.random.append(i)
+                last_random = i
             anc[i] = frozenset(deps)
             continue
         specs[i] = spec
@@ -150,7 +258,9 @@ def partition(steps, nin, heads, train):
 
 def fused_order(steps, part):
     """Units in a topological order: ("step", i) or ("group", g), each unit placed as
-    early as its inputs allow, ties broken by the original position."""
+    early as its inputs allow, ties broken by the original position; ``i`` indexes
+    ``part.steps`` (``steps`` split as the partition split them)."""
+    steps = part.steps
     unit_of = {}
     units = []
     for g, ms in enumerate(part.groups):
@@ -172,6 +282,8 @@ def fused_order(steps, part):
             p = producer.get(s)
             if p is not None and p != u:
                 deps[u].add(p)
+    for a, b in zip(part.random, part.random[1:]):     # the random stream's order
+        deps[unit_of[b]].add(unit_of[a])
     users = [[] for _ in units]
     for u, ds in enumerate(deps):
         for p in ds:

@@ -37,6 +37,7 @@ _FN = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt
        "sign": _sign, "sigmoid": _sigmoid, "where": lambda c, a, b: np.where(c != 0, a, b)}
 _CMP = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal,
         "==": np.equal, "!=": np.not_equal}
+_ROW = {"rsum": np.sum, "rmax": np.max, "rmean": np.mean}
 _OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
 
 
@@ -66,6 +67,8 @@ def evaluate(prog, arrays, shape, in_strides, out_dtypes):
                 v = vals[args].astype(t)
             elif kind == "round16":
                 v = vals[args].astype(np.float16).astype(t)
+            elif kind in _ROW:         # along the last axis, broadcast back over the row
+                v = _ROW[kind](np.broadcast_to(vals[args], shape), axis=-1, keepdims=True)
             else:
                 raise AssertionError(kind)
             vals.append(np.asarray(v, t))
@@ -88,9 +91,10 @@ def make_emulation(prog, shape, in_strides, out_dtypes):
     def emu(grid, block, args):
         ins, outs = args[:nin], args[nin:nin + nout]
         shp, strides = shape, in_strides
-        if flat:
-            shp = (int(args[-1]),)
-            strides = [(1,)] * len(in_strides)
+        if flat:        # a row program keeps its row length (baked into its source)
+            n = int(args[-1])
+            shp = (n // int(shape[-1]), int(shape[-1])) if prog.is_row and shape else (n,)
+            strides = [contiguous_strides(shp)] * len(in_strides)
         for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
             o.reshape(-1)[...] = r.reshape(-1)
     emu.out_index = tuple(range(nin, nin + nout))

@@ -463,6 +463,29 @@ _SOFTMAX_PARAMS = [Param("axis", "int", -1), Param("temperature", "float", None)
 _same = (lambda p, s: (list(s), None if s[0] is None else [s[0]]))
 
 
+def _softmax_pw_when(p, train):
+    if p.use_length:
+        return "use_length (a length input)"
+    if p.dtype is not None:
+        return "dtype= (an output dtype of its own)"
+    if p.axis != -1:
+        return f"axis={p.axis} (fused rows run along the last axis)"
+    return None
+
+
+def _softmax_pw(p):
+    t = _temp(p)
+    x = "data" if t == 1.0 else f"(data / {float(t)!r})"
+    e = f"exp({x} - rmax({x}))"
+    return (f"{e} / rsum({e})",)
+
+
+def _softmax_pw_grads(p):
+    t = _temp(p)
+    gx = "out * (g - rsum(g * out))"
+    return (gx if t == 1.0 else f"({gx}) / {float(t)!r}",)
+
+
 def _softmax_inputs(p):
     return ("data", "length") if p.use_length else ("data",)
 
@@ -472,6 +495,8 @@ register(OpDef("softmax", _softmax, params=_SOFTMAX_PARAMS, gradient=_grad_softm
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
                doc="Softmax along `axis` (default -1), optionally with a temperature; with "
                    "use_length=True only the first `length` cells count, the rest give 0."))
+# the fusion pass's row form (NOTE [Fusion IR]): a row kernel with its neighbours fused in
+declare_pointwise("softmax", _softmax_pw, _softmax_pw_grads, when=_softmax_pw_when)
 register(OpDef("log_softmax", _log_softmax, params=_SOFTMAX_PARAMS, gradient=_grad_log_softmax,
                inputs=_softmax_inputs, no_grad_inputs=("length",),
                save=("inputs", "outputs"), family="nn", infer_shape=_same,
@@ -768,6 +793,16 @@ _make_regression("MAERegressionOutput", lambda xp, x: x.copy(), "mae")
 
 
 def _dropout(xp, p, x, ctx=None):
+    mask = _dropout_mask(xp, p, x, ctx)
+    if mask is None:
+        return x.copy(), xp.ones_like(x)
+    return x * mask, mask.copy()
+
+
+def _dropout_mask(xp, p, x, ctx=None):
+    """Dropout's mask of ``x``'s shape (broadcast along ``axes``), drawn from the context's
+    generator, or None while it does not drop. The fused split (``_dropout_mask`` then
+    ``_dropout_apply``) and Dropout itself both draw through here: one random stream."""
     if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
         raise not_real("Dropout", "data", x.dtype)
     if not 0 <= p.p <= 1:
@@ -778,7 +813,7 @@ def _dropout(xp, p, x, ctx=None):
                               f"[0, {x.ndim}) (negative axes are not accepted)")
     active = p.mode == "always" or _modes.is_training()
     if not active or p.p == 0:
-        return x.copy(), xp.ones_like(x)
+        return None
     mshape = list(x.shape)
     for a in (p.axes or ()):
         mshape[a] = 1
@@ -787,14 +822,16 @@ def _dropout(xp, p, x, ctx=None):
     else:
         u = xp.asarray(_generator(ctx).uniform(0.0, 1.0, size=tuple(mshape)))
         mask = (u >= p.p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p.p))
-    mask = xp.broadcast_to(mask, x.shape)
-    return x * mask, mask.copy()
+    return xp.broadcast_to(mask, x.shape)
 
 
+_DROPOUT_PARAMS = [Param("p", "float", 0.5),
+                   Param("mode", "enum", "training", choices=("training", "always")),
+                   Param("axes", "shape", ()),
+                   Param("cudnn_off", "bool", False, "accepted, ignored")]
 register(OpDef(
     "Dropout", _dropout,
-    params=[Param("p", "float", 0.5), Param("mode", "enum", "training", choices=("training", "always")),
-            Param("axes", "shape", ()), Param("cudnn_off", "bool", False, "accepted, ignored")],
+    params=_DROPOUT_PARAMS,
     num_outputs=2, num_visible=1, wants_ctx=True, random=True, output_names=("output", "mask"),
     gradient=lambda F, p, i, o, g: [g[0] * o[1]], save=("outputs",),
     capture="random numbers (cuRAND)", family="nn",
@@ -808,8 +845,32 @@ def _dropout_active(p, train):
     return None
 
 
-# inference (or p == 0): output = data, mask = 1, gradient = g * mask
-declare_pointwise("Dropout", ("data", "1"), ("g",), when=_dropout_active)
+# inference (or p == 0): output = data, mask = 1, gradient = g * mask; while it drops,
+# the fusion pass splits it into its mask (one random kernel) and a pointwise multiply that
+# joins its neighbours' kernel (NOTE [Fusion partition])
+declare_pointwise("Dropout", ("data", "1"), ("g",), when=_dropout_active,
+                  split=("_dropout_mask", "_dropout_apply"))
+
+
+def _dropout_mask_op(xp, p, x, ctx=None):
+    m = _dropout_mask(xp, p, x, ctx)
+    return xp.ones_like(x) if m is None else m.copy()
+
+
+register(OpDef(
+    "_dropout_mask", _dropout_mask_op, params=_DROPOUT_PARAMS, wants_ctx=True, random=True,
+    nondiff=True, capture="random numbers (cuRAND)", hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="Dropout's mask of data's shape (the first half of Dropout split by the fusion "
+        "pass): the same draws from the same generator as Dropout."))
+register(OpDef(
+    "_dropout_apply", lambda xp, p, x, mask: x * mask, inputs=("data", "mask"),
+    params=_DROPOUT_PARAMS, gradient=lambda F, p, i, o, g: [g[0] * i[1], g[0] * i[0]],
+    save=("inputs",), hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="data * mask (the second half of Dropout split by the fusion pass)."))
+# (the mask's gradient is never asked for: the mask step is not differentiable)
+declare_pointwise("_dropout_apply", "data * mask", ("g * mask", "g * data"))
 
 
 # ---------------------------------------------------------------------------
@@ -1160,6 +1221,37 @@ register(OpDef(
     num_outputs=3, num_visible=lambda p: 3 if p.output_mean_var else 1,
     output_names=("output", "mean", "std"), gradient=_grad_layer_norm, save=("inputs",), infer_shape=_infer_ln, family="nn",
     doc="Layer normalisation over `axis`; outputs (out, mean, std) with mean/std keepdims."))
+
+
+def _ln_pw_when(p, train):
+    if p.output_mean_var:
+        return "output_mean_var (mean and std are read)"
+    if p.axis != -1:
+        return f"axis={p.axis} (fused rows run along the last axis)"
+    return None
+
+
+def _ln_terms(p):
+    xc = "(data - rmean(data))"
+    var = f"rmean({xc} * {xc}) + {float(p.eps)!r}"
+    return xc, var
+
+
+def _ln_pw(p):
+    xc, var = _ln_terms(p)
+    return (f"{xc} / sqrt({var}) * gamma + beta", "rmean(data)", f"sqrt({var})")
+
+
+def _ln_pw_grads(p):
+    xc, var = _ln_terms(p)
+    r = f"rsqrt({var})"
+    xhat = f"({xc} * {r})"
+    return (f"{r} * (g * gamma - rmean(g * gamma) - {xhat} * rmean(g * gamma * {xhat}))",
+            f"g * {xhat}", "g")
+
+
+# the fusion pass's row form (NOTE [Fusion IR]); gamma and beta broadcast along the rows
+declare_pointwise("LayerNorm", _ln_pw, _ln_pw_grads, when=_ln_pw_when, broadcast="numpy")
 
 
 def _instance_norm(xp, p, x, gamma, beta):
