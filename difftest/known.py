@@ -39,6 +39,20 @@ def _negative_index_write(prog, d, ref=None, got=None):
     return False
 
 
+def _index_copy_out_of_range(prog, d, ref=None, got=None):
+    """index_copy whose index vector (input 1, truncated) leaves [0, rows of input 0)."""
+    from difftest.interp import make_data
+    steps = prog["steps"]
+    ins = [(i, st) for i, st in enumerate(steps) if st[0] == "input"]
+    if len(ins) < 2 or not ins[0][1][2]:
+        return False
+    seed = int(prog.get("seed", 0)) * 1009
+    i, spec = ins[1]
+    idx = make_data(seed + i, spec[2], spec[3], spec[5], *(spec[7:9] if len(spec) > 8 else ()))
+    idx = idx.astype("float64").astype("int64")
+    return bool(((idx < 0) | (idx >= ins[0][1][2][0])).any())
+
+
 RULES = [
     # -- MXNet 1.9.1 limitations gpunda does not copy -------------------------------------
     {"tag": "negative-index-write", "status": "MXNet bug", "kind": {"indexing"},
@@ -51,6 +65,15 @@ RULES = [
      "reason": "legacy (`nd`) mode has no zero-size arrays (a 0 in a shape means unknown), so "
                "an empty slice or a csr array with 0 rows raises in MXNet; gpunda returns the "
                "empty array as NumPy does"},
+    {"tag": "mxnet-bug-unravel-nd", "status": "MXNet bug", "ops": {"_unravel_index"},
+     "test": lambda prog, d, ref=None, got=None: len(prog["steps"][0][2]) > 1,
+     "reason": "_unravel_index of an input with more than one dimension: MXNet's output is "
+               "(len(shape), x.shape[0]) but its kernel walks all x.size indices and writes "
+               "past it (heap corruption, or a process abort); gpunda raises"},
+    {"tag": "mxnet-bug-index-copy-range", "status": "MXNet bug",
+     "ops": {"_contrib_index_copy"}, "test": _index_copy_out_of_range,
+     "reason": "index_copy with an index outside [0, rows): MXNet writes that row outside "
+               "its output (other memory) with no check; gpunda raises"},
     # -- deliberate (docs/compat.md, "Deliberate differences") ---------------------------
     {"tag": "quantize-rounding", "status": DELIBERATE, "what": {"value"},
      "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},
