@@ -70,3 +70,15 @@ def test_quantize_v2_output_dtype_follows_out_type_only():
     r = nd.contrib.quantize_v2(nd.array([1, -100, 127, -128], dtype="int8"), out_type="auto",
                                min_calib_range=0.5, max_calib_range=3.)
     assert r[0].dtype == onp.uint8 and r[0].asnumpy().tolist() == [1, 156, 127, 128]
+
+
+@pytest.mark.parametrize("sa", ["default", "row_sparse", "csr"])
+@pytest.mark.parametrize("sb", ["default", "row_sparse", "csr"])
+def test_identity_with_attr_like_rhs_takes_rhs_storage(sa, sb):
+    # a = mx.nd.array([[1, 0], [0, 0], [3, 4]])
+    # mx.nd._internal._identity_with_attr_like_rhs(a.tostype(sa), (a * 2).tostype(sb))
+    # -> stype sb, values of a, for all nine pairs
+    a = nd.array([[1, 0], [0, 0], [3, 4]])
+    r = nd._internal._identity_with_attr_like_rhs(a.tostype(sa), (a * 2).tostype(sb))
+    assert r.stype == sb
+    assert r.asnumpy().tolist() == [[1, 0], [0, 0], [3, 4]]
