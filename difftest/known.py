@@ -53,6 +53,21 @@ def _index_copy_out_of_range(prog, d, ref=None, got=None):
     return bool(((idx < 0) | (idx >= ins[0][1][2][0])).any())
 
 
+def _softmax_of_nan(prog, d, ref=None, got=None):
+    """A program with a softmax whose recorded MXNet answers hold a NaN somewhere."""
+    import numpy as np
+    if "softmax" not in json.dumps(prog["steps"]):
+        return False
+    return any(isinstance(e, dict) and "v" in e and np.asarray(e["v"]).dtype.kind == "f"
+               and np.isnan(np.asarray(e["v"])).any() for e in (ref or {}).values())
+
+
+def _mean_add_grad(prog, d, ref=None, got=None):
+    """An autograd program accumulating (grad_req='add') a gradient through a mean."""
+    text = json.dumps(prog["steps"])
+    return '"add"' in text and ('"nd.mean"' in text or '"np.mean"' in text)
+
+
 RULES = [
     # -- MXNet 1.9.1 limitations gpunda does not copy -------------------------------------
     {"tag": "negative-index-write", "status": "MXNet bug", "kind": {"indexing"},
@@ -74,6 +89,16 @@ RULES = [
      "ops": {"_contrib_index_copy"}, "test": _index_copy_out_of_range,
      "reason": "index_copy with an index outside [0, rows): MXNet writes that row outside "
                "its output (other memory) with no check; gpunda raises"},
+    {"tag": "mxnet-bug-softmax-nan", "status": "MXNet bug", "what": {"value"},
+     "test": _softmax_of_nan,
+     "reason": "MXNet's CPU softmax/log_softmax (built with fast math) read exp(NaN) as "
+               "FLT_MAX: a NaN in a row leaves the row's other entries finite (softmax 0, "
+               "log_softmax x - max - 88.72); gpunda's row is NaN, as NumPy's and IEEE's"},
+    {"tag": "mxnet-bug-mean-grad-add", "status": "MXNet bug", "kind": {"autograd"},
+     "what": {"value"}, "test": _mean_add_grad,
+     "reason": "mean's backward with grad_req='add' adds the head gradient to the stored "
+               "gradient and then divides the sum by the count (a second backward of "
+               "mean(x), x of 4, gives 0.25 + 1/16 = 0.3125); gpunda accumulates 0.25 + 0.25"},
     # -- deliberate (docs/compat.md, "Deliberate differences") ---------------------------
     {"tag": "quantize-rounding", "status": DELIBERATE, "what": {"value"},
      "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as _onp
 
-from gpunda.base import GpundaError, GpundaValueError
+from gpunda.base import GpundaError
 from gpunda.numpy._helpers import is_tensor, is_scalar, to_tensor, tensors, invoke, axis_param
 
 __all__ = ["reshape", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims", "squeeze",
@@ -40,8 +40,6 @@ def transpose(a, axes=None):
     """Permute the axes (reverse them when ``axes`` is None)."""
     if axes is not None:
         axes = _shape_tuple(axes)
-        if len(set(axes)) != len(axes):
-            raise GpundaValueError("repeated axis in transpose")   # MXNetError in MXNet
     return invoke("_np_transpose", [to_tensor(a)], axes=axes)
 
 

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as _onp
 
-from gpunda.base import GpundaError, GpundaValueError
+from gpunda.base import GpundaError
 from gpunda.numpy._helpers import to_tensor, tensors, invoke, is_tensor
 from gpunda.numpy import fallback_linalg
 from gpunda.numpy.fallback_linalg import *  # noqa: F401,F403
@@ -115,7 +115,8 @@ def eigvals(a):
 def tensorinv(a, ind=2):
     """The inverse of ``a`` seen as a matrix over its first ``ind`` and remaining axes."""
     if ind <= 0:
-        raise GpundaValueError("Invalid ind argument.")   # MXNetError in MXNet
+        # an MXNetError in MXNet 1.9.1 (not a ValueError)
+        raise GpundaError(f"tensorinv: Invalid ind argument: ind={ind} must be positive")
     return invoke("_npi_tensorinv", [to_tensor(a)], ind=int(ind))
 
 

@@ -48,8 +48,14 @@ def test_operators_follow_mxnet_dtype_rules(da, db, shape):
 @pytest.mark.parametrize("fn", ["exp", "sqrt", "abs", "negative", "sum", "mean", "max",
                                 "prod", "argmax", "all", "std"])
 def test_functions_match_the_general_path(fn, dtype):
-    if dtype == "bool" and fn == "negative":
-        return      # NumPy and MXNet refuse -bool
+    if dtype == "bool" and fn in ("negative", "exp", "sqrt", "abs", "std"):
+        # MXNet 1.9.1's kernels have no bool case: mx.np.exp(mx.np.array([True],
+        # dtype='bool')) raises MXNetError "Unknown type enum 7"; both paths refuse it
+        x = _arr(dtype)
+        for call in (lambda: getattr(np, fn)(x), lambda: getattr(np, fn)(x, out=None)):
+            with pytest.raises(mx.base.MXNetError):
+                call()
+        return
     for shape in ((4, 3), (), (0,)):
         if shape == (0,) and fn in ("max", "argmax", "mean", "std"):
             continue    # no identity (max) or NaN with a warning (mean)

@@ -8,8 +8,10 @@ float32 is float32, not float64); two floats or two same-signedness ints -> the 
 a signed and an unsigned int -> at least int32; bool with bool stays bool (True + True
 is True), except true division (float32). A Python scalar takes the array's dtype (an int
 array + 2.5 stays int), except that true division of an int array gives float32 and a
-bool array meets a scalar as int64. Unary math keeps the input dtype, even int and bool
-(sin of int32 is int32, computed in floating point and cast back). ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
+bool array meets a scalar as int64. Unary math keeps the input dtype for ints
+(sin of int32 is int32, computed in floating point and cast back) and refuses bool, as
+MXNet's kernels have no bool case (np.sqrt of bool: MXNetError "Unknown type enum 7");
+around also refuses float16. ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
 and CachedOp see the same dtypes.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import operator
 
 import numpy as np
 
+from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops._util import special, sum_to_shape, wrapped_int, c_cast_float
 
@@ -66,7 +69,14 @@ def _cast_like(F, g, x):
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _unary_compute(fn):
+def refuse_bool(name, x):
+    """MXNet 1.9.1's np math kernels (MSHADOW_TYPE_SWITCH) have no bool case: a bool input
+    raises MXNetError "Unknown type enum 7"."""
+    raise GpundaError(f"Operator {name}: input dtype bool is not supported (MXNet's kernel "
+                      f"has no bool case: Unknown type enum 7)")
+
+
+def _unary_compute(fn, name):
     f = getattr(np, fn)
 
     def compute(xp, p, x):
@@ -76,13 +86,14 @@ def _unary_compute(fn):
             r = g(x)
             return r if r.ndim else xp.asarray(r)
         if x.dtype == _BOOL:
-            x = x.astype(_F32)
+            refuse_bool(name, x)
         return _arr(xp, g(x), dt)
     return compute
 
 
 def _unary(fn, grad=None, save=("inputs",), name=None, aliases=()):
-    register(OpDef(name or f"_npi_{fn}", _unary_compute(fn), inputs=("x",), gradient=grad,
+    name = name or f"_npi_{fn}"
+    register(OpDef(name, _unary_compute(fn, name), inputs=("x",), gradient=grad,
                    nondiff=grad is None, save=save, family="np_elemwise", hidden=True,
                    aliases=aliases, doc=f"NumPy's {fn}, element-wise (mx.np.{fn})."))
 
@@ -139,7 +150,10 @@ register(OpDef("_npi_erf", lambda xp, p, x: _arr(xp, special(xp).erf(x), x.dtype
 
 
 def _around(xp, p, x):
-    if x.dtype.kind in "iub" and p.decimals >= 0:
+    if x.dtype == _BOOL or x.dtype == np.float16:
+        # MXNet's around kernel has neither a bool nor a float16 case
+        raise GpundaError(f"Operator _npi_around: input dtype {x.dtype.name} is not supported")
+    if x.dtype.kind in "iu" and p.decimals >= 0:
         return x.copy()
     return _arr(xp, xp.around(x, p.decimals), x.dtype)
 

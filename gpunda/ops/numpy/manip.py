@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaValueError
 from gpunda.ops.registry import OpDef, Param, register, get_op
 from gpunda.ops.numpy.elemwise import np_result_type
 from gpunda.ops._util import is_view_of
@@ -183,7 +183,22 @@ register(OpDef("_np_reshape", _owned(_reshape), inputs=("a",),
                gradient=lambda F, p, i, o, g: [F._np_reshape(g[0], newshape=i[0].shape)],
                save=("inputs",), family="np_manip", hidden=True,
                doc="NumPy's reshape (one -1 inferred)."))
-moving("_np_transpose", lambda xp, p, a: xp.transpose(a, p.axes),
+def _transpose(xp, p, a):
+    axes = p.axes
+    if axes:
+        # MXNet 1.9.1: an axis out of range is an MXNetError, a repeated one a ValueError
+        if len(axes) != a.ndim:
+            raise GpundaError(f"Operator _np_transpose: axes {axes} do not match an array of "
+                              f"dimension {a.ndim}")
+        norm = [_norm(ax, a.ndim, "_np_transpose") for ax in axes]
+        if len(set(norm)) != len(norm):
+            raise GpundaValueError(f"Operator _np_transpose: repeated axis in transpose, "
+                                   f"axes={axes}")
+        axes = tuple(norm)
+    return xp.transpose(a, axes or None)
+
+
+moving("_np_transpose", _transpose,
        [Param("axes", "shape", None)], doc="Permute axes (reversed when axes is None).")
 moving("_npi_swapaxes", lambda xp, p, a: xp.swapaxes(a, p.axis1, p.axis2),
        [Param("axis1", "int", 0), Param("axis2", "int", 0)], doc="Interchange two axes.")
