@@ -99,6 +99,27 @@ RULES = [
      "reason": "mean's backward with grad_req='add' adds the head gradient to the stored "
                "gradient and then divides the sum by the count (a second backward of "
                "mean(x), x of 4, gives 0.25 + 1/16 = 0.3125); gpunda accumulates 0.25 + 0.25"},
+    {"tag": "mxnet-bug-unchecked-param", "status": "MXNet bug", "what": {"kind"},
+     "detail": "array vs MXNetError",
+     "ops": {"_contrib_index_array", "_contrib_interleaved_matmul_selfatt_qk",
+             "_image_resize"},
+     "reason": "MXNet computes with a parameter or dtype its kernel does not support and "
+               "returns meaningless values: index_array with an axis >= ndim reads past the "
+               "shape, interleaved_matmul_selfatt_qk with a last dimension not a multiple of "
+               "3 * heads reads a strided subset (zeros when heads > dim), image.resize of "
+               "int64 returns uninitialised memory (int32 is refused by OpenCV); gpunda raises"},
+    {"tag": "interleaved-matmul-float", "status": DELIBERATE, "what": {"kind"},
+     "detail": "MXNetError vs array",
+     "ops": {"_contrib_interleaved_matmul_selfatt_qk", "_contrib_interleaved_matmul_selfatt_valatt",
+             "_contrib_interleaved_matmul_encdec_qk", "_contrib_interleaved_matmul_encdec_valatt"},
+     "steps": "float", "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "input" and st[3] in ("float16", "float64") for st in prog["steps"]),
+     "reason": "MXNet's CPU interleaved matmul kernels take float32 only (its GPU kernels take "
+               "float16 too); gpunda takes every float dtype on every device"},
+    {"tag": "reshape-order-f", "status": DELIBERATE, "ops": {"_np_reshape"},
+     "steps": '"order": "F"',
+     "reason": "mx.np.reshape(a, s, order='F') silently reshapes in C order in MXNet 1.9.1 "
+               "(a wrong answer); gpunda raises NotImplementedError once the shape is valid"},
     # -- deliberate (docs/compat.md, "Deliberate differences") ---------------------------
     {"tag": "quantize-rounding", "status": DELIBERATE, "what": {"value"},
      "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},

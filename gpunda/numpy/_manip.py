@@ -26,8 +26,15 @@ def _shape_tuple(shape):
 
 def reshape(a, newshape, order="C"):
     """A new shape for the same data (one -1 is inferred)."""
+    if order == "A":        # 'A' reads an mx.np array (always C-contiguous) in C order
+        order = "C"
     if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported (as in MXNet)")
+        # MXNet 1.9.1's _np_reshape takes order='F' and computes C order anyway: a silent
+        # wrong answer, refused here once the shape itself is valid (docs/compat.md)
+        r = invoke("_np_reshape", [to_tensor(a)], newshape=_shape_tuple(newshape))
+        raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C' "
+                                  f"(MXNet 1.9.1 silently reshapes in C order); result shape "
+                                  f"would be {r.shape}")
     return invoke("_np_reshape", [to_tensor(a)], newshape=_shape_tuple(newshape), order=order)
 
 
@@ -54,9 +61,20 @@ def moveaxis(a, source, destination):
                   destination=_shape_tuple(destination))
 
 
+def _fallback_dtype(name, dtype):
+    # MXNet 1.9.1 computes rollaxis and take_along_axis with official NumPy (numpy/fallback.py)
+    # and converts the result through DLPack, which has no int8: ValueError "int8 is not
+    # supported." (what gpunda's host fallbacks do too, numpy/_helpers.back_to)
+    if dtype == _onp.int8:
+        raise ValueError(f"{name}: int8 is not supported. (MXNet's NumPy fallback cannot "
+                         f"return an int8 array)")
+
+
 def rollaxis(a, axis, start=0):
     """Roll ``axis`` backwards until it lies before ``start``."""
-    return invoke("_npi_rollaxis", [to_tensor(a)], axis=axis, start=start)
+    r = invoke("_npi_rollaxis", [to_tensor(a)], axis=axis, start=start)
+    _fallback_dtype("rollaxis", r.dtype)
+    return r
 
 
 def expand_dims(a, axis):
@@ -278,7 +296,12 @@ def take(a, indices, axis=None, mode="raise", out=None):
 def take_along_axis(arr, indices, axis):
     """Values of ``arr`` at the matching positions of ``indices`` along ``axis``."""
     arr = to_tensor(arr)
-    return invoke("_npi_take_along_axis", [arr, to_tensor(indices, arr, dtype="int64")], axis=axis)
+    idx_dt = getattr(indices, "dtype", None)
+    if idx_dt is not None and _onp.dtype(idx_dt).kind not in "iu":
+        raise IndexError("`indices` must be an integer array")     # NumPy's, as in MXNet
+    r = invoke("_npi_take_along_axis", [arr, to_tensor(indices, arr, dtype="int64")], axis=axis)
+    _fallback_dtype("take_along_axis", r.dtype)
+    return r
 
 
 def _operand(v, like):

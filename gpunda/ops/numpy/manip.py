@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError, GpundaValueError
+from gpunda.base import GpundaError, GpundaIndexError, GpundaValueError
 from gpunda.ops.registry import OpDef, Param, register, get_op
 from gpunda.ops.numpy.elemwise import np_result_type
 from gpunda.ops._util import is_view_of
@@ -314,7 +314,18 @@ moving("_npi_flip", lambda xp, p, a: xp.flip(a, axis=p.axis).copy(), [Param("axi
 moving("_np_roll", lambda xp, p, a: xp.roll(a, p.shift if len(p.shift) > 1 else p.shift[0],
                                             axis=p.axis),
        [Param("shift", "shape"), Param("axis", "axis", None)], doc="Roll elements.")
-moving("_npi_rot90", lambda xp, p, a: xp.rot90(a, p.k, axes=p.axes).copy(),
+def _rot90(xp, p, a):
+    # MXNet's NumpyRot90Shape: axes are checked against [0, ndim] (an axis equal to ndim
+    # passes), and k % 4 == 0 returns the input unchanged: rot90 of a 1-D array with k=0 is
+    # a copy, any other k raises
+    if p.k % 4 == 0 and len(p.axes) == 2:
+        ax = [x + a.ndim if x < 0 else x for x in p.axes]
+        if ax[0] != ax[1] and all(0 <= x <= a.ndim for x in ax):
+            return a.copy()
+    return xp.rot90(a, p.k, axes=p.axes).copy()
+
+
+moving("_npi_rot90", _rot90,
        [Param("k", "int", 1), Param("axes", "shape", (0, 1))], doc="Rotate by 90 degrees.")
 
 
@@ -398,9 +409,22 @@ _FIRST = lambda p, n: (0,)  # noqa: E731 (the data input; indices are integers)
 moving("_npi_take", _take, [Param("axis", "int", None), Param("mode", "enum", "raise",
                                                                choices=("raise", "wrap", "clip"))],
        inputs=("a", "indices"), diff=_FIRST, doc="Take elements along an axis.")
-moving("_npi_take_along_axis",
-       lambda xp, p, a, idx: xp.take_along_axis(a if p.axis is not None else a.reshape(-1),
-                                                idx.astype(_I64), axis=p.axis if p.axis is not None else 0),
+def _take_along_axis(xp, p, a, idx):
+    src = a if p.axis is not None else a.reshape(-1)
+    ax = p.axis if p.axis is not None else 0
+    idx = idx.astype(_I64)
+    if src.ndim and idx.size:
+        n = src.shape[_norm(ax, src.ndim, "_npi_take_along_axis")]
+        lo, hi = int(idx.min()), int(idx.max())
+        if hi >= n or lo < -n:
+            # MXNet computes np.take_along_axis with NumPy (a fallback): NumPy's IndexError
+            raise GpundaIndexError(f"Operator _npi_take_along_axis: index "
+                                   f"{hi if hi >= n else lo} is out of bounds for axis {ax} "
+                                   f"with size {n}")
+    return xp.take_along_axis(src, idx, axis=ax)
+
+
+moving("_npi_take_along_axis", _take_along_axis,
        [Param("axis", "int", None)], inputs=("a", "indices"), diff=_FIRST,
        doc="Take values by matching index arrays along an axis.")
 
