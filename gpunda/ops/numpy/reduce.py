@@ -75,6 +75,10 @@ def _sum_dtype(x, p):
 
 def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), extra=None):
     def compute(xp, p, x):
+        if getattr(p, "initial", None) is not None:
+            # NumpyReduceAxesCompute: LOG(FATAL) << "initial is not supported yet"
+            raise GpundaError(f"Operator {name}: initial={p.initial} is not supported yet "
+                              f"(MXNet 1.9.1)")
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = dtype_rule(x, p)
         kw = extra(p) if extra else {}
