@@ -54,3 +54,110 @@ def test_mean_with_int_dtype_truncates_the_float_sum():
     for dt in ("int64", "int32", "int8"):
         r = np.mean(x, axis=-1, dtype=dt)
         assert r.dtype == onp.dtype(dt) and r.asnumpy().tolist() == [1, -1]
+
+
+def _b(shape=(2, 3)):
+    return np.array(onp.ones(shape, dtype=bool), dtype="bool")
+
+
+@pytest.mark.parametrize("f", [np.sqrt, np.exp, np.abs, np.sign, np.floor, np.negative,
+                               np.log, np.tanh, np.around])
+def test_np_unary_math_refuses_bool(f):
+    # mx.np.sqrt(mx.np.array([True, True], dtype='bool')).asnumpy()
+    # -> MXNetError: Unknown type enum 7 (and the same for each function here)
+    with pytest.raises(GpundaError, match="bool"):
+        f(_b()).asnumpy()
+    # ints keep their dtype: mx.np.sqrt(mx.np.array([4, 9], dtype='int32')) -> int32 [2, 3]
+    r = np.sqrt(np.array(onp.array([4, 9]), dtype="int32"))
+    assert r.dtype == onp.int32 and r.asnumpy().tolist() == [2, 3]
+
+
+def test_np_around_refuses_float16():
+    # mx.np.around(mx.np.ones(3, dtype='float16')).asnumpy() -> MXNetError
+    with pytest.raises(GpundaError, match="float16"):
+        np.around(np.ones(3, dtype="float16"))
+
+
+@pytest.mark.parametrize("f", [np.flip, np.argmax, np.argsort, np.sort, np.transpose,
+                               lambda x: np.roll(x, 1), lambda x: np.diag(x[0]),
+                               lambda x: np.dot(x, x.T), lambda x: np.split(x, 1)[0]])
+def test_np_ops_without_a_bool_kernel_refuse_bool(f):
+    # mx.np.flip(mx.np.ones((2, 3), dtype='bool')).asnumpy() -> MXNetError: Unknown type
+    # enum 7; the same for argmax, argsort, sort, transpose, roll, diag, dot, split
+    with pytest.raises(GpundaError, match="bool"):
+        f(_b()).asnumpy()
+
+
+def test_np_diff_of_bool_with_an_empty_result_runs():
+    # mx.np.diff(mx.np.ones((1, 4), dtype='bool'), n=1, axis=0) -> bool (0, 4) (the kernel
+    # returns before its type switch); axis=1 -> MXNetError
+    r = np.diff(_b((1, 4)), n=1, axis=0)
+    assert r.shape == (0, 4) and r.dtype == onp.bool_
+    with pytest.raises(GpundaError):
+        np.diff(_b((1, 4)), n=1, axis=1)
+
+
+def test_np_sum_prod_refuse_initial():
+    # mx.np.sum(mx.np.ones((2, 3)), initial=2.0) -> MXNetError: initial is not supported yet
+    for f in (np.sum, np.prod):
+        with pytest.raises(GpundaError, match="initial"):
+            f(np.ones((2, 3)), initial=2.0)
+    assert float(np.sum(np.ones((2, 3)), initial=None)) == 6.0
+
+
+def test_np_rot90_k_multiple_of_4_accepts_an_axis_equal_to_ndim():
+    # mx.np.rot90(mx.np.array([1., 2., 3.]), k=0) -> [1, 2, 3]; k=-4 too; k=1 -> MXNetError
+    # mx.np.rot90(a2, k=0, axes=(0, 2)) of a (2, 3) array -> a2; axes=(0, 3) -> MXNetError
+    a1 = np.array([1., 2., 3.])
+    assert np.rot90(a1, k=0).asnumpy().tolist() == [1, 2, 3]
+    assert np.rot90(a1, k=-4).asnumpy().tolist() == [1, 2, 3]
+    with pytest.raises(GpundaError):
+        np.rot90(a1, k=1)
+    a2 = np.array([[1., 2., 3.], [4., 5., 6.]])
+    assert np.rot90(a2, k=0, axes=(0, 2)).asnumpy().tolist() == a2.asnumpy().tolist()
+    with pytest.raises(GpundaError):
+        np.rot90(a2, k=0, axes=(0, 3))
+
+
+def test_np_reshape_order():
+    # z = mx.np.array(onp.arange(4.).reshape(1, 4)); mx.np.reshape(z, (2, 2), order='A')
+    # -> [[0, 1], [2, 3]]; order='F' gives the same C-order answer in MXNet (NumPy's is
+    # [[0, 2], [1, 3]]): refused here; a bad shape is MXNet's MXNetError first
+    z = np.array(onp.arange(4.).reshape(1, 4))
+    assert np.reshape(z, (2, 2), order="A").asnumpy().tolist() == [[0, 1], [2, 3]]
+    with pytest.raises(NotImplementedError):
+        np.reshape(z, (2, 2), order="F")
+    with pytest.raises(GpundaError):
+        np.reshape(z, (), order="F")
+
+
+def test_np_take_along_axis_and_rollaxis_as_numpy_fallbacks():
+    # MXNet 1.9.1 runs both with official NumPy: float or bool indices -> IndexError
+    # "`indices` must be an integer array"; index 5 of 4 -> IndexError; an int8 result ->
+    # ValueError "int8 is not supported." (DLPack conversion)
+    x = np.array(onp.array([[0.5, 1.7, 1.2, 0.3]]), dtype="float32")
+    with pytest.raises(IndexError, match="integer array"):
+        np.take_along_axis(x, np.array([[1.7, 0.2, 2.9, 0.5]]), axis=1)
+    with pytest.raises(IndexError):
+        np.take_along_axis(x, np.array(onp.array([[-1, 5, 2, 0]]), dtype="int64"), axis=1)
+    y = np.array(onp.arange(24).reshape(2, 3, 4), dtype="int8")
+    with pytest.raises(ValueError, match="int8"):
+        np.rollaxis(y, 2, 0)
+    assert np.rollaxis(y.astype("int32"), 2, 0).shape == (4, 2, 3)
+
+
+def test_np_transpose_errors_and_creation_errors_are_mxnet_classes():
+    # mx.np.transpose(mx.np.ones((1, 4)), axes=(0, 0)) -> ValueError (repeated axis);
+    # axes=(2, 2) -> MXNetError (out of range), not a ValueError;
+    # mx.np.zeros((3, -1)) -> MXNetError (not a ValueError); mx.np.empty((3, -1)) ->
+    # OverflowError; mx.np.linalg.tensorinv(mx.np.ones((2, 2)), ind=0) -> MXNetError
+    x = np.ones((1, 4))
+    with pytest.raises(ValueError):
+        np.transpose(x, axes=(0, 0))
+    for f in (lambda: np.transpose(x, axes=(2, 2)), lambda: np.zeros((3, -1)),
+              lambda: np.linalg.tensorinv(np.ones((2, 2)), ind=0)):
+        with pytest.raises(GpundaError) as e:
+            f()
+        assert not isinstance(e.value, ValueError)
+    with pytest.raises(OverflowError):
+        np.empty((3, -1))

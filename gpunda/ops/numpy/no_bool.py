@@ -33,6 +33,11 @@ def _refusing_bool(name, compute):
     def compute_no_bool(xp, p, *ins, **kw):
         for x in ins:
             if getattr(x, "dtype", None) == _BOOL:
+                # a kernel whose output is empty returns before its type switch
+                r = compute(xp, p, *ins, **kw)
+                outs = r if isinstance(r, (tuple, list)) else (r,)
+                if all(getattr(o, "size", 1) == 0 for o in outs):
+                    return r
                 raise GpundaError(f"Operator {name}: input dtype bool is not supported "
                                   f"(MXNet's kernel has no bool case: Unknown type enum 7)")
         return compute(xp, p, *ins, **kw)
