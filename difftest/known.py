@@ -116,6 +116,14 @@ RULES = [
          st[0] == "input" and st[3] in ("float16", "float64") for st in prog["steps"]),
      "reason": "MXNet's CPU interleaved matmul kernels take float32 only (its GPU kernels take "
                "float16 too); gpunda takes every float dtype on every device"},
+    {"tag": "cumsum-negative-axis", "status": DELIBERATE, "ops": {"_np_cumsum"},
+     "what": {"kind"}, "detail": "MXNetError vs array",
+     "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "call" and isinstance(st[4], dict) and isinstance(st[4].get("axis"), int)
+         and st[4]["axis"] < 0 for st in prog["steps"]),
+     "reason": "np.cumsum with a negative axis: MXNet's range check admits it but the kernel "
+               "then indexes the shape with the negative value and raises; gpunda counts it "
+               "from the end as NumPy does"},
     {"tag": "reshape-order-f", "status": DELIBERATE, "ops": {"_np_reshape"},
      "steps": '"order": "F"',
      "reason": "mx.np.reshape(a, s, order='F') silently reshapes in C order in MXNet 1.9.1 "

@@ -242,8 +242,32 @@ def rot90(m, k=1, axes=(0, 1)):
     return invoke("_npi_rot90", [to_tensor(m)], k=k, axes=_shape_tuple(axes))
 
 
+def _pad_pairs(pad_width, ndim, mode):
+    """MXNet 1.9.1's checks of ``np.pad``'s arguments, in its order, and its reading of
+    ``pad_width`` (a tuple; an int entry ``k`` reads as ``(k,)``): a 1-D array takes
+    ``pad_width[0][0]`` before and ``pad_width[1][0]`` after, an N-D array
+    ``pad_width[i][0:2]`` for each axis i (entries past the last axis are ignored)."""
+    if _onp.asarray(pad_width).dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    if not isinstance(pad_width, tuple):
+        raise TypeError("`pad_width` must be tuple.")
+    if callable(mode) or mode in ("linear_ramp", "wrap", "median", "mean", "empty"):
+        raise ValueError(f"mode {{{'<function>' if callable(mode) else mode!r}}} is not "
+                         f"supported.")
+    rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in pad_width]
+    try:
+        if ndim == 1:
+            return ((int(rows[0][0]), int(rows[1][0])),)
+        return tuple((int(rows[i][0]), int(rows[i][1])) for i in range(ndim))
+    except IndexError:
+        raise GpundaError(f"Operator _npi_pad: pad_width={pad_width} does not give a "
+                          f"(before, after) pair for each of the {ndim} axes") from None
+
+
 def pad(x, pad_width, mode="constant", **kwargs):
     """Pad an array (NumPy's modes; ``constant_values`` a single number)."""
+    x = to_tensor(x)
+    pad_width = _pad_pairs(pad_width, x.ndim, mode)
     pw = _onp.asarray(pad_width)
     cv = kwargs.get("constant_values", 0)
     if _onp.ndim(cv) > 0:

@@ -29,17 +29,25 @@ NO_BOOL_OPS = (
 )
 
 
+# ops refusing further dtypes besides bool (mx.np.sort(mx.np.ones(4, dtype='float16'))
+# .asnumpy() -> MXNetError: the CPU sort kernel has no half-precision case)
+EXTRA_REFUSED = {"_npi_sort": ("float16",), "_npi_argsort": ("float16",)}
+
+
 def _refusing_bool(name, compute):
+    refused = (_BOOL,) + tuple(np.dtype(d) for d in EXTRA_REFUSED.get(name, ()))
+
     def compute_no_bool(xp, p, *ins, **kw):
         for x in ins:
-            if getattr(x, "dtype", None) == _BOOL:
+            if getattr(x, "dtype", None) in refused:
                 # a kernel whose output is empty returns before its type switch
                 r = compute(xp, p, *ins, **kw)
                 outs = r if isinstance(r, (tuple, list)) else (r,)
                 if all(getattr(o, "size", 1) == 0 for o in outs):
                     return r
-                raise GpundaError(f"Operator {name}: input dtype bool is not supported "
-                                  f"(MXNet's kernel has no bool case: Unknown type enum 7)")
+                raise GpundaError(f"Operator {name}: input dtype {x.dtype.name} is not "
+                                  f"supported (MXNet's kernel has no case for it: Unknown "
+                                  f"type enum)")
         return compute(xp, p, *ins, **kw)
     compute_no_bool.__wrapped__ = compute
     compute_no_bool.refuses_bool = True
