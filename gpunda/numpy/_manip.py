@@ -79,6 +79,10 @@ def rollaxis(a, axis, start=0):
 
 def expand_dims(a, axis):
     """Insert a length-1 axis at ``axis``."""
+    if isinstance(axis, (tuple, list)):
+        # MXNet 1.9.1's expand_dims takes one int: "Invalid Parameter format for axis"
+        raise GpundaError(f"expand_dims: axis={axis!r} must be an int (MXNet 1.9.1 takes one "
+                          f"axis)")
     return invoke("_npi_expand_dims", [to_tensor(a)], axis=axis_param(axis))
 
 

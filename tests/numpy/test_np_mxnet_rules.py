@@ -161,3 +161,49 @@ def test_np_transpose_errors_and_creation_errors_are_mxnet_classes():
         assert not isinstance(e.value, ValueError)
     with pytest.raises(OverflowError):
         np.empty((3, -1))
+
+
+def test_np_pad_argument_checks():
+    # MXNet 1.9.1, a = mx.np.ones((1, 4)): np.pad(a, 2) and np.pad(a, [[1, 1], [2, 2]]) ->
+    # TypeError "`pad_width` must be tuple."; np.pad(a, ()) -> TypeError "must be of integral
+    # type"; np.pad(a, (2,)) / (1, 2) -> MXNetError; ((1, 1), (2, 2), (3, 3)) -> shape (3, 8)
+    # (pairs past the last axis ignored); np.pad(mx.np.ones(3), (1, 2)) -> shape (6,);
+    # mode='wrap' -> ValueError "mode {'wrap'} is not supported."
+    a = np.ones((1, 4))
+    for pw in (2, [[1, 1], [2, 2]]):
+        with pytest.raises(TypeError, match="tuple"):
+            np.pad(a, pw)
+    with pytest.raises(TypeError, match="integral"):
+        np.pad(a, ())
+    for pw in ((2,), (1, 2)):
+        with pytest.raises(GpundaError):
+            np.pad(a, pw)
+    assert np.pad(a, ((1, 1), (2, 2), (3, 3))).shape == (3, 8)
+    assert np.pad(np.ones(3), (1, 2)).asnumpy().tolist() == [0, 1, 1, 1, 0, 0]
+    with pytest.raises(ValueError, match="wrap"):
+        np.pad(np.ones(3), (1, 1), mode="wrap")
+
+
+def test_np_roll_take_expand_dims_parameter_checks():
+    # MXNet 1.9.1, x2 = mx.np.ones((2, 3)): np.roll(x2, (1, 2)) and np.roll(x2, (1, 2),
+    # axis=0) and np.roll(x2, (1, 2), axis=(0, 0)) -> MXNetError; np.roll(x2, 1, axis=(0, 1))
+    # runs; np.take(mx.np.array([.5, -1.2, .3]), mx.np.array([-1, 0], dtype='int64')) ->
+    # MXNetError (mode 'raise'), [1.5, 0.2] -> [-1.2, 0.5]; np.expand_dims(x2, (0,)) ->
+    # MXNetError "Invalid Parameter format for axis"
+    x2 = np.ones((2, 3))
+    for f in (lambda: np.roll(x2, (1, 2)), lambda: np.roll(x2, (1, 2), axis=0),
+              lambda: np.roll(x2, (1, 2), axis=(0, 0)), lambda: np.expand_dims(x2, (0,))):
+        with pytest.raises(GpundaError):
+            f()
+    assert np.roll(x2, 1, axis=(0, 1)).shape == (2, 3)
+    x = np.array([.5, -1.2, .3])
+    with pytest.raises(GpundaError):
+        np.take(x, np.array(onp.array([-1, 0]), dtype="int64"))
+    onp.testing.assert_allclose(np.take(x, np.array([1.5, 0.2])).asnumpy(), [-1.2, 0.5])
+
+
+def test_np_sort_refuses_float16():
+    # mx.np.sort(mx.np.ones((1, 4), dtype='float16')).asnumpy() -> MXNetError (argsort too)
+    for f in (np.sort, np.argsort):
+        with pytest.raises(GpundaError, match="float16"):
+            f(np.ones((1, 4), dtype="float16"))

@@ -311,8 +311,19 @@ moving("_npi_repeats", _repeat, [Param("repeats", "shape"), Param("axis", "int",
        doc="Repeat each element.")
 moving("_npi_flip", lambda xp, p, a: xp.flip(a, axis=p.axis).copy(), [Param("axis", "axis", None)],
        doc="Reverse the order of elements along axes.")
-moving("_np_roll", lambda xp, p, a: xp.roll(a, p.shift if len(p.shift) > 1 else p.shift[0],
-                                            axis=p.axis),
+def _roll(xp, p, a):
+    # MXNet's NumpyRollShape: a shift tuple needs an axis tuple of its length (a one-element
+    # shift broadcasts), and an axis may appear once
+    axes = p.axis if isinstance(p.axis, tuple) else None if p.axis is None else (p.axis,)
+    if len(p.shift) > 1 and (axes is None or len(axes) != len(p.shift)):
+        raise GpundaError(f"Operator _np_roll: shift {p.shift} needs an axis tuple of the same "
+                          f"length, got axis={p.axis}")
+    if axes is not None and len({ax % max(a.ndim, 1) for ax in axes}) != len(axes):
+        raise GpundaError(f"Operator _np_roll: repeated axis in axis={p.axis}")
+    return xp.roll(a, p.shift if len(p.shift) > 1 else p.shift[0], axis=p.axis)
+
+
+moving("_np_roll", _roll,
        [Param("shift", "shape"), Param("axis", "axis", None)], doc="Roll elements.")
 def _rot90(xp, p, a):
     # MXNet's NumpyRot90Shape: axes are checked against [0, ndim] (an axis equal to ndim
@@ -391,6 +402,10 @@ register(OpDef("_np_trace", _trace,
 # selection
 
 def _take(xp, p, a, idx):
+    if p.mode == "raise" and idx.size and float(idx.min()) < 0:
+        # MXNet 1.9.1's np.take in 'raise' mode takes no negative index (NumPy's would wrap)
+        raise GpundaError(f"Operator _npi_take: index {float(idx.min()):g} is out of bounds "
+                          f"(mode='raise' takes indices in [0, n))")
     idx = idx.astype(_I64) if idx.dtype != _I64 else idx
     src = a.reshape(-1) if p.axis is None else a
     ax = 0 if p.axis is None else _norm(p.axis, a.ndim, "_npi_take")
