@@ -124,6 +124,13 @@ RULES = [
      "reason": "np.cumsum with a negative axis: MXNet's range check admits it but the kernel "
                "then indexes the shape with the negative value and raises; gpunda counts it "
                "from the end as NumPy does"},
+    {"tag": "np-matmul-float16", "status": DELIBERATE, "what": {"kind"},
+     "detail": "MXNetError vs array", "ops": {"_npi_matmul", "_np_dot", "_npi_tensordot",
+                                              "_npi_tensordot_int_axes"},
+     "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "input" and st[3] == "float16" for st in prog["steps"]),
+     "reason": "MXNet's CPU np.matmul/dot/tensordot have no float16 kernel (its GPU ones do); "
+               "gpunda computes float16 products on every device"},
     {"tag": "reshape-order-f", "status": DELIBERATE, "ops": {"_np_reshape"},
      "steps": '"order": "F"',
      "reason": "mx.np.reshape(a, s, order='F') silently reshapes in C order in MXNet 1.9.1 "

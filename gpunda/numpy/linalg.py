@@ -51,19 +51,33 @@ def svd(a):
     return tuple(invoke("_npi_svd", [to_tensor(a)]))
 
 
+def _float_only(name, a):
+    # MXNet 1.9.1's np.linalg LAPACK kernels refuse integer and bool arrays (MXNetError)
+    dt = getattr(a, "dtype", None)     # a Symbol has no dtype until inference
+    if dt is not None and _onp.dtype(dt).kind != "f":
+        raise GpundaError(f"linalg.{name}: input dtype {_onp.dtype(dt).name} is not "
+                          f"supported (floating point only)")
+
+
 def cholesky(a):
     """The lower Cholesky factor L of a symmetric positive-definite matrix (A = L L^T)."""
-    return invoke("_linalg_potrf", [to_tensor(a)], lower=True)
+    a = to_tensor(a)
+    _float_only("cholesky", a)
+    return invoke("_linalg_potrf", [a], lower=True)
 
 
 def inv(a):
     """The inverse of each square matrix."""
-    return invoke("_linalg_inverse", [to_tensor(a)])
+    a = to_tensor(a)
+    _float_only("inv", a)
+    return invoke("_linalg_inverse", [a])
 
 
 def det(a):
     """The determinant of each square matrix."""
-    return invoke("_linalg_det", [to_tensor(a)])
+    a = to_tensor(a)
+    _float_only("det", a)
+    return invoke("_linalg_det", [a])
 
 
 def slogdet(a):

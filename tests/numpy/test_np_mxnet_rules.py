@@ -207,3 +207,21 @@ def test_np_sort_refuses_float16():
     for f in (np.sort, np.argsort):
         with pytest.raises(GpundaError, match="float16"):
             f(np.ones((1, 4), dtype="float16"))
+
+
+def test_np_linalg_integer_inputs():
+    # a = mx.np.array([[4, 1], [1, 3]], dtype='int32'); b = mx.np.array([[1], [2]],
+    # dtype='int32'): mx.np.linalg.solve(a, b) -> float64 [[0.0909...], [0.6363...]] (also
+    # with one float32 operand); np.matmul / dot / tensordot / linalg.svd / cholesky / inv /
+    # det of int32 -> MXNetError
+    a = np.array(onp.array([[4, 1], [1, 3]]), dtype="int32")
+    b = np.array(onp.array([[1], [2]]), dtype="int32")
+    for bb in (b, b.astype("float32")):
+        r = np.linalg.solve(a, bb)
+        assert r.dtype == onp.float64
+        onp.testing.assert_allclose(r.asnumpy(), [[1 / 11], [7 / 11]], rtol=1e-12)
+    for f in (lambda: np.matmul(a, a), lambda: np.dot(a, a), lambda: np.tensordot(a, a, 1),
+              lambda: np.linalg.svd(a), lambda: np.linalg.cholesky(a),
+              lambda: np.linalg.inv(a), lambda: np.linalg.det(a)):
+        with pytest.raises(GpundaError):
+            f()

@@ -21,7 +21,7 @@ NO_BOOL_OPS = (
     "_npi_argmin", "_npi_argsort", "_npi_sort", "_np_roll", "_npi_tril", "_np_transpose",
     "_npi_swapaxes", "_np_moveaxis", "_npi_rot90", "_npi_unique", "_np_dot", "_npi_matmul",
     "_npi_tensordot", "_npi_tensordot_int_axes", "_npi_delete", "_npi_diff", "_npi_bincount",
-    "_npi_average", "_npi_percentile", "_npi_split",
+    "_npi_average", "_npi_percentile", "_npi_split", "_npi_svd",
     # contrib / image
     "_contrib_div_sqrt_dim", "_contrib_quadratic", "_contrib_arange_like",
     "_contrib_index_copy", "_image_flip_top_bottom", "_image_flip_left_right",
@@ -31,7 +31,12 @@ NO_BOOL_OPS = (
 
 # ops refusing further dtypes besides bool (mx.np.sort(mx.np.ones(4, dtype='float16'))
 # .asnumpy() -> MXNetError: the CPU sort kernel has no half-precision case)
-EXTRA_REFUSED = {"_npi_sort": ("float16",), "_npi_argsort": ("float16",)}
+# mx.np.matmul / dot / tensordot / linalg.svd of integer arrays -> MXNetError (BLAS and LAPACK
+# kernels over floating types only)
+_INTS = ("uint8", "int8", "int32", "int64")
+EXTRA_REFUSED = {"_npi_sort": ("float16",), "_npi_argsort": ("float16",),
+                 "_npi_matmul": _INTS, "_np_dot": _INTS, "_npi_tensordot": _INTS,
+                 "_npi_tensordot_int_axes": _INTS, "_npi_svd": _INTS}
 
 
 def _refusing_bool(name, compute):
