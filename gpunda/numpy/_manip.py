@@ -258,6 +258,8 @@ def _pad_pairs(pad_width, ndim, mode):
     if callable(mode) or mode in ("linear_ramp", "wrap", "median", "mean", "empty"):
         raise ValueError(f"mode {{{'<function>' if callable(mode) else mode!r}}} is not "
                          f"supported.")
+    if ndim is None:        # a Symbol: its rank is known only at inference
+        return pad_width
     rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in pad_width]
     try:
         if ndim == 1:
@@ -271,7 +273,7 @@ def _pad_pairs(pad_width, ndim, mode):
 def pad(x, pad_width, mode="constant", **kwargs):
     """Pad an array (NumPy's modes; ``constant_values`` a single number)."""
     x = to_tensor(x)
-    pad_width = _pad_pairs(pad_width, x.ndim, mode)
+    pad_width = _pad_pairs(pad_width, getattr(x, "ndim", None), mode)
     pw = _onp.asarray(pad_width)
     cv = kwargs.get("constant_values", 0)
     if _onp.ndim(cv) > 0:
