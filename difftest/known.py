@@ -67,6 +67,35 @@ def _cpu_gap(prog, d, ref=None, got=None):
     return _first_dtype(prog) in _CPU_GAPS.get(op, ())
 
 
+def _index_copy_out_of_range(prog, d, ref=None, got=None):
+    """index_copy whose index vector (input 1, truncated) leaves [0, rows of input 0)."""
+    from difftest.interp import make_data
+    steps = prog["steps"]
+    ins = [(i, st) for i, st in enumerate(steps) if st[0] == "input"]
+    if len(ins) < 2 or not ins[0][1][2]:
+        return False
+    seed = int(prog.get("seed", 0)) * 1009
+    i, spec = ins[1]
+    idx = make_data(seed + i, spec[2], spec[3], spec[5], *(spec[7:9] if len(spec) > 8 else ()))
+    idx = idx.astype("float64").astype("int64")
+    return bool(((idx < 0) | (idx >= ins[0][1][2][0])).any())
+
+
+def _softmax_of_nan(prog, d, ref=None, got=None):
+    """A program with a softmax whose recorded MXNet answers hold a NaN somewhere."""
+    import numpy as np
+    if "softmax" not in json.dumps(prog["steps"]):
+        return False
+    return any(isinstance(e, dict) and "v" in e and np.asarray(e["v"]).dtype.kind == "f"
+               and np.isnan(np.asarray(e["v"])).any() for e in (ref or {}).values())
+
+
+def _mean_add_grad(prog, d, ref=None, got=None):
+    """An autograd program accumulating (grad_req='add') a gradient through a mean."""
+    text = json.dumps(prog["steps"])
+    return '"add"' in text and ('"nd.mean"' in text or '"np.mean"' in text)
+
+
 RULES = [
     # -- MXNet 1.9.1 limitations gpunda does not copy -------------------------------------
     {"tag": "mxnet-cpu-kernel-gap", "status": "MXNet limitation", "what": {"kind"},
@@ -119,6 +148,61 @@ RULES = [
      "reason": "legacy (`nd`) mode has no zero-size arrays (a 0 in a shape means unknown), so "
                "an empty slice or a csr array with 0 rows raises in MXNet; gpunda returns the "
                "empty array as NumPy does"},
+    {"tag": "mxnet-bug-unravel-nd", "status": "MXNet bug", "ops": {"_unravel_index"},
+     "test": lambda prog, d, ref=None, got=None: len(prog["steps"][0][2]) > 1,
+     "reason": "_unravel_index of an input with more than one dimension: MXNet's output is "
+               "(len(shape), x.shape[0]) but its kernel walks all x.size indices and writes "
+               "past it (heap corruption, or a process abort); gpunda raises"},
+    {"tag": "mxnet-bug-index-copy-range", "status": "MXNet bug",
+     "ops": {"_contrib_index_copy"}, "test": _index_copy_out_of_range,
+     "reason": "index_copy with an index outside [0, rows): MXNet writes that row outside "
+               "its output (other memory) with no check; gpunda raises"},
+    {"tag": "mxnet-bug-softmax-nan", "status": "MXNet bug", "what": {"value"},
+     "test": _softmax_of_nan,
+     "reason": "MXNet's CPU softmax/log_softmax (built with fast math) read exp(NaN) as "
+               "FLT_MAX: a NaN in a row leaves the row's other entries finite (softmax 0, "
+               "log_softmax x - max - 88.72); gpunda's row is NaN, as NumPy's and IEEE's"},
+    {"tag": "mxnet-bug-mean-grad-add", "status": "MXNet bug", "kind": {"autograd"},
+     "what": {"value"}, "test": _mean_add_grad,
+     "reason": "mean's backward with grad_req='add' adds the head gradient to the stored "
+               "gradient and then divides the sum by the count (a second backward of "
+               "mean(x), x of 4, gives 0.25 + 1/16 = 0.3125); gpunda accumulates 0.25 + 0.25"},
+    {"tag": "mxnet-bug-unchecked-param", "status": "MXNet bug", "what": {"kind"},
+     "detail": "array vs MXNetError",
+     "ops": {"_contrib_index_array", "_contrib_interleaved_matmul_selfatt_qk",
+             "_image_resize"},
+     "reason": "MXNet computes with a parameter or dtype its kernel does not support and "
+               "returns meaningless values: index_array with an axis >= ndim reads past the "
+               "shape, interleaved_matmul_selfatt_qk with a last dimension not a multiple of "
+               "3 * heads reads a strided subset (zeros when heads > dim), image.resize of "
+               "int64 returns uninitialised memory (int32 is refused by OpenCV); gpunda raises"},
+    {"tag": "interleaved-matmul-float", "status": DELIBERATE, "what": {"kind"},
+     "detail": "MXNetError vs array",
+     "ops": {"_contrib_interleaved_matmul_selfatt_qk", "_contrib_interleaved_matmul_selfatt_valatt",
+             "_contrib_interleaved_matmul_encdec_qk", "_contrib_interleaved_matmul_encdec_valatt"},
+     "steps": "float", "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "input" and st[3] in ("float16", "float64") for st in prog["steps"]),
+     "reason": "MXNet's CPU interleaved matmul kernels take float32 only (its GPU kernels take "
+               "float16 too); gpunda takes every float dtype on every device"},
+    {"tag": "cumsum-negative-axis", "status": DELIBERATE, "ops": {"_np_cumsum"},
+     "what": {"kind"}, "detail": "MXNetError vs array",
+     "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "call" and isinstance(st[4], dict) and isinstance(st[4].get("axis"), int)
+         and st[4]["axis"] < 0 for st in prog["steps"]),
+     "reason": "np.cumsum with a negative axis: MXNet's range check admits it but the kernel "
+               "then indexes the shape with the negative value and raises; gpunda counts it "
+               "from the end as NumPy does"},
+    {"tag": "np-matmul-float16", "status": DELIBERATE, "what": {"kind"},
+     "detail": "MXNetError vs array", "ops": {"_npi_matmul", "_np_dot", "_npi_tensordot",
+                                              "_npi_tensordot_int_axes"},
+     "test": lambda prog, d, ref=None, got=None: any(
+         st[0] == "input" and st[3] == "float16" for st in prog["steps"]),
+     "reason": "MXNet's CPU np.matmul/dot/tensordot have no float16 kernel (its GPU ones do); "
+               "gpunda computes float16 products on every device"},
+    {"tag": "reshape-order-f", "status": DELIBERATE, "ops": {"_np_reshape"},
+     "steps": '"order": "F"',
+     "reason": "mx.np.reshape(a, s, order='F') silently reshapes in C order in MXNet 1.9.1 "
+               "(a wrong answer); gpunda raises NotImplementedError once the shape is valid"},
     # -- deliberate (docs/compat.md, "Deliberate differences") ---------------------------
     {"tag": "quantize-rounding", "status": DELIBERATE, "what": {"value"},
      "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},

@@ -61,10 +61,18 @@ def on_host(x):
     return x
 
 
+# DLDataType.TYPE_MAP of MXNet 1.9.1's from_numpy: the dtypes a NumPy fallback may return
+_DLPACK_DTYPES = frozenset(("int32", "int64", "bool", "uint8", "uint32", "uint64", "float16",
+                            "float32", "float64"))
+
+
 def back_to(result, ctx):
     """Official-NumPy results of a host fallback as ``mx.np.ndarray`` on ``ctx``."""
     from gpunda.ndarray.ndarray import array as _nd_array
     if isinstance(result, _onp.ndarray):
+        if result.dtype.name not in _DLPACK_DTYPES:
+            # MXNet converts a fallback's result through DLPack (ndarray.from_numpy)
+            raise ValueError(f"{result.dtype.name} is not supported.")
         return as_np(_nd_array(result, ctx=ctx, dtype=result.dtype))
     if isinstance(result, tuple):
         return tuple(back_to(r, ctx) for r in result)

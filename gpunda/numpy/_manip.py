@@ -6,7 +6,7 @@ import numbers
 
 import numpy as _onp
 
-from gpunda.base import GpundaError, GpundaValueError
+from gpunda.base import GpundaError
 from gpunda.numpy._helpers import is_tensor, is_scalar, to_tensor, tensors, invoke, axis_param
 
 __all__ = ["reshape", "transpose", "swapaxes", "moveaxis", "rollaxis", "expand_dims", "squeeze",
@@ -26,8 +26,15 @@ def _shape_tuple(shape):
 
 def reshape(a, newshape, order="C"):
     """A new shape for the same data (one -1 is inferred)."""
+    if order == "A":        # 'A' reads an mx.np array (always C-contiguous) in C order
+        order = "C"
     if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported (as in MXNet)")
+        # MXNet 1.9.1's _np_reshape takes order='F' and computes C order anyway: a silent
+        # wrong answer, refused here once the shape itself is valid (docs/compat.md)
+        r = invoke("_np_reshape", [to_tensor(a)], newshape=_shape_tuple(newshape))
+        raise NotImplementedError(f"reshape: order={order!r} is not supported, only 'C' "
+                                  f"(MXNet 1.9.1 silently reshapes in C order); result shape "
+                                  f"would be {r.shape}")
     return invoke("_np_reshape", [to_tensor(a)], newshape=_shape_tuple(newshape), order=order)
 
 
@@ -40,8 +47,6 @@ def transpose(a, axes=None):
     """Permute the axes (reverse them when ``axes`` is None)."""
     if axes is not None:
         axes = _shape_tuple(axes)
-        if len(set(axes)) != len(axes):
-            raise GpundaValueError("repeated axis in transpose")   # MXNetError in MXNet
     return invoke("_np_transpose", [to_tensor(a)], axes=axes)
 
 
@@ -56,13 +61,28 @@ def moveaxis(a, source, destination):
                   destination=_shape_tuple(destination))
 
 
+def _fallback_dtype(name, dtype):
+    # MXNet 1.9.1 computes rollaxis and take_along_axis with official NumPy (numpy/fallback.py)
+    # and converts the result through DLPack, which has no int8: ValueError "int8 is not
+    # supported." (what gpunda's host fallbacks do too, numpy/_helpers.back_to)
+    if dtype == _onp.int8:
+        raise ValueError(f"{name}: int8 is not supported. (MXNet's NumPy fallback cannot "
+                         f"return an int8 array)")
+
+
 def rollaxis(a, axis, start=0):
     """Roll ``axis`` backwards until it lies before ``start``."""
-    return invoke("_npi_rollaxis", [to_tensor(a)], axis=axis, start=start)
+    r = invoke("_npi_rollaxis", [to_tensor(a)], axis=axis, start=start)
+    _fallback_dtype("rollaxis", r.dtype)
+    return r
 
 
 def expand_dims(a, axis):
     """Insert a length-1 axis at ``axis``."""
+    if isinstance(axis, (tuple, list)):
+        # MXNet 1.9.1's expand_dims takes one int: "Invalid Parameter format for axis"
+        raise GpundaError(f"expand_dims: axis={axis!r} must be an int (MXNet 1.9.1 takes one "
+                          f"axis)")
     return invoke("_npi_expand_dims", [to_tensor(a)], axis=axis_param(axis))
 
 
@@ -226,8 +246,34 @@ def rot90(m, k=1, axes=(0, 1)):
     return invoke("_npi_rot90", [to_tensor(m)], k=k, axes=_shape_tuple(axes))
 
 
+def _pad_pairs(pad_width, ndim, mode):
+    """MXNet 1.9.1's checks of ``np.pad``'s arguments, in its order, and its reading of
+    ``pad_width`` (a tuple; an int entry ``k`` reads as ``(k,)``): a 1-D array takes
+    ``pad_width[0][0]`` before and ``pad_width[1][0]`` after, an N-D array
+    ``pad_width[i][0:2]`` for each axis i (entries past the last axis are ignored)."""
+    if _onp.asarray(pad_width).dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    if not isinstance(pad_width, tuple):
+        raise TypeError("`pad_width` must be tuple.")
+    if callable(mode) or mode in ("linear_ramp", "wrap", "median", "mean", "empty"):
+        raise ValueError(f"mode {{{'<function>' if callable(mode) else mode!r}}} is not "
+                         f"supported.")
+    if ndim is None:        # a Symbol: its rank is known only at inference
+        return pad_width
+    rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in pad_width]
+    try:
+        if ndim == 1:
+            return ((int(rows[0][0]), int(rows[1][0])),)
+        return tuple((int(rows[i][0]), int(rows[i][1])) for i in range(ndim))
+    except IndexError:
+        raise GpundaError(f"Operator _npi_pad: pad_width={pad_width} does not give a "
+                          f"(before, after) pair for each of the {ndim} axes") from None
+
+
 def pad(x, pad_width, mode="constant", **kwargs):
     """Pad an array (NumPy's modes; ``constant_values`` a single number)."""
+    x = to_tensor(x)
+    pad_width = _pad_pairs(pad_width, getattr(x, "ndim", None), mode)
     pw = _onp.asarray(pad_width)
     cv = kwargs.get("constant_values", 0)
     if _onp.ndim(cv) > 0:
@@ -280,7 +326,12 @@ def take(a, indices, axis=None, mode="raise", out=None):
 def take_along_axis(arr, indices, axis):
     """Values of ``arr`` at the matching positions of ``indices`` along ``axis``."""
     arr = to_tensor(arr)
-    return invoke("_npi_take_along_axis", [arr, to_tensor(indices, arr, dtype="int64")], axis=axis)
+    idx_dt = getattr(indices, "dtype", None)
+    if idx_dt is not None and _onp.dtype(idx_dt).kind not in "iu":
+        raise IndexError("`indices` must be an integer array")     # NumPy's, as in MXNet
+    r = invoke("_npi_take_along_axis", [arr, to_tensor(indices, arr, dtype="int64")], axis=axis)
+    _fallback_dtype("take_along_axis", r.dtype)
+    return r
 
 
 def _operand(v, like):

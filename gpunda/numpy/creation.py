@@ -12,7 +12,7 @@ import numbers
 
 import numpy as _onp
 
-from gpunda.base import GpundaValueError
+from gpunda.base import GpundaError
 from gpunda.context import Context, current_context
 from gpunda.ndarray import ndarray as _nd_mod
 from gpunda.ndarray.ndarray import NDArray
@@ -37,8 +37,11 @@ def _shape(shape, where):
     except TypeError:
         raise TypeError(f"{where}: shape {shape!r} must be an int or a tuple of ints") from None
     if any(d < 0 for d in shape):
-        # MXNet: "inferring shapes failed", an MXNetError (GpundaValueError is also a ValueError)
-        raise GpundaValueError(f"{where}: negative dimensions are not allowed, got {shape}")
+        if where == "empty":    # MXNet passes the shape to ctypes unsigned ints
+            raise OverflowError(f"empty: can't convert negative value to unsigned int, "
+                                f"shape={shape}")
+        # MXNet: "inferring shapes failed", an MXNetError (not a ValueError)
+        raise GpundaError(f"{where}: negative dimensions are not allowed, got {shape}")
     return shape
 
 

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as _onp
 
-from gpunda.base import GpundaError, GpundaValueError
+from gpunda.base import GpundaError
 from gpunda.numpy._helpers import to_tensor, tensors, invoke, is_tensor
 from gpunda.numpy import fallback_linalg
 from gpunda.numpy.fallback_linalg import *  # noqa: F401,F403
@@ -51,19 +51,33 @@ def svd(a):
     return tuple(invoke("_npi_svd", [to_tensor(a)]))
 
 
+def _float_only(name, a):
+    # MXNet 1.9.1's np.linalg LAPACK kernels refuse integer and bool arrays (MXNetError)
+    dt = getattr(a, "dtype", None)     # a Symbol has no dtype until inference
+    if dt is not None and _onp.dtype(dt).kind != "f":
+        raise GpundaError(f"linalg.{name}: input dtype {_onp.dtype(dt).name} is not "
+                          f"supported (floating point only)")
+
+
 def cholesky(a):
     """The lower Cholesky factor L of a symmetric positive-definite matrix (A = L L^T)."""
-    return invoke("_linalg_potrf", [to_tensor(a)], lower=True)
+    a = to_tensor(a)
+    _float_only("cholesky", a)
+    return invoke("_linalg_potrf", [a], lower=True)
 
 
 def inv(a):
     """The inverse of each square matrix."""
-    return invoke("_linalg_inverse", [to_tensor(a)])
+    a = to_tensor(a)
+    _float_only("inv", a)
+    return invoke("_linalg_inverse", [a])
 
 
 def det(a):
     """The determinant of each square matrix."""
-    return invoke("_linalg_det", [to_tensor(a)])
+    a = to_tensor(a)
+    _float_only("det", a)
+    return invoke("_linalg_det", [a])
 
 
 def slogdet(a):
@@ -119,7 +133,8 @@ def eigvals(a):
 def tensorinv(a, ind=2):
     """The inverse of ``a`` seen as a matrix over its first ``ind`` and remaining axes."""
     if ind <= 0:
-        raise GpundaValueError("Invalid ind argument.")   # MXNetError in MXNet
+        # an MXNetError in MXNet 1.9.1 (not a ValueError)
+        raise GpundaError(f"tensorinv: Invalid ind argument: ind={ind} must be positive")
     return invoke("_npi_tensorinv", [to_tensor(a)], ind=int(ind))
 
 

@@ -21,7 +21,7 @@ _FAMILY_MODULES = [
     "optimizer.lamb_adamw", "contrib.misc", "contrib.hawkes", "contrib.dgl_graph",
     "numpy.indexing", "quantization.nn", "quantization.math", "quantization.rnn",
     "contrib.backward", "contrib.dgl_sampling", "nn.loss", "control_flow.subgraph",
-    "tensor.ndarray_funcs", "image.cv",
+    "tensor.ndarray_funcs", "image.cv", "numpy.no_bool",
 ]
 for _m in _FAMILY_MODULES:
     __import__(f"{__name__}.{_m}")

@@ -331,13 +331,16 @@ def test_batch_take(rng):
 
 def test_ravel_unravel(rng):
     shape = (3, 4, 5)
-    flat = rng.integers(0, 60, size=(2, 3))
+    flat = rng.integers(0, 60, size=(6,))
     multi = np.stack(np.unravel_index(flat, shape))
     r = nd.ravel_multi_index(nd.array(multi), shape=shape)
-    assert r.shape == (2, 3)
+    assert r.shape == (6,)
     np.testing.assert_array_equal(r.asnumpy(), flat)
     u = nd.unravel_index(nd.array(flat), shape=shape)
     np.testing.assert_array_equal(u.asnumpy(), multi)
+    # MXNet 1.9.1: "Input to ravel operator must be two-dimensional"
+    with pytest.raises(GpundaError, match=r"_ravel_multi_index.*two-dimensional"):
+        nd.ravel_multi_index(nd.array(multi.reshape(3, 2, 3)), shape=shape)
     with pytest.raises(GpundaError, match=r"_ravel_multi_index.*shape"):
         nd.ravel_multi_index(nd.array(multi[:2]), shape=shape)
     with pytest.raises(GpundaError, match=r"_unravel_index.*shape.*missing"):

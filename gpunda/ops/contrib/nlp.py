@@ -22,6 +22,10 @@ _HEADS = [Param("heads", "int", REQUIRED, "number of attention heads")]
 
 
 def _check3(op, name, x):
+    if x.dtype.kind != "f":
+        # MXNet's interleaved matmul kernels are GEMMs over floating types only
+        raise GpundaError(f"Operator {op}: input {name} of dtype {x.dtype.name} is not "
+                          f"supported (floating point only)")
     if x.ndim != 3:
         raise GpundaError(f"Operator {op}: input {name} must be 3-D (seq, batch, proj), got "
                           f"shape {tuple(x.shape)}")

@@ -8,8 +8,10 @@ float32 is float32, not float64); two floats or two same-signedness ints -> the 
 a signed and an unsigned int -> at least int32; bool with bool stays bool (True + True
 is True), except true division (float32). A Python scalar takes the array's dtype (an int
 array + 2.5 stays int), except that true division of an int array gives float32 and a
-bool array meets a scalar as int64. Unary math keeps the input dtype, even int and bool
-(sin of int32 is int32, computed in floating point and cast back). ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
+bool array meets a scalar as int64. Unary math keeps the input dtype for ints
+(sin of int32 is int32, computed in floating point and cast back) and refuses bool, as
+MXNet's kernels have no bool case (np.sqrt of bool: MXNetError "Unknown type enum 7");
+around also refuses float16. ``np_result_type`` is that table; every compute body applies it, so nd, Symbol
 and CachedOp see the same dtypes.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import operator
 
 import numpy as np
 
+from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
 from gpunda.ops._util import special, sum_to_shape, wrapped_int, c_cast_float
 
@@ -66,7 +69,14 @@ def _cast_like(F, g, x):
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _unary_compute(fn):
+def refuse_bool(name, x):
+    """MXNet 1.9.1's np math kernels (MSHADOW_TYPE_SWITCH) have no bool case: a bool input
+    raises MXNetError "Unknown type enum 7"."""
+    raise GpundaError(f"Operator {name}: input dtype bool is not supported (MXNet's kernel "
+                      f"has no bool case: Unknown type enum 7)")
+
+
+def _unary_compute(fn, name):
     f = getattr(np, fn)
 
     def compute(xp, p, x):
@@ -76,13 +86,14 @@ def _unary_compute(fn):
             r = g(x)
             return r if r.ndim else xp.asarray(r)
         if x.dtype == _BOOL:
-            x = x.astype(_F32)
+            refuse_bool(name, x)
         return _arr(xp, g(x), dt)
     return compute
 
 
 def _unary(fn, grad=None, save=("inputs",), name=None, aliases=()):
-    register(OpDef(name or f"_npi_{fn}", _unary_compute(fn), inputs=("x",), gradient=grad,
+    name = name or f"_npi_{fn}"
+    register(OpDef(name, _unary_compute(fn, name), inputs=("x",), gradient=grad,
                    nondiff=grad is None, save=save, family="np_elemwise", hidden=True,
                    aliases=aliases, doc=f"NumPy's {fn}, element-wise (mx.np.{fn})."))
 
@@ -139,7 +150,10 @@ register(OpDef("_npi_erf", lambda xp, p, x: _arr(xp, special(xp).erf(x), x.dtype
 
 
 def _around(xp, p, x):
-    if x.dtype.kind in "iub" and p.decimals >= 0:
+    if x.dtype == _BOOL or x.dtype == np.float16:
+        # MXNet's around kernel has neither a bool nor a float16 case
+        raise GpundaError(f"Operator _npi_around: input dtype {x.dtype.name} is not supported")
+    if x.dtype.kind in "iu" and p.decimals >= 0:
         return x.copy()
     return _arr(xp, xp.around(x, p.decimals), x.dtype)
 
@@ -175,10 +189,84 @@ _PYOPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mu
           "less_equal": operator.le}
 
 
-def _bin_compute(fn, kind):
+# NOTE [np binary dtype checks]
+# Which dtype pairs MXNet 1.9.1's np binary kernels take (observed, and read from
+# np_elemwise_broadcast_op.h): the "mixed precision" ops cast an int operand to the float
+# one's type, but two different non-float dtypes meet only on the broadcasting path
+# (operands of one shape take the element-wise path, which refuses them), never uint8 with
+# int8; subtract and mod have no bool kernel; true division takes no two different floats
+# and no two different non-floats; maximum/minimum/copysign/ldexp need one dtype (not bool),
+# hypot/arctan2 one float dtype, lcm and the bitwise ops one integer dtype (bool only
+# element-wise), comparisons one dtype. Each entry returns the reason a pair is refused, or None.
+
+def _pair_kind(da, db):
+    fa, fb = da.kind == "f", db.kind == "f"
+    return "same" if da == db else "ff" if fa and fb else "fi" if fa or fb else "ii"
+
+
+def _mixed(with_bool):
+    def check(da, db, same_shape):
+        k = _pair_kind(da, db)
+        if k == "same":
+            return None if with_bool or da != _BOOL else "bool operands"
+        if k == "ii":
+            if {da.name, db.name} == {"uint8", "int8"}:
+                return "uint8 with int8"
+            if same_shape and not with_bool:
+                return "two different integer dtypes of one shape"
+        return None
+    return check
+
+
+def _true_div_check(da, db, same_shape):
+    k = _pair_kind(da, db)
+    if k == "ff":
+        return "two different float dtypes"
+    if k == "ii":
+        return "two different non-float dtypes"
+    return None
+
+
+def _same_dtype(kinds, bool_elemwise=False):
+    def check(da, db, same_shape):
+        if da != db:
+            return "different dtypes"
+        if da == _BOOL and "b" not in kinds:
+            return None if bool_elemwise and same_shape else "bool operands"
+        return None if da.kind in kinds else f"{da.name} operands"
+    return check
+
+
+_BIN_CHECKS = {
+    "add": _mixed(True), "multiply": _mixed(True), "power": _mixed(True),
+    "subtract": _mixed(False), "mod": _mixed(False), "true_divide": _true_div_check,
+    "maximum": _same_dtype("iuf"), "minimum": _same_dtype("iuf"),
+    "copysign": _same_dtype("iuf"), "ldexp": _same_dtype("iuf"),
+    "hypot": _same_dtype("f"), "arctan2": _same_dtype("f"),
+    "lcm": _same_dtype("iu", True), "bitwise_and": _same_dtype("iu", True),
+    "bitwise_or": _same_dtype("iu", True), "bitwise_xor": _same_dtype("iu", True),
+}
+for _n in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"):
+    _BIN_CHECKS[_n] = _same_dtype("iufb")
+
+
+def check_binary_dtypes(name, fn, a, b):
+    """Refuse operand dtypes MXNet's kernel for ``fn`` does not take (NOTE [np binary
+    dtype checks]); a GpundaError naming the op and both dtypes."""
+    check = _BIN_CHECKS.get(fn)
+    if check is None:
+        return
+    why = check(np.dtype(a.dtype), np.dtype(b.dtype), tuple(a.shape) == tuple(b.shape))
+    if why is not None:
+        raise GpundaError(f"Operator {name}: input dtypes {a.dtype.name} and {b.dtype.name} "
+                          f"are not supported ({why}; MXNet 1.9.1's kernel refuses them)")
+
+
+def _bin_compute(fn, kind, name=None):
     """kind: arith (promote), div (true division: ints -> float32), cmp (bool output),
     int (integer/bool only: bitwise, lcm)."""
     pyop = _PYOPS.get(fn)
+    name = name or f"_npi_{fn}"
     # inputs of one dtype need no promotion: float for all kinds, any non-bool but for
     # true division (ints give float32) and bool arithmetic (computed on int8)
     same_ok = (lambda dt: dt.kind == "f") if kind == "div" else (lambda dt: dt is not _BOOL) \
@@ -198,12 +286,16 @@ def _bin_compute(fn, kind):
         return _general(xp, a, b)
 
     def _general(xp, a, b):
+        if a.dtype is not b.dtype or a.dtype.kind != "f" or kind == "int":
+            check_binary_dtypes(name, fn, a, b)     # one float dtype: always taken
         if kind == "div":
             dt = np_result_type(a.dtype, b.dtype)
             if dt.kind != "f":
                 dt = _F32
         elif kind == "int":
             dt = np.result_type(a.dtype, b.dtype)
+            if dt == _BOOL and fn in ("lcm", "gcd"):     # NumPy has no bool lcm; MXNet does
+                return _arr(xp, getattr(xp, fn)(a.astype(np.int8), b.astype(np.int8)), _BOOL)
         else:
             dt = np_result_type(a.dtype, b.dtype)
         if kind != "int":
@@ -219,7 +311,7 @@ def _bin_compute(fn, kind):
 
 
 def _bin(name, fn, grad=None, kind="arith", aliases=()):
-    register(OpDef(name, _bin_compute(fn, kind), inputs=("x1", "x2"), gradient=grad,
+    register(OpDef(name, _bin_compute(fn, kind, name), inputs=("x1", "x2"), gradient=grad,
                    nondiff=grad is None, save=("inputs", "outputs"), family="np_elemwise",
                    hidden=True, aliases=aliases,
                    doc=f"NumPy's {fn} with broadcasting and MXNet's np dtype rules."))
@@ -293,6 +385,7 @@ for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "lcm", "gcd", "left_shift
 
 
 def _ldexp(xp, p, a, b):
+    check_binary_dtypes("_npi_ldexp", "ldexp", a, b)
     if a.dtype == b.dtype and a.dtype.kind in "iu":
         # MXNet keeps equal integer dtypes (np.ldexp(int8, int8) is int8), computing in
         # floating point and casting back as C does

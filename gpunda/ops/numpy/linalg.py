@@ -291,9 +291,15 @@ register(OpDef("_npi_svd_backward", _svd_backward,
 def _solve(xp, p, a, b):
     if a.shape[-1] != a.shape[-2]:
         raise GpundaError(f"Operator _npi_solve: a must be square, got shape {a.shape}")
+    # MXNet 1.9.1 solves integer systems in float64 and returns float64
+    # (mx.np.linalg.solve of int32 [[4, 1], [1, 3]] and [[1], [2]] is float64 [[1/11], [7/11]])
+    dt = b.dtype
+    if a.dtype.kind != "f" or b.dtype.kind != "f":     # either one an integer array
+        dt = np.dtype("float64")
+        a, b = a.astype(dt), b.astype(dt)
     if b.ndim == a.ndim - 1:
-        return xp.linalg.solve(a, b[..., None])[..., 0].astype(b.dtype)
-    return xp.linalg.solve(a, b).astype(b.dtype)
+        return xp.linalg.solve(a, b[..., None])[..., 0].astype(dt)
+    return xp.linalg.solve(a, b).astype(dt)
 
 
 def _g_solve(F, p, i, o, g):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError
+from gpunda.base import GpundaError, GpundaIndexError, GpundaValueError
 from gpunda.ops.registry import OpDef, Param, register, get_op
 from gpunda.ops.numpy.elemwise import np_result_type
 from gpunda.ops._util import is_view_of
@@ -183,7 +183,22 @@ register(OpDef("_np_reshape", _owned(_reshape), inputs=("a",),
                gradient=lambda F, p, i, o, g: [F._np_reshape(g[0], newshape=i[0].shape)],
                save=("inputs",), family="np_manip", hidden=True,
                doc="NumPy's reshape (one -1 inferred)."))
-moving("_np_transpose", lambda xp, p, a: xp.transpose(a, p.axes),
+def _transpose(xp, p, a):
+    axes = p.axes
+    if axes:
+        # MXNet 1.9.1: an axis out of range is an MXNetError, a repeated one a ValueError
+        if len(axes) != a.ndim:
+            raise GpundaError(f"Operator _np_transpose: axes {axes} do not match an array of "
+                              f"dimension {a.ndim}")
+        norm = [_norm(ax, a.ndim, "_np_transpose") for ax in axes]
+        if len(set(norm)) != len(norm):
+            raise GpundaValueError(f"Operator _np_transpose: repeated axis in transpose, "
+                                   f"axes={axes}")
+        axes = tuple(norm)
+    return xp.transpose(a, axes or None)
+
+
+moving("_np_transpose", _transpose,
        [Param("axes", "shape", None)], doc="Permute axes (reversed when axes is None).")
 moving("_npi_swapaxes", lambda xp, p, a: xp.swapaxes(a, p.axis1, p.axis2),
        [Param("axis1", "int", 0), Param("axis2", "int", 0)], doc="Interchange two axes.")
@@ -296,10 +311,32 @@ moving("_npi_repeats", _repeat, [Param("repeats", "shape"), Param("axis", "int",
        doc="Repeat each element.")
 moving("_npi_flip", lambda xp, p, a: xp.flip(a, axis=p.axis).copy(), [Param("axis", "axis", None)],
        doc="Reverse the order of elements along axes.")
-moving("_np_roll", lambda xp, p, a: xp.roll(a, p.shift if len(p.shift) > 1 else p.shift[0],
-                                            axis=p.axis),
+def _roll(xp, p, a):
+    # MXNet's NumpyRollShape: a shift tuple needs an axis tuple of its length (a one-element
+    # shift broadcasts), and an axis may appear once
+    axes = p.axis if isinstance(p.axis, tuple) else None if p.axis is None else (p.axis,)
+    if len(p.shift) > 1 and (axes is None or len(axes) != len(p.shift)):
+        raise GpundaError(f"Operator _np_roll: shift {p.shift} needs an axis tuple of the same "
+                          f"length, got axis={p.axis}")
+    if axes is not None and len({ax % max(a.ndim, 1) for ax in axes}) != len(axes):
+        raise GpundaError(f"Operator _np_roll: repeated axis in axis={p.axis}")
+    return xp.roll(a, p.shift if len(p.shift) > 1 else p.shift[0], axis=p.axis)
+
+
+moving("_np_roll", _roll,
        [Param("shift", "shape"), Param("axis", "axis", None)], doc="Roll elements.")
-moving("_npi_rot90", lambda xp, p, a: xp.rot90(a, p.k, axes=p.axes).copy(),
+def _rot90(xp, p, a):
+    # MXNet's NumpyRot90Shape: axes are checked against [0, ndim] (an axis equal to ndim
+    # passes), and k % 4 == 0 returns the input unchanged: rot90 of a 1-D array with k=0 is
+    # a copy, any other k raises
+    if p.k % 4 == 0 and len(p.axes) == 2:
+        ax = [x + a.ndim if x < 0 else x for x in p.axes]
+        if ax[0] != ax[1] and all(0 <= x <= a.ndim for x in ax):
+            return a.copy()
+    return xp.rot90(a, p.k, axes=p.axes).copy()
+
+
+moving("_npi_rot90", _rot90,
        [Param("k", "int", 1), Param("axes", "shape", (0, 1))], doc="Rotate by 90 degrees.")
 
 
@@ -365,6 +402,10 @@ register(OpDef("_np_trace", _trace,
 # selection
 
 def _take(xp, p, a, idx):
+    if p.mode == "raise" and idx.size and float(idx.min()) < 0:
+        # MXNet 1.9.1's np.take in 'raise' mode takes no negative index (NumPy's would wrap)
+        raise GpundaError(f"Operator _npi_take: index {float(idx.min()):g} is out of bounds "
+                          f"(mode='raise' takes indices in [0, n))")
     idx = idx.astype(_I64) if idx.dtype != _I64 else idx
     src = a.reshape(-1) if p.axis is None else a
     ax = 0 if p.axis is None else _norm(p.axis, a.ndim, "_npi_take")
@@ -383,9 +424,22 @@ _FIRST = lambda p, n: (0,)  # noqa: E731 (the data input; indices are integers)
 moving("_npi_take", _take, [Param("axis", "int", None), Param("mode", "enum", "raise",
                                                                choices=("raise", "wrap", "clip"))],
        inputs=("a", "indices"), diff=_FIRST, doc="Take elements along an axis.")
-moving("_npi_take_along_axis",
-       lambda xp, p, a, idx: xp.take_along_axis(a if p.axis is not None else a.reshape(-1),
-                                                idx.astype(_I64), axis=p.axis if p.axis is not None else 0),
+def _take_along_axis(xp, p, a, idx):
+    src = a if p.axis is not None else a.reshape(-1)
+    ax = p.axis if p.axis is not None else 0
+    idx = idx.astype(_I64)
+    if src.ndim and idx.size:
+        n = src.shape[_norm(ax, src.ndim, "_npi_take_along_axis")]
+        lo, hi = int(idx.min()), int(idx.max())
+        if hi >= n or lo < -n:
+            # MXNet computes np.take_along_axis with NumPy (a fallback): NumPy's IndexError
+            raise GpundaIndexError(f"Operator _npi_take_along_axis: index "
+                                   f"{hi if hi >= n else lo} is out of bounds for axis {ax} "
+                                   f"with size {n}")
+    return xp.take_along_axis(src, idx, axis=ax)
+
+
+moving("_npi_take_along_axis", _take_along_axis,
        [Param("axis", "int", None)], inputs=("a", "indices"), diff=_FIRST,
        doc="Take values by matching index arrays along an axis.")
 

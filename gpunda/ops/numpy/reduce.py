@@ -11,6 +11,7 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops._util import c_cast_float, wrapped_int
 
 _F32 = np.dtype("float32")
 _BOOL = np.dtype("bool")
@@ -74,6 +75,10 @@ def _sum_dtype(x, p):
 
 def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), extra=None):
     def compute(xp, p, x):
+        if getattr(p, "initial", None) is not None:
+            # NumpyReduceAxesCompute: LOG(FATAL) << "initial is not supported yet"
+            raise GpundaError(f"Operator {name}: initial={p.initial} is not supported yet "
+                              f"(MXNet 1.9.1)")
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = dtype_rule(x, p)
         kw = extra(p) if extra else {}
@@ -96,11 +101,39 @@ def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), 
 
 
 def _int_mean(xp, x, axes, keepdims, dt):
-    """NumPy's mean with an integer ``dtype``: the sum accumulates in ``dt`` (wrapping as
-    NumPy's and MXNet's kernels do), the quotient truncates toward zero."""
-    s = xp.sum(x, axis=axes, dtype=dt, keepdims=keepdims)
-    n = _count(x, axes)
-    return _out(xp, xp.true_divide(s, max(n, 1)), dt)
+    """NumPy's mean with an integer ``dtype`` as MXNet 1.9.1 computes it: the sum
+    accumulates in the input's accumulation type (float64 for float32, int32 for int8, ...),
+    is cast to ``dt`` (truncating a float, wrapping an int) and divided by the count in
+    ``dt`` (C integer division). So the mean of [0.6, 1.7, -0.4, 2.2] with dtype=int64 is
+    int(4.1) // 4 = 1, where casting each element first would give 0."""
+    s = xp.sum(x, axis=axes, dtype=_acc_dtype(x.dtype), keepdims=keepdims)
+    s = c_cast_float(xp, s, dt) if s.dtype.kind == "f" else s.astype(dt)
+    return _c_div(xp, s, _count(x, axes), dt, "_npi_mean")
+
+
+# MXNET_ACC_TYPE_SWITCH: the type MXNet's "safe" reductions accumulate in
+_ACC = {"float16": "float32", "float32": "float64", "float64": "float64", "uint8": "uint32",
+        "int8": "int32", "int32": "int64", "int64": "int64", "bool": "int64"}
+
+
+def _acc_dtype(dt):
+    return np.dtype(_ACC.get(np.dtype(dt).name, dt))
+
+
+def _c_div(xp, a, n, dt, where):
+    """``a /= scalar<dt>(n)`` as MXNet's reductions normalize: in ``dt``, the count cast
+    to ``dt`` first; integer division truncates toward zero (C)."""
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _out(xp, a / dt.type(n), dt)
+    d = int(wrapped_int(dt, n))
+    if d == 0:
+        raise GpundaError(f"Operator {where}: integer division by zero: the count {n} "
+                          f"is 0 in dtype {dt.name}")
+    q = a // d
+    q = q + ((q * d != a) & ((a < 0) != (d < 0))).astype(dt)   # floor -> truncation
+    return _out(xp, q, dt)
 
 
 def _axes_of(p, x):
@@ -169,13 +202,12 @@ _reducer("_np_any", "any", lambda x, p: _BOOL, None, save=())
 
 def _moment(name, fn):
     def compute(xp, p, x):
+        if x.dtype == _BOOL:     # MXNet's kernel has no bool case
+            raise GpundaError(f"Operator {name}: input dtype bool is not supported "
+                              f"(Unknown type enum 7)")
         axes = norm_np_axes(p.axis, x.ndim, name)
-        dt = p.dtype if p.dtype is not None else (_F32 if x.dtype == _BOOL else x.dtype)
-        src = x if x.dtype.kind == "f" else x.astype(_F32)
-        if src.dtype.kind == "f" and np.dtype(dt).kind == "f" and \
-                np.dtype(dt).itemsize > src.dtype.itemsize:
-            src = src.astype(dt)     # a wider dtype= is the accumulation type, as in MXNet
-        return _out(xp, getattr(xp, fn)(src, axis=axes, ddof=p.ddof, keepdims=p.keepdims), dt)
+        dt = p.dtype if p.dtype is not None else x.dtype
+        return _moment_value(xp, x, axes, p.keepdims, p.ddof, np.dtype(dt), fn == "std", name)
 
     def grad(F, p, i, o, g):
         x = i[0]
@@ -190,6 +222,35 @@ def _moment(name, fn):
                    params=[_AX, _DT_MOMENTS, Param("ddof", "int", 0), _KEEP], gradient=grad,
                    save=("inputs", "outputs"), family="np_reduce", hidden=True,
                    doc=f"NumPy's {fn} with ``ddof``."))
+
+
+def _moment_value(xp, x, axes, keepdims, ddof, dt, sqrt, where):
+    """MXNet 1.9.1's NumpyMomentsForward step by step: the mean in the input's dtype (sum in
+    the accumulation type, cast, divided by the count), ``(x - mean) ** 2`` in the input's
+    dtype (an integer dtype wraps: var of uint8 [1, 200, 3, 4, 50, 6, 7, 8] is 14, not
+    4118), its sum in the accumulation type cast to ``dt``, divided by ``n - ddof`` in
+    ``dt``, then the square root for std. For float input this is the textbook variance."""
+    acc = _acc_dtype(x.dtype)
+    n = _count(x, axes)
+    s = xp.sum(x, axis=axes, dtype=acc, keepdims=True)
+    mean = _c_div(xp, _cast_to(xp, s, x.dtype), n, x.dtype, where)
+    d = x - mean
+    d = d * d
+    s2 = _cast_to(xp, xp.sum(d, axis=axes, dtype=acc, keepdims=keepdims), dt)
+    # the divisor is a size_t: ddof > n wraps (var of 4 floats with ddof=5 is ~0, not < 0)
+    r = _c_div(xp, s2, (n - ddof) % (1 << 64), dt, where)
+    if sqrt:
+        r = xp.sqrt(r) if dt.kind == "f" else c_cast_float(xp, xp.sqrt(r.astype(np.float64)), dt)
+    return _out(xp, r, dt)
+
+
+def _cast_to(xp, a, dt):
+    dt = np.dtype(dt)
+    if a.dtype == dt:
+        return a
+    if a.dtype.kind == "f" and dt.kind in "iu":
+        return c_cast_float(xp, a, dt)
+    return a.astype(dt)
 
 
 _moment("_npi_std", "std")

@@ -125,6 +125,10 @@ for _fn in ("hanning", "hamming", "blackman"):
 
 
 def _unravel(xp, p, idx):
+    if idx.dtype.kind not in "iu":
+        # MXNet's fallback hands the array to numpy.unravel_index, which refuses it
+        raise GpundaError(f"Operator _npi_unravel_index_fallback: only int indices permitted, "
+                          f"got dtype {idx.dtype.name}")
     total = int(np.prod(p.shape))
     if idx.size and (int(idx.max()) >= total or int(idx.min()) < 0):
         raise ValueError(f"index {int(idx.max())} is out of bounds for array with size {total}")

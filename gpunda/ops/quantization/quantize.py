@@ -52,13 +52,25 @@ def _quantize(xp, p, x, min_range, max_range):
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
 
 
+def _quantize_v2_out_type(p, calibrated):
+    """MXNet's GetQuantizeOutputType: 'auto' is uint8 only for a calibrated range with
+    min >= 0, int8 otherwise; the data's dtype plays no part."""
+    if p.out_type == "auto":
+        return "uint8" if calibrated and float(p.min_calib_range) >= 0.0 else "int8"
+    return p.out_type
+
+
 def _quantize_v2(xp, p, x):
     calibrated = p.min_calib_range is not None and p.max_calib_range is not None
-    if x.dtype in (np.int8, np.uint8):      # already quantized: passes through
+    out_type = _quantize_v2_out_type(p, calibrated)
+    if x.dtype in (np.int8, np.uint8):
+        # already quantized: MXNet copies the bytes into an output of out_type's dtype
+        # (uint8 200 read as int8 is -56)
+        q = x.copy() if x.dtype == np.dtype(out_type) else x.view(np.dtype(out_type)).copy()
         if calibrated:
-            return (x.copy(),) + _range_out(xp, p.min_calib_range, p.max_calib_range)
-        return (x.copy(),) + _range_out(xp, *((0.0, 255.0) if x.dtype == np.uint8
-                                              else (-127.0, 127.0)))
+            return (q,) + _range_out(xp, p.min_calib_range, p.max_calib_range)
+        return (q,) + _range_out(xp, *((0.0, 255.0) if x.dtype == np.uint8
+                                       else (-127.0, 127.0)))
     _check_float("_contrib_quantize_v2", x)
     if calibrated:
         lo, hi = float(p.min_calib_range), float(p.max_calib_range)
@@ -66,9 +78,6 @@ def _quantize_v2(xp, p, x):
         lo, hi = float(x.min()), float(x.max())
     else:
         lo = hi = 0.0
-    out_type = p.out_type
-    if out_type == "auto":
-        out_type = "uint8" if calibrated and lo >= 0.0 else "int8"
     if out_type == "uint8":
         return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
     r = max(abs(lo), abs(hi))

@@ -1023,6 +1023,9 @@ def _plan():
     for kind in ("add", "sub", "mul", "div"):
         plan.append(("broadcast_" + kind, "*", (lambda k: lambda op: _broadcast_kernel(k))(kind)))
     plan.append(("add_n", "*", lambda op: _add_n_kernel))
+    # MXNet's IdentityAttrLikeRhsStorageType: the output takes rhs's storage type (a dense
+    # lhs with a row_sparse rhs gives row_sparse), holding lhs's values
+    plan.append(("_identity_with_attr_like_rhs", "*", lambda op: _identity_like_rhs_kernel))
     for n in ("elemwise_add", "broadcast_add"):
         plan.append((n, "grad", lambda op: _same_stype_grad(1)))
     for n in ("elemwise_sub", "broadcast_sub"):
@@ -1041,6 +1044,13 @@ def _plan():
     for n in ("sgd_mom_update", "adam_update"):
         plan.append((n, "*", _std_opt_update))
     return plan
+
+
+def _identity_like_rhs_kernel(xp, sp, p, lhs, rhs):
+    if tuple(lhs.shape) != tuple(rhs.shape):
+        raise GpundaError(f"Operator _identity_with_attr_like_rhs: lhs shape {tuple(lhs.shape)} "
+                          f"and rhs shape {tuple(rhs.shape)} must be equal")
+    return to_stype(lhs, stype_of(rhs), copy=True)
 
 
 def install():

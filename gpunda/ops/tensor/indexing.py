@@ -456,27 +456,67 @@ def _strides(shape):
     return st[::-1]
 
 
+def _index_kernel_input(data, where):
+    # MSHADOW_TYPE_SWITCH: MXNet's ravel kernels have no bool case
+    if data.dtype == np.bool_:
+        raise GpundaError(f"Operator {where}: input dtype bool is not supported "
+                          f"(Unknown type enum 7)")
+
+
+def _trunc_int(xp, v):
+    """Float ``v`` to int64 as C's ``index_t(v)`` (truncation toward zero)."""
+    return xp.trunc(v).astype(np.int64)
+
+
 def _ravel(xp, p, data):
+    """MXNet 1.9.1's ravel_index kernel: ``ret = index_t(ret * shape[j] + x[j])`` step by
+    step, with no bounds check or wrapping; for float input the sum is a float and each step
+    truncates toward zero ([[0.5], [-1.7]] into (1, 2) is index_t(0 * 2 - 1.7) = -1)."""
     shape = tuple(p.shape)
-    if data.ndim < 1 or data.shape[0] != len(shape):
+    _index_kernel_input(data, "_ravel_multi_index")
+    if data.ndim != 2:
+        raise GpundaError(f"Operator _ravel_multi_index: input to ravel operator must be "
+                          f"two-dimensional, got shape {data.shape}")
+    if data.shape[0] != len(shape):
         raise GpundaError(f"Operator _ravel_multi_index: data shape {data.shape} needs a first "
                           f"dimension equal to len(shape)={len(shape)}")
-    i = _ints(xp, data)
-    out = xp.zeros(data.shape[1:], np.int64)
-    for k, s in enumerate(_strides(shape)):
-        out = out + i[k] * s
-    return out.astype(data.dtype)
+    fl = data.dtype.kind == "f"
+    acc = (np.float32 if data.dtype == np.float16 else data.dtype) if fl else np.int64
+    ret = xp.zeros(data.shape[1:], np.int64)
+    for k, d in enumerate(shape):
+        if fl:
+            ret = _trunc_int(xp, (ret * d).astype(acc) + data[k].astype(acc))
+        else:
+            ret = ret * d + data[k].astype(np.int64)
+    return ret.astype(data.dtype)
 
 
 def _unravel(xp, p, data):
+    """MXNet 1.9.1's unravel_index kernel on a 1-D input: ``idx = index_t(x)`` (truncated),
+    then for the axes after the first ``r = idx - (idx / shape[j]) * shape[j]`` with C's
+    truncating division; the first coordinate is what is left, unwrapped (-8 into (2, 3) is
+    [-2, -2], 7 is [2, 1])."""
     shape = tuple(p.shape)
-    i = _ints(xp, data)
-    parts = []
-    for k, (s, d) in enumerate(zip(_strides(shape), shape)):
-        if k == 0 and d == -1:      # MXNet: a leading -1 is an unbounded first dimension
-            parts.append(i // s)
-        else:
-            parts.append((i // s) % d if d else i * 0)
+    _index_kernel_input(data, "_unravel_index")
+    if data.ndim != 1 and data.size != data.shape[0]:
+        # the output is (len(shape), data.shape[0]) but the kernel walks all data.size
+        # entries: it writes past the output (a heap corruption in MXNet)
+        raise GpundaError(f"Operator _unravel_index: input of shape {data.shape} is not "
+                          f"supported: the indices must be a 1-D array (MXNet 1.9.1 writes "
+                          f"past its ({len(shape)}, {data.shape[0]}) output)")
+    idx = data.reshape(-1)
+    idx = _trunc_int(xp, idx) if idx.dtype.kind == "f" else idx.astype(np.int64)
+    parts = [None] * len(shape)
+    for j in range(len(shape) - 1, 0, -1):
+        d = shape[j]
+        if d == 0:
+            raise GpundaError(f"Operator _unravel_index: shape {shape} has a zero dimension "
+                              f"(integer division by zero)")
+        q = idx // d
+        q = q + ((q * d != idx) & ((idx < 0) != (d < 0))).astype(np.int64)   # C truncation
+        parts[j] = idx - q * d
+        idx = q
+    parts[0] = idx
     return xp.stack(parts).astype(data.dtype)
 
 
@@ -538,6 +578,12 @@ def _index_copy(xp, p, old, idx, new):
     if new.shape != (i.shape[0],) + old.shape[1:]:
         raise GpundaError(f"Operator _contrib_index_copy: new_tensor shape {new.shape} must be "
                           f"{(i.shape[0],) + old.shape[1:]}")
+    # MXNet writes row ``index_t(idx[k])`` with no check: a negative or too large index
+    # writes outside the output (other memory), so gpunda refuses it
+    if i.size and (int(i.min()) < 0 or int(i.max()) >= old.shape[0]):
+        bad = int(i.min()) if int(i.min()) < 0 else int(i.max())
+        raise GpundaError(f"Operator _contrib_index_copy: index_vector holds {bad}, outside "
+                          f"[0, {old.shape[0]}) for old_tensor of shape {old.shape}")
     out = old.copy()
     out[i] = new
     return out
