@@ -22,6 +22,7 @@ _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
            "And": ("broadcast_logical_and", None, None),
            "Or": ("broadcast_logical_or", None, None),
            "Xor": ("broadcast_logical_xor", None, None)}
+_BOOL_INPUTS = {"And", "Or", "Xor"}
 _BOOL_RESULT = {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or",
                 "Xor"}
 
@@ -44,6 +45,9 @@ def binary(imp, node, attrs, ins):
         y = _op(imp, right, imp.get(ins[0]), scalar=sb)
     elif sa is not None and left and ins[1] not in imp.consts:
         y = _op(imp, left, imp.get(ins[1]), scalar=sa)
+    elif node.op_type in _BOOL_INPUTS:
+        # ONNX's And/Or/Xor take bool, which MXNet's legacy binary kernels refuse: as uint8
+        y = _op(imp, full, *[imp.sym.Cast(imp.get(i), dtype="uint8") for i in ins[:2]])
     else:
         y = _op(imp, full, imp.get(ins[0]), imp.get(ins[1]))
     if node.op_type in _BOOL_RESULT:
