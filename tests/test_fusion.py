@@ -442,6 +442,34 @@ def test_standin_gpu_runs_the_fused_kernels(standin_gpu, static):
     assert cpu[3]._cached_op._fusion_views == {}
 
 
+class _ChannelNet(mx.gluon.HybridBlock):
+    """BatchNorm + relu over NCHW maps: a group reading channel vectors (broadcast
+    strides), whose kernel source bakes every axis but the batch axis."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.bn = mx.gluon.nn.BatchNorm(in_channels=3)
+
+    def hybrid_forward(self, F, x):
+        return F.relu(self.bn(x)) * 2.0
+
+
+def test_standin_gpu_kernel_shared_across_batch_sizes(standin_gpu):
+    """Two graphs that differ only in the batch size compile to one kernel name; each
+    launch must still cover its own batch (the emulation reads it from n)."""
+    for batch in (2, 5):
+        x = np.random.RandomState(batch).randn(batch, 3, 4, 4).astype(np.float32)
+        got = {}
+        for ctx in (mx.cpu(), mx.gpu(0)):
+            net = _ChannelNet()
+            net.initialize(mx.init.Xavier(), ctx=ctx)
+            net.bn.running_mean.set_data(mx.nd.array([0.1, -0.2, 0.3], ctx=ctx))
+            net.hybridize(static_alloc=True, static_shape=True)
+            got[ctx.device_type] = net(mx.nd.array(x, ctx=ctx)).asnumpy()
+        np.testing.assert_allclose(got["gpu"], got["cpu"], rtol=1e-5, atol=1e-6)
+
+
 def test_standin_gpu_without_fusion(standin_gpu, monkeypatch):
     """MXNET_USE_FUSION=0 (fusion.ENABLED false): gpu(0) runs the op-by-op plan."""
     monkeypatch.setattr(fusion, "ENABLED", False)

@@ -91,10 +91,16 @@ def make_emulation(prog, shape, in_strides, out_dtypes):
     def emu(grid, block, args):
         ins, outs = args[:nin], args[nin:nin + nout]
         shp, strides = shape, in_strides
+        n = int(args[-1])
         if flat:        # a row program keeps its row length (baked into its source)
-            n = int(args[-1])
             shp = (n // int(shape[-1]), int(shape[-1])) if prog.is_row and shape else (n,)
             strides = [contiguous_strides(shp)] * len(in_strides)
+        elif shape:
+            # the source bakes every axis but the first (the index decomposition leaves
+            # the first coordinate as what remains), so kernels of shapes that differ in
+            # their first axis share one name: the launch's n gives it
+            inner = int(np.prod(shape[1:], dtype=np.int64))
+            shp = (n // max(inner, 1),) + tuple(shape[1:])
         for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
             o.reshape(-1)[...] = r.reshape(-1)
     emu.out_index = tuple(range(nin, nin + nout))
