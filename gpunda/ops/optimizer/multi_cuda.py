@@ -1,0 +1,187 @@
+"""MXNet's multi-tensor SGD ops on a GPU: one kernel launch per dtype group (NOTE [Multi CUDA]).
+
+``multi_sgd_update`` and its momentum, multi-precision and ``preloaded_`` forms get their
+tensors as separate arrays, not as one flat buffer, so these kernels read them in place
+through a pointer table: per tensor (segment) a row of device addresses (new weight, weight,
+gradient, momentum, float16 weight), beside the block table of ``flat_cuda.py`` (block ->
+element range of one segment) and a float64 row of that tensor's numbers (lr, wd, ...). The
+three tables travel in one int64 buffer, one host-to-device copy per launch. Compiled by
+NVRTC in CI (``python -m gpunda nvrtc-check``), run on the test stand-in GPU through the
+NumPy emulations of ``multi_cuda_emu.py``; ``multi.py`` calls :func:`sgd` on a GPU context.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpunda.ops.optimizer import flat_cuda as _fc
+
+__all__ = ["SGD_COLS", "NPTR", "cuda_sources", "sgd", "launch"]
+
+# NOTE [Multi CUDA]
+# The kernels repeat ops/optimizer/flat.py's multi_sgd (the CPU path of the multi_* ops)
+# operation by operation, rounding each intermediate to the weight's dtype where NumPy
+# stores it, with the scalars cast to that dtype first (flat_cuda's NOTE [Flat CUDA step]
+# has the conventions, and its _TYPES the per-dtype helpers), so the GPU result equals the
+# CPU result bit for bit. Row k of the pointer table holds NPTR addresses for tensor k:
+# 0 the new weight (the float32 master for mp, updated in place), 1 the weight read (the
+# master for mp), 2 the gradient, 3 the momentum (0 without), 4 the float16 weight written
+# (mp only). The block table's (start, end) are element indices inside that tensor.
+
+NPTR = 5
+SGD_COLS = ("lr", "wd", "rescale", "has_clip", "clip", "momentum")
+
+_BODY = r"""
+#define C(k) cv(row[k])
+__device__ __forceinline__ A clipv(A x, A c) {
+    const A y = x < -c ? -c : x;
+    return y > c ? c : y;
+}
+
+extern "C" __global__ void GPUNDA_K(gpunda_multi_sgd)(const long long* __restrict__ ptrs,
+        const long long* __restrict__ btab, const double* __restrict__ tab,
+        const int has_mom) {
+    const long long* bt = btab + 3 * (long long)blockIdx.x;
+    const long long lo = bt[0], hi = bt[1];
+    const int seg = (int)bt[2];
+    const double* row = tab + (long long)seg * 6;
+    const long long* p = ptrs + (long long)seg * 5;
+    T* OUT = (T*)p[0];
+    const T* W = (const T*)p[1];
+    const GT* G = (const GT*)p[2];
+    T* M = (T*)p[3];
+    GPUNDA_W16_DECL
+    // multi_sgd's c = -lr * wd, a product of the two scalars in the weight's dtype
+    const A lr = C(0), c = rnd(-(C(0) * C(1))), rs = C(2), clip = C(4), mo = C(5);
+    const bool has_clip = row[3] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const A w = ld(W[i]);
+        A a = rnd(ldg(G[i]) * rs);
+        if (has_clip) a = clipv(a, clip);
+        A b = rnd(w * c);
+        a = rnd(a * lr);
+        b = rnd(b - a);
+        if (has_mom) {
+            b = rnd(rnd(ld(M[i]) * mo) + b);
+            M[i] = st(b);
+        }
+        const A nw = rnd(w + b);
+        OUT[i] = st(nw);
+        GPUNDA_W16_STORE(i, nw);
+    }
+}
+"""
+
+_PLAIN = r"""
+#define GT T
+#define ldg(x) ld(x)
+#define GPUNDA_K(name) name##_SUFFIX
+#define GPUNDA_W16_DECL
+#define GPUNDA_W16_STORE(i, w)
+"""
+_MP = r"""
+#include <cuda_fp16.h>
+#define GT __half
+__device__ __forceinline__ A ldg(__half x) { return __half2float(x); }
+#define GPUNDA_K(name) name##_mp
+#define GPUNDA_W16_DECL __half* W16 = (__half*)p[4];
+#define GPUNDA_W16_STORE(i, w) W16[i] = __float2half_rn(w)
+"""
+_TAGS = {"float16": "f16", "float32": "f32", "float64": "f64"}
+_SOURCES = {dt: _fc._TYPES[dt] + _PLAIN.replace("_SUFFIX", "_" + tag) + _BODY
+            for dt, tag in _TAGS.items()}
+_SOURCES["mp"] = _fc._TYPES["float32"] + _MP + _BODY
+_modules = {}
+
+
+def cuda_sources():
+    """The kernels' sources, one per weight dtype and the mp form, for the NVRTC check."""
+    return [(f"multi_optimizer[{k}]", code, (), _fc.OPTIONS) for k, code in _SOURCES.items()]
+
+
+def kernel_name(name, dtype, mp):
+    """The exported name of kernel ``name`` for weight ``dtype`` (``mp``: float16 weights
+    with float32 masters)."""
+    return f"{name}_mp" if mp else f"{name}_{_TAGS[np.dtype(dtype).name]}"
+
+
+def kernel(xp, dtype, name, mp=False):
+    """Kernel ``name`` for ``dtype``, compiled once per array module and device."""
+    src = "mp" if mp else np.dtype(dtype).name
+    key = (id(xp), xp.cuda.runtime.getDevice(), src)
+    mod = _modules.get(key)
+    if mod is None:
+        if hasattr(xp.RawModule, "emulations"):     # the test stand-in: NumPy emulations
+            from gpunda.ops.optimizer import multi_cuda_emu
+            multi_cuda_emu.register(xp)
+        mod = _modules[key] = xp.RawModule(code=_SOURCES[src], options=_fc.OPTIONS)
+    return mod.get_function(kernel_name(name, dtype, mp))
+
+
+def pack(ptrs, sizes, rows):
+    """The int64 host buffer ``[pointer table | block table | float64 rows]`` and the
+    number of blocks: ``ptrs`` (nseg, NPTR) addresses, ``sizes`` elements per segment,
+    ``rows`` (nseg, ncols) float64."""
+    off = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
+    bt = _fc.block_table(off)
+    if len(bt):     # block ranges inside each tensor, not inside a concatenation
+        bt[:, :2] -= off[:-1][bt[:, 2]][:, None]
+    p = np.asarray(ptrs, dtype=np.uint64).view(np.int64).reshape(-1)
+    r = np.ascontiguousarray(rows, dtype=np.float64).view(np.int64).reshape(-1)
+    return np.concatenate([p, bt.reshape(-1), r]), len(bt)
+
+
+def launch(xp, dtype, name, ptrs, sizes, rows, flags=(), mp=False):
+    """Launch ``name`` once over all the segments (tensors): the tables go to the device in
+    one copy and the kernel gets views of it."""
+    buf, nb = pack(ptrs, sizes, rows)
+    if not nb:
+        return
+    d = xp.asarray(buf)
+    n1 = len(ptrs) * NPTR
+    n2 = n1 + 3 * nb
+    args = (d[:n1], d[n1:n2], d[n2:].view(xp.float64)) + tuple(np.int32(f) for f in flags)
+    kernel(xp, dtype, name, mp)((nb,), (_fc.BLOCK,), args)
+
+
+def _contig(a):
+    return bool(getattr(getattr(a, "flags", None), "c_contiguous", False))
+
+
+def sgd(xp, groups, lrs, wds, rescale, clip, momentum, with_mom, mp):
+    """The multi_sgd ops' update on a GPU: ``groups`` are the per-tensor input tuples
+    (weight, grad[, mom][, weight32]). Returns the new weights (``None`` at the places
+    the kernels cannot take: another dtype mix or a non-contiguous array; the caller
+    updates those with its own loop). One launch per (dtype) group of tensors."""
+    outs = [None] * len(groups)
+    bykey = {}
+    for i, grp in enumerate(groups):
+        w, g = grp[0], grp[1]
+        master = grp[-1] if mp else w
+        mom = grp[2] if with_mom else None
+        if not all(_contig(a) for a in grp):
+            continue
+        if mp:
+            ok = w.dtype == np.float16 and g.dtype == np.float16 and master.dtype == np.float32
+        else:
+            ok = g.dtype == w.dtype and w.dtype.name in _TAGS
+        if not ok or (mom is not None and mom.dtype != master.dtype):
+            continue
+        bykey.setdefault(master.dtype.name, []).append(i)
+    for dt, idx in bykey.items():
+        ptrs, sizes, rows = [], [], []
+        for i in idx:
+            grp = groups[i]
+            w, g = grp[0], grp[1]
+            master = grp[-1] if mp else w
+            new = master if mp else xp.empty_like(w)
+            w16 = xp.empty_like(w) if mp else None
+            outs[i] = w16 if mp else new
+            mom = grp[2] if with_mom else None
+            ptrs.append((new.data.ptr, master.data.ptr, g.data.ptr,
+                         0 if mom is None else mom.data.ptr,
+                         0 if w16 is None else w16.data.ptr))
+            sizes.append(int(w.size))
+            rows.append((lrs[i], wds[i], rescale, clip is not None,
+                         0.0 if clip is None else clip, momentum))
+        launch(xp, dt, "gpunda_multi_sgd", ptrs, sizes, rows, (int(with_mom),), mp)
+    return outs

@@ -1,0 +1,81 @@
+"""NumPy emulations of the multi-tensor kernels (``multi_cuda.py``) for the test stand-in GPU.
+
+Each emulation reads only the launch arguments, as the CUDA code does: the pointer table's
+addresses are dereferenced (the stand-in's device memory is host memory, and ``data.ptr``
+is the NumPy buffer's address), each segment's size is the end of its last block, and the
+arithmetic is the kernel's, in its compute type with every intermediate rounded to the
+weight's dtype where the kernel rounds it. Written from the kernel, not from the CPU path.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from gpunda.ops.optimizer.multi_cuda import NPTR
+
+
+def _at(addr, n, dtype):
+    """The ``n`` elements of ``dtype`` at device address ``addr`` (a writable view)."""
+    dt = np.dtype(dtype)
+    if n == 0:
+        return np.zeros(0, dt)
+    buf = (ctypes.c_char * (n * dt.itemsize)).from_address(int(addr))
+    return np.frombuffer(buf, dtype=dt)
+
+
+def _sgd(T, G, mp):
+    A = np.dtype(np.float32) if np.dtype(T) == np.float16 else np.dtype(T)
+
+    def emu(grid, block, args):
+        ptrs, btab, tab, has_mom = args
+        ptrs = np.asarray(ptrs).view(np.uint64).reshape(-1, NPTR)
+        bt = np.asarray(btab).reshape(-1, 3)
+        tab = np.asarray(tab).reshape(-1, 6)
+        for s in range(len(ptrs)):
+            blocks = bt[bt[:, 2] == s]
+            if not len(blocks):
+                continue
+            n = int(blocks[:, 1].max())
+            idx = np.concatenate([np.arange(a, b) for a, b, _ in blocks])
+
+            def c(k):
+                return A.type(np.asarray(tab[s, k]).astype(T))
+
+            def rnd(x):
+                return x.astype(T).astype(A)
+            p = ptrs[s]
+            out, w, g = _at(p[0], n, T), _at(p[1], n, T), _at(p[2], n, G)
+            lr, rs, clip, mo = c(0), c(2), c(4), c(5)
+            cc = rnd(np.asarray(-(c(0) * c(1))))
+            wi = w[idx].astype(A)
+            a = rnd(g[idx].astype(A) * rs)
+            if tab[s, 3] != 0.0:
+                a = np.where(a < -clip, -clip, a)
+                a = np.where(a > clip, clip, a)
+            b = rnd(wi * cc)
+            a = rnd(a * lr)
+            b = rnd(b - a)
+            if int(has_mom):
+                m = _at(p[3], n, T)
+                b = rnd(rnd(m[idx].astype(A) * mo) + b)
+                m[idx] = b
+            nw = rnd(wi + b)
+            out[idx] = nw
+            if mp:
+                _at(p[4], n, np.float16)[idx] = nw.astype(np.float16)
+    return emu
+
+
+def register(xp):
+    """Add the emulations to the stand-in's ``RawModule`` (``xp`` is its array module)."""
+    emus = xp.RawModule.emulations
+    forms = {"gpunda_multi_sgd_f16": (np.float16, np.float16, False),
+             "gpunda_multi_sgd_f32": (np.float32, np.float32, False),
+             "gpunda_multi_sgd_f64": (np.float64, np.float64, False),
+             "gpunda_multi_sgd_mp": (np.float32, np.float16, True)}
+    for name, (T, G, mp) in forms.items():
+        if name not in emus:
+            f = _sgd(T, G, mp)
+            f.out_index = 0     # the tables (the tensors it writes are behind pointers)
+            emus[name] = f
