@@ -32,8 +32,10 @@ def _inputs(ctx, slots, dtype, mp, seed=0):
     arrays = []
     for i, shp in enumerate(SHAPES):
         for s in slots:
-            dt = "float32" if (mp and s in ("mom", "weight32")) else dtype
+            dt = "float32" if (mp and s in ("mom", "mean", "var", "weight32")) else dtype
             x = r.standard_normal(shp) * (i + 1)
+            if s == "var":
+                x = np.abs(x)
             arrays.append(mx.nd.array(x, dtype=dt, ctx=ctx))
     if mp:      # the master copy holds the float16 weight's value, as the optimizer keeps it
         k = len(slots)
@@ -42,7 +44,7 @@ def _inputs(ctx, slots, dtype, mp, seed=0):
     return arrays
 
 
-def _run(ctx, op, slots, pre, mp, dtype, kw, steps=2):
+def _run(ctx, op, slots, pre, mp, dtype, kw, steps=2, scale=None):
     n = len(SHAPES)
     arrays = _inputs(ctx, slots, dtype, mp)
     lrs = [0.1, 0.5, 0.02, 0.3, 1.0, 0.05]
@@ -58,7 +60,12 @@ def _run(ctx, op, slots, pre, mp, dtype, kw, steps=2):
                      mx.nd.array(wds, dtype="float32", ctx=ctx)]
         else:
             kw.update(lrs=lrs, wds=wds)
-        res = getattr(mx.nd, op)(*arrays, *extra, **kw)
+        if scale is not None:   # the AdamW ops: etas, and rescale_grad as an array
+            kw.update(etas=[1.0, 0.5, 2.0, 1.0, 0.7, 0.9])
+            extra = [mx.nd.array([scale], dtype="float32", ctx=ctx)]
+            res = getattr(mx.nd._internal, op)(*arrays, *extra, **kw)
+        else:
+            res = getattr(mx.nd, op)(*arrays, *extra, **kw)
         res = res if isinstance(res, (list, tuple)) else [res]
         outs += [o.asnumpy() for o in res]
         # feed the new weights back, as an optimizer does
@@ -93,6 +100,40 @@ def test_multi_sgd_gpu_equals_cpu_in_one_launch(standin_gpu, monkeypatch, op, sl
         np.testing.assert_array_equal(b, a, err_msg=f"array {j}")
     # the update really moved the weights (the comparison is not of untouched inputs)
     assert not np.array_equal(ref[0], _inputs(mx.cpu(), slots, dtype, mp)[0].asnumpy())
+
+
+ADAMW = [("_multi_adamw_update", ("weight", "grad", "mean", "var"), False),
+         ("_multi_mp_adamw_update", ("weight", "grad", "mean", "var", "weight32"), True)]
+
+
+@pytest.mark.parametrize("scale,clip", [(1.0, -1.0), (0.7, 0.5), (2.0, 0.0), (0.0, -1.0),
+                                        (float("nan"), 0.5)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("op,slots,mp", ADAMW, ids=[o[0] for o in ADAMW])
+def test_multi_adamw_gpu_equals_cpu_in_one_launch(standin_gpu, monkeypatch, op, slots, mp,
+                                                 dtype, scale, clip):
+    if mp and dtype != "float16":
+        pytest.skip("the mp ops take float16 weights")
+    launches = []
+    real = MC.launch
+
+    def counting(xp, dt, name, *a, **k):
+        launches.append((name, dt))
+        return real(xp, dt, name, *a, **k)
+
+    monkeypatch.setattr(MC, "launch", counting)
+    kw = {"beta1": 0.8, "beta2": 0.95, "epsilon": 1e-3, "clip_gradient": clip}
+    ref = _run(mx.cpu(), op, slots, False, mp, dtype, kw, scale=scale)
+    assert launches == []
+    got = _run(mx.gpu(0), op, slots, False, mp, dtype, kw, scale=scale)
+    skipped = not (scale == scale and scale != 0)     # a NaN or zero scale skips the step
+    want = [] if skipped else [("gpunda_multi_adamw", "float32" if mp else dtype)] * 2
+    assert launches == want, launches
+    for j, (a, b) in enumerate(zip(ref, got)):
+        assert a.dtype == b.dtype, j
+        np.testing.assert_array_equal(b, a, err_msg=f"array {j}")
+    moved = not np.array_equal(ref[0], _inputs(mx.cpu(), slots, dtype, mp)[0].asnumpy())
+    assert moved != skipped
 
 
 def test_multi_sgd_gpu_mixed_dtypes_one_launch_per_dtype(standin_gpu, monkeypatch):

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpunda.ops.optimizer import flat_cuda as _fc
 
-__all__ = ["SGD_COLS", "NPTR", "cuda_sources", "sgd", "launch"]
+__all__ = ["SGD_COLS", "ADAMW_COLS", "NPTR", "cuda_sources", "sgd", "adamw", "launch"]
 
 # NOTE [Multi CUDA]
 # The kernels repeat ops/optimizer/flat.py's multi_sgd (the CPU path of the multi_* ops)
@@ -24,11 +24,12 @@ __all__ = ["SGD_COLS", "NPTR", "cuda_sources", "sgd", "launch"]
 # has the conventions, and its _TYPES the per-dtype helpers), so the GPU result equals the
 # CPU result bit for bit. Row k of the pointer table holds NPTR addresses for tensor k:
 # 0 the new weight (the float32 master for mp, updated in place), 1 the weight read (the
-# master for mp), 2 the gradient, 3 the momentum (0 without), 4 the float16 weight written
-# (mp only). The block table's (start, end) are element indices inside that tensor.
+# master for mp), 2 the gradient, 3 the momentum or mean (0 without), 4 the variance
+# (AdamW), 5 the float16 weight written (mp only), 0 where unused. The block table's (start, end) are element indices inside that tensor.
 
-NPTR = 5
+NPTR = 6
 SGD_COLS = ("lr", "wd", "rescale", "has_clip", "clip", "momentum")
+ADAMW_COLS = ("lr", "wd", "eta", "rescale", "has_clip", "clip", "beta1", "beta2", "epsilon")
 
 _BODY = r"""
 #define C(k) cv(row[k])
@@ -44,7 +45,7 @@ extern "C" __global__ void GPUNDA_K(gpunda_multi_sgd)(const long long* __restric
     const long long lo = bt[0], hi = bt[1];
     const int seg = (int)bt[2];
     const double* row = tab + (long long)seg * 6;
-    const long long* p = ptrs + (long long)seg * 5;
+    const long long* p = ptrs + (long long)seg * 6;
     T* OUT = (T*)p[0];
     const T* W = (const T*)p[1];
     const GT* G = (const GT*)p[2];
@@ -69,6 +70,40 @@ extern "C" __global__ void GPUNDA_K(gpunda_multi_sgd)(const long long* __restric
         GPUNDA_W16_STORE(i, nw);
     }
 }
+
+// _multi_adamw_update (MultiMPAdamWKernel's association: m = beta1 * (m - g) + g); the
+// rescale factor is the host's reading of the rescale_grad array
+extern "C" __global__ void GPUNDA_K(gpunda_multi_adamw)(const long long* __restrict__ ptrs,
+        const long long* __restrict__ btab, const double* __restrict__ tab) {
+    const long long* bt = btab + 3 * (long long)blockIdx.x;
+    const long long lo = bt[0], hi = bt[1];
+    const int seg = (int)bt[2];
+    const double* row = tab + (long long)seg * 9;
+    const long long* p = ptrs + (long long)seg * 6;
+    T* OUT = (T*)p[0];
+    const T* W = (const T*)p[1];
+    const GT* G = (const GT*)p[2];
+    T* M = (T*)p[3];
+    T* V = (T*)p[4];
+    GPUNDA_W16_DECL
+    const A lr = C(0), wd = C(1), eta = C(2), rs = C(3), clip = C(5), b1 = C(6), b2 = C(7),
+            eps = C(8);
+    const bool has_clip = row[4] != 0.0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const A w = ld(W[i]);
+        A gr = rnd(rs * ldg(G[i]));
+        if (has_clip) gr = clipv(gr, clip);
+        const A m = rnd(rnd(b1 * rnd(ld(M[i]) - gr)) + gr);
+        const A sq = rnd(gr * gr);
+        const A v = rnd(rnd(b2 * rnd(ld(V[i]) - sq)) + sq);
+        const A u = rnd(rnd(rnd(lr * m) / rnd(rnd(sqrt(v)) + eps)) + rnd(wd * w));
+        const A nw = rnd(w - rnd(eta * u));
+        M[i] = st(m);
+        V[i] = st(v);
+        OUT[i] = st(nw);
+        GPUNDA_W16_STORE(i, nw);
+    }
+}
 """
 
 _PLAIN = r"""
@@ -83,7 +118,7 @@ _MP = r"""
 #define GT __half
 __device__ __forceinline__ A ldg(__half x) { return __half2float(x); }
 #define GPUNDA_K(name) name##_mp
-#define GPUNDA_W16_DECL __half* W16 = (__half*)p[4];
+#define GPUNDA_W16_DECL __half* W16 = (__half*)p[5];
 #define GPUNDA_W16_STORE(i, w) W16[i] = __float2half_rn(w)
 """
 _TAGS = {"float16": "f16", "float32": "f32", "float64": "f64"}
@@ -143,6 +178,25 @@ def launch(xp, dtype, name, ptrs, sizes, rows, flags=(), mp=False):
     kernel(xp, dtype, name, mp)((nb,), (_fc.BLOCK,), args)
 
 
+def _groups(groups, mp, nstate):
+    """{master dtype name: [tensor index]} of the tensors the kernels take: contiguous, the
+    gradient in the weight's dtype (float16 weight and gradient, float32 master and states
+    for ``mp``), the ``nstate`` states after the gradient in the master's dtype."""
+    bykey = {}
+    for i, grp in enumerate(groups):
+        w, g = grp[0], grp[1]
+        master = grp[-1] if mp else w
+        if not all(_contig(a) for a in grp):
+            continue
+        if mp:
+            ok = w.dtype == np.float16 and g.dtype == np.float16 and master.dtype == np.float32
+        else:
+            ok = g.dtype == w.dtype and w.dtype.name in _TAGS
+        if ok and all(s.dtype == master.dtype for s in grp[2:2 + nstate]):
+            bykey.setdefault(master.dtype.name, []).append(i)
+    return bykey
+
+
 def _contig(a):
     return bool(getattr(getattr(a, "flags", None), "c_contiguous", False))
 
@@ -153,20 +207,7 @@ def sgd(xp, groups, lrs, wds, rescale, clip, momentum, with_mom, mp):
     the kernels cannot take: another dtype mix or a non-contiguous array; the caller
     updates those with its own loop). One launch per (dtype) group of tensors."""
     outs = [None] * len(groups)
-    bykey = {}
-    for i, grp in enumerate(groups):
-        w, g = grp[0], grp[1]
-        master = grp[-1] if mp else w
-        mom = grp[2] if with_mom else None
-        if not all(_contig(a) for a in grp):
-            continue
-        if mp:
-            ok = w.dtype == np.float16 and g.dtype == np.float16 and master.dtype == np.float32
-        else:
-            ok = g.dtype == w.dtype and w.dtype.name in _TAGS
-        if not ok or (mom is not None and mom.dtype != master.dtype):
-            continue
-        bykey.setdefault(master.dtype.name, []).append(i)
+    bykey = _groups(groups, mp, 1 if with_mom else 0)
     for dt, idx in bykey.items():
         ptrs, sizes, rows = [], [], []
         for i in idx:
@@ -178,10 +219,34 @@ def sgd(xp, groups, lrs, wds, rescale, clip, momentum, with_mom, mp):
             outs[i] = w16 if mp else new
             mom = grp[2] if with_mom else None
             ptrs.append((new.data.ptr, master.data.ptr, g.data.ptr,
-                         0 if mom is None else mom.data.ptr,
+                         0 if mom is None else mom.data.ptr, 0,
                          0 if w16 is None else w16.data.ptr))
             sizes.append(int(w.size))
             rows.append((lrs[i], wds[i], rescale, clip is not None,
                          0.0 if clip is None else clip, momentum))
         launch(xp, dt, "gpunda_multi_sgd", ptrs, sizes, rows, (int(with_mom),), mp)
+    return outs
+
+
+def adamw(xp, groups, lrs, wds, etas, scale, clip, beta1, beta2, epsilon, mp):
+    """``_multi_adamw_update`` / ``_multi_mp_adamw_update`` on a GPU: ``groups`` the
+    per-tensor inputs (weight, grad, mean, var[, weight32]), ``scale`` the rescale factor
+    read from the op's array. Returns the new weights, ``None`` where the caller's loop
+    must update the tensor; one launch per dtype group."""
+    outs = [None] * len(groups)
+    for dt, idx in _groups(groups, mp, 2).items():
+        ptrs, sizes, rows = [], [], []
+        for i in idx:
+            grp = groups[i]
+            w, g, mean, var = grp[:4]
+            master = grp[-1] if mp else w
+            new = master if mp else xp.empty_like(w)
+            w16 = xp.empty_like(w) if mp else None
+            outs[i] = w16 if mp else new
+            ptrs.append((new.data.ptr, master.data.ptr, g.data.ptr, mean.data.ptr,
+                         var.data.ptr, 0 if w16 is None else w16.data.ptr))
+            sizes.append(int(w.size))
+            rows.append((lrs[i], wds[i], etas[i], scale, clip is not None,
+                         0.0 if clip is None else clip, beta1, beta2, epsilon))
+        launch(xp, dt, "gpunda_multi_adamw", ptrs, sizes, rows, (), mp)
     return outs

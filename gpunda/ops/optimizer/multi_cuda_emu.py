@@ -63,7 +63,47 @@ def _sgd(T, G, mp):
             nw = rnd(wi + b)
             out[idx] = nw
             if mp:
-                _at(p[4], n, np.float16)[idx] = nw.astype(np.float16)
+                _at(p[5], n, np.float16)[idx] = nw.astype(np.float16)
+    return emu
+
+
+def _segments(args_ptrs, btab):
+    """Per segment with blocks: (its row of addresses, its size, its element indices)."""
+    ptrs = np.asarray(args_ptrs).view(np.uint64).reshape(-1, NPTR)
+    bt = np.asarray(btab).reshape(-1, 3)
+    for s in range(len(ptrs)):
+        blocks = bt[bt[:, 2] == s]
+        if len(blocks):
+            yield s, ptrs[s], int(blocks[:, 1].max()), np.concatenate(
+                [np.arange(a, b) for a, b, _ in blocks])
+
+
+def _adamw(T, G, mp):
+    A = np.dtype(np.float32) if np.dtype(T) == np.float16 else np.dtype(T)
+
+    def rnd(x):
+        return np.asarray(x).astype(T).astype(A)
+
+    def emu(grid, block, args):
+        ptrs, btab, tab = args
+        tab = np.asarray(tab).reshape(-1, 9)
+        for s, p, n, idx in _segments(ptrs, btab):
+            lr, wd, eta, rs, clip, b1, b2, eps = (rnd(tab[s, k]) for k in (0, 1, 2, 3, 5, 6,
+                                                                             7, 8))
+            out, w, g = _at(p[0], n, T), _at(p[1], n, T), _at(p[2], n, G)
+            M, V = _at(p[3], n, T), _at(p[4], n, T)
+            wi = w[idx].astype(A)
+            gr = rnd(rs * g[idx].astype(A))
+            if tab[s, 4] != 0.0:
+                gr = np.where(gr < -clip, -clip, np.where(gr > clip, clip, gr))
+            m = rnd(rnd(b1 * rnd(M[idx].astype(A) - gr)) + gr)
+            sq = rnd(gr * gr)
+            v = rnd(rnd(b2 * rnd(V[idx].astype(A) - sq)) + sq)
+            u = rnd(rnd(rnd(lr * m) / rnd(rnd(np.sqrt(v)) + eps)) + rnd(wd * wi))
+            nw = rnd(wi - rnd(eta * u))
+            M[idx], V[idx], out[idx] = m, v, nw
+            if mp:
+                _at(p[5], n, np.float16)[idx] = nw.astype(np.float16)
     return emu
 
 
@@ -74,8 +114,10 @@ def register(xp):
              "gpunda_multi_sgd_f32": (np.float32, np.float32, False),
              "gpunda_multi_sgd_f64": (np.float64, np.float64, False),
              "gpunda_multi_sgd_mp": (np.float32, np.float16, True)}
+    for name, (T, G, mp) in list(forms.items()):
+        forms[name.replace("_sgd", "_adamw")] = (T, G, mp)
     for name, (T, G, mp) in forms.items():
         if name not in emus:
-            f = _sgd(T, G, mp)
+            f = (_adamw if "_adamw" in name else _sgd)(T, G, mp)
             f.out_index = 0     # the tables (the tensors it writes are behind pointers)
             emus[name] = f
