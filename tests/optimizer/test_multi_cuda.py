@@ -168,3 +168,63 @@ def test_multi_cuda_sources_registered():
     names = [s.name for p, s in cuda_sources.collect_sources(["multi_optimizer"])]
     assert names == ["multi_optimizer[float16]", "multi_optimizer[float32]",
                      "multi_optimizer[float64]", "multi_optimizer[mp]"]
+
+
+LAMB = [("_multi_lamb_update", ("weight", "grad", "mean", "var"), False),
+        ("_multi_mp_lamb_update", ("weight", "grad", "mean", "var", "weight32"), True)]
+LAMB_KW = [{}, {"rescale_grad": 0.7, "clip_gradient": 0.5, "lower_bound": 0.5,
+                "upper_bound": 3.0},
+           {"bias_correction": False, "beta1": 0.8, "beta2": 0.95, "epsilon": 1e-3,
+            "upper_bound": 0.0}]
+
+
+def _run_lamb(ctx, op, slots, mp, dtype, kw, steps=2):
+    n = len(SHAPES)
+    arrays = _inputs(ctx, slots, dtype, mp)
+    kw = dict(kw, num_tensors=n, learning_rates=[0.1, 0.5, 0.02, 0.3, 1.0, 0.05],
+              wds=[0.01, 0.0, 0.1, 0.2, 0.003, 0.05])
+    outs = []
+    for s in range(steps):
+        kw["step_count"] = [s + 1, s + 3, s + 1, s + 2, s + 1, s + 5]
+        res = getattr(mx.nd._internal, op)(*arrays, **kw)
+        outs += [o.asnumpy() for o in res]
+        for i, o in enumerate(res):
+            arrays[i * len(slots)][:] = o
+    return outs, [a.asnumpy() for a in arrays]
+
+
+@pytest.mark.parametrize("kw", LAMB_KW)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("op,slots,mp", LAMB, ids=[o[0] for o in LAMB])
+def test_multi_lamb_gpu_equals_cpu_in_two_launches(standin_gpu, monkeypatch, op, slots, mp,
+                                                  dtype, kw):
+    if mp and dtype != "float16":
+        pytest.skip("the mp ops take float16 weights")
+    launches = []
+    real = MC.launch
+
+    def counting(xp, dt, name, *a, **k):
+        launches.append((name, dt))
+        return real(xp, dt, name, *a, **k)
+
+    monkeypatch.setattr(MC, "launch", counting)
+    ref, ref_st = _run_lamb(mx.cpu(), op, slots, mp, dtype, kw, steps=1)
+    assert launches == []
+    got, got_st = _run_lamb(mx.gpu(0), op, slots, mp, dtype, kw, steps=1)
+    dt = "float32" if mp else dtype
+    assert launches == [("gpunda_multi_lamb1", dt), ("gpunda_multi_lamb2", dt)], launches
+    k = len(slots)
+    # the moments do not read the norms: equal bit for bit
+    for j, (a, b) in enumerate(zip(ref_st, got_st)):
+        assert a.dtype == b.dtype
+        if j % k in (2, 3):
+            np.testing.assert_array_equal(b, a, err_msg=f"state {j}")
+    # the weights read the norms, float64 sums on the GPU against NumPy's float32 pairwise
+    # sums on the CPU: a trust ratio a few float32 ulps apart
+    tol = {"float64": 1e-6, "float32": 1e-5, "float16": 2e-3}[dtype]
+    for j, (a, b) in enumerate(zip(ref, got)):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64), rtol=tol,
+                                   atol=tol, err_msg=f"weight {j}")
+    w0 = _inputs(mx.cpu(), slots, dtype, mp)[0].asnumpy()
+    assert not np.allclose(ref[0].astype(np.float64), w0.astype(np.float64), rtol=tol * 10)

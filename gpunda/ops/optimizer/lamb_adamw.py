@@ -234,7 +234,17 @@ def _register_multi_lamb(name, slots):
                               f"num_tensors={n}, got {len(arrays)}")
         check_group_lengths(name, p, n, ("learning_rates", "wds", "step_count"), "num_tensors")
         outs = []
+        gpu = None
+        if xp is not np:
+            # a GPU: every tensor of one dtype in two launches, read in place (multi_cuda.py)
+            groups = [arrays[i * stride:(i + 1) * stride] for i in range(n)]
+            for i, grp in enumerate(groups):
+                check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
+            gpu = _mcuda.lamb(xp, groups, p.learning_rates, p.wds, p.step_count, p, mp)
         for i in range(n):
+            if gpu is not None and gpu[i] is not None:
+                outs.append(gpu[i])
+                continue
             grp = arrays[i * stride:(i + 1) * stride]
             check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
             w, g, mean, var = grp[:4]

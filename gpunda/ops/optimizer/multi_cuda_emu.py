@@ -107,6 +107,66 @@ def _adamw(T, G, mp):
     return emu
 
 
+def _lamb1(T, G, mp):
+    A = np.dtype(np.float32) if np.dtype(T) == np.float16 else np.dtype(T)
+
+    def rnd(x):
+        return np.asarray(x).astype(T).astype(A)
+
+    def emu(grid, block, args):
+        ptrs, btab, tab, norms = args
+        tab = np.asarray(tab).reshape(-1, 15)
+        for s, p, n, idx in _segments(ptrs, btab):
+            wd, rs, clip, b1, omb1, b2, omb2, eps, c1, c2 = (
+                rnd(tab[s, k]) for k in (1, 2, 4, 5, 6, 7, 8, 9, 11, 12))
+            w = _at(p[1], n, T)[idx].astype(A)
+            M, V, D = _at(p[3], n, T), _at(p[4], n, T), _at(p[6], n, T)
+            a = rnd(_at(p[2], n, G)[idx].astype(A) * rs)
+            if tab[s, 3] != 0.0:
+                a = np.where(a < -clip, -clip, np.where(a > clip, clip, a))
+            m = rnd(rnd(b1 * M[idx].astype(A)) + rnd(omb1 * a))
+            v = rnd(rnd(b2 * V[idx].astype(A)) + rnd(rnd(omb2 * a) * a))
+            if tab[s, 10] != 0.0:
+                m_h, v_h = rnd(m / c1), rnd(v / c2)
+            else:
+                m_h, v_h = m, v
+            d = rnd(rnd(m_h / rnd(rnd(np.sqrt(v_h)) + eps)) + rnd(wd * w))
+            M[idx], V[idx], D[idx] = m, v, d
+            wi = _at(p[7], n, G)[idx]
+            wsq = (wi * wi).astype(np.float32)      # squared in the weight input's dtype
+            df = d.astype(np.float32)
+            norms[2 * s] += wsq.astype(np.float64).sum()
+            norms[2 * s + 1] += (df * df).astype(np.float64).sum()
+    return emu
+
+
+def _lamb2(T, G, mp):
+    A = np.dtype(np.float32) if np.dtype(T) == np.float16 else np.dtype(T)
+
+    def rnd(x):
+        return np.asarray(x).astype(T).astype(A)
+
+    def emu(grid, block, args):
+        ptrs, btab, tab, norms = args
+        tab = np.asarray(tab).reshape(-1, 15)
+        for s, p, n, idx in _segments(ptrs, btab):
+            r1 = float(np.sqrt(np.float32(norms[2 * s])))
+            r2 = float(np.sqrt(np.float32(norms[2 * s + 1])))
+            lower, upper = tab[s, 13], tab[s, 14]
+            if lower >= 0:
+                r1 = max(r1, lower)
+            if upper >= 0:
+                r1 = min(r1, upper)
+            lr = tab[s, 0] if r1 == 0 or r2 == 0 else tab[s, 0] * r1 / r2
+            step = rnd(lr)
+            nw = rnd(_at(p[1], n, T)[idx].astype(A) - rnd(step * _at(p[6], n, T)[idx]
+                                                         .astype(A)))
+            _at(p[0], n, T)[idx] = nw
+            if mp:
+                _at(p[5], n, np.float16)[idx] = nw.astype(np.float16)
+    return emu
+
+
 def register(xp):
     """Add the emulations to the stand-in's ``RawModule`` (``xp`` is its array module)."""
     emus = xp.RawModule.emulations
@@ -114,10 +174,12 @@ def register(xp):
              "gpunda_multi_sgd_f32": (np.float32, np.float32, False),
              "gpunda_multi_sgd_f64": (np.float64, np.float64, False),
              "gpunda_multi_sgd_mp": (np.float32, np.float16, True)}
+    makers = {"_sgd": _sgd, "_adamw": _adamw, "_lamb1": _lamb1, "_lamb2": _lamb2}
     for name, (T, G, mp) in list(forms.items()):
-        forms[name.replace("_sgd", "_adamw")] = (T, G, mp)
+        for k in ("_adamw", "_lamb1", "_lamb2"):
+            forms[name.replace("_sgd", k)] = (T, G, mp)
     for name, (T, G, mp) in forms.items():
         if name not in emus:
-            f = (_adamw if "_adamw" in name else _sgd)(T, G, mp)
+            f = next(m for k, m in makers.items() if k + "_" in name)(T, G, mp)
             f.out_index = 0     # the tables (the tensors it writes are behind pointers)
             emus[name] = f
