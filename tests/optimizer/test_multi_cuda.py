@@ -228,3 +228,33 @@ def test_multi_lamb_gpu_equals_cpu_in_two_launches(standin_gpu, monkeypatch, op,
                                    atol=tol, err_msg=f"weight {j}")
     w0 = _inputs(mx.cpu(), slots, dtype, mp)[0].asnumpy()
     assert not np.allclose(ref[0].astype(np.float64), w0.astype(np.float64), rtol=tol * 10)
+
+
+def _real_gpu():
+    from gpunda.backends import discovery
+    return discovery.probe()[0] > 0 and not discovery.standin_active()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_gpu(), reason="needs a real GPU (the kernels compiled by NVRTC)")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_real_gpu_multi_kernels_equal_cpu(monkeypatch, dtype):
+    # the same comparisons with the CUDA kernels themselves (written without a GPU at hand:
+    # this is the test that must pass before they are trusted)
+    for op, slots, pre, mp in OPS:
+        if not mp or dtype == "float16":
+            for kw in KW[:2]:
+                test_multi_sgd_gpu_equals_cpu_in_one_launch(None, monkeypatch, op, slots, pre,
+                                                            mp, dtype, kw)
+                monkeypatch.undo()
+    for op, slots, mp in ADAMW:
+        if not mp or dtype == "float16":
+            test_multi_adamw_gpu_equals_cpu_in_one_launch(None, monkeypatch, op, slots, mp,
+                                                         dtype, 0.7, 0.5)
+            monkeypatch.undo()
+    for op, slots, mp in LAMB:
+        if not mp or dtype == "float16":
+            for kw in LAMB_KW:
+                test_multi_lamb_gpu_equals_cpu_in_two_launches(None, monkeypatch, op, slots,
+                                                               mp, dtype, kw)
+                monkeypatch.undo()
