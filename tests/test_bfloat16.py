@@ -227,7 +227,8 @@ def test_symbol_var_dtype_and_infer_type():
 
 def _cnn(fx):
     net = fx.small_cnn(mx)
-    net.initialize(ctx=mx.cpu())
+    # the default context: cpu(0), or the stand-in gpu(0) under --standin-gpu
+    net.initialize(ctx=mx.current_context())
     for name, v in fx.cnn_params(net).items():
         net.collect_params()[name].set_data(mx.nd.array(v))
     return net
@@ -296,7 +297,7 @@ def test_convert_hybrid_block_bfloat16_runs_as_mxnet_converts():
     net.hybridize()
     np.testing.assert_allclose(net(mx.nd.array(r["data"])).asnumpy(), r["y32"], rtol=1e-5,
                                atol=1e-5)
-    conv = amp.convert_hybrid_block(net, target_dtype="bfloat16", ctx=mx.cpu())
+    conv = amp.convert_hybrid_block(net, target_dtype="bfloat16", ctx=mx.current_context())
     # MXNet's converted graph (casts and their dtypes) and parameter dtypes
     got = json.loads(conv._cached_graph[1].tojson(remove_amp_cast=False))["nodes"]
     want = json.loads(str(r["graph"]))["nodes"]

@@ -83,5 +83,6 @@ def collect_sources(names=None):
 # the sources gpunda itself holds (resolved only when the check runs)
 register_source_provider("cuda_gemm", "gpunda.backends._cuda_gemm:cuda_sources")
 register_source_provider("flat_optimizer", "gpunda.ops.optimizer.flat_cuda:cuda_sources")
+register_source_provider("multi_optimizer", "gpunda.ops.optimizer.multi_cuda:cuda_sources")
 register_source_provider("rtc_examples", "gpunda.rtc:cuda_sources")
 register_source_provider("fusion", "gpunda._testing.fusion_models:cuda_sources")

@@ -71,6 +71,15 @@ class _Ufunc:
         for x in args:
             if not isinstance(x, (ndarray,) + _SCALARS):
                 raise TypeError(f"Unsupported type {type(x)} (cupy.{self.name})")
+            if type(x) is ndarray and x._a.dtype.kind == "V":
+                self._bf16(x._a.dtype)
+
+    def _bf16(self, dt):
+        """CuPy 14 has bfloat16 loops (type char ``E``, ml_dtypes') in most ufuncs, but not in
+        the bitwise ones, divmod, gcd/lcm, float_power, logical_not/xor: refuse those."""
+        if not any(dt.char in t.split("->")[0] for t in self.types):
+            raise TypeError(f"Wrong type ({dt},) of arguments for cupy_{self.name}: CuPy has "
+                            f"no bfloat16 loop for it")
 
     def __call__(self, *args, **kwargs):
         _names.UFUNC_KWARGS and self._check(kwargs, "")

@@ -20,6 +20,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops.optimizer.updates import _clip, check_types
+from gpunda.ops.optimizer import multi_cuda as _mcuda
 from gpunda.ops.optimizer.multi import check_group_lengths, check_same_shapes, grouped_mutates, grouped_names
 from gpunda.ops.sparse.ops import RSPData
 
@@ -196,7 +197,19 @@ def _register_multi_adamw(name, slots):
         check_group_lengths(name, p, n, ("lrs", "wds", "etas"))
         scale = _rescale_of(arrays[-1], name)
         outs = []
+        gpu = None
+        if xp is not np and scale is not None:
+            # a GPU: every tensor of one dtype in one launch, read in place (multi_cuda.py)
+            groups = [arrays[i * stride:(i + 1) * stride] for i in range(n)]
+            for i, grp in enumerate(groups):
+                check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
+            clip = p.clip_gradient if p.clip_gradient >= 0 else None
+            gpu = _mcuda.adamw(xp, groups, p.lrs, p.wds, p.etas, scale, clip, p.beta1,
+                               p.beta2, p.epsilon, mp)
         for i in range(n):
+            if gpu is not None and gpu[i] is not None:
+                outs.append(gpu[i])
+                continue
             grp = arrays[i * stride:(i + 1) * stride]
             check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
             w, g, mean, var = grp[:4]
@@ -242,7 +255,17 @@ def _register_multi_lamb(name, slots):
                               f"num_tensors={n}, got {len(arrays)}")
         check_group_lengths(name, p, n, ("learning_rates", "wds", "step_count"), "num_tensors")
         outs = []
+        gpu = None
+        if xp is not np:
+            # a GPU: every tensor of one dtype in two launches, read in place (multi_cuda.py)
+            groups = [arrays[i * stride:(i + 1) * stride] for i in range(n)]
+            for i, grp in enumerate(groups):
+                check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
+            gpu = _mcuda.lamb(xp, groups, p.learning_rates, p.wds, p.step_count, p, mp)
         for i in range(n):
+            if gpu is not None and gpu[i] is not None:
+                outs.append(gpu[i])
+                continue
             grp = arrays[i * stride:(i + 1) * stride]
             check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
             w, g, mean, var = grp[:4]

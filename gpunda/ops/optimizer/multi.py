@@ -18,6 +18,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops.optimizer import flat as _flat
+from gpunda.ops.optimizer import multi_cuda as _mcuda
 from gpunda.ops.optimizer.updates import _clip
 
 _SCALE = [Param("rescale_grad", "float", 1.0, "gradient scale"),
@@ -92,7 +93,18 @@ def _register_sgd(name, slots, with_mom, mp, preloaded):
         outs = []
         sc = None
         clip = p.clip_gradient if p.clip_gradient >= 0 else None
+        gpu = None
+        if xp is not np:
+            # a GPU: every tensor of one dtype in one launch, read in place (multi_cuda.py)
+            groups = [arrays[i * stride:(i + 1) * stride] for i in range(n)]
+            for i, grp in enumerate(groups):
+                check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
+            gpu = _mcuda.sgd(xp, groups, lrs, wds, p.rescale_grad, clip,
+                             p.momentum if with_mom else 0.0, with_mom, mp)
         for i in range(n):
+            if gpu is not None and gpu[i] is not None:
+                outs.append(gpu[i])
+                continue
             grp = arrays[i * stride:(i + 1) * stride]
             check_same_shapes(name, [f"{s}_{i}" for s in slots], grp)
             w, g = grp[0], grp[1]
