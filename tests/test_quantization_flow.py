@@ -26,6 +26,15 @@ from gpunda.base import GpundaError
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "data"))
 import quant_scenarios as S  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # the INT8 flow against MXNet's CPU fixture: calibration data and parameters on cpu(0),
+    # as MXNet's quantize_* default ctx=cpu()
+    with mx.cpu():
+        yield
+
+
 RESULTS = json.load(open(os.path.join(S.FIXTURE, "results.json")))
 _CACHE = {}
 

@@ -14,6 +14,15 @@ from gpunda.ops.kernels import conv_pointwise as _conv_pw
 from test_conv import _fd_check, ref_conv
 from test_conv_kernels import ref_conv_grads
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # the NumPy convolution routes (phase grids, pointwise GEMMs) are the CPU's; on a GPU context
+    # the CuPy path runs instead
+    with mx.cpu():
+        yield
+
+
 nd = mx.nd
 
 
