@@ -105,9 +105,13 @@ def eigh(a, UPLO="L"):  # noqa: N803 (NumPy's name)
         raise ValueError("UPLO argument must be 'L' or 'U'")
     np = _np()
     a = to_tensor(a)
-    if a.dtype.kind in "iu":
-        # MXNet's _npi_eigh computes integer input in float64; the legacy _linalg_syevd
-        # below takes float32/float64 only (float16 is refused by both)
+    # MXNet's _npi_eigh computes integer input in float64; the legacy _linalg_syevd below
+    # takes float32/float64 only (float16 is refused by both). A Symbol (hybridized) has no
+    # dtype until inference: its graph casts through an op that leaves floats as they are
+    dt = getattr(a, "dtype", None)
+    if dt is None:
+        a = invoke("_linalg_int_to_float64", [a])
+    elif _onp.dtype(dt).kind in "iu":
         a = a.astype("float64")
     if UPLO == "U":
         a = np.swapaxes(a, -1, -2)

@@ -105,3 +105,24 @@ def test_einsum_diagonal_gradient():
 
 
 V3 = rng.uniform(size=3)
+
+
+def test_eigh_of_integers_hybridized_computes_in_float64():
+    # MXNet's np.linalg.eigh/eigvalsh compute integer input in float64, imperative or
+    # hybridized (the graph's input dtype is unknown when it is built)
+    import gpunda as mx
+    a = onp.array([[2, 1, 0], [1, 3, 1], [0, 1, 4]], dtype=onp.uint8)
+
+    class Eig(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.np.linalg.eigvalsh(x)
+
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        blk = Eig()
+        blk.hybridize()
+        got = blk(mx.np.array(a, dtype="uint8"))
+        imp = mx.np.linalg.eigvalsh(mx.np.array(a, dtype="uint8"))
+    assert got.dtype == onp.float64 and imp.dtype == onp.float64
+    onp.testing.assert_allclose(got.asnumpy(), onp.linalg.eigvalsh(a.astype(onp.float64)),
+                               rtol=1e-12)
+    onp.testing.assert_allclose(imp.asnumpy(), got.asnumpy(), rtol=1e-12)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np
+
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register
 from gpunda.ops._util import legacy_scalar, matmul, require_same_dtype, not_sgl_dbl
@@ -603,6 +605,26 @@ def _np_eigh(xp, p, a):
 
 def _zero_grad(F, p, i, o, g):
     return [F.zeros_like(i[0])]
+
+
+def _int_to_float64(xp, p, a):
+    return a.astype("float64") if a.dtype.kind in "iu" else a.copy()
+
+
+def _int_to_float64_type(p, t):
+    d = t[0]
+    return list(t), [None if d is None else ("float64" if _np.dtype(d).kind in "iu" else d)]
+
+
+# mx.np.linalg.eigh/eigvalsh of integers compute in float64 (MXNet's _npi_eigh); gpunda's
+# front end runs them through _linalg_syevd (float32/float64 only), so a hybridized graph,
+# whose input dtype is unknown when it is built, casts through this op
+register(OpDef("_linalg_int_to_float64", _int_to_float64, inputs=("A",),
+               gradient=lambda F, p, i, o, g: [F.cast(g[0], dtype=i[0].dtype)
+                                               if i[0].dtype != g[0].dtype else g[0]],
+               infer_type=_int_to_float64_type, save=("inputs",), hidden=True,
+               family="np_linalg",
+               doc="Integer input as float64, float input as it is (copied)."))
 
 
 _UPLO = [Param("UPLO", "str", "L", "which triangle to read: 'L' or 'U'")]
