@@ -10,13 +10,13 @@ accumulates their gradients, and only trainable parameters are compared (running
 statistics stay per rank, as in MXNet).
 """
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from _mpi_util import mpiexec_or_skip
 
 SCRIPT = textwrap.dedent('''
     import sys
@@ -69,17 +69,6 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _mpiexec():
-    exe = shutil.which("mpiexec")
-    if exe is None:
-        pytest.skip("mpiexec not found (pip install mpich mpi4py)")
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install mpich mpi4py)")
-    return exe
-
-
 def _run(tmp_path, cmd, out):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
@@ -101,7 +90,7 @@ def _load(path):
 @pytest.mark.parametrize("model, nranks, ref_mode", [("mlp", 2, "concat"), ("cnn", 2, "shards"),
                                                      ("mlp", 4, "concat")])
 def test_data_parallel_matches_single_process(tmp_path, model, nranks, ref_mode):
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     steps = 3
     _run(tmp_path, [exe, "-n", str(nranks), model, "dist", str(steps), str(nranks),
                     str(tmp_path / "dist")], "dist")

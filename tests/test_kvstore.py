@@ -1,6 +1,5 @@
 """KVStore: local semantics in-process; dist_sync under mpiexec (skipped without MPI)."""
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -10,6 +9,7 @@ import pytest
 
 import gpunda as mx
 from gpunda import nd
+from _mpi_util import mpiexec_or_skip
 
 
 def test_local_init_push_pull_replaces_with_the_sum():
@@ -109,19 +109,8 @@ MPI_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _mpiexec():
-    exe = shutil.which("mpiexec")
-    if exe is None:
-        pytest.skip("mpiexec not found (pip install mpich mpi4py)")
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install mpich mpi4py)")
-    return exe
-
-
 def _run_mpi(tmp_path, n, mode, timeout=120):
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "kv_script.py"
     script.write_text(MPI_SCRIPT)
     env = dict(os.environ, GPUNDA_DEFAULT_DEVICE="cpu", GPUNDA_KVSTORE_TIMEOUT="30",
@@ -182,7 +171,7 @@ def _nccl_or_skip():
 def test_nccl_one_rank_communicator(tmp_path):
     """A 1-rank NCCL communicator still runs the whole path (unique id over MPI, all-reduce)."""
     _nccl_or_skip()
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "nccl_script.py"
     script.write_text(NCCL_SCRIPT)
     env = dict(os.environ, GPUNDA_KVSTORE_TIMEOUT="60",

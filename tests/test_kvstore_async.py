@@ -26,13 +26,13 @@ applied (MPI keeps one sender's messages in order), so after the barrier all see
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from _mpi_util import mpiexec_or_skip
 
 SCRIPT = textwrap.dedent('''
     import json
@@ -96,17 +96,6 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _mpiexec():
-    exe = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
-    if exe is None:
-        pytest.skip("mpiexec not found (pip install mpich mpi4py)")
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install mpich mpi4py)")
-    return exe
-
-
 def _env(**extra):
     env = dict(os.environ, GPUNDA_DEFAULT_DEVICE="cpu", GPUNDA_KVSTORE_TIMEOUT="15",
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -117,7 +106,7 @@ def _env(**extra):
 
 
 def _run(tmp_path, mode, n=3):
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "kv_async.py"
     script.write_text(SCRIPT)
     prefix = str(tmp_path / mode)
@@ -173,7 +162,7 @@ def _python(code, **env):
                           timeout=60, env=_env(**env))
 
 
-def test_server_role_stops_at_import_naming_mpiexec():
+def test_server_role_stops_at_import_namingmpiexec_or_skip():
     # MXNet runs the server loop when `import mxnet` sees DMLC_ROLE=server; gpunda has no
     # server processes and says what to launch instead
     for role in ("server", "scheduler"):
@@ -183,8 +172,8 @@ def test_server_role_stops_at_import_naming_mpiexec():
     assert _python("import gpunda", DMLC_ROLE="worker").returncode == 0
 
 
-def test_a_launcher_worker_outside_an_mpi_job_is_told_to_use_mpiexec():
-    _mpiexec()
+def test_a_launcher_worker_outside_an_mpi_job_is_told_to_usempiexec_or_skip():
+    mpiexec_or_skip()
     code = "import gpunda as mx; mx.kv.create('dist_async')"
     r = _python(code, DMLC_ROLE="worker", DMLC_NUM_WORKER="2", DMLC_NUM_SERVER="1",
                 DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT="9091")
@@ -229,7 +218,7 @@ def test_trainer_updates_on_the_async_store(tmp_path):
     # MXNet's Trainer with 'dist_async' updates on the kvstore (even with one context):
     # each worker's step pushes its gradient (rescaled by its own batch) and the server
     # applies it; after both workers' two steps the weight is w0 - lr * sum of them all
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "trainer_async.py"
     script.write_text(TRAINER_SCRIPT)
     prefix = str(tmp_path / "trainer")

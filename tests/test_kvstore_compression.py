@@ -12,13 +12,13 @@ The recordings come from this MXNet 1.9.1 session (``import mxnet as mx``):
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from _mpi_util import mpiexec_or_skip
 
 import gpunda as mx
 from gpunda import nd
@@ -223,7 +223,6 @@ def test_gpu_arrays_quantise_on_their_device(standin_gpu):
     assert kv._gc.residuals[(0, 0)].context == mx.gpu(0)
 
 
-
 def test_module_on_two_devices_with_compression_params():
     # MXNet 1.9.1, recorded:
     #   net = MakeLoss(sum(FullyConnected(data, num_hidden=1, no_bias=True, name='fc')))
@@ -252,7 +251,6 @@ def test_module_on_two_devices_with_compression_params():
         mod.update()
         got.append(mod.get_params()[0]["fc_weight"].asnumpy().tolist())
     assert got == [[[-0.25, -0.5, 0.5]], [[-0.75, -1.0, 1.0]]]
-
 
 
 @pytest.mark.parametrize("update_on_kvstore", [None, False])
@@ -322,19 +320,8 @@ MPI_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _mpiexec():
-    exe = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
-    if exe is None:
-        pytest.skip("mpiexec not found (pip install mpich mpi4py)")
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        pytest.skip("mpi4py not installed (pip install mpich mpi4py)")
-    return exe
-
-
 def _run(tmp_path, mode, n=2):
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "kv_compress.py"
     script.write_text(MPI_SCRIPT)
     env = dict(os.environ, GPUNDA_DEFAULT_DEVICE="cpu", GPUNDA_KVSTORE_TIMEOUT="20",
@@ -396,7 +383,7 @@ def test_trainer_all_reduces_compressed_gradients(tmp_path):
     # [0.3, 0.6, -1.0] -> [0, .5, -.5], rank 1 [0.6, 1.2, -2.0] -> [.5, .5, -.5]; the second
     # step adds the residuals: both send [.5, .5, -.5]. The Trainer rescales the summed
     # gradient by 1/batch_size (1, this rank's batch), as MXNet's does; lr 1.
-    exe = _mpiexec()
+    exe = mpiexec_or_skip()
     script = tmp_path / "trainer_compress.py"
     script.write_text(TRAINER_SCRIPT)
     prefix = str(tmp_path / "trainer")
