@@ -3,8 +3,9 @@ HybridBlock, collect calibration ranges from float runs and write them into the 
 quantize the weights. MXNet 1.9.1's python/mxnet/contrib/quantization.py is the spec; the
 graph rewriting itself is ``_quant_pass`` (NOTE [Quantization pass]).
 
-gpunda builds no MKL-DNN fusion, so ``quantize_model_mkldnn`` and ``quantize_net(_v2)`` on
-the CPU give the unfused graph MXNet's ``quantize_model`` gives (docs/compat.md).
+``quantize_model_mkldnn`` and ``quantize_net(_v2)`` on the CPU fuse the graph before and
+after quantizing as MXNet's MKLDNN_QUANTIZE backend does (``_mkldnn_fuse``, NOTE [MKLDNN
+fusion]), so they give MXNet's ``_sg_mkldnn_conv`` / ``_sg_mkldnn_fully_connected`` nodes.
 """
 from __future__ import annotations
 
@@ -207,36 +208,26 @@ def quantize_model_mkldnn(sym, arg_params, aux_params, data_names=("data",),
                           num_calib_examples=None, quantized_dtype="int8",
                           quantize_mode="smart", quantize_granularity="tensor-wise",
                           logger=None):
-    """MXNet's CPU flow, which fuses conv/bn/relu/sum and FC into ``_sg_mkldnn_*`` nodes
-    before and after quantizing. gpunda has no MKL-DNN fusion: this checks the context as
-    MXNet's does and returns ``quantize_model``'s unfused graph, which computes the same
-    quantized model (docs/compat.md)."""
+    """MXNet's CPU flow: the float graph fused into ``_sg_mkldnn_*`` nodes (conv with
+    BatchNorm, act and residual sum; FC with its act), quantized and calibrated as
+    ``quantize_model`` does, then each calibrated requantize (and a dequantize after an
+    FC) folded into the node before it (NOTE [MKLDNN fusion])."""
     from gpunda.context import Context, cpu
+    from gpunda.contrib._mkldnn_fuse import fuse_for_quantization, post_quantize
     ctx = cpu() if ctx is None else ctx
     if not isinstance(ctx, Context):
         raise ValueError("currently only supports single ctx, while received %s" % str(ctx))
     if ctx.device_type != "cpu":
         raise ValueError("quantize_model_mkldnn only support Intel cpu platform with "
                          "MKL-DNN Backend")
-    _refuse_fused_channel_wise("quantize_model_mkldnn", quantize_granularity)
-    return quantize_model(sym, arg_params, aux_params, data_names=data_names,
-                          label_names=label_names, ctx=ctx,
-                          excluded_sym_names=excluded_sym_names,
-                          excluded_op_names=excluded_op_names, calib_mode=calib_mode,
-                          calib_data=calib_data, num_calib_examples=num_calib_examples,
-                          quantized_dtype=quantized_dtype, quantize_mode=quantize_mode,
-                          quantize_granularity=quantize_granularity, logger=logger)
-
-
-def _refuse_fused_channel_wise(fn, granularity):
-    # MXNet's CPU flow quantizes the weights of its fused FC nodes per output channel;
-    # gpunda fuses nothing, and giving tensor-wise weights silently would be another model
-    if granularity == "channel-wise":
-        from gpunda.base import NotImplementedForGpunda
-        raise NotImplementedForGpunda(
-            f"mx.contrib.quantization.{fn}: quantize_granularity='channel-wise' is not "
-            f"supported yet: it quantizes MXNet's fused _sg_mkldnn_fully_connected weights "
-            f"per channel, and gpunda builds no MKL-DNN fusion; use 'tensor-wise'")
+    sym = fuse_for_quantization(sym)
+    qsym, qarg_params, aux_params = quantize_model(
+        sym, arg_params, aux_params, data_names=data_names, label_names=label_names,
+        ctx=ctx, excluded_sym_names=excluded_sym_names, excluded_op_names=excluded_op_names,
+        calib_mode=calib_mode, calib_data=calib_data, num_calib_examples=num_calib_examples,
+        quantized_dtype=quantized_dtype, quantize_mode=quantize_mode,
+        quantize_granularity=quantize_granularity, logger=logger)
+    return post_quantize(qsym), qarg_params, aux_params
 
 
 def quantize_graph(sym, arg_params, aux_params, ctx=None, excluded_sym_names=None,
@@ -327,9 +318,8 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
     from gpunda.io import DataIter
     from gpunda.model import load_checkpoint
     from gpunda.module import Module
+    from gpunda.contrib._mkldnn_fuse import fuse_for_quantization, post_quantize
     ctx = cpu() if ctx is None else ctx
-    if ctx.device_type == "cpu":
-        _refuse_fused_channel_wise("quantize_net_v2", quantize_granularity)
     if logger:
         logger.info("Export HybridBlock")
     network.hybridize()
@@ -364,6 +354,8 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
                 exclude_layers.append(layer.name)
     if logger:
         logger.info("These layers have been excluded %s" % exclude_layers)
+    if ctx == cpu():
+        symnet = fuse_for_quantization(symnet)
     qsym, qarg_params, aux_params, collector = quantize_graph(
         sym=symnet, arg_params=args, aux_params=auxs, ctx=ctx,
         excluded_sym_names=exclude_layers, excluded_op_names=exclude_operators,
@@ -391,6 +383,8 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
             calib_mode=calib_mode, quantized_dtype=quantized_dtype, logger=logger)
     else:
         data_names = [pair[0] for pair in data_shapes]
+    if ctx == cpu():
+        qsym = post_quantize(qsym)
     net = SymbolBlock(qsym, [sym_mod.var(name) for name in data_names])
     with tempfile.TemporaryDirectory() as tmp:
         param_name = os.path.join(tmp, "tmpnet-quantized-0000.params")

@@ -46,12 +46,30 @@ _QUANTIZABLE = {
     "elemwise_mul": ("_contrib_quantized_elemwise_mul", "support", True),
     "BatchNorm": ("_contrib_quantized_batch_norm", "support", False),
     "Embedding": ("_contrib_quantized_embedding", "support", False),
+    # MXNet's oneDNN fused nodes (NOTE [MKLDNN fusion]) quantize into themselves
+    "_sg_mkldnn_conv": ("_sg_mkldnn_conv", "must", True),
+    "_sg_mkldnn_fully_connected": ("_sg_mkldnn_fully_connected", "must", True),
 }
+# the "quantized" attribute each fused node's FQuantizedOp writes
+_FUSED_QUANTIZED_FLAG = {"_sg_mkldnn_conv": "true", "_sg_mkldnn_fully_connected": "True"}
 # the quantized kernels MXNet 1.9.1's GPU build registers (the .cu files)
 _GPU_KERNELS = {"_contrib_quantized_conv", "_contrib_quantized_fully_connected",
                 "_contrib_quantized_pooling", "_contrib_quantized_flatten"}
 # inputs a quantized op takes in float (FAvoidQuantizeInput)
 _AVOID_QUANTIZE_INPUT = {"BatchNorm": lambda i: i != 0, "Embedding": lambda i: i == 0}
+
+
+def _avoid_quantize(n, granularity):
+    """FAvoidQuantizeInput of node ``n``: which input positions stay float."""
+    name = n.op.name
+    if name == "_sg_mkldnn_conv":        # weights, bias and BatchNorm: folded in float
+        names = n.op.input_names(n.p)
+        return lambda i: names[i] not in ("data", "sum")
+    if name == "_sg_mkldnn_fully_connected":
+        names = n.op.input_names(n.p)
+        cw = granularity == "channel-wise"
+        return lambda i: cw and names[i] in ("weight", "bias")
+    return _AVOID_QUANTIZE_INPUT.get(name, lambda i: False)
 # single-output ops that list their output name (FListOutputNames) in MXNet 1.9.1: the
 # quantize node after them is "<name>_output_quantize", after any other "<name>_0_quantize"
 _LISTS_OUTPUT_NAMES = {
@@ -99,6 +117,8 @@ def _quantized_twin(node, dev_type):
         return None
     if name == "Embedding" and "float32" not in str(p.get("dtype", "float32")):
         return None
+    if name in _FUSED_QUANTIZED_FLAG and str(p.get("quantized")) in ("True", "true"):
+        return None
     if dev_type == "gpu" and qop not in _GPU_KERNELS:
         return None     # "Neither FCompute nor FComputeEx registered ... excluded"
     return qop
@@ -115,6 +135,10 @@ def _mark(topo, excluded_names, excluded_ops, quantize_mode, dev_type):
         qop = _quantized_twin(n, dev_type)
         if qop is None or n.name in excluded_names or n.op.name in excluded_ops:
             continue
+        subs = getattr(n.p, "_subgraphs", None) if n.p is not None else None
+        if subs and n.op.name in _FUSED_QUANTIZED_FLAG and any(
+                m.op is not None and m.name in excluded_names for m in subs[0]._topo()):
+            continue        # a fused node is excluded through the layers inside it
         qmap[id(n)] = qop
         if _QUANTIZABLE[n.op.name][1] == "must":
             must.append(n)
@@ -178,7 +202,13 @@ def quantize_symbol(sym, dev_type="cpu", excluded_names=(), excluded_ops=(),
     for n, src in zip(topo, src_nodes):
         if id(n) in qmap:
             new = _QNode(qmap[id(n)], "quantized_" + n.name, src.get("attrs", {}))
-            avoid = _AVOID_QUANTIZE_INPUT.get(n.op.name, lambda i: False)
+            flag = _FUSED_QUANTIZED_FLAG.get(n.op.name)
+            if flag is not None:
+                new.attrs["quantized"] = flag
+                if quantize_granularity == "channel-wise" and flag == "True":
+                    new.attrs["channel_wise_quantize"] = "True"
+                new.src = {"subgraphs": src["subgraphs"]}
+            avoid = _avoid_quantize(n, quantize_granularity)
             for i, (c, idx) in enumerate(n.inputs):
                 m = mirror[id(c)]
                 if avoid(i):

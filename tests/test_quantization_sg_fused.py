@@ -1,0 +1,181 @@
+"""MXNet's oneDNN fused INT8 nodes (``_sg_mkldnn_conv``, ``_sg_mkldnn_fully_connected``)
+and the CPU flow that writes them (quantize_model_mkldnn), against MXNet 1.9.1.
+
+Fixtures in tests/data/quant_flow/sg, recorded with real MXNet 1.9.1 on a CPU with AVX2
+and no AVX-512 VNNI (record_*.py there): a small CNN (conv+bn+relu, conv+bn+sum+relu,
+max pooling, 1x1 conv, FC+relu, FC), its checkpoint, MXNet's fused float graph, the
+graphs and params quantize_model_mkldnn wrote for four settings, MXNet's outputs of
+each on held-back data, each fused node alone on random int8/uint8 data, and MXNet's
+outputs when it ran the quantized models gpunda wrote.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import gpunda as mx
+
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "quant_flow", "sg")
+# name -> (calib_mode, quantized_dtype, quantize_granularity)
+CONFIGS = {"naive_auto_tensor": ("naive", "auto", "tensor-wise"),
+           "naive_auto_channel": ("naive", "auto", "channel-wise"),
+           "entropy_auto_channel": ("entropy", "auto", "channel-wise"),
+           "naive_int8_tensor": ("naive", "int8", "tensor-wise")}
+
+
+@pytest.fixture(autouse=True)
+def _recording_cpu(monkeypatch):
+    # the recording CPU's oneDNN halves int8 weights of convs over int8 data
+    monkeypatch.setenv("GPUNDA_MKLDNN_S8S8_ADJUST", "0.5")
+
+
+def _load(prefix):
+    d = mx.nd.load(os.path.join(FIX, prefix + "-0000.params"))
+    return ({k[4:]: v for k, v in d.items() if k.startswith("arg:")},
+            {k[4:]: v for k, v in d.items() if k.startswith("aux:")})
+
+
+def _results():
+    return np.load(os.path.join(FIX, "results.npz"))
+
+
+def _data():
+    return np.load(os.path.join(FIX, "data.npz"))
+
+
+def _run(sym, args, auxs, x):
+    ex = sym.bind(mx.cpu(), {"data": mx.nd.array(x),
+                             **{k: v for k, v in args.items() if k in sym.list_arguments()}},
+                  aux_states={k: v for k, v in auxs.items()
+                              if k in sym.list_auxiliary_states()})
+    return ex.forward()[0].asnumpy()
+
+
+def _quantize(name):
+    mode, dtype, gran = CONFIGS[name]
+    sym = mx.sym.load(os.path.join(FIX, "cnn-symbol.json"))
+    args, auxs = _load("cnn")
+    it = mx.io.NDArrayIter(mx.nd.array(_data()["calib"]), batch_size=8)
+    return mx.contrib.quant.quantize_model_mkldnn(
+        sym, args, auxs, ctx=mx.cpu(), calib_mode=mode, calib_data=it,
+        quantized_dtype=dtype, quantize_granularity=gran, label_names=None)
+
+
+def _strip(sym):
+    """Each node's op, name, inputs, attributes (calibration ranges to 4 digits: the
+    float runs that give them differ in the last bits) and subgraphs."""
+    out = []
+    for n in json.loads(sym.tojson())["nodes"]:
+        attrs = dict(n.get("attrs", {})) if n["op"] != "null" else {}
+        for k in ("min_calib_range", "max_calib_range"):
+            if k in attrs:
+                attrs[k] = round(float(attrs[k]), 4)
+        subs = [[(m["op"], m["name"], m["inputs"]) for m in sg["nodes"]]
+                for sg in n.get("subgraphs", [])]
+        out.append((n["op"], n["name"], n["inputs"], attrs, subs))
+    return out
+
+
+def test_fused_float_graph_loads_and_matches_mxnet():
+    """MXNet's MKLDNN_QUANTIZE fusion of the float CNN loads and runs as MXNet ran it."""
+    sym = mx.sym.load(os.path.join(FIX, "fused-symbol.json"))
+    ops = {n["op"] for n in json.loads(sym.tojson())["nodes"]}
+    assert {"_sg_mkldnn_conv", "_sg_mkldnn_fully_connected"} <= ops
+    args, auxs = _load("cnn")
+    got = _run(sym, args, auxs, _data()["test"])
+    np.testing.assert_allclose(got, _results()["fused_float"], rtol=1e-5, atol=1e-6)
+
+
+def test_gpunda_fuses_the_float_graph_as_mxnet():
+    from gpunda.contrib._mkldnn_fuse import fuse_for_quantization
+    sym = fuse_for_quantization(mx.sym.load(os.path.join(FIX, "cnn-symbol.json")))
+    want = mx.sym.load(os.path.join(FIX, "fused-symbol.json"))
+    assert _strip(sym) == _strip(want)
+    assert sym.list_auxiliary_states() == want.list_auxiliary_states()
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_mxnets_quantized_cnn_runs_as_in_mxnet(name):
+    """gpunda runs the quantized graph MXNet wrote: the same classes, and outputs within
+    the error MXNet's own quantization makes on the float model (the rest is MXNet's CPU
+    quantize_v2, which rounds with oneDNN's 127.5/255.5 scales: docs/compat.md)."""
+    sym = mx.sym.load(os.path.join(FIX, name + "-symbol.json"))
+    args, auxs = _load(name)
+    x = _data()["test"]
+    got, want = _run(sym, args, auxs, x), _results()[name]
+    own_error = np.abs(want - _results()[name + "_float"]).max()
+    assert np.mean(got.argmax(1) == want.argmax(1)) >= 0.95
+    assert np.abs(got - want).max() <= own_error
+
+
+def test_each_fused_node_is_mxnets_bit_for_bit():
+    """Each quantized fused node alone on random int8/uint8 data (calibrated and not):
+    the outputs MXNet gave, to the bit. An FC over int8 data is left out: MXNet's AVX2
+    int8 GEMM saturates there (docs/compat.md)."""
+    rec = json.load(open(os.path.join(FIX, "layers_naive_auto_tensor.json")))
+    args, auxs = _load("naive_auto_tensor")
+    params = {**args, **auxs}
+    checked = 0
+    for key, r in rec.items():
+        if key.startswith("quantized_sg_mkldnn_fully_connected") and \
+                r["dtypes"].get("in0") == "int8":
+            continue
+        sym = mx.sym.load_json(json.dumps(r["graph"]))
+        feed = {**params, **{k: mx.nd.array(np.array(v), dtype=r["dtypes"][k])
+                             for k, v in r["inputs"].items()}}
+        ex = sym.bind(mx.cpu(), {k: feed[k] for k in sym.list_arguments()},
+                      aux_states={k: feed[k] for k in sym.list_auxiliary_states()})
+        got = ex.forward()[0].asnumpy()
+        want = np.array(r["outputs"][0]).astype(r["out_dtypes"][0])
+        assert got.dtype == want.dtype, key
+        np.testing.assert_array_equal(got, want, err_msg=key)
+        checked += 1
+    assert checked >= 7
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_gpunda_quantizes_as_mxnet(name):
+    """quantize_model_mkldnn gives MXNet's graph (ops, names, attributes, subgraphs) and
+    params (names, dtypes, int8 weights), and its quantized model classifies the held-back
+    data as MXNet's quantized model does."""
+    qsym, qargs, qauxs = _quantize(name)
+    want = mx.sym.load(os.path.join(FIX, name + "-symbol.json"))
+    assert _strip(qsym) == _strip(want)
+    margs, _ = _load(name)
+    assert sorted(qargs) == sorted(margs)
+    for k, v in qargs.items():
+        assert v.dtype == margs[k].dtype, k
+        np.testing.assert_allclose(v.asnumpy().astype(np.float64),
+                                   margs[k].asnumpy().astype(np.float64), atol=1, rtol=1e-5)
+    got = _run(qsym, qargs, qauxs, _data()["test"])
+    want_out = _results()[name]
+    ref = _results()[name + "_float"].argmax(1)
+    mx_acc = np.mean(want_out.argmax(1) == ref)
+    assert np.mean(got.argmax(1) == ref) >= mx_acc - 1.0 / len(ref)
+    assert np.abs(got - want_out).max() <= np.abs(want_out - _results()[name + "_float"]).max()
+
+
+@pytest.mark.parametrize("name", ["naive_auto_tensor", "entropy_auto_channel"])
+def test_mxnet_runs_gpundas_quantized_cnn(name):
+    """MXNet 1.9.1 loaded and ran the model gpunda's quantize_model_mkldnn wrote (its
+    outputs recorded): gpunda's own run of that model gives them."""
+    qsym, qargs, qauxs = _quantize(name)
+    got = _run(qsym, qargs, qauxs, _data()["test"])
+    want = _results()["mxnet_runs_gpunda_" + name]
+    assert np.mean(got.argmax(1) == want.argmax(1)) >= 0.95
+    assert np.abs(got - want).max() <= np.abs(want - _results()[name + "_float"]).max()
+
+
+def test_fused_node_without_subgraph_raises():
+    with pytest.raises(mx.base.MXNetError, match="_sg_mkldnn_conv.*no subgraph"):
+        mx.nd._internal._sg_mkldnn_conv(mx.nd.ones((1, 1, 3, 3)), mx.nd.ones((1, 1, 1, 1)))
+
+
+def test_s8s8_adjust_env_is_checked(monkeypatch):
+    from gpunda.ops.quantization.sg_fused import s8s8_weight_adjust
+    monkeypatch.setenv("GPUNDA_MKLDNN_S8S8_ADJUST", "2")
+    with pytest.raises(mx.base.MXNetError, match="GPUNDA_MKLDNN_S8S8_ADJUST"):
+        s8s8_weight_adjust()
