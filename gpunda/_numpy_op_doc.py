@@ -40,11 +40,11 @@ def _np_squeeze(a, axis=None):
     """mx.np.squeeze"""
 
 
-def _np_max(a, axis=None, out=None, keepdims=False):
+def _np_max(a, axis=None, out=None, keepdims=False, initial=None):
     """mx.np.max"""
 
 
-def _np_min(a, axis=None, out=None, keepdims=False):
+def _np_min(a, axis=None, out=None, keepdims=False, initial=None):
     """mx.np.min"""
 
 
@@ -69,11 +69,11 @@ def _np_diagflat(v, k=0):
 
 
 # MXNet's other names of the reductions and of repeat (aliases of the ops above)
-def _np_amax(a, axis=None, out=None, keepdims=False):
+def _np_amax(a, axis=None, out=None, keepdims=False, initial=None):
     """mx.np.amax"""
 
 
-def _np_amin(a, axis=None, out=None, keepdims=False):
+def _np_amin(a, axis=None, out=None, keepdims=False, initial=None):
     """mx.np.amin"""
 
 

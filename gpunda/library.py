@@ -14,5 +14,6 @@ def load(path, verbose=True):
     """Not supported: gpunda cannot load MXNet C++ operator libraries."""
     if not os.path.exists(path):
         raise GpundaError(f"library.load: load path {path} does NOT exist")
-    raise NotImplementedForGpunda(f"library.load({path!r}) is not supported yet: gpunda has no "
-                                  f"C++ operator interface; use mx.operator.CustomOp")
+    raise NotImplementedForGpunda(f"library.load({path!r}) is not supported: gpunda is pure "
+                                  f"Python and has no C++ operator interface to load a compiled "
+                                  f"library into; write the operators with mx.operator.CustomOp")

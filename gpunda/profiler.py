@@ -85,7 +85,8 @@ def set_config(**kwargs):
         profile_memory, profile_api: accepted; gpunda records nothing for them.
         continuous_dump, dump_period: accepted (``dump(finished=False)`` appends).
         aggregate_stats: keep per-op counts and times for ``dumps()``.
-        profile_process: ``'worker'`` (``'server'`` needs a dist kvstore server).
+        profile_process: ``'worker'`` (this process); ``'server'`` is for a kvstore's
+            server processes, which gpunda's stores do not have (``_server_command``).
     """
     cfg = dict(_DEFAULTS)
     for k, v in kwargs.items():
@@ -103,8 +104,10 @@ def set_config(**kwargs):
             v = str(v)
         cfg[k] = v
     if cfg["profile_process"] == "server":
-        raise GpundaError("profiler.set_config: profile_process='server' is not supported yet: "
-                          "gpunda's dist kvstore has no server processes")
+        # MXNet checks every argument first, then sends them (less profile_process) to the
+        # servers; the worker's own configuration stays as it was
+        _server_command("set_config", "kvstoreHandle: KVStoreHandle")
+        return
     with _s.lock:
         _s.config = cfg
     if _s.running:
@@ -118,19 +121,51 @@ def profiler_set_config(mode="symbolic", filename="profile.json"):
     set_config(**{"profile_" + mode: True, "filename": filename})
 
 
-def _check_process(profile_process):
+def _check_process(profile_process, what):
+    """Whether the call is for this (worker) process; 'server' goes to ``_server_command``."""
     if profile_process not in ("worker", "server"):
-        raise KeyError(profile_process)
+        raise KeyError(profile_process)     # MXNet's own lookup error
     if profile_process == "server":
-        raise GpundaError("profiler: profile_process='server' is not supported yet: gpunda's "
-                          "dist kvstore has no server processes")
+        _server_command(what, "kvStoreHandle: Kvstore Handle")
+        return False
+    return True
+
+
+def _server_command(what, null_check):
+    """MXNet's profiler command for the kvstore servers (c_api_profile.cc).
+
+    MXNet sends it through the last native kvstore made (``set_kvstore_handle``): none is
+    an MXNetError; a non-distributed store (KVStore::SetServerProfilerCommand) logs that
+    there is no server and does nothing; a distributed one forwards it to its server
+    processes. gpunda's distributed stores have no server processes (``dist_sync`` sums
+    among the workers, ``dist_async`` serves from a thread of rank 0), so there the
+    command is refused, saying to profile the workers.
+    """
+    ref = profiler_kvstore_handle
+    store = ref() if isinstance(ref, weakref.ref) else ref
+    if store is None:
+        raise GpundaError(f"profiler.{what}: Check failed: {null_check} passed to profiler "
+                          f"is null (profile_process='server' needs a kvstore: "
+                          f"mx.kv.create(...) first)")
+    if "dist" in str(getattr(store, "type", "")):
+        raise GpundaError(f"profiler.{what}: profile_process='server' is not supported: "
+                          f"gpunda's kvstore {store.type!r} has no server processes "
+                          f"('dist_sync' sums among the workers, 'dist_async' serves from a "
+                          f"thread of rank 0); profile the workers with "
+                          f"profile_process='worker'")
+    import logging
+    logging.getLogger("gpunda.profiler").info(
+        "Unable to pass server the profiler command. If you are training on single "
+        "machine, then there is no server process to profile. Please profile the worker "
+        "process instead.")
 
 
 def set_state(state="stop", profile_process="worker"):
     """Start (``'run'``) or stop (``'stop'``) profiling."""
     if state not in ("run", "stop"):
         raise KeyError(state)       # MXNet's own lookup error for an unknown state
-    _check_process(profile_process)
+    if not _check_process(profile_process, "set_state"):
+        return
     _s.running = state == "run"
     if _s.running:
         _s.paused = False
@@ -148,14 +183,16 @@ def profiler_set_state(state="stop"):
 
 def pause(profile_process="worker"):
     """Stop recording until ``resume()`` (the configuration stays)."""
-    _check_process(profile_process)
+    if not _check_process(profile_process, "pause"):
+        return
     _s.paused = True
     _remove_hooks()
 
 
 def resume(profile_process="worker"):
     """Record again after ``pause()``."""
-    _check_process(profile_process)
+    if not _check_process(profile_process, "resume"):
+        return
     _s.paused = False
     if _s.running:
         _install_hooks()
@@ -166,7 +203,8 @@ def _recording():
 
 
 def set_kvstore_handle(handle):
-    """MXNet passed a dist kvstore handle to profile its servers; gpunda has no servers."""
+    """The kvstore ``profile_process='server'`` commands go through (``kvstore.create``
+    sets it to a weak reference to each store it makes, as MXNet's sets its handle)."""
     global profiler_kvstore_handle
     profiler_kvstore_handle = handle
 
@@ -395,7 +433,8 @@ def dump(finished=True, profile_process="worker"):
     more events; ``finished=True`` (the default) ends the trace: the next
     events start a new one.
     """
-    _check_process(profile_process)
+    if not _check_process(profile_process, "dump"):
+        return
     with _s.lock:
         text = json.dumps(_trace(), indent=4)
         fname = _s.config["filename"]

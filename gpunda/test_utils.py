@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import sys
 
-from gpunda.base import NotImplementedForGpunda
 from gpunda.context import Context, current_context  # noqa: F401
 from gpunda.ndarray import array  # noqa: F401  (MXNet's test_utils exports it)
 from gpunda.runtime import Features  # noqa: F401
@@ -62,12 +61,8 @@ def __getattr__(name):
 mx = sys.modules[__name__.rpartition(".")[0]]
 
 
-class np_symbol:
-    """MXNet's ``mx.sym.np._Symbol``; gpunda has no ``mx.np`` symbols, so nothing is one."""
-
-    def __new__(cls, *args, **kwargs):
-        raise NotImplementedForGpunda("np_symbol (mxnet.symbol.numpy._Symbol) is not supported "
-                                      "yet: gpunda has no mx.np front end")
+#: MXNet's name here for the ``mx.sym.np`` Symbol class (``isinstance`` tests use it)
+from gpunda.symbol.numpy import _Symbol as np_symbol  # noqa: E402
 
 
 __all__ = (_compare_all + _datasets_all + _environ_all + _gradients_all + _random_all

@@ -9,11 +9,10 @@ turns both off. NumPy-array semantics is a per-thread scope stack
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import threading
 
-from gpunda.base import GpundaError, NotImplementedForGpunda, c_str, check_call, py_str
+from gpunda.base import GpundaError, c_str, check_call, py_str
 
 __all__ = ["is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array",
            "np_array", "use_np_array", "set_np", "reset_np", "use_np", "getenv", "setenv",
@@ -149,11 +148,6 @@ def set_module(module):
     return decorator
 
 
-def _np_array_available():
-    # find_spec locates the front end without importing it (it sits above this layer)
-    return importlib.util.find_spec(f"{__package__}.numpy") is not None
-
-
 class _NumpyArrayScope:
     """Per-thread NumPy-array semantics (``mx.np.ndarray`` instead of ``mx.nd.NDArray``)."""
 
@@ -164,9 +158,6 @@ class _NumpyArrayScope:
         self._is_np_array = is_np_array
 
     def __enter__(self):
-        if self._is_np_array and not _np_array_available():
-            raise NotImplementedForGpunda("np_array(True) is not supported yet: gpunda has no "
-                                          "mx.np array type; use mx.nd with np_shape(True)")
         if not hasattr(_NumpyArrayScope._current, "value"):
             _NumpyArrayScope._current.value = _NumpyArrayScope(False)
         self._old_scope = _NumpyArrayScope._current.value
@@ -200,9 +191,6 @@ def use_np(func):
 
 
 def _set_np_array(active):
-    if active and not _np_array_available():
-        raise NotImplementedForGpunda("set_np(array=True) is not supported yet: gpunda has no "
-                                      "mx.np array type; use set_np(shape=True, array=False)")
     if active:
         _log_once("_set_np_array_logged",
                   "NumPy-array semantics is now on: mxnet.numpy and mxnet.numpy_extension "

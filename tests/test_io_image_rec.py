@@ -51,8 +51,12 @@ def test_shuffle_parts_and_errors(tmp_path):
         next(iter(mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 6, 5), batch_size=1)))
     with pytest.raises(GpundaError, match="data_shape"):
         mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(5, 6, 5), batch_size=1)
-    with pytest.raises(GpundaError, match="shuffle_chunk_size=4 is not supported yet"):
-        mx.io.ImageRecordIter(shuffle_chunk_size=4, **kw)
+    # a file far below the chunk size is one chunk: the file order (as MXNet's; the
+    # chunked order is in tests/test_not_supported_sites.py)
+    assert [b.label[0].asnumpy()[0, 0] for b in
+            mx.io.ImageRecordIter(shuffle_chunk_size=4, **kw)] == [0, 1, 2, 3, 4]
+    with pytest.raises(GpundaError, match="shuffle_chunk_size=-1 must be >= 0"):
+        mx.io.ImageRecordIter(shuffle_chunk_size=-1, **kw)
     with pytest.raises(GpundaError, match="does not exist"):
         mx.io.ImageRecordIter(path_imgrec=str(tmp_path / "none.rec"), data_shape=(3, 6, 5),
                               batch_size=1)

@@ -53,7 +53,7 @@ def test_library_load_is_not_supported(tmp_path):
         mx.library.load(str(tmp_path / "missing.so"))
     so = tmp_path / "ops.so"
     so.write_bytes(b"")
-    with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
+    with pytest.raises(mx.base.NotImplementedForGpunda, match="is not supported: gpunda is pure"):
         mx.library.load(str(so))
 
 

@@ -271,18 +271,31 @@ def test_rand_sparse_csr_powerlaw_doubles_rows():
         tu.rand_sparse_ndarray((10, 10), "csr", density=0.1, distribution="powerlaw")
 
 
-def test_shuffled_csr_indices_keep_the_matrix():
-    np.random.seed(4)
-    m = scipy.sparse.random(30, 40, density=0.4, format="csr", random_state=0)
-    before = m.toarray()
-    sorted_rows = [np.array(m.indices[m.indptr[r]:m.indptr[r + 1]]) for r in range(30)]
+def test_shuffled_csr_indices_are_mxnets():
+    # MXNet 1.9.1, the same dense matrix and np.random.seed(3): shuffle_csr_column_indices
+    # moves only the indices (the values stay) ->
+    # [4, 1, 0, 3, 1, 3, 0, 4, 4, 3, 1, 0, 0, 1, 3, 4]; np.random.randint(1000) next: 681
+    d = np.arange(1, 31, dtype=np.float64).reshape(5, 6)
+    d[d % 3 == 0] = 0
+    d[2] = 0
+    m = scipy.sparse.csr_matrix(d)
+    data = m.data.copy()
+    np.random.seed(3)
     tu.shuffle_csr_column_indices(m)
-    np.testing.assert_array_equal(m.toarray(), before)
-    rows = [m.indices[m.indptr[r]:m.indptr[r + 1]] for r in range(30)]
-    assert any(not np.array_equal(a, b) for a, b in zip(rows, sorted_rows))
-    # gpunda's CSRNDArray keeps its column indices sorted
-    with pytest.raises(NotImplementedForGpunda, match="shuffle_csr_indices"):
-        tu.rand_ndarray((30, 40), "csr", density=0.4, shuffle_csr_indices=True)
+    np.testing.assert_array_equal(m.indices, [4, 1, 0, 3, 1, 3, 0, 4, 4, 3, 1, 0, 0, 1, 3, 4])
+    np.testing.assert_array_equal(m.data, data)
+    assert np.random.randint(1000) == 681
+    # the array holds the shuffled parts as given, and its values are where they say
+    np.random.seed(5)
+    arr, (indptr, indices, vals) = tu.rand_sparse_ndarray((6, 8), "csr", density=0.5,
+                                                          shuffle_csr_indices=True)
+    ip, ix, dv = indptr.asnumpy(), indices.asnumpy(), vals.asnumpy()
+    expect = np.zeros((6, 8), dtype=dv.dtype)
+    rows = np.repeat(np.arange(6), np.diff(ip))
+    expect[rows, ix] = dv
+    assert any(np.any(np.diff(ix[ip[r]:ip[r + 1]]) < 0) for r in range(6))
+    np.testing.assert_array_equal(arr.indices.asnumpy(), ix)
+    np.testing.assert_array_equal(arr.asnumpy(), expect)
 
 
 def test_create_sparse_array_sorts_indices_and_leaves_them_alone():
@@ -431,10 +444,11 @@ def test_compute_capability_on_a_gpu():
     assert isinstance(cc, int) and cc >= 30
 
 
-def test_np_symbol_is_not_supported_yet():
+def test_np_symbol_is_the_np_symbol_class():
+    # MXNet 1.9.1: test_utils.np_symbol is mxnet.symbol.numpy._Symbol
+    assert tu.np_symbol is mx.sym.np._Symbol
     assert not isinstance(mx.sym.Variable("x"), tu.np_symbol)
-    with pytest.raises(NotImplementedForGpunda, match="not supported yet"):
-        tu.np_symbol()
+    assert isinstance(mx.sym.Variable("x").as_np_ndarray(), tu.np_symbol)
 
 
 def test_test_utils_loads_lazily():

@@ -57,14 +57,12 @@ def test_numpy_array_scope_is_per_thread():
         util._NumpyArrayScope._current.value = util._NumpyArrayScope(False)
 
 
-def test_np_array_true_needs_mx_np():
-    if util._np_array_available():
-        pytest.skip("gpunda has mx.np here")
-    with pytest.raises(mx.base.NotImplementedForGpunda, match="not supported yet"):
-        util.set_np()
-    with pytest.raises(mx.base.NotImplementedForGpunda):
-        with util.np_array(True):
-            pass
+def test_set_np_array_needs_np_shape():
+    # MXNet 1.9.1: set_np(shape=False, array=True) -> ValueError: NumPy Shape semantics is
+    # required in using NumPy array semantics.
+    with util.np_array(True):
+        assert util.is_np_array()
+    assert not util.is_np_array()
     with pytest.raises(ValueError, match="required"):
         util.set_np(shape=False, array=True)
     util.set_np(shape=True, array=False)

@@ -11,7 +11,8 @@ MXNet's Python layer talks to ``libmxnet`` through ctypes handles and
   the handle);
 - ``_LIB``: the few C entry points that mean something here, written in Python
   with C-API conventions (return 0, write results through ``byref``). Any other
-  entry point is importable by name and raises "not supported yet" when reached.
+  entry point is importable by name and raises "not supported" when reached: there is
+  no libmxnet behind it.
 """
 from __future__ import annotations
 
@@ -210,6 +211,18 @@ class _Lib:
 
     MXNDArrayFromDLPackEx = None   # replaced below: same call with a transient flag
 
+    def MXNDArraySyncCopyFromNDArray(self, handle_dst, handle_src, i):
+        """Copy the array ``handle_src`` names into part ``i`` of ``handle_dst``'s (-1: its
+        data, else aux array ``i``): how MXNet fills a sparse array allocated with
+        ``sparse._new_alloc_handle(..., aux_shapes)``."""
+        where = "MXNDArraySyncCopyFromNDArray"
+        dst, src = peek_handle(handle_dst), peek_handle(handle_src)
+        if hooks.sync_copy_from_ndarray is None:
+            raise hooks.missing("sync_copy_from_ndarray", f"_LIB.{where}")
+        j = i.value if isinstance(i, ctypes._SimpleCData) else int(i)
+        hooks.sync_copy_from_ndarray(dst, src, j)
+        return 0
+
     def MXNDArrayWaitAll(self):
         hooks.nd.waitall()
         return 0
@@ -271,7 +284,8 @@ class _Lib:
         if name.startswith("__"):
             raise AttributeError(name)
         raise NotImplementedForGpunda(f"_LIB.{name} (MXNet's C library entry point) is not "
-                                      f"supported yet: gpunda has no libmxnet")
+                                      f"supported: gpunda has no libmxnet; its _LIB provides "
+                                      f"only the entry points docs/compat.md lists")
 
     def __repr__(self):
         return "<gpunda C-API stand-in (_LIB)>"

@@ -34,6 +34,7 @@ CachedOp = None         # the CachedOp class (a control-flow op's subgraph runs 
 invoke_parsed = None    # imperative.invoke_parsed
 python_operators = None  # () -> the gpunda.operator module (Custom ops), loaded on first use
 from_dlpack_pointer = None  # DLManagedTensor address -> NDArray (the C-API stand-in)
+sync_copy_from_ndarray = None  # (dst, src, j): src's values into part j of dst (the C-API stand-in)
 # devices: gpunda.context
 num_gpus = None
 # libraries: gpunda.profiler, set only while it records (None otherwise, so the callers

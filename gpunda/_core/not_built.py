@@ -1,18 +1,13 @@
-"""Modules of MXNet that gpunda does not build yet: they import, and every name raises.
+"""Names of MXNet's modules that cannot work in gpunda, and the namespaces it builds whole.
 
-MXNet code and its tests import these modules at the top of files that mostly use
-other parts (``import mxnet.numpy as np`` in a Gluon test); the import must work, and a
-use must say plainly that the feature is missing, naming it.
+MXNet code imports modules bound to its C library (``mxnet._ctypes``, ``mxnet.torch``)
+at the top of files that mostly use other parts; the import must work, and a use must
+say plainly why the name cannot work (``define_stubs``). A namespace gpunda builds whole
+answers any other name with the AttributeError MXNet gives (``absent_module_getattr``).
 """
 from __future__ import annotations
 
 from gpunda.base import NotImplementedForGpunda
-
-
-class NotBuiltError(NotImplementedForGpunda, AttributeError):
-    """A name of a module gpunda does not build yet. Also an AttributeError, so that
-    ``hasattr(mx.np, 'ndarray')`` and ``getattr(mx.np, 'ndarray', None)`` probes (common in
-    code that supports both MXNet front ends) see the name as absent."""
 
 
 def absent_module_getattr(module_name, numpy_name=None):
@@ -30,17 +25,6 @@ def absent_module_getattr(module_name, numpy_name=None):
                 msg += (f": {numpy_name}.{name} exists, but MXNet 1.9.1's {module_name} does "
                         f"not have it either (call {numpy_name}.{name} on .asnumpy() data)")
         raise AttributeError(msg)
-    return __getattr__
-
-
-def missing_module_getattr(module_name, what):
-    """A module ``__getattr__`` raising NotBuiltError for every public name."""
-
-    def __getattr__(name):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        raise NotBuiltError(
-            f"{module_name}.{name} is not supported yet: gpunda does not build {what} yet")
     return __getattr__
 
 

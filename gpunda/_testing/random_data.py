@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda._testing.environ import default_context, default_dtype
 
 __all__ = ["random_arrays", "random_uniform_arrays", "random_sample", "rand_shape_2d",
@@ -73,15 +73,17 @@ def rand_coord_2d(x_low, x_high, y_low, y_high):
 
 
 def shuffle_csr_column_indices(csr):
-    """Shuffle the column indices (and values) within each row of a SciPy csr matrix, in place.
+    """Shuffle the column indices within each row of a SciPy csr matrix, in place, as
+    MXNet's does: only ``indices`` move (the values stay), so the matrix changes and its
+    rows' columns are left out of order, which MXNet's csr ops must accept.
 
-    A csr matrix need not keep its columns sorted; this makes data to test that.
+    One ``np.random.shuffle`` per row, in row order, so a seed gives MXNet's indices.
     """
     for r in range(len(csr.indptr) - 1):
         lo, hi = csr.indptr[r], csr.indptr[r + 1]
-        perm = np.random.permutation(hi - lo) + lo
-        csr.indices[lo:hi] = csr.indices[perm]
-        csr.data[lo:hi] = csr.data[perm]
+        row = np.array(csr.indices[lo:hi])
+        np.random.shuffle(row)
+        csr.indices[lo:hi] = row
 
 
 def _check_csr_request(shape, density, distribution):
@@ -99,15 +101,13 @@ def _check_csr_request(shape, density, distribution):
 def _uniform_csr(shape, density, dtype, data_init, shuffle):
     """A SciPy csr with ``int(rows * cols * density)`` non-zeros at distinct random places."""
     import scipy.sparse
-    if shuffle:
-        raise NotImplementedForGpunda(
-            "rand_sparse_ndarray: shuffle_csr_indices=True is not supported yet: gpunda's "
-            "CSRNDArray keeps the column indices of each row sorted")
     csr = scipy.sparse.random(shape[0], shape[1], density=density, format="csr",
                               dtype=np.float64, random_state=np.random.randint(2 ** 31))
     csr.data = csr.data.astype(dtype)
     if data_init is not None:
         csr.data.fill(data_init)
+    if shuffle:     # a CSRNDArray keeps (and computes with) rows of unsorted columns
+        shuffle_csr_column_indices(csr)
     return csr
 
 

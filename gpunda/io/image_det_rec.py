@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda.io.image_rec import ImageRecordIter
 
 __all__ = ["ImageDetRecordIter"]
-
-# accepted with only their no-op value
-_UNSUPPORTED_DET = {"shuffle_chunk_size": 0}
-
 
 def _read_label_map(path, label_width):
     """``{image index: flat label}`` of a whitespace separated list (index, labels, path)."""
@@ -45,10 +41,6 @@ class ImageDetRecordIter(ImageRecordIter):
     def __init__(self, path_imgrec, data_shape, batch_size, label_width=-1, label_pad_width=0,
                  label_pad_value=-1.0, path_imglist="", resize=-1, rand_mirror_prob=0.0,
                  data_name="data", label_name="label", **kwargs):
-        for k, v in list(kwargs.items()):
-            if k in _UNSUPPORTED_DET and v != _UNSUPPORTED_DET[k]:
-                raise NotImplementedForGpunda(f"mx.io.ImageDetRecordIter: {k}={v!r} is not "
-                                              f"supported yet")
         for k in ("rand_crop", "rand_mirror", "mirror"):
             if k in kwargs:
                 raise GpundaError(f"mx.io.ImageDetRecordIter: unknown argument {k!r} "

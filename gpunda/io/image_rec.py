@@ -15,16 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda.io.native import _RoundBatchIter, _batch_shape, _check_batch_size
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
            "ImageRecordUInt8Iter_v1"]
 
-# accepted with only their no-op value
-_UNSUPPORTED = {"shuffle_chunk_size": 0}
 _ACCEPTED = {"path_imglist", "aug_seq", "verbose", "device_id", "prefetch_buffer", "ctx",
-             "shuffle_chunk_seed", "seed_aug", "data_name", "label_name",
+             "shuffle_chunk_size", "shuffle_chunk_seed", "seed_aug", "data_name", "label_name",
              "max_random_contrast", "max_random_illumination"}
 
 
@@ -62,11 +60,8 @@ class ImageRecordIter(_RoundBatchIter):
             raise GpundaError(f"{name}: data_shape={data_shape} must be (channels, height, width) "
                               f"with 1, 3 or 4 channels")
         self._augmenter = self._build_augmenter(kwargs, resize=resize, rand_crop=rand_crop)
-        for k, v in kwargs.items():
-            if k in _UNSUPPORTED:
-                if v != _UNSUPPORTED[k]:
-                    raise NotImplementedForGpunda(f"mx.io.{name}: {k}={v!r} is not supported yet")
-            elif k not in _ACCEPTED:
+        for k in kwargs:
+            if k not in _ACCEPTED:
                 raise GpundaError(f"mx.io.{name}: unknown argument {k!r}")
         if preprocess_threads < 1:
             raise GpundaError(f"{name}: preprocess_threads={preprocess_threads} must be >= 1")
@@ -87,6 +82,9 @@ class ImageRecordIter(_RoundBatchIter):
         self._rng = np.random.RandomState(seed)
         starts, size = _record_starts(path_imgrec)
         self._offsets = self._part(starts, size, num_parts, part_index, name)
+        self._chunks, self._chunk_rng = self._shuffle_chunks(
+            starts, size, num_parts, part_index, name, int(kwargs.get("shuffle_chunk_size", 0)),
+            int(kwargs.get("shuffle_chunk_seed", 0)))
         self._threads = int(preprocess_threads)
         self._order = np.arange(len(self._offsets))
         self._mean_img = self._load_mean(mean_img) if mean_img else None
@@ -110,9 +108,40 @@ class ImageRecordIter(_RoundBatchIter):
         lo, hi = boundary(step * part_index), boundary(step * (part_index + 1))
         return [s for s in starts if lo <= s < hi]
 
+    def _shuffle_chunks(self, starts, size, num_parts, part_index, name, chunk_mb, seed):
+        """MXNet's ``shuffle_chunk_size`` (MB): this part of the file is cut into
+        ``ceil(size * 1.1 / (num_parts * chunk))`` byte ranges (at record starts), read
+        whole, in an order shuffled every epoch (dmlc's InputSplitShuffle); one range
+        leaves the file order. Returns the ranges (indices into ``_offsets``), or None,
+        and their generator (seeded by ``shuffle_chunk_seed``; NumPy's draws, not
+        MXNet's)."""
+        import logging
+        if chunk_mb < 0:
+            raise GpundaError(f"{name}: shuffle_chunk_size={chunk_mb} must be >= 0")
+        if chunk_mb == 0:
+            return None, None
+        log = logging.getLogger("gpunda.io")
+        if chunk_mb > 4096:
+            log.info("Chunk size: %d MB which is larger than 4096 MB, please set smaller "
+                     "chunk size", chunk_mb)
+        if chunk_mb < 4:
+            log.info("Chunk size: %d MB which is less than 4 MB, please set larger chunk "
+                     "size", chunk_mb)
+        n = -(-int(size * 11) // (10 * num_parts * (chunk_mb << 20)))   # ceil of the 1.1 ratio
+        if n <= 1:
+            return None, None
+        index = {s: i for i, s in enumerate(self._offsets)}
+        chunks = [np.array([index[s] for s in self._part(starts, size, num_parts * n,
+                                                          part_index * n + k, name)], np.int64)
+                  for k in range(n)]
+        return chunks, np.random.RandomState(seed)
+
     def _new_epoch(self):
         if self.shuffle:
             self._order = self._rng.permutation(len(self._offsets))
+        elif self._chunks is not None:      # whole byte ranges, in a new order
+            self._order = np.concatenate([self._chunks[k] for k in
+                                          self._chunk_rng.permutation(len(self._chunks))])
 
     def reset(self):
         super().reset()

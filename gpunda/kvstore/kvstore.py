@@ -676,7 +676,11 @@ def create(name="local"):
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise GpundaError(f"kvstore.create: unknown type {name!r}{hint} Valid types: "
                           f"{', '.join(_TYPES)}")
-    return KVStore(name)
+    kv = KVStore(name)
+    import weakref
+    from gpunda import profiler     # as MXNet's create: profile_process='server' goes here
+    profiler.set_kvstore_handle(weakref.ref(kv))
+    return kv
 
 
 def num_workers():

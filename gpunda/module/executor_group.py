@@ -490,9 +490,12 @@ class DataParallelExecutorGroup:
         return outs
 
     def get_states(self, merge_multi_context=True):
+        """The state arrays, one list per state (``[[state1_dev1, state1_dev2], ...]``).
+
+        ``merge_multi_context=True`` (the default) raises MXNet 1.9.1's AssertionError with
+        its message: MXNet never merged states across devices."""
         if merge_multi_context:
-            raise GpundaError("get_states: merge_multi_context=True is not supported yet (as in "
-                              "MXNet); pass merge_multi_context=False")
+            raise AssertionError("merge_multi_context=True is not supported for get_states yet.")
         return self.state_arrays
 
     def set_states(self, states=None, value=None):

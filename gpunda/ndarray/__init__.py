@@ -52,6 +52,14 @@ _hooks.register_ndarray(NDArray, _new, __import__("sys").modules[__name__], spar
 _hooks.from_dlpack_pointer = _from_dlpack_pointer
 
 
+def _sync_copy_from_ndarray(dst, src, j):
+    from gpunda.ndarray._sparse_create import sync_copy_from_ndarray
+    return sync_copy_from_ndarray(dst, src, j)
+
+
+_hooks.sync_copy_from_ndarray = _sync_copy_from_ndarray
+
+
 def _python_operators():
     from gpunda import operator as _operator_module
     return _operator_module

@@ -56,8 +56,9 @@ def csr_size_problem(data, indices, indptr, shape):
     return None
 
 
-def csr_value_problem(xp, data, indices, indptr, shape):
-    """What the full check adds: indptr and column indices (parts of consistent sizes)."""
+def csr_value_problem(xp, data, indices, indptr, shape, order=True):
+    """What the full check adds: indptr and column indices (parts of consistent sizes);
+    with ``order=False`` column indices out of order within a row pass."""
     nnz = indices.shape[0]
     if int(indptr[0]) != 0:
         return f"indptr[0]={int(indptr[0])} must be 0"
@@ -77,12 +78,26 @@ def csr_value_problem(xp, data, indices, indptr, shape):
     if i >= 0:
         return (f"indices[{i}]={int(indices[i])} is out of range for {ncols} columns "
                 f"(shape {tuple(shape)})")
+    return csr_order_problem(xp, indices, indptr) if order else None
+
+
+def csr_order_problem(xp, indices, indptr, strict=True):
+    """The first row whose column indices are not ascending and unique (``strict``), or,
+    with ``strict=False``, the first row holding a column twice in any order."""
+    nnz = indices.shape[0]
+    if not nnz:
+        return None
     rows = xp.searchsorted(indptr[1:], xp.arange(nnz), side="right")
+    if not strict:      # unique in each row: the row-sorted indices must be ascending
+        order = xp.lexsort(xp.stack([indices, rows]))
+        indices, rows = indices[order], rows[order]
     i = _so._first_true(xp, (xp.diff(indices) <= 0) & (rows[1:] == rows[:-1]))
-    if i >= 0:
-        return (f"column indices of row {int(rows[i])} must be sorted and unique, got "
-                f"indices[{i}]={int(indices[i])} then indices[{i + 1}]={int(indices[i + 1])}")
-    return None
+    if i < 0:
+        return None
+    if not strict:
+        return f"row {int(rows[i])} holds column {int(indices[i])} twice"
+    return (f"column indices of row {int(rows[i])} must be sorted and unique, got "
+            f"indices[{i}]={int(indices[i])} then indices[{i + 1}]={int(indices[i + 1])}")
 
 
 def rsp_size_problem(values, indices, shape):
@@ -278,9 +293,17 @@ def _csr_from_parts(parts, shape, ctx, dtype, where):
         if data.shape[0] != indices.shape[0]:
             raise GpundaError(f"{where}: data has length {data.shape[0]} but indices has length "
                               f"{indices.shape[0]}; they must match")
+        xp = ctx.backend.xp
         why = csr_size_problem(data, indices, indptr, shape) or \
-            csr_value_problem(ctx.backend.xp, data, indices, indptr, shape)
-    return _wrap(_with_problem(CSRData(data, indices, indptr, shape), why), ctx)
+            csr_value_problem(xp, data, indices, indptr, shape, order=False)
+        raw = CSRData(data, indices, indptr, shape)
+        if why is None and csr_order_problem(xp, indices, indptr) is not None:
+            # NOTE [Unsorted csr columns]: MXNet keeps and computes with column indices in
+            # any order within a row (only check_format(full_check=True) refuses them);
+            # a column held twice in one row is malformed
+            why = csr_order_problem(xp, indices, indptr, strict=False)
+            raw._unsorted = why is None
+    return _wrap(_with_problem(raw, why), ctx)
 
 
 def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
@@ -388,3 +411,106 @@ def array(source_array, ctx=None, dtype=None):
                      f"scipy.sparse matrix, got {type(source_array).__name__}; use "
                      f"csr_matrix/row_sparse_array (or mx.nd.array) for dense sources")
 
+
+
+# ----------------------------------------------------------------------------
+# MXNet's C-API way of building a sparse array: allocate the parts, then copy into each
+
+
+def _aux_shape(s, where):
+    s = (int(s),) if np.ndim(s) == 0 else tuple(int(d) for d in s)
+    if len(s) != 1 or s[0] < 0:
+        raise GpundaError(f"{where}: an aux shape must be 1-D, got {s}")
+    return s
+
+
+def allocate_parts(stype, shape, ctx, dtype, aux_shapes):
+    """A sparse NDArray whose parts have MXNet's shapes for ``aux_shapes`` (zeros):
+    csr ``[indptr, indices]`` with data shaped as indices, row_sparse ``[indices]`` with
+    data ``(k,) + shape[1:]``."""
+    where = "sparse._new_alloc_handle"
+    ctx = _ctx_of(ctx)
+    dt = parse_dtype(dtype if dtype is not None else np.float32, "dtype")
+    need = {"csr": 2, "row_sparse": 1}.get(stype)
+    if need is None:
+        raise GpundaError(f"{where}: stype={stype!r} must be 'csr' or 'row_sparse'")
+    aux = [_aux_shape(s, where) for s in aux_shapes]
+    if len(aux) != need:
+        raise GpundaError(f"{where}: a {stype} array has {need} aux arrays, got "
+                          f"aux_shapes={list(aux_shapes)}")
+    xp = ctx.backend.xp
+    with ctx.backend.device_scope():
+        if stype == "csr":
+            if len(shape) != 2:
+                raise GpundaError(f"{where}: a csr array is 2-D, got shape {shape}")
+            raw = CSRData(xp.zeros(aux[1], dt), xp.zeros(aux[1], INDEX),
+                          xp.zeros(aux[0], INDEX), shape)
+        else:
+            raw = RSPData(xp.zeros(aux[0], INDEX), xp.zeros(aux[0] + tuple(shape[1:]), dt),
+                          shape)
+    return _wrap(_revalidated(raw), ctx)
+
+
+def _revalidated(raw):
+    """``raw`` with its format state (``_bad``, ``_unsorted``) derived from its parts, as
+    creation from parts derives it."""
+    xp = raw.xp
+    raw._bad = None
+    if raw.stype == "csr":
+        raw._unsorted, raw._canon = False, None
+        why = csr_size_problem(raw.data, raw.indices, raw.indptr, raw.shape) or \
+            csr_value_problem(xp, raw.data, raw.indices, raw.indptr, raw.shape, order=False)
+        if why is None and csr_order_problem(xp, raw.indices, raw.indptr) is not None:
+            why = csr_order_problem(xp, raw.indices, raw.indptr, strict=False)
+            raw._unsorted = why is None
+    else:
+        why = rsp_size_problem(raw.values, raw.indices, raw.shape) or \
+            rsp_value_problem(xp, raw.indices, raw.shape)
+    raw._bad = why
+    return raw
+
+
+def sync_copy_from_ndarray(dst, src, j):
+    """MXNet's ``MXNDArraySyncCopyFromNDArray(dst, src, j)``: the values of ``src`` (its
+    data) copied into the start of part ``j`` of ``dst`` (-1: the data; csr 0: indptr,
+    1: indices; row_sparse 0: indices), cast to that part's dtype. The part must hold at
+    least ``src.size`` values; a dense ``dst`` takes only ``j=-1`` and ``src``'s shape."""
+    where = "_LIB.MXNDArraySyncCopyFromNDArray"
+    for name, a in (("handle_dst", dst), ("handle_src", src)):
+        if not isinstance(a, NDArray):
+            raise GpundaError(f"{where}: {name} does not name an NDArray")
+    if src is dst:
+        return      # MXNet skips a copy to itself (with a warning)
+    s = src._data
+    values = s if src.stype == "default" else (s.data if src.stype == "csr" else s.values)
+    j = int(j)
+    if dst.stype == "default":
+        if j >= 0:
+            raise GpundaError(f"{where}: a dense destination has no aux array {j}")
+        if tuple(values.shape) != tuple(dst.shape):
+            raise GpundaError(f"{where}: a dense destination of shape {dst.shape} takes a "
+                              f"source of its shape, got {tuple(values.shape)}")
+        dst[:] = src if src.stype == "default" else values
+        return
+    raw = dst._data
+    names = {"csr": {-1: "data", 0: "indptr", 1: "indices"},
+             "row_sparse": {-1: "values", 0: "indices"}}[dst.stype]
+    if j < -1 or j not in names:
+        raise GpundaError(f"{where}: a {dst.stype} array has no part {j} (-1: data, "
+                          f"{', '.join(f'{k}: {v}' for k, v in names.items() if k >= 0)})")
+    part = getattr(raw, names[j])
+    flat = dst.context.backend.from_host(
+        np.ascontiguousarray(src.context.backend.to_host(values)).reshape(-1))
+    if flat.size > part.size:
+        raise GpundaError(f"{where}: the source holds {flat.size} values but part {j} "
+                          f"({names[j]}) of the destination holds {part.size}")
+    with dst.context.backend.device_scope():
+        new = part.copy()
+        new.reshape(-1)[:flat.size] = flat.astype(part.dtype)
+    parts = {k: getattr(raw, k) for k in names.values()}
+    parts[names[j]] = new
+    if dst.stype == "csr":
+        fresh = CSRData(parts["data"], parts["indices"], parts["indptr"], raw.shape)
+    else:
+        fresh = RSPData(parts["indices"], parts["values"], raw.shape)
+    raw._rebind(_revalidated(fresh))

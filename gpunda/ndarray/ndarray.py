@@ -1148,8 +1148,9 @@ def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None):
 def _new_empty_handle():
     """MXNet: a fresh C handle for an output; gpunda arrays have no C handles."""
     from gpunda.base import NotImplementedForGpunda
-    raise NotImplementedForGpunda("_new_empty_handle is not supported yet: gpunda arrays have "
-                                  "no C-API handles (create arrays with nd.empty)")
+    raise NotImplementedForGpunda("_new_empty_handle is not supported: a gpunda array always "
+                                  "has its storage, so there is no empty C-API handle to fill "
+                                  "(create arrays with nd.empty)")
 
 
 __all__.append("_new_empty_handle")
@@ -1159,5 +1160,6 @@ def _new_from_shared_mem(shared_pid, shared_id, shape, dtype):
     """MXNet: a handle to an array in another process's shared memory (its DataLoader
     workers); gpunda has no such arrays."""
     from gpunda.base import NotImplementedForGpunda
-    raise NotImplementedForGpunda("_new_from_shared_mem is not supported yet: gpunda arrays "
-                                  "have no C-API handles and no shared-memory storage")
+    raise NotImplementedForGpunda("_new_from_shared_mem is not supported: gpunda arrays "
+                                  "have no C-API handles to another process's storage (its "
+                                  "DataLoader workers share batches their own way)")

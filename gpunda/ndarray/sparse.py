@@ -37,7 +37,7 @@ import numpy as np
 from gpunda._engine import autograd as _ag
 from gpunda._engine import imperative as _imp
 from gpunda.base import GpundaError, NotSupportedForSparseNDArray, c_array_buf, check_call  # noqa: F401
-from gpunda.base import GpundaTypeError, GpundaValueError, NotImplementedForGpunda
+from gpunda.base import GpundaTypeError, GpundaValueError
 from gpunda.base import integer_types, numeric_types  # noqa: F401  (MXNet's module has them)
 from gpunda.context import Context, current_context
 from gpunda.ops.sparse import ops as _so
@@ -295,9 +295,10 @@ class CSRNDArray(BaseSparseNDArray):
         d = self._data
         d.refuse_if_malformed("__getitem__")
         lo, hi = int(d.indptr[start]), int(d.indptr[stop])
-        return _wrap(CSRData(d.data[lo:hi].copy(), d.indices[lo:hi].copy(),
-                             d.indptr[start:stop + 1] - lo, (stop - start, self.shape[1])),
-                     self._ctx)
+        rows = CSRData(d.data[lo:hi].copy(), d.indices[lo:hi].copy(),
+                       d.indptr[start:stop + 1] - lo, (stop - start, self.shape[1]))
+        rows._unsorted = d._unsorted    # the rows keep their column order, as in MXNet
+        return _wrap(rows, self._ctx)
 
 
 class RowSparseNDArray(BaseSparseNDArray):
@@ -355,6 +356,8 @@ def _transfer(src, ctx):
         else:
             raw = RSPData(mv(d.indices), mv(d.values), d.shape)
     raw._bad = d._bad
+    if d.stype == "csr":
+        raw._unsorted = d._unsorted
     return _wrap(raw, ctx)
 
 
@@ -435,6 +438,8 @@ def _sparse_invoke(op, inputs, p, out=None):
     for r in raws:
         if r.__class__ in _HOLDERS and r._bad is not None:
             r.refuse_if_malformed(f"Operator {op.name}")
+    if any(getattr(r, "_unsorted", False) for r in raws):      # kernels read sorted rows
+        raws = tuple(r.canonical() if getattr(r, "_unsorted", False) else r for r in raws)
     try:
         with ctx.backend.device_scope():
             res = _compute(op, p, stypes, raws, ctx)
@@ -712,20 +717,22 @@ def _row_sparse_ndarray_from_definition(data, indices, shape=None, ctx=None, dty
 
 
 def _new_alloc_handle(stype, shape, ctx, delay_alloc, dtype, aux_types, aux_shapes=None):
-    """A handle (``NDArrayHandle``) to a new all-zero sparse array of storage ``stype``;
+    """A handle (``NDArrayHandle``) to a new sparse array of storage ``stype``;
     ``CSRNDArray(handle)`` / ``RowSparseNDArray(handle)`` take it. The auxiliary types
-    must be int64 (as in MXNet); aux arrays of other than zero length (``aux_shapes``) need
-    MXNet's C-API copy into them, which gpunda does not have."""
+    must be int64 (as in MXNet). Without ``aux_shapes`` the array holds no values; with
+    them its parts get those shapes, as MXNet allocates them (csr: ``[indptr, indices]``,
+    data shaped as indices; row_sparse: ``[indices]``, data ``(k,) + shape[1:]``), zeros
+    where MXNet leaves them uninitialised, to be filled with
+    ``_LIB.MXNDArraySyncCopyFromNDArray`` (``delay_alloc`` is ignored: storage is made
+    now)."""
+    from gpunda.ndarray._sparse_create import allocate_parts
     for t in aux_types:
         if np.dtype(t) != np.dtype(np.int64):
             raise NotImplementedError("only int64 is supported for aux types")
-    if aux_shapes is not None and any(int(np.prod(s)) != 0 for s in aux_shapes):
-        raise NotImplementedForGpunda(
-            f"sparse._new_alloc_handle with aux_shapes={aux_shapes} is not supported yet: "
-            f"filling the parts needs MXNet's C API; build the array with csr_matrix / "
-            f"row_sparse_array from its parts")
     from gpunda._core.capi import new_handle
-    return new_handle(zeros(stype, tuple(shape), ctx=ctx, dtype=dtype))
+    if aux_shapes is None:
+        return new_handle(zeros(stype, tuple(shape), ctx=ctx, dtype=dtype))
+    return new_handle(allocate_parts(stype, tuple(shape), ctx, dtype, aux_shapes))
 
 
 def _ndarray_cls(handle, writable=True, stype=-1):

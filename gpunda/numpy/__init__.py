@@ -2,9 +2,9 @@
 functions over gpunda's one op registry (see NOTE [One array, two front ends] in
 multiarray.py).
 
-Each functions module adds one ``from .X import *`` line at the end. A name MXNet has
-that no module defined would raise NotBuiltError; all of them are built now, so any
-other name is one MXNet 1.9.1 lacks as well, and ``__getattr__`` says so.
+Each functions module adds one ``from .X import *`` line at the end. Every name MXNet
+1.9.1 has is built, so any other name is one MXNet lacks as well, and ``__getattr__``
+says so.
 """
 from gpunda._core.not_built import absent_module_getattr as _absent_module_getattr
 

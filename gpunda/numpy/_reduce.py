@@ -49,14 +49,17 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
                   ddof=ddof, keepdims=keepdims)
 
 
-def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
-    """Maximum over ``axis`` (ties share the gradient)."""
-    return invoke("_np_max", [to_tensor(a)], out=out, axis=axis_param(axis), keepdims=keepdims)
+def max(a, axis=None, out=None, keepdims=False, initial=None):  # noqa: A001
+    """Maximum over ``axis`` (ties share the gradient); ``initial`` other than None is
+    refused, as MXNet 1.9.1's kernel refuses it."""
+    return invoke("_np_max", [to_tensor(a)], out=out, axis=axis_param(axis), keepdims=keepdims,
+                  initial=initial)
 
 
-def min(a, axis=None, out=None, keepdims=False):  # noqa: A001
-    """Minimum over ``axis``."""
-    return invoke("_np_min", [to_tensor(a)], out=out, axis=axis_param(axis), keepdims=keepdims)
+def min(a, axis=None, out=None, keepdims=False, initial=None):  # noqa: A001
+    """Minimum over ``axis``; ``initial`` as for ``max``."""
+    return invoke("_np_min", [to_tensor(a)], out=out, axis=axis_param(axis), keepdims=keepdims,
+                  initial=initial)
 
 
 amax, amin = max, min

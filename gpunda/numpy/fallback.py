@@ -26,6 +26,10 @@ _NAMES = [
 ]
 
 
+#: MXNet's fallbacks to NumPy's financial functions, which NumPy 1.20 removed (NEP 32)
+_NEP32 = frozenset({"mirr", "npv", "pv", "ppmt", "rate"})
+
+
 def _first_ctx(args, kwargs):
     for v in list(args) + list(kwargs.values()):
         if isinstance(v, NDArray):
@@ -61,9 +65,16 @@ def make_fallback(name, onp_func=None, where="mx.np"):
                              f"not supported. Please consider moving the operator to the "
                              f"outside of the autograd scope.")
         if f is None:
+            if name in _NEP32:
+                # what MXNet 1.9.1 raises on its NumPy 1.23 (whose stand-in raises it), on
+                # every NumPy: the financial functions left NumPy in 1.20
+                raise RuntimeError(f"In accordance with NEP 32, the function {name} was "
+                                   f"removed from NumPy version 1.20.  A replacement for this "
+                                   f"function is available in the numpy_financial library: "
+                                   f"https://pypi.org/project/numpy-financial")
             from gpunda.base import NotImplementedForGpunda
-            raise NotImplementedForGpunda(f"{where}.{name} is not supported yet (the installed NumPy "
-                                         f"no longer has it)")
+            raise NotImplementedForGpunda(f"{where}.{name} is not supported: NumPy "
+                                          f"{_onp.__version__} has no numpy.{name}")
         ctx = _first_ctx(args, kwargs)
         out = f(*[on_host(a) for a in args], **{k: on_host(v) for k, v in kwargs.items()})
         return back_to(out, ctx) if ctx is not None else out

@@ -259,7 +259,7 @@ def _method(name, legacy_cls=NDArray):
         if fn is None and legacy is not None:   # not in mx.np yet: the nd op's method
             return legacy(self, *args, **kwargs)
         if fn is None:
-            getattr(_np_mod, name)              # raises NotBuiltError naming it
+            getattr(_np_mod, name)              # raises the AttributeError naming it
         found.append(fn)
         return fn(self, *args, **kwargs)
     m.__name__ = name

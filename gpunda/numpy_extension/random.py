@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 
 from gpunda import random as _mx_random
-from gpunda._core.not_built import missing_module_getattr
+from gpunda._core.not_built import absent_module_getattr
 
 __all__ = ["seed", "bernoulli", "uniform_n", "normal_n"]
 
@@ -76,5 +76,4 @@ normal_n = _batch_sampler(
     "normal_n", ("loc", "scale"), (0.0, 1.0),
     "Samples from N(loc, scale**2) of shape ``batch_shape + broadcast(loc, scale).shape``.")
 
-__getattr__ = missing_module_getattr("mxnet.numpy_extension.random",
-                                     "this sampler of mx.npx.random")
+__getattr__ = absent_module_getattr("mxnet.numpy_extension.random")  # every MXNet name is built

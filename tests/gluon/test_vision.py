@@ -139,14 +139,6 @@ def test_image_list_dataset(tmp_path):
     np.testing.assert_array_equal(ds[0][1], [1.0, 2.0])
 
 
-def test_image_record_dataset_is_not_supported_yet(tmp_path):
-    try:
-        import gpunda.recordio  # noqa: F401
-    except ImportError:
-        with pytest.raises(GpundaError, match="not supported yet"):
-            vision.ImageRecordDataset(str(tmp_path / "x.rec"))
-
-
 # ----------------------------------------------------------------------------
 # transforms
 

@@ -84,8 +84,13 @@ def _bn_params(p):
 
 def _sync_bn(xp, p, x, gamma, beta, mm, mv):
     if p.ndev != 1:
-        raise GpundaError(f"Operator _contrib_SyncBatchNorm: ndev={p.ndev} is not supported "
-                          f"yet (gpunda synchronises no devices; use ndev=1)")
+        # MXNet's kernel waits at a barrier keyed by ``key`` until all ndev devices' calls
+        # arrive, which its asynchronous engine allows; gpunda runs each call as it is
+        # made, so the first device's call could never see the others'
+        raise GpundaError(f"Operator _contrib_SyncBatchNorm: ndev={p.ndev} is not supported: "
+                          f"gpunda runs ops as they are called, so one device's call cannot "
+                          f"wait for the other devices' statistics; use ndev=1 (one device "
+                          f"per process, as gluon.contrib.nn.SyncBatchNorm does)")
     bp = _bn_params(p)
     training = _nn._bn_training(bp)
     out, mean, _ = _nn._batch_norm(xp, bp, x, gamma, beta, mm, mv, "_contrib_SyncBatchNorm")

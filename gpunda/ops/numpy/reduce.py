@@ -76,9 +76,10 @@ def _sum_dtype(x, p):
 def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), extra=None):
     def compute(xp, p, x):
         if getattr(p, "initial", None) is not None:
-            # NumpyReduceAxesCompute: LOG(FATAL) << "initial is not supported yet"
-            raise GpundaError(f"Operator {name}: initial={p.initial} is not supported yet "
-                              f"(MXNet 1.9.1)")
+            # MXNet 1.9.1's own refusal, word for word (NumpyReduceAxesCompute and
+            # NumpyReduceAxesNoDTypeCompute): the parameter parses, the kernel refuses it
+            raise GpundaError(f"Operator {name}: initial is not supported yet "
+                              f"(initial={p.initial}; MXNet 1.9.1 takes only None)")
         axes = norm_np_axes(p.axis, x.ndim, name)
         dt = dtype_rule(x, p)
         kw = extra(p) if extra else {}
@@ -95,8 +96,21 @@ def _reducer(name, fn, dtype_rule, grad, params=(), save=("inputs", "outputs"), 
             return _int_mean(xp, src, axes, p.keepdims, dt)
         r = getattr(xp, fn)(src, axis=axes, keepdims=p.keepdims, **kw)
         return _out(xp, r, dt)
+    def refused_initial_shape(p, in_s):
+        # a graph holding initial=... binds as in MXNet (whose shape rule ignores it) and
+        # fails when run; without initial the shapes come from a dummy run as usual
+        if getattr(p, "initial", None) is None or in_s[0] is None:
+            return None
+        x = tuple(in_s[0])
+        axes = norm_np_axes(p.axis, len(x), name)
+        out = tuple(1 if i in axes else d for i, d in enumerate(x)) if p.keepdims else \
+            tuple(d for i, d in enumerate(x) if i not in axes)
+        return [x], [out]
+
+    has_initial = any(q.name == "initial" for q in params)
     register(OpDef(name, compute, inputs=("a",), params=[_AX, _KEEP] + list(params),
                    gradient=grad, nondiff=grad is None, save=save, family="np_reduce",
+                   infer_shape=refused_initial_shape if has_initial else None,
                    hidden=True, doc=f"NumPy's {fn} over ``axis`` (mx.np.{fn})."))
 
 
@@ -194,8 +208,8 @@ _reducer("_np_sum", "sum", _sum_dtype, _g_sum, [_DT, Param("initial", "float", N
 _reducer("_np_prod", "prod", _sum_dtype, _g_prod, [_DT, Param("initial", "float", None)],
          extra=lambda p: {} if p.initial is None else {"initial": p.initial})
 _reducer("_npi_mean", "mean", _mean_dtype, _g_mean, [_DT], save=("inputs",))
-_reducer("_np_max", "max", lambda x, p: x.dtype, _g_extreme)
-_reducer("_np_min", "min", lambda x, p: x.dtype, _g_extreme)
+_reducer("_np_max", "max", lambda x, p: x.dtype, _g_extreme, [Param("initial", "float", None)])
+_reducer("_np_min", "min", lambda x, p: x.dtype, _g_extreme, [Param("initial", "float", None)])
 _reducer("_np_all", "all", lambda x, p: _BOOL, None, save=())
 _reducer("_np_any", "any", lambda x, p: _BOOL, None, save=())
 

@@ -14,7 +14,10 @@ are ``holder[...] = value`` and ``holder += value``, which rebind the parts;
 autograd uses them to write and accumulate gradients. A holder made from parts
 that fail MXNet's format check (MXNet creates such arrays; ``check_format``
 reports them) keeps the reason in ``_bad``; ``refuse_if_malformed`` stops any
-computation with it. Kernels may therefore trust the canonical layout.
+computation with it. A csr holder whose only flaw is column indices out of order
+within rows (``_unsorted``; NOTE [Unsorted csr columns]) is valid, as in MXNet: it
+keeps its parts as given, and ``canonical()`` gives the row-sorted holder the kernels
+compute with. Kernels may therefore trust the canonical layout.
 
 Which stypes an op's output has follows MXNet 1.9.1's FInferStorageType of that
 op (see the comments at each plan entry); the csr structure ops (take, slice,
@@ -161,7 +164,8 @@ class _Holder:
 class CSRData(_Holder):
     """Raw csr storage (see the module docstring)."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols", "_bad")
+    __slots__ = ("data", "indices", "indptr", "shape", "_m", "_cols", "_bad", "_unsorted",
+                 "_canon")
     stype = "csr"
 
     def __init__(self, data, indices, indptr, shape, m=None):
@@ -170,6 +174,8 @@ class CSRData(_Holder):
         self._m = m
         self._cols = None
         self._bad = None        # why the parts are malformed (set by creation from parts)
+        self._unsorted = False  # some row's columns are out of order (creation from parts)
+        self._canon = None      # the row-sorted holder of an unsorted one, made on first use
 
     @classmethod
     def from_matrix(cls, m):
@@ -198,10 +204,24 @@ class CSRData(_Holder):
                                                          other.indptr, other._m)
         self._cols = None
         self._bad = other._bad
+        self._unsorted, self._canon = other._unsorted, other._canon
 
     def copy(self):
         c = CSRData(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape)
-        c._bad = self._bad
+        c._bad, c._unsorted = self._bad, self._unsorted
+        return c
+
+    def canonical(self):
+        """This holder with each row's column indices ascending (itself when they are):
+        the layout kernels and the csr matrix assume. Cached."""
+        if not self._unsorted:
+            return self
+        c = self._canon
+        if c is None:
+            xp = self.xp
+            order = xp.lexsort(xp.stack([self.indices, self.row_ids()]))
+            c = self._canon = CSRData(self.data[order], self.indices[order], self.indptr,
+                                      self.shape)
         return c
 
     def supported(self):
@@ -210,6 +230,8 @@ class CSRData(_Holder):
 
     def mat(self, where):
         """The csr matrix (scipy or cupyx) over these parts; cached."""
+        if self._unsorted:
+            return self.canonical().mat(where)
         m = self._m
         if m is None:
             self.refuse_if_malformed(where)
@@ -310,6 +332,7 @@ def to_dense(raw):
     if isinstance(raw, _Holder):
         raw.refuse_if_malformed("densify")
     if isinstance(raw, CSRData):
+        raw = raw.canonical()
         if raw.supported():
             return raw.mat("densify").toarray()
         xp = raw.xp
@@ -369,6 +392,8 @@ def to_stype(raw, stype, copy=False, dtype=None):
     """``raw`` converted to storage ``stype`` (a copy when ``copy`` or converting)."""
     if isinstance(raw, _Holder):
         raw.refuse_if_malformed("cast_storage")
+        if raw.stype == "csr" and (stype != "csr" or copy or dtype is not None):
+            raw = raw.canonical()
     if dtype is not None and raw.dtype != dtype:
         raw, copy = raw.astype(dtype), False
     src = stype_of(raw)

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from gpunda.base import GpundaError, NotImplementedForGpunda
+from gpunda.base import GpundaError
 from gpunda.util import is_np_array
 from gpunda.gluon.data.dataset import Dataset, _DownloadedDataset
 
@@ -318,17 +318,16 @@ class ImageListDataset(Dataset):
 
 
 class ImageRecordDataset(Dataset):
-    """Images in a RecordIO file (``.rec`` with its ``.idx``); needs ``gpunda.recordio``."""
+    """Images in a RecordIO file (``.rec`` with its ``.idx`` beside it), as MXNet's.
+
+    Item ``i`` is the record of the ``i``-th key of the index file, decoded as
+    ``mx.image.imdecode(payload, flag)`` (HWC uint8, RGB for ``flag=1``, one channel
+    for ``flag=0``), with the header's label (a float, or a float32 NumPy array for
+    several labels); ``transform(image, label)`` is applied when given.
+    """
 
     def __init__(self, filename, flag=1, transform=None):
-        try:
-            from gpunda import recordio
-        except ImportError:
-            raise NotImplementedForGpunda(
-                "gluon.data.vision.ImageRecordDataset is not supported yet: it needs "
-                "mx.recordio, which gpunda does not have yet; use ImageFolderDataset or "
-                "ImageListDataset") from None
-        self._recordio = recordio
+        from gpunda import recordio
         idx_file = os.path.splitext(filename)[0] + ".idx"
         for path in (filename, idx_file):
             if not os.path.exists(path):
@@ -338,19 +337,11 @@ class ImageRecordDataset(Dataset):
         self._transform = transform
 
     def __getitem__(self, idx):
-        from gpunda import ndarray as nd
-        from gpunda.ops.image.transforms import load_cv2
-        cv2 = load_cv2("ImageRecordDataset")
-        header, buf = self._recordio.unpack(self._record.read_idx(self._record.keys[idx]))
-        img = cv2.imdecode(np.frombuffer(buf, dtype=np.uint8),
-                           cv2.IMREAD_COLOR if self._flag else cv2.IMREAD_GRAYSCALE) \
-            if len(buf) else None
-        if img is None:     # MXNet's imdecode raises MXNetError, not OpenCV's error
-            raise GpundaError(f"ImageRecordDataset: record {idx}: " + (
-                "Decoding failed. Invalid image file" if len(buf) else
-                "Input cannot be an empty buffer"))
-        img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if self._flag else img[:, :, None]
-        img = _as_array(nd.array(img, dtype=np.uint8))
+        from gpunda import recordio
+        from gpunda.image import imdecode
+        header, buf = recordio.unpack(self._record.read_idx(self._record.keys[idx]))
+        # imdecode raises MXNet's errors for an empty or undecodable record
+        img = _as_array(imdecode(buf, self._flag))
         if self._transform is not None:
             return self._transform(img, header.label)
         return img, header.label
