@@ -12,8 +12,8 @@ import numpy as np
 
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, parse_dtype, declare_pointwise
-from gpunda.ops._util import (special, scalar_for, sum_to_shape, dtype_mismatch, require_same_dtype,
-                              no_bool, wrapped_int, c_cast_float)
+from gpunda.ops._util import (on_threads, special, scalar_for, sum_to_shape, dtype_mismatch,
+                              require_same_dtype, no_bool, wrapped_int, c_cast_float)
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -50,7 +50,7 @@ _INT_EXACT = {"abs", "sign", "negative", "square", "relu"}
 def _unary(name, f, grad=None, *, aliases=(), save=("inputs", "outputs"), nondiff=False,
            doc="", ufunc=None, capture="ok"):
     op = register(OpDef(
-        name, _int_math(name, f, via_float=name not in _INT_EXACT), gradient=grad,
+        name, _int_math(name, on_threads(f), via_float=name not in _INT_EXACT), gradient=grad,
         aliases=aliases, save=save, nondiff=nondiff, doc=doc, family="elemwise", ufunc=ufunc,
         capture=capture))
     # gradient rules (ops/raw.py) call F.log etc. on integer/bool inputs of mixed-dtype
