@@ -254,3 +254,12 @@ def test_flat_optimizer_threaded_is_bitwise_single(split_calls, monkeypatch, nam
     one, three = _both(split_calls, steps)
     _same(one, three)
     assert not np.array_equal(three[0], w0[0])
+
+
+def test_mxsetnumompthreads_sets_the_count(monkeypatch):
+    monkeypatch.setattr(T, "_count", None)
+    monkeypatch.setattr(T, "blas_sized", False)
+    monkeypatch.setattr(T, "_set_blas", lambda force=False: None)   # leave the BLAS pool
+    from gpunda.base import _LIB, check_call
+    check_call(_LIB.MXSetNumOMPThreads(3))
+    assert T.num_threads() == 3
