@@ -35,11 +35,17 @@ from __future__ import annotations
 import os
 import threading
 
-# elements of work below which a piece does not pay for its hand-off to a thread
-# (a float32 ufunc pass of 64 Ki elements takes ~20-40 us; the hand-off ~10-20 us)
-MIN_ELEMENTS = 1 << 16
+# elements of work below which a piece does not pay for its hand-off to a thread: a
+# transcendental ufunc (exp, tanh) gained 1.3x on 2 threads at 256 Ki elements and lost
+# below; the hand-off measured 70-100 us on a loaded 2-CPU machine
+MIN_ELEMENTS = 1 << 17
 # work under this many elements is never split: one compare on a small op's path
 SPLIT_MIN = 2 * MIN_ELEMENTS
+# pieces of memory-bound passes (BatchNorm's, 2x2 pooling, the optimizer step) move a few
+# bytes per element: on 2 threads they gained nothing up to 670 Ki elements (0.8-1.0x),
+# so they split only arrays far past a core's share of the cache, where a many-core
+# machine's memory bandwidth needs several cores
+STREAM_MIN_ELEMENTS = 1 << 22
 
 _lock = threading.Lock()
 _count = None           # the thread count, once decided
@@ -226,12 +232,13 @@ def split(fn, n, work, align=1, min_elements=None, blas_serial=False):
 
 
 def rows(fn, n, work):
-    """``fn(lo, hi)`` for in-place elementwise passes over rows ``lo:hi`` of arrays with
-    ``n`` rows and ``work`` elements in all, split over the threads when large enough."""
-    if work < SPLIT_MIN:
+    """``fn(lo, hi)`` for in-place memory-bound passes over rows ``lo:hi`` of arrays with
+    ``n`` rows and ``work`` elements in all, split over the threads when large enough
+    (STREAM_MIN_ELEMENTS a piece)."""
+    if work < 2 * STREAM_MIN_ELEMENTS:
         fn(0, n)
     else:
-        split(fn, n, work)
+        split(fn, n, work, min_elements=STREAM_MIN_ELEMENTS)
 
 
 def _forget_pool():

@@ -38,13 +38,13 @@ def applies(kernel, stride, pad, extra, shape):
 def pool_2x2(xp, x, ufunc):
     """``ufunc`` (maximum or add) over each 2x2 window of ``x`` (N, C, H, W)."""
     N, C, H, W = x.shape
-    if xp is np and x.size >= _threads.SPLIT_MIN and N > 1:
+    if xp is np and x.size >= 2 * _threads.STREAM_MIN_ELEMENTS and N > 1:
         # each window alone: samples split over the CPU threads give the same values
         out = np.empty((N, C, H // 2, W // 2), dtype=x.dtype)
 
         def samples(lo, hi):
             out[lo:hi] = _pool_2x2(np, x[lo:hi], ufunc)
-        _threads.split(samples, N, x.size)
+        _threads.split(samples, N, x.size, min_elements=_threads.STREAM_MIN_ELEMENTS)
         return out
     return _pool_2x2(xp, x, ufunc)
 

@@ -185,14 +185,14 @@ def _sigmoid(xp, x):
 def _activation(xp, p, x):
     if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
         raise not_real("Activation", "data", x.dtype)
+    if p.act_type == "relu":        # a cheap pass: no gain from threads (NOTE [CPU threads])
+        return xp.maximum(x, 0).astype(x.dtype, copy=False)
     return _activation_of(xp, p, x)
 
 
 @on_threads
 def _activation_of(xp, p, x):
     t = p.act_type
-    if t == "relu":
-        return xp.maximum(x, 0).astype(x.dtype, copy=False)
     if t == "sigmoid":
         return _sigmoid(xp, x)
     if t == "tanh":

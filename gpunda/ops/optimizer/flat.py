@@ -55,9 +55,10 @@ def _threaded(kernel):
     formula is computed alone, so the result is the one-thread result, bit for bit."""
     @functools.wraps(kernel)
     def run(xp, bufs, sc, lo, hi, k, *rest):
-        if xp is not np or hi - lo < 2 * sc.n:
+        n = hi - lo
+        if xp is not np or n < 2 * max(sc.n, _threads.STREAM_MIN_ELEMENTS):
             return kernel(xp, bufs, sc, lo, hi, k, *rest)
-        ranges = _threads.bounds(hi - lo, _threads.pieces(hi - lo, hi - lo), sc.n)
+        ranges = _threads.bounds(n, _threads.pieces(n, n, _threads.STREAM_MIN_ELEMENTS), sc.n)
         scratch = {a: sc.spare(i) for i, (a, _) in enumerate(ranges)}
         _threads.run(lambda a, b: kernel(xp, bufs, scratch[a], lo + a, lo + b, k, *rest), ranges)
     return run
