@@ -26,9 +26,10 @@ run in parallel. A piece count depends only on the thread count and the work's s
 never on timing, so results are deterministic; kernels that split a reduction say so
 where they split it.
 
-Small work does not pay for the hand-off (about 10-20 us per piece): ``pieces()``
-gives 1 below ``MIN_ELEMENTS`` elements of work per piece, measured on the NumPy
-kernels (see docs/benchmarks.md, "Many cores").
+Small work does not pay for the hand-off (70-100 us a piece on a loaded 2-CPU
+machine): ``pieces()`` gives 1 below ``MIN_ELEMENTS`` elements of work a piece, and
+memory-bound passes, which gained nothing on 2 threads, ask for
+``STREAM_MIN_ELEMENTS`` (measurements in docs/benchmarks.md, "Many cores").
 """
 from __future__ import annotations
 
