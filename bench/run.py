@@ -137,19 +137,31 @@ def import_and_size(fws, env):
     return out
 
 
-def run(args):
-    env = dict(os.environ)
+def _thread_env(env, threads):
+    """``env`` with every BLAS/OpenMP thread variable at ``threads``."""
+    env = dict(env)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS"):
-        env[k] = str(args.threads)
+        env[k] = str(threads)
+    return env
+
+
+def run(args):
+    env = dict(os.environ)
     hints = {k: os.environ.get(k) for k in HINTS}
     if args.unset_openblas_hints:
         for k in HINTS:
             env.pop(k, None)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     cases = [c for c in CASES if any(_matches(c, p) for p in args.cases)]
-    fws = args.frameworks
-    workers = {fw: Worker(fw, args.device, args.threads, env) for fw in fws}
+    # one worker per framework and thread count ("gpunda@2" when several counts are
+    # measured); their blocks interleave in every round like those of frameworks
+    workers = {}
+    for fw in args.frameworks:
+        for t in args.threads:
+            label = fw if len(args.threads) == 1 else f"{fw}@{t}"
+            workers[label] = Worker(fw, args.device, t, _thread_env(env, t))
+    fws = list(workers)
     results = {"cases": {}, "frameworks": {}, "meta": {}}
     try:
         for fw, w in workers.items():
@@ -226,10 +238,12 @@ def run(args):
                 if g:
                     e["gpunda_vs_this"] = g / e["median"]
     if "w6" in args.cases:
-        results["w6_import_size"] = import_and_size(fws, env)
+        results["w6_import_size"] = import_and_size(args.frameworks,
+                                                    _thread_env(env, args.threads[0]))
     results["meta"] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": _machine(), "device": args.device, "threads": args.threads,
+        "machine": _machine(), "device": args.device,
+        "threads": args.threads[0] if len(args.threads) == 1 else args.threads,
         "openblas_hints": hints, "openblas_hints_unset": args.unset_openblas_hints,
         "rounds": args.rounds, "block_seconds": args.block_seconds, "clock": args.clock,
         "python": platform.python_version(),
@@ -286,6 +300,7 @@ def to_markdown(res):
                            f"{'met' if a / b <= limit else 'NOT met'})")
     if targets:
         lines += [""] + targets
+    lines += _speedups(res)
     missing = {fw: v["missing"] for fw, v in res["frameworks"].items() if "missing" in v}
     if missing:
         lines.append("")
@@ -298,6 +313,28 @@ def to_markdown(res):
             else:
                 lines.append(f"| {fw} | {_fmt(e['import_s'])} | {e['size_mb']:.1f} MB |")
     return "\n".join(lines)
+
+
+def _speedups(res):
+    """Where several thread counts ran: each framework's speed-up over its own time at
+    the smallest count (the ratio of the medians), one row per case."""
+    counts = sorted({int(fw.split("@")[1]) for fw in res["frameworks"] if "@" in fw})
+    if len(counts) < 2:
+        return []
+    names = list(dict.fromkeys(fw.split("@")[0] for fw in res["frameworks"] if "@" in fw))
+    cols = [(n, t) for n in names for t in counts[1:]]
+    lines = ["", f"Speed-up over {counts[0]} thread(s) (median time at {counts[0]} / median "
+             "at n; 1.00x: no gain):", "",
+             "| case | " + " | ".join(f"{n} @{t}" for n, t in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for case, c in res["cases"].items():
+        cells = []
+        for n, t in cols:
+            base = c["fw"].get(f"{n}@{counts[0]}", {}).get("median")
+            cur = c["fw"].get(f"{n}@{t}", {}).get("median")
+            cells.append(f"{base / cur:.2f}x" if base and cur else "-")
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def charts(res, outdir):
@@ -345,7 +382,10 @@ def main(argv=None):
     ap.add_argument("--cases", default="w1,w2,w3,w4,w5,w6,w7,w8,w9,w10,w11,w12",
                     help="comma-separated prefixes of case names (w1, w3_mlp, ...)")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads per process")
+    ap.add_argument("--threads", default="1",
+                    help="BLAS/OpenMP threads per process (OMP_NUM_THREADS and the BLAS "
+                         "variables; torch.set_num_threads); a list such as 1,2 measures each "
+                         "framework at each count, interleaved, and adds the speed-ups")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--clock", choices=["cpu", "wall"], default=None,
                     help="time blocks by each worker's CPU time (default on --device cpu) or by "
@@ -356,8 +396,10 @@ def main(argv=None):
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--publish", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args(argv)
+    args.threads = [int(t) for t in str(args.threads).split(",") if t]
     if args.clock is None:
-        args.clock = "cpu" if args.device == "cpu" else "wall"
+        # CPU time adds up every thread's: scaling over threads needs wall time
+        args.clock = "cpu" if args.device == "cpu" and args.threads == [1] else "wall"
     args.frameworks = [f for f in args.frameworks.split(",") if f]
     args.cases = [c for c in args.cases.split(",") if c]
     t0 = time.time()

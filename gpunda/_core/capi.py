@@ -244,6 +244,12 @@ class _Lib:
             os.environ[name] = _decode(value)
         return 0
 
+    def MXSetNumOMPThreads(self, thread_num):
+        # the threads of gpunda's CPU kernels and its BLAS (NOTE [CPU threads])
+        from gpunda._core import threads
+        threads.set_num_threads(int(getattr(thread_num, "value", thread_num)))
+        return 0
+
     # graph partitioning (MXNet's c_api_test.cc and MXGenBackendSubgraph), over
     # NOTE [Subgraph partitioning] in gpunda/_frontend/subgraph.py
     def MXBuildSubgraphByOpNames(self, sym, prop_name, num_ops, op_names, out):

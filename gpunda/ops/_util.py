@@ -1,11 +1,13 @@
 """Small helpers shared by the op families (not ops themselves)."""
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
 import numpy as np
 
+from gpunda._core import threads as _threads
 from gpunda.base import GpundaError
 
 
@@ -116,7 +118,19 @@ def matmul(xp, a, b):
     f = capture_gemm.fn
     if f is not None:
         return f(a, b)
+    if not _threads.blas_sized:
+        _threads.ensure_blas()
     return xp.matmul(a, b)
+
+
+def on_threads(f):
+    """An elementwise compute ``f(xp, p, x)`` that runs over pieces of a large NumPy
+    ``x`` on gpunda's CPU threads (NOTE [CPU threads]); small arrays pay one compare."""
+    def run(xp, p, x):
+        if xp is np and getattr(x, "size", 0) >= _threads.SPLIT_MIN:
+            return _threads.elementwise(lambda a: f(xp, p, a), x)
+        return f(xp, p, x)
+    return functools.wraps(f)(run)
 
 
 def legacy_scalar(xp, r):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunda._core import threads as _threads
 from gpunda.ops.kernels.conv_grid import samples_per_chunk, weight_from_flipped
 
 
@@ -50,7 +51,7 @@ class _Flat:
     across a row's end are zeroed (``wraps``: per kernel column, the output columns
     whose cell of that shift lies in the neighbouring row)."""
 
-    def __init__(self, x, kernel, dilate, pad, chunk_bytes):
+    def __init__(self, x, kernel, dilate, pad, chunk_bytes, b=None):
         N, C, H, W = x.shape
         self.N, self.C, self.H, self.W = N, C, H, W
         self.L = H * W
@@ -58,7 +59,8 @@ class _Flat:
         self.K = kernel[0] * kernel[1]
         self.start = pad[1] + pad[0] * W          # where the data begins in a channel run
         per_sample = C * self.K * self.L * x.dtype.itemsize
-        self.b = samples_per_chunk(N, per_sample, chunk_bytes, self.L)
+        # b given: a thread's share of a batch, chunked as the whole batch is
+        self.b = b or samples_per_chunk(N, per_sample, chunk_bytes, self.L)
         # a whole number of rows per channel, with pad_w spare cells at both ends
         self.run = W * (H + 2 * pad[0] + -(-2 * pad[1] // W))
         per_place = C * self.run * x.dtype.itemsize
@@ -120,13 +122,18 @@ def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     """Convolution of ``x`` (N, C, H, W) with ``w`` (F, C/G, kh, kw), no bias."""
     N = x.shape[0]
     F = w.shape[0]
-    flat = _Flat(x, kernel, dilate, pad, chunk_bytes)
+    L = x.shape[2] * x.shape[3]
+    b = samples_per_chunk(N, x.shape[1] * kernel[0] * kernel[1] * L * x.dtype.itemsize,
+                          chunk_bytes, L)
     wg = w.reshape(groups, F // groups, -1)
-    y = np.empty((N, F, flat.L), dtype=x.dtype)
-    ybuf = (np.empty((groups, F // groups, flat.b * flat.L), dtype=y.dtype)
-            if flat.b > 1 else None)
-    for n0, n1, cols in flat.chunks(x):
-        _product(wg, cols, y, n0, n1, groups, ybuf)
+    y = np.empty((N, F, L), dtype=x.dtype)
+
+    def samples(lo, hi):
+        flat = _Flat(x[lo:hi], kernel, dilate, pad, chunk_bytes, b)
+        ybuf = np.empty((groups, F // groups, b * L), dtype=y.dtype) if b > 1 else None
+        for n0, n1, cols in flat.chunks(x[lo:hi]):
+            _product(wg, cols, y[lo:hi], n0, n1, groups, ybuf)
+    _threads.split(samples, N, x.size * kernel[0] * kernel[1], align=b, blas_serial=True)
     return y.reshape(x.shape[:1] + (F,) + x.shape[2:])
 
 
@@ -168,18 +175,27 @@ def backward(gy, x, wt, kernel, dilate, pad, groups, chunk_bytes):
     F = gy.shape[1]
     Fg, Cg = F // groups, C // groups
     K = kernel[0] * kernel[1]
-    flat = _Flat(gy, kernel, dilate, pad, chunk_bytes)
-    L, b = flat.L, flat.b
+    L = H * W
+    b = samples_per_chunk(N, F * K * L * gy.dtype.itemsize, chunk_bytes, L)
     wt = wt.reshape(groups, Cg, Fg * K)
     dx = np.empty((N, C, L), dtype=np.result_type(gy.dtype, wt.dtype))
     x3 = x.reshape(N, C, L)
-    xbuf = np.empty((C, b, L), dtype=x.dtype) if b > 1 else None
-    dxbuf = np.empty((groups, Cg, b * L), dtype=dx.dtype) if b > 1 else None
+
+    def samples(lo, hi):
+        # a thread's samples, chunked as one thread chunks them; the chunks' dW' parts
+        # are summed below in chunk order (the one-thread sum, bit for bit)
+        flat = _Flat(gy[lo:hi], kernel, dilate, pad, chunk_bytes, b)
+        xbuf = np.empty((C, b, L), dtype=x.dtype) if b > 1 else None
+        dxbuf = np.empty((groups, Cg, b * L), dtype=dx.dtype) if b > 1 else None
+        parts = []
+        for n0, n1, cols in flat.chunks(gy[lo:hi]):
+            _product(wt, cols, dx[lo:hi], n0, n1, groups, dxbuf)
+            c = cols.reshape(groups, Fg * K, -1)
+            xg = _batch_rows(x3[lo:hi], n0, n1, groups, xbuf)
+            parts.append(np.matmul(c, xg.swapaxes(-1, -2)))     # (G, Fg * K, Cg)
+        return parts
     dwt = None
-    for n0, n1, cols in flat.chunks(gy):
-        _product(wt, cols, dx, n0, n1, groups, dxbuf)
-        c = cols.reshape(groups, Fg * K, -1)
-        xg = _batch_rows(x3, n0, n1, groups, xbuf)
-        part = np.matmul(c, xg.swapaxes(-1, -2))        # (G, Fg * K, Cg)
-        dwt = part if dwt is None else dwt + part
+    for parts in _threads.split(samples, N, gy.size * K, align=b, blas_serial=True):
+        for part in parts:
+            dwt = part if dwt is None else dwt + part
     return dx.reshape(x.shape), weight_from_flipped(dwt, kernel)

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from gpunda._core import threads as _threads
 from gpunda.ops.kernels.conv_grid import samples_per_chunk, weight_from_flipped
 
 # maps of fewer cells: the flat route's column copy is short and its one long-K GEMM
@@ -152,9 +153,13 @@ def forward(x, w, kernel, dilate, pad, groups, chunk_bytes):
     wk = _by_kernel_row(w, groups)
     y = np.empty((N, groups, F // groups, L), dtype=np.result_type(x.dtype, w.dtype))
     b = samples_per_chunk(N, kernel[0] * F * L * y.itemsize, chunk_bytes)
-    part = np.empty((b,) + wk.shape[:3] + (L,), dtype=y.dtype)
-    for n0, m, rows in _Rows(x, kernel, dilate, pad, groups, b).chunks(N, b):
-        _sum_rows(wk, rows, part[:m], y[n0:n0 + m])
+
+    def samples(lo, hi):
+        # a thread's samples lo:hi, in the same chunks of b as one thread makes
+        part = np.empty((b,) + wk.shape[:3] + (L,), dtype=y.dtype)
+        for n0, m, rows in _Rows(x[lo:hi], kernel, dilate, pad, groups, b).chunks(hi - lo, b):
+            _sum_rows(wk, rows, part[:m], y[lo + n0:lo + n0 + m])
+    _threads.split(samples, N, x.size * kernel[1], align=b, blas_serial=True)
     return y.reshape(N, F, H, W)
 
 
@@ -173,13 +178,22 @@ def backward(gy, x, wt, kernel, dilate, pad, groups, chunk_bytes):
     wk = _by_kernel_row(wt, G)
     dx = np.empty((N, G, Cg, L), dtype=np.result_type(gy.dtype, wt.dtype))
     b = samples_per_chunk(N, KH * C * L * dx.itemsize, chunk_bytes)
-    part = np.empty((b,) + wk.shape[:3] + (L,), dtype=dx.dtype)
     xt = x.reshape(N, 1, G, Cg, L).swapaxes(-1, -2)
+
+    def samples(lo, hi):
+        # a thread's samples lo:hi in the same chunks of b as one thread makes; each
+        # chunk's dW' part is kept, and the parts are summed below in chunk order, so
+        # the sum is the one-thread sum, bit for bit
+        part = np.empty((b,) + wk.shape[:3] + (L,), dtype=dx.dtype)
+        parts = []
+        for n0, m, r in _Rows(gy[lo:hi], kernel, dilate, pad, G, b).chunks(hi - lo, b):
+            _sum_rows(wk, r, part[:m], dx[lo + n0:lo + n0 + m])
+            parts.append(np.matmul(r, xt[lo + n0:lo + n0 + m]).sum(axis=0))
+        return parts
     dwt = None          # (KH, G, Fg * KW, Cg)
-    for n0, m, r in _Rows(gy, kernel, dilate, pad, G, b).chunks(N, b):
-        _sum_rows(wk, r, part[:m], dx[n0:n0 + m])
-        d = np.matmul(r, xt[n0:n0 + m]).sum(axis=0)
-        dwt = d if dwt is None else dwt + d
+    for parts in _threads.split(samples, N, gy.size * KW, align=b, blas_serial=True):
+        for d in parts:
+            dwt = d if dwt is None else dwt + d
     # to the flat route's (G, Fg * K, Cg): rows (f, kh, kw) per group
     dwt = dwt.reshape(KH, G, F // G, KW, Cg).transpose(1, 2, 0, 3, 4).reshape(G, -1, Cg)
     return dx.reshape(x.shape), weight_from_flipped(dwt, kernel)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from gpunda._core import threads as _threads
 from gpunda.ops._util import matmul
 
 
@@ -72,9 +73,21 @@ def batch_stats(xp, x, ax):
     n = A * B
     x3 = _acc(x).reshape(A, C, B)
     mean = channel_sum(xp, x3, 1) / n
-    xc = (x3.reshape(A, C * B) - channel_plane(xp, mean, B)).reshape(A, C, B)
+    xc = _centred(xp, x3, mean)
     var = channel_dot(xp, xc, xc) / n
     return mean, var, xc
+
+
+def _centred(xp, x3, mean):
+    """``x3 - mean`` (A, C, B), a new array, in pieces of rows on the CPU threads."""
+    A, C, B = x3.shape
+    plane = channel_plane(xp, mean, B)
+    x2 = x3.reshape(A, C * B)
+    if xp is not np:
+        return (x2 - plane).reshape(A, C, B)
+    out = np.empty(x2.shape, np.result_type(x2.dtype, plane.dtype))
+    _threads.rows(lambda lo, hi: np.subtract(x2[lo:hi], plane, out=out[lo:hi]), A, x2.size)
+    return out.reshape(A, C, B)
 
 
 # The element-wise work below runs in place on the one array each kernel allocates:
@@ -87,8 +100,13 @@ def batch_norm_train(xp, x, gamma, beta, ax, eps, fix_gamma):
     scale = r if fix_gamma else _acc(gamma) * r
     A, C, B = xc.shape
     out = xc.reshape(A, C * B)
-    out *= channel_plane(xp, scale, B)
-    out += channel_plane(xp, _acc(beta), B)
+    sp, bp = channel_plane(xp, scale, B), channel_plane(xp, _acc(beta), B)
+
+    def affine(lo, hi):
+        o = out[lo:hi]
+        o *= sp
+        o += bp
+    _threads.rows(affine, A, out.size) if xp is np else affine(0, A)
     return out.reshape(x.shape).astype(x.dtype, copy=False), mean, var, r
 
 
@@ -107,16 +125,22 @@ def batch_norm_train_backward(xp, x, g, gamma, ax, eps, fix_gamma, mean=None, r=
         _, var, xc = batch_stats(xp, x, ax)
         r = 1 / xp.sqrt(var + eps)
     else:
-        xc = (_acc(x).reshape(A, C * B) - channel_plane(xp, mean, B)).reshape(A, C, B)
+        xc = _centred(xp, _acc(x).reshape(A, C, B), mean)
     g3 = _acc(g).reshape(A, C, B)
     dbeta = channel_sum(xp, g3, 1)
     dgamma = channel_dot(xp, g3, xc) * r
     gr = r if fix_gamma else _acc(gamma) * r
     dx = xc.reshape(A, C * B)
-    dx *= channel_plane(xp, -r * dgamma / n, B)
-    dx += g3.reshape(A, C * B)
-    dx -= channel_plane(xp, dbeta / n, B)
-    dx *= channel_plane(xp, gr, B)
+    g2 = g3.reshape(A, C * B)
+    p1, p2, p3 = (channel_plane(xp, v, B) for v in (-r * dgamma / n, dbeta / n, gr))
+
+    def passes(lo, hi):
+        d = dx[lo:hi]
+        d *= p1
+        d += g2[lo:hi]
+        d -= p2
+        d *= p3
+    _threads.rows(passes, A, dx.size) if xp is np else passes(0, A)
     pt = gamma.dtype        # float32 for float16 data, as the parameters
     return (dx.reshape(x.shape).astype(x.dtype, copy=False), dgamma.astype(pt, copy=False),
             dbeta.astype(pt, copy=False))

@@ -26,7 +26,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
 from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
-from gpunda.ops._util import matmul, norm_axis, sum_to_shape, require_same_dtype, not_real
+from gpunda.ops._util import matmul, norm_axis, on_threads, sum_to_shape, require_same_dtype, not_real
 from gpunda.ops.kernels import norm as _nk
 from gpunda.ops.kernels.norm import _acc
 from gpunda.ops.nn import conv as nn_conv  # noqa: F401  (registers Convolution, Pooling, ...)
@@ -185,9 +185,14 @@ def _sigmoid(xp, x):
 def _activation(xp, p, x):
     if x.dtype.kind != "f":     # NOTE [Dtypes a kernel is instantiated for]
         raise not_real("Activation", "data", x.dtype)
-    t = p.act_type
-    if t == "relu":
+    if p.act_type == "relu":        # a cheap pass: no gain from threads (NOTE [CPU threads])
         return xp.maximum(x, 0).astype(x.dtype, copy=False)
+    return _activation_of(xp, p, x)
+
+
+@on_threads
+def _activation_of(xp, p, x):
+    t = p.act_type
     if t == "sigmoid":
         return _sigmoid(xp, x)
     if t == "tanh":

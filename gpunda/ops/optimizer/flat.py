@@ -14,6 +14,12 @@ buffers' dtype.
 """
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
+from gpunda._core import threads as _threads
+
 CHUNK = 1 << 16          # elements per chunk on the CPU (256 KiB of float32 per array)
 GPU_CHUNK = 1 << 22      # on a GPU: few launches, and two scratch vectors of bounded size
 
@@ -28,12 +34,34 @@ def chunks(lo, hi, step):
 
 
 class Scratch:
-    """Two chunk-sized temporaries (``a``, ``b``) of one dtype on one device."""
+    """Two chunk-sized temporaries (``a``, ``b``) of one dtype on one device; ``spare(i)``
+    is the i-th extra pair, for the i-th thread of a split step."""
 
     def __init__(self, xp, dtype, n):
         self.a = xp.empty(n, dtype)
         self.b = xp.empty(n, dtype)
         self.n = n
+        self._spares = []
+
+    def spare(self, i):
+        while len(self._spares) < i:
+            self._spares.append(Scratch(np, self.a.dtype, self.n))
+        return self._spares[i - 1] if i else self
+
+
+def _threaded(kernel):
+    """On the CPU, ``kernel`` over ``[lo, hi)`` in pieces of whole chunks on gpunda's
+    threads (NOTE [CPU threads]), each piece with its own scratch. Every element's
+    formula is computed alone, so the result is the one-thread result, bit for bit."""
+    @functools.wraps(kernel)
+    def run(xp, bufs, sc, lo, hi, k, *rest):
+        n = hi - lo
+        if xp is not np or n < 2 * max(sc.n, _threads.STREAM_MIN_ELEMENTS):
+            return kernel(xp, bufs, sc, lo, hi, k, *rest)
+        ranges = _threads.bounds(n, _threads.pieces(n, n, _threads.STREAM_MIN_ELEMENTS), sc.n)
+        scratch = {a: sc.spare(i) for i, (a, _) in enumerate(ranges)}
+        _threads.run(lambda a, b: kernel(xp, bufs, scratch[a], lo + a, lo + b, k, *rest), ranges)
+    return run
 
 
 def _rescaled(xp, g, a, rs, clip):
@@ -43,6 +71,7 @@ def _rescaled(xp, g, a, rs, clip):
         xp.clip(a, -clip, clip, out=a)
 
 
+@_threaded
 def sgd(xp, bufs, sc, lo, hi, k):
     """SGD (``SGD.update``): ``k = (lr, wd, rescale_grad, op_form, clip, momentum)``.
 
@@ -86,6 +115,7 @@ def sgd(xp, bufs, sc, lo, hi, k):
                 w += m
 
 
+@_threaded
 def adam(xp, bufs, sc, lo, hi, k):
     """Adam (``_ops._adam``): ``k = (lr with bias correction, wd, rescale_grad, clip,
     beta1, beta2, epsilon)``."""
@@ -116,6 +146,7 @@ def adam(xp, bufs, sc, lo, hi, k):
         w -= a
 
 
+@_threaded
 def lamb_direction(xp, bufs, sc, lo, hi, k, D):
     """LAMB phase 1 (``_more._lamb_direction``) into ``D[lo:hi]``: moments in place,
     then the (bias-corrected) Adam direction plus ``wd * w``.
@@ -167,6 +198,7 @@ def lamb_step(xp, W, D, sc, lo, hi, lr, lower, upper):
 
 
 
+@_threaded
 def nag(xp, bufs, sc, lo, hi, k):
     """NAG with momentum (``NAG.update``'s step, MXNet's in-place kernel: the momentum's
     weight-decay term reads the weight just written). ``k = (lr, wd, rs, clip, mu)``."""
@@ -190,6 +222,7 @@ def nag(xp, bufs, sc, lo, hi, k):
         m -= b
 
 
+@_threaded
 def rmsprop(xp, bufs, sc, lo, hi, k):
     """RMSProp (``_ops._rmsprop``; centered: ``RMSProp.update``'s formula).
     ``k = (lr, wd, rs, clip, gamma1, gamma2, epsilon, clip_weights, centered)``."""
@@ -232,6 +265,7 @@ def rmsprop(xp, bufs, sc, lo, hi, k):
             xp.clip(w, -cw, cw, out=w)
 
 
+@_threaded
 def adagrad(xp, bufs, sc, lo, hi, k):
     """AdaGrad (``AdaGrad.update``): ``h += g*g; w -= lr * (g / sqrt(h + eps) + wd*w)``.
     ``k = (lr, wd, rs, clip, eps)``."""
