@@ -17,7 +17,13 @@ dtypes, strides, training flag) and the same inputs needing gradients, so a
   convolution's, a BatchNorm's output) overwrites that array instead of allocating
   its own (``np.maximum`` against a zero array the plan keeps: NumPy's ufunc loop
   with a scalar operand runs several times slower than with an array). Its
-  gradient is the rule's product, written into the 0/1 mask's own array;
+  gradient is the rule's product, written into the output gradient where nothing
+  else holds it (NOTE [Gradients in place] in plan_inplace.py), else into the 0/1
+  mask's own array;
+* an element-wise step whose rule reads none of its inputs (a residual sum), with every
+  operand of the output's shape and float dtype, writes with its ufunc into an input
+  that the conditions above let it overwrite (as the static plan's writers do);
+* the backward's gradient sums write into an operand nothing else holds (same NOTE);
 * a 2x2, stride-2 max pooling whose input needs a gradient gathers its input's
   cell planes once (``max_2x2_planes``) and keeps them for its gradient, which
   otherwise gathers them again (NOTE [2x2 pooling in cell planes]).
@@ -31,6 +37,8 @@ order; relu in place computes the same maximum; the mask product is the rule's.
 A create_graph backward (differentiable gradients) still takes the generic path.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -87,7 +95,7 @@ class TrainPlan:
         self.inplace = {}           # relu step index -> input slot it overwrites
         self.planes = {}            # max-pooling step index -> slot keeping its cell planes
         self.nvals = cop._nslots    # slots, then the plan's own saved values
-        self._masks = {}            # (shape, dtype) -> the ReLU rule's 0/1 mask buffer
+        self._local = threading.local()     # per thread: the ReLU rule's mask buffers
         self._backward_entries()
 
     # -- forward -------------------------------------------------------------------------
@@ -201,12 +209,15 @@ class TrainPlan:
         self.entries = entries
 
     def _scratch(self, shape, dtype):
-        """The plan's mask buffer of ``shape`` and ``dtype`` (the backward runs one rule at
-        a time, so every ReLU step of that shape shares it)."""
+        """This thread's mask buffer of ``shape`` and ``dtype`` (a backward runs one rule at
+        a time, so its ReLU steps of one shape share it; two threads' backwards may not)."""
+        masks = getattr(self._local, "masks", None)
+        if masks is None:
+            masks = self._local.masks = {}
         key = (shape, dtype)
-        m = self._masks.get(key)
+        m = masks.get(key)
         if m is None:
-            m = self._masks[key] = np.empty(shape, dtype)
+            m = masks[key] = np.empty(shape, dtype)
         return m
 
     def backward(self, F, saved, ograds):
