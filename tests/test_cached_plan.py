@@ -94,8 +94,13 @@ def test_relu_in_place_only_where_safe(rng):
     for _ in range(2):
         _step(branch, x, y, lossf)
     plan = next(iter(branch._cached_op._train_plans.values()))
-    # the BatchNorm output has two readers: only the Dense's relu runs in place
-    assert len(plan.inplace) == 1
+    steps = branch._cached_op._steps
+    producer = {o: st.op.name for st in steps for o in st.outs}
+    done = {steps[i].op.name: producer[s] for i, s in plan.inplace.items()}
+    # the BatchNorm output has two readers: only the Dense's relu runs in place; the sum
+    # writes into its dying operand whose producer's rule does not read it (the product,
+    # not the relu output, which the relu's rule reads)
+    assert done == {"Activation": "FullyConnected", "elemwise_add": "_mul_scalar"}
     # the max pooling keeps its input's cell planes for its gradient
     assert len(plan.planes) == 1
 
@@ -178,3 +183,56 @@ def test_two_recorded_calls_before_backward(rng):
         if p.grad_req != "null":
             np.testing.assert_allclose(q.grad().asnumpy(), p.grad().asnumpy(), rtol=1e-4,
                                        atol=1e-5)
+
+
+def test_gradients_in_place_equal_numpy_and_leave_callers_arrays(rng):
+    """Residual sums whose gradients meet (an addition's rule hands its output gradient to
+    both inputs) and ReLU rules, done in place by the plan's backward (NOTE [Gradients in
+    place]): the gradient equals the NumPy formula on every call, and neither the head
+    gradient nor the input the caller holds changes."""
+    data = sym.var("data")
+    t = sym.Activation(data * 2.0, act_type="relu")
+    u = t + data
+    out = sym.Activation(u, act_type="relu") + t
+    cop = mx.CachedOp(out, [("static_alloc", True), ("static_shape", True)])
+    for _ in range(3):      # the first call is instrumented, the later ones compiled
+        x0 = rng.standard_normal((3, 5)).astype(np.float32)
+        h0 = rng.standard_normal((3, 5)).astype(np.float32)
+        x, h = nd.array(x0), nd.array(h0)
+        x.attach_grad()
+        with autograd.record():
+            y = cop(x)
+        y.backward(h)
+        t0 = np.maximum(2 * x0, 0)
+        u0 = t0 + x0
+        want_y = np.maximum(u0, 0) + t0
+        # d out/d x = h * (u > 0) + (h + h * (u > 0)) * 2 * (x > 0)
+        m = (u0 > 0).astype(np.float32)
+        want_dx = h0 * m + (h0 + h0 * m) * 2 * (x0 > 0)
+        np.testing.assert_allclose(y.asnumpy(), want_y, rtol=1e-6)
+        np.testing.assert_allclose(x.grad.asnumpy(), want_dx, rtol=1e-6)
+        np.testing.assert_array_equal(h.asnumpy(), h0)
+        np.testing.assert_array_equal(x.asnumpy(), x0)
+
+
+def test_sole_reads_every_other_holder():
+    from gpunda._engine.plan_inplace import sole
+    a = np.ones(5)
+    assert sole(a) and not sole(a, 0)
+    held = [a]
+    assert not sole(a) and sole(a, 2)
+    del held
+    v = np.ones(6).reshape(2, 3)
+    assert sole(v)
+    sibling = v.base[:1]            # another view of the same memory
+    assert not sole(v)
+    del sibling
+    owner = v.base
+    assert not sole(v)
+    del owner
+    assert sole(v)
+    assert not sole(np.frombuffer(bytearray(16), dtype=np.float32))    # foreign memory
+    ro = np.ones(3)
+    ro.flags.writeable = False
+    assert not sole(ro)
+    assert not sole([1.0])

@@ -17,7 +17,13 @@ dtypes, strides, training flag) and the same inputs needing gradients, so a
   convolution's, a BatchNorm's output) overwrites that array instead of allocating
   its own (``np.maximum`` against a zero array the plan keeps: NumPy's ufunc loop
   with a scalar operand runs several times slower than with an array). Its
-  gradient is the rule's product, written into the 0/1 mask's own array;
+  gradient is the rule's product, written into the output gradient where nothing
+  else holds it (NOTE [Gradients in place] in plan_inplace.py), else into the 0/1
+  mask's own array;
+* an element-wise step whose rule reads none of its inputs (a residual sum), with every
+  operand of the output's shape and float dtype, writes with its ufunc into an input
+  that the conditions above let it overwrite (as the static plan's writers do);
+* the backward's gradient sums write into an operand nothing else holds (same NOTE);
 * a 2x2, stride-2 max pooling whose input needs a gradient gathers its input's
   cell planes once (``max_2x2_planes``) and keeps them for its gradient, which
   otherwise gathers them again (NOTE [2x2 pooling in cell planes]).
@@ -32,10 +38,13 @@ A create_graph backward (differentiable gradients) still takes the generic path.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gpunda._core.deferred import Poisoned
 from gpunda._engine import autograd as _ag
+from gpunda._engine.plan_inplace import accumulate, relu_grad
 from gpunda.base import GpundaError
 from gpunda.ops.kernels import pool as _pool
 
@@ -86,6 +95,7 @@ class TrainPlan:
         self.inplace = {}           # relu step index -> input slot it overwrites
         self.planes = {}            # max-pooling step index -> slot keeping its cell planes
         self.nvals = cop._nslots    # slots, then the plan's own saved values
+        self._local = threading.local()     # per thread: the ReLU rule's mask buffers
         self._backward_entries()
 
     # -- forward -------------------------------------------------------------------------
@@ -140,16 +150,29 @@ class TrainPlan:
         for st in steps:
             for k, s in enumerate(st.outs):
                 producer[s] = (st.op, k)
+        def free_to_write(s, o):
+            # ``s`` may be overwritten by the step making ``o``: a fresh float array that
+            # this step alone reads, that no rule reads back and that no caller sees
+            return (s >= nin and owned[s] and readers[s] == 1 and s not in heads
+                    and o not in heads and s not in mutated and o not in mutated
+                    and vals[s].dtype.kind == "f" and not _reads_output(*producer[s]))
+
         fns = []
         for i, st in enumerate(steps):
             s = st.ins[0] if st.ins else None
-            if (xp is np and _is_relu(st) and s >= nin and owned[s] and readers[s] == 1
-                    and s not in heads and st.outs[0] not in heads and s not in mutated
-                    and st.outs[0] not in mutated and vals[s].dtype.kind == "f"
-                    and not _reads_output(*producer[s])):
+            w = _writes_into(st, vals, xp) if xp is np else None
+            if xp is np and _is_relu(st) and free_to_write(s, st.outs[0]):
                 self.inplace[i] = s
                 fns.append(_relu_in_place(s, st.outs[0], np.zeros(vals[s].shape,
                                                                   vals[s].dtype)))
+            elif w is not None and any(free_to_write(a, st.outs[0]) for a in st.ins):
+                # an element-wise step whose rule reads no input (a residual addition):
+                # into its dying input, as the static plan's writers (NOTE [Static memory
+                # plan]); the same ufunc, so the same values
+                from gpunda._engine.cached_op import _writer_step
+                a = next(a for a in st.ins if free_to_write(a, st.outs[0]))
+                self.inplace[i] = a
+                fns.append(_writer_step(w, tuple(st.ins), st.outs[0], ("alias", a)))
             elif xp is np and s is not None and self.req[s] and _planar_pool(st, vals[s]):
                 self.planes[i] = k = self.nvals
                 self.nvals += 1
@@ -185,6 +208,18 @@ class TrainPlan:
                             need, targets, kind, i))
         self.entries = entries
 
+    def _scratch(self, shape, dtype):
+        """This thread's mask buffer of ``shape`` and ``dtype`` (a backward runs one rule at
+        a time, so its ReLU steps of one shape share it; two threads' backwards may not)."""
+        masks = getattr(self._local, "masks", None)
+        if masks is None:
+            masks = self._local.masks = {}
+        key = (shape, dtype)
+        m = masks.get(key)
+        if m is None:
+            m = masks[key] = np.empty(shape, dtype)
+        return m
+
     def backward(self, F, saved, ograds):
         """The plain backward (raw arrays) of one recorded call: NOTE [CachedOp backward]."""
         cop = self.cop
@@ -199,11 +234,15 @@ class TrainPlan:
         bwd_train = _ag.updates_enabled()
         update = cop._has_updates and bwd_train
         nin = cop._nin
+        scratch = self._scratch
         for st, outs, ins, ins_read, outs_read, need, targets, kind, i in self.entries:
             if len(outs) == 1:
                 og = g[outs[0]]
                 if og is None:
                     continue
+                # this step is the slot's gradient's last reader: dropping it here lets
+                # the rules below write into it (NOTE [Gradients in place])
+                g[outs[0]] = None
                 ogs = [og]
             else:
                 ogs = [g[s] for s in outs]
@@ -211,33 +250,45 @@ class TrainPlan:
                     continue
                 ogs = [x if x is not None else xp.zeros(vals[s].shape, vals[s].dtype)
                        for x, s in zip(ogs, outs)]
+                og = None
             op = st.op
             gr = None
-            if kind == 1 and ogs[0].dtype == vals[ins[0]].dtype and ogs[0].dtype.kind == "f":
-                # Activation(relu)'s rule, g * (x > 0), into the mask's own array
-                gr = xp.greater(vals[ins[0]], 0, out=xp.empty(ogs[0].shape, ogs[0].dtype))
-                xp.multiply(ogs[0], gr, out=gr)
+            if kind == 1 and og is not None and og.dtype == vals[ins[0]].dtype \
+                    and og.dtype.kind == "f":
+                # Activation(relu)'s rule, g * (x > 0), into g or the mask's own array
+                ogs = None
+                gr = relu_grad(xp, vals[ins[0]], og, scratch)
             elif kind == 2 and i in planes and planes[i] < len(vals):
                 # the max-pooling rule's planar route on the planes the forward kept
                 # (None where that route does not apply: the rule decides then)
                 gr = _pool.route_max_2x2(vals[ins[0]], ogs[0], vals[planes[i]])
             if gr is not None:
+                og = ogs = None
                 s = ins[0]
-                g[s] = gr if g[s] is None else g[s] + gr
+                prev = g[s]
+                g[s] = gr if prev is None else None
+                if prev is not None:
+                    g[s] = accumulate(xp, prev, gr)
                 continue
             if op.gradient is None:
                 raise GpundaError(f"Operator {op.name} (CachedOp node {st.name!r}) has no "
                                   f"gradient rule; it cannot be differentiated")
             i_vals = [vals[s] for s in ins] if ins_read else None
             o_vals = [vals[s] for s in outs] if outs_read else None
-            grads = step_gradient(F, st, i_vals, o_vals, ogs, need, bwd_train)
+            grads = list(step_gradient(F, st, i_vals, o_vals, ogs, need, bwd_train))
+            og = ogs = None
             if update and op.update is not None:
                 step_update(st, xp, [vals[s] for s in ins], [vals[s] for s in outs],
                             saved.args, nin)
             for k, s in targets:
                 gr = grads[k]
                 if gr is not None:
-                    g[s] = gr if g[s] is None else g[s] + gr
+                    grads[k] = None
+                    prev = g[s]
+                    g[s] = gr if prev is None else None
+                    if prev is not None:
+                        g[s] = accumulate(xp, prev, gr)
+            gr = prev = None
         return [g[k] if self.req[k] else None for k in range(cop._nin)]
 
 
@@ -316,6 +367,24 @@ def _pool_planes(s, o, k):
     def f(vals, ctx):
         vals[o], vals[k] = planes(vals[s])
     return f
+
+
+def _writes_into(st, vals, xp):
+    """How element-wise step ``st`` writes its output into a given array (the static
+    plan's ``_out_writer``) where its rule reads none of its inputs and every operand has
+    the output's shape and float dtype; else None."""
+    if st.nout != 1 or "inputs" in (st.op.save or ()) or _is_relu(st):
+        return None
+    o = vals[st.outs[0]]
+    if getattr(o, "dtype", None) is None or o.dtype.kind != "f" or any(
+            getattr(vals[a], "shape", None) != o.shape or vals[a].dtype != o.dtype
+            for a in st.ins):
+        return None
+    from gpunda._engine.cached_op import _out_writer
+    w = _out_writer(st.op, st.p, xp, len(st.ins))
+    if w is not None and w[1] is not None:
+        w = (w[0], o.dtype.type(w[1]), w[2])     # the scalar in the data's dtype
+    return w
 
 
 def _relu_in_place(s, o, zeros):
