@@ -2,19 +2,19 @@
 over blocks of candidate thresholds.
 
 MXNet's CalibrateComputeCPU (src/operator/quantization/calibrate.cc) scores each
-candidate half-width ``i`` in ``[nq // 2, zero]`` one at a time; a Python loop doing the
-same takes seconds on MXNet's default 8001-bin histogram. Here a block of candidates
-is one 2-D float32 array, row ``r`` holding the clipped histogram of candidate ``r``
-left-aligned and padded to the block's widest row, and every step is the same float32
-operation MXNet does, element by element, so the divergences are bit-for-bit the
-ones of the one-candidate-at-a-time loop:
+candidate half-width ``i`` in ``[nq // 2, zero]`` one at a time. Here a block of
+consecutive candidates is one 2-D float32 array: column r holds candidate r's clipped
+histogram p (and its quantized q) in rows 0 .. n[r] - 1, n growing by 2 a column. Every
+step is the float32 operation MXNet does, element by element, so the divergences are
+bit-for-bit those of the one-candidate-at-a-time loop:
 
-* every float32 sum runs left to right as std::accumulate does: ``np.cumsum`` along a
-  row is sequential, and the sum is read at the row's own last column, so the padding
-  never enters it;
-* the integer sums (quantized bins, their non-zero counts) are exact, so they come
-  from prefix sums over the whole histogram in any order;
-* the per-element log is taken in float64 and rounded once to float32, as before.
+* every float32 sum runs left to right as std::accumulate does: NumPy's reduction down
+  the rows of a C-contiguous array with two or more columns adds row after row into the
+  running sums (``_sums``; tests/ops/test_calibrate_entropy_search.py holds it to that),
+  and rows past a column's end are -0.0 there (x + -0.0 == x);
+* the integer sums (quantized bins, their non-zero counts) are exact, so they come from
+  prefix sums over the whole histogram;
+* the per-element log is taken in float64 and rounded once to float32.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 
 _F32 = np.float32
 _EPS = np.float32(0.0001)          # SmoothDistribution's default eps
-_BLOCK = 1 << 19                   # elements per 2-D working array (a few MB each)
+_BLOCK = 1 << 19                   # elements a 2-D work array (2 MB of float32)
 OK, INF, ALL_ZERO, NON_POSITIVE = 0, 1, 2, 3
 
 
