@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops.quantization.entropy import ALL_ZERO, NON_POSITIVE, divergences
 from gpunda.ops.quantization.quantize import _range_out
 from gpunda.ops.quantization.nn import _F32, _I8, _I32, _MKLDNN_LEVELS, _U8, _absmax, _nearest, _require
 from gpunda.ops.registry import OpDef, Param, register
@@ -160,63 +161,6 @@ register(OpDef(
 
 # -- calibrate_entropy -------------------------------------------------------------------
 
-def _smooth(p, eps=np.float32(0.0001)):
-    """MXNet's SmoothDistribution: eps into the zeros, taken off the non-zeros; None
-    when p is all zeros or eps would eat the mass."""
-    zeros = p == 0
-    n_zero = int(zeros.sum())
-    n_nonzero = p.size - n_zero
-    if not n_nonzero:
-        return None
-    eps1 = np.float32(eps * np.float32(n_zero) / np.float32(n_nonzero))
-    if eps1 >= 1.0:
-        return None
-    return (p + np.where(zeros, eps, -eps1).astype(np.float32)).astype(np.float32)
-
-
-def _seq_sum(x):
-    """A float32 sum accumulated left to right, as std::accumulate (pairwise summation
-    can move a near-tie between two candidate thresholds)."""
-    return np.cumsum(x, dtype=np.float32)[-1] if x.size else np.float32(0)
-
-
-def _kl(p, q):
-    p = p / _seq_sum(p)
-    q = q / _seq_sum(q)
-    if not (np.all(p > 0) and np.all(q > 0)):
-        raise GpundaError("Operator _contrib_calibrate_entropy: a smoothed distribution has a "
-                          "non-positive entry (the histogram is too sparse)")
-    # log in float64, rounded once: as close to the C library's logf as NumPy gets
-    return _seq_sum(p * np.log((p / q).astype(np.float64)).astype(np.float32))
-
-
-def _divergence(hist, counts, i, zero, nq):
-    """KL divergence of the histogram clipped to bins [zero - i, zero + i] against its
-    nq-level quantization (MXNet's CalibrateComputeCPU, one candidate)."""
-    start, stop = zero - i, zero + i + 1
-    p = hist[start:stop].copy()
-    p[0] = _seq_sum(hist[:start + 1])
-    p[-1] = _seq_sum(hist[stop - 1:])
-    sliced = counts[start:stop].copy()
-    sliced[0] = 0                   # MXNet's loop leaves the first slot of the slice unset
-    merged = sliced.size // nq
-    body = sliced[:nq * merged].reshape(nq, merged)
-    qbins = body.sum(axis=1)
-    qbins[-1] += sliced[nq * merged:].sum()
-    nonzero = (body != 0).sum(axis=1)
-    nonzero[-1] += int((sliced[nq * merged:] != 0).sum())
-    owner = np.minimum(np.arange(sliced.size) // merged, nq - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(nonzero > 0, qbins.astype(np.float32) / nonzero, 0).astype(np.float32)
-    q = np.where(p != 0, per[owner], 0).astype(np.float32)
-    p, q = _smooth(p), _smooth(q)
-    if q is None:
-        return np.float32(np.inf)
-    if p is None:
-        raise GpundaError("Operator _contrib_calibrate_entropy: the histogram is all zeros")
-    return _kl(p, q)
-
-
 def _calibrate_entropy(xp, p, hist, edges):
     if hist.dtype != _F32:
         raise GpundaError(f"Operator _contrib_calibrate_entropy: hist must be float32, got "
@@ -231,12 +175,22 @@ def _calibrate_entropy(xp, p, hist, edges):
     if nq < 1 or nq // 2 > zero:
         raise GpundaError(f"Operator _contrib_calibrate_entropy: num_quantized_bins={nq} "
                           f"must be in [1, {2 * zero + 1}] for {h.size} bins")
-    counts = h.astype(np.uint64).astype(np.int64)    # MXNet keeps the slice in size_t
-    best_i, best = 0, np.float32(np.finfo(np.float32).max)
-    for k, i in enumerate(range(nq // 2, zero + 1)):
-        d = _divergence(h, counts, i, zero, nq)
-        if d < best:
-            best_i, best = k, d
+    div, code = divergences(h, nq)
+    bad = np.flatnonzero((code == ALL_ZERO) | (code == NON_POSITIVE))
+    if bad.size:                    # MXNet's CHECK fails at the first such candidate
+        raise GpundaError(
+            "Operator _contrib_calibrate_entropy: the histogram is all zeros"
+            if code[bad[0]] == ALL_ZERO else
+            "Operator _contrib_calibrate_entropy: a smoothed distribution has a "
+            "non-positive entry (the histogram is too sparse)")
+    # the first least divergence below float32's max (inf and NaN never win), as
+    # MXNet's strict-< scan from min_divergence = FLT_MAX
+    below = np.flatnonzero(div < np.finfo(np.float32).max)
+    best_i = int(below[np.argmin(div[below])]) if below.size else 0
+    best = div[best_i] if below.size else np.float32(np.finfo(np.float32).max)
+    if zero + nq // 2 + best_i + 1 >= e.size:      # MXNet reads past hist_edges here
+        raise GpundaError(f"Operator _contrib_calibrate_entropy: the best threshold is the "
+                          f"edge past the end of hist_edges ({h.size} bins, an even count)")
     threshold = e[zero + nq // 2 + best_i + 1]
     return (xp.asarray([threshold], np.float32), xp.asarray([best], np.float32))
 
@@ -245,7 +199,7 @@ register(OpDef(
     "_contrib_calibrate_entropy", _calibrate_entropy, inputs=("hist", "hist_edges"),
     params=[Param("num_quantized_bins", "int", 255, "number of quantized bins")],
     num_outputs=2, output_names=("threshold", "divergence"), nondiff=True, save=(),
-    family="quantize", capture="host loop over candidate thresholds",
+    family="quantize", capture="host-side search over candidate thresholds",
     infer_shape=lambda p, s: (list(s), [(1,), (1,)]),
     infer_type=lambda p, t: ([_F32, _F32], [_F32, _F32]),
     doc="The threshold (a histogram edge) whose clipped, num_quantized_bins-level "
