@@ -16,6 +16,7 @@ from gpunda._core import hooks
 from gpunda._engine.fusion.codegen import contiguous_strides, kernel_source
 from gpunda._engine.fusion.group import FusedGroup, Layout
 from gpunda._engine.fusion.partition import partition
+from gpunda._engine.fusion.views import count_view_kernels
 
 __all__ = ["graph_sources", "count_kernels"]
 
@@ -135,9 +136,14 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
     psteps = part.steps
     req, has_grad = graded(psteps)
     in_group = {i for ms in part.groups for i in ms}
-    fwd_f = len(psteps) - sum(len(ms) - 1 for ms in part.groups)
+    # view steps (NOTE [View steps]): a kernel only where a copy is still needed; a
+    # reshape-like view's gradient is a view as well
+    views = count_view_kernels(psteps, ss, part.views, in_group)
+    fwd_f = len(psteps) - sum(len(ms) - 1 for ms in part.groups) - \
+        sum(1 - k for k in views.values())
     bwd_f = sum(1 + reductions(st, req) for i, st in enumerate(psteps)
-                if has_grad[i] and i not in in_group)
+                if has_grad[i] and i not in in_group and
+                not (i in views and st.op.view.reshape_grad))
     for g, ms in zip(groups, part.groups):
         if any(has_grad[i] for i in ms):
             lay = _layout(g, ss, sd)
@@ -148,4 +154,5 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
                              and it is not None and tuple(ss[s]) != tuple(it))
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),
-            "split": part.splits}
+            "split": part.splits, "views": len(views),
+            "view_copies": sum(views.values())}

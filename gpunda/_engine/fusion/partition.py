@@ -46,6 +46,7 @@ class Partition:
         self.steps = None       # the step list (splits applied) the indices refer to
         self.random = []        # indices of the steps that draw random numbers, in order
         self.splits = 0         # steps split (Dropout while it drops)
+        self.views = set()      # indices of the steps run as views (NOTE [View steps])
 
 
 def _splittable(st, train):
@@ -136,7 +137,22 @@ def _candidate(st, train):
 
 def partition(steps, nin, heads, train):
     """Partition ``steps`` (a CachedOp's ``_Step`` list; slots < ``nin`` are inputs) for
-    training mode ``train`` (NOTE [Fusion partition])."""
+    training mode ``train`` (NOTE [Fusion partition]); shape-only steps outside the groups
+    become view steps (NOTE [View steps])."""
+    res = _partition_groups(steps, nin, heads, train)
+    if res.graph_reason is None:
+        from gpunda._engine.fusion.views import view_step, viewable
+        grouped = {i for ms in res.groups for i in ms}
+        hs = set(heads)
+        for i, st in enumerate(res.steps):
+            if i not in grouped and viewable(st, hs):
+                res.steps[i] = view_step(st, _derived)
+                res.views.add(i)
+                res.reasons[i] = "a view of its input (no kernel where the layout allows)"
+    return res
+
+
+def _partition_groups(steps, nin, heads, train):
     if any(st.op.fwd_mutates for st in steps):
         res = Partition()
         res.steps = list(steps)
