@@ -2,7 +2,7 @@
 
 Plan counts (``gpunda._engine.fusion.kernel_counts``): one kernel per op forward and one
 per op gradient backward (plus one sum per broadcast input's gradient), a fused group one
-kernel each way. No GPU is needed: the figure comes from the partition and shape
+kernel each way, a view step no kernel unless it must copy (docs/benchmarks.md defines it). No GPU is needed: the figure comes from the partition and shape
 inference of the hybridized graph.
 
 With ``--launches`` (needs CuPy importable, for the test stand-in GPU) it also runs one

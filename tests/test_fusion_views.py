@@ -118,11 +118,19 @@ def _counts(s, shapes, **kw):
 
 def test_count_charges_the_copies_that_still_happen():
     x, w = sym.var("x"), sym.var("w")
-    # a split along the last axis read by a GEMM: the GEMM's reader copies it (1 kernel)
+    # a split read by a GEMM stays a copy (only fused kernels read strided views)
     a, b = sym.split(x, num_outputs=2, axis=-1)
     s = sym.FullyConnected(a, w, num_hidden=3, no_bias=True) + sym.exp(b) * 2
     c = _counts(s, {"x": (4, 6)}, grad_inputs=["x", "w"])
-    assert c["views"] == 1 and c["view_copies"] == 1
+    assert c["views"] == 0
+    # a reshape of a strided part copies (one kernel), a reshape of a contiguous one not
+    t = sym.exp(sym.Reshape(a, shape=(-1,)) * 2)
+    c = _counts(t, {"x": (4, 6)}, grad_inputs=["x"])
+    assert c["views"] == 2 and c["view_copies"] == 1
+    a0, b0 = sym.split(x, num_outputs=2, axis=0)
+    t = sym.exp(sym.Reshape(a0, shape=(-1,)) * 2)
+    c = _counts(t, {"x": (4, 6)}, grad_inputs=["x"])
+    assert c["views"] == 2 and c["view_copies"] == 0
     # the same split read only by a fused group: free (strided loads)
     s = sym.sigmoid(a) * sym.tanh(b) + 1
     c = _counts(s, {"x": (4, 6)}, grad_inputs=["x"])
@@ -134,6 +142,25 @@ def test_count_charges_the_copies_that_still_happen():
     s = sym.exp(f) * 2
     c = _counts(s, {"x": (4, 6)}, grad_inputs=["w"])
     assert c["forward"] == (4, 2) and c["backward"] == (4, 2)
+
+
+def test_reshape_of_a_strided_part_is_contiguous():
+    """A reshape view hands every reader a C-contiguous array (copying a strided split
+    part), matching the unfused values and gradients."""
+    x, w = sym.var("x"), sym.var("w")
+    a, b = sym.split(x, num_outputs=2, axis=-1)
+    r = sym.Reshape(a, shape=(-1, 3))
+    s = sym.broadcast_add(sym.FullyConnected(r, w, num_hidden=2, no_bias=True),
+                          sym.sum(sym.exp(b) * 2))
+    rs = np.random.RandomState(4)
+    arrays = [rs.randn(4, 6).astype(np.float32), rs.randn(2, 3).astype(np.float32)]
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    assert len(cop.fusion_report(True)["views"]) == 2
+    ref = _run(cop, arrays)
+    for _ in range(2):
+        for a, b in zip(ref, _run(view, arrays)):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
 def test_views_follow_the_switch():

@@ -4,7 +4,9 @@ Counted from the plan, on the CPU: the unfused plan launches one kernel per op i
 forward and one per op gradient in the backward (plus one sum per input a broadcast_ op
 broadcast, its gradient's reduction), which is what the issue's "one kernel per op"
 means; a fused group is one kernel forward and one backward, plus one sum per group
-input it broadcast that needs a gradient. Op bodies that launch several CuPy kernels
+input it broadcast that needs a gradient; a view step (NOTE [View steps]) is no kernel
+where its input is C-contiguous (graph inputs are taken so) and one (a copy) where it
+reshapes a strided value; a reshape-like view's gradient is a view, no kernel. Op bodies that launch several CuPy kernels
 (LayerNorm, softmax) count once on both sides, so the ratio understates fusion's effect
 on real launches only where element-wise work hides inside such ops.
 """

@@ -141,14 +141,8 @@ def partition(steps, nin, heads, train):
     become view steps (NOTE [View steps])."""
     res = _partition_groups(steps, nin, heads, train)
     if res.graph_reason is None:
-        from gpunda._engine.fusion.views import view_step, viewable
-        grouped = {i for ms in res.groups for i in ms}
-        hs = set(heads)
-        for i, st in enumerate(res.steps):
-            if i not in grouped and viewable(st, hs):
-                res.steps[i] = view_step(st, _derived)
-                res.views.add(i)
-                res.reasons[i] = "a view of its input (no kernel where the layout allows)"
+        from gpunda._engine.fusion.views import apply_views
+        apply_views(res, heads, _derived)
     return res
 
 

@@ -15,7 +15,8 @@ too; a split's and a slice's gradients are the ops' own rules (a concatenation, 
 scatter: kernels).
 
 What keeps this correct: a step whose output is a graph head stays a copy (a caller may
-keep and write an output, and it must not alias an input or another output); the static
+keep and write an output, and it must not alias an input or another output), as does one
+whose output an op writes (BatchNorm's moving stats in its backward); the static
 memory plan sees that a view owns no fresh memory and counts it as a reference to its
 source's storage, so nothing writes in place into memory a live view reads (NOTE [Static
 memory plan]); graphs whose ops write their inputs in the forward are not touched (NOTE
@@ -29,17 +30,41 @@ import numpy as np
 
 from gpunda.ops.raw import RawF
 
-__all__ = ["view_step", "viewable", "count_view_kernels"]
+__all__ = ["apply_views", "count_view_kernels"]
 
 _ops = {}       # id of the op -> its view OpDef
 
 
-def viewable(st, heads):
-    """Whether CachedOp step ``st`` runs as a view in the fused plan (``heads``: the
-    graph's head slots)."""
-    rule = st.op.view
-    return rule is not None and not st.op.fwd_mutates and rule.compute is not None and \
-        not any(s in heads for s in st.outs)
+def apply_views(res, heads, derive):
+    """Replace the steps of partition ``res`` (outside its groups) that may run as views
+    by view steps, noting them in ``res.views`` and ``res.reasons``; ``derive(st, op, ins,
+    outs, suffix)`` copies a plan step with another op (partition._derived)."""
+    steps = res.steps
+    grouped = {i for ms in res.groups for i in ms}
+    fixed = set(heads)      # slots that must not be views: heads, and slots an op writes
+    readers = {}
+    for i, st in enumerate(steps):
+        for s in st.ins:
+            readers.setdefault(s, []).append(i)
+        if st.op.mutates:   # BatchNorm's moving stats (its backward writes them)
+            fixed.update(st.ins[k] for k in st.op.mutated(st.p) if k < len(st.ins))
+
+    def candidate(st):
+        rule = st.op.view
+        return rule is not None and not st.op.fwd_mutates and \
+            not any(s in fixed for s in st.outs)
+
+    def strided_ok(s):      # every reader reads any strides: a fused group or a reshape view
+        return all(r in grouped or (candidate(steps[r]) and steps[r].op.view.reshape_grad)
+                   for r in readers.get(s, ()))
+    for i, st in enumerate(steps):
+        if i in grouped or not candidate(st):
+            continue
+        # a split or slice may be strided: only kernels that read through strides see it
+        if st.op.view.reshape_grad or all(strided_ok(s) for s in st.outs):
+            steps[i] = derive(st, _view_op(st.op), st.ins, st.outs, "")
+            res.views.add(i)
+            res.reasons[i] = "a view of its input (no kernel where the layout allows)"
 
 
 def _view_op(op):
@@ -48,7 +73,15 @@ def _view_op(op):
         return got
     rule = op.view
     vop = copy.copy(op)
-    vop.compute = lambda xp, p, *ins: rule.compute(xp, p, *ins)
+    if rule.reshape_grad:
+        def compute(xp, p, *ins):
+            r = rule.compute(xp, p, *ins)
+            # every op reads a reshape's result: it is C-contiguous, a view when the input
+            # allows (a reshape of a strided split part copies, as the count charges)
+            return r if r.flags.c_contiguous else xp.ascontiguousarray(r)
+        vop.compute = compute
+    else:
+        vop.compute = lambda xp, p, *ins: rule.compute(xp, p, *ins)
     vop.wants_ctx = False
     if rule.reshape_grad:
         base = op.gradient
@@ -62,12 +95,6 @@ def _view_op(op):
     vop.fusion_view = True
     _ops[id(op)] = vop
     return vop
-
-
-def view_step(st, derive):
-    """The step running ``st`` through its op's ViewRule; ``derive(st, op, ins, outs,
-    suffix)`` copies a plan step with another op (partition._derived)."""
-    return derive(st, _view_op(st.op), st.ins, st.outs, "")
 
 
 def _contiguous_view(op_name, p, shape):
