@@ -472,6 +472,7 @@ class CachedOp:
                      _Step.fused(groups[i], "_fused%d(%s)" % (i, "+".join(
                          psteps[k].name for k in part.groups[i])))
                      for kind, i in _fusion.fused_order(self._steps, part)]
+            view._nslots = part.nslots  # a GEMM split from its bias add makes a slot
             view._derive(steps)
             view._plans, view._train_plans = OrderedDict(), OrderedDict()
             view._graphs, view._graph_calls = OrderedDict(), {}

@@ -45,6 +45,8 @@ def _plan(symbol, shapes, dtypes, train):
                 slot_shape[k], slot_dtype[k] = sh.get((id(n), i)), dt.get((id(n), i))
                 k += 1
     part = partition(cop._steps, cop._nin, cop._heads, train)
+    for t, s in part.like.items():      # a GEMM's result before its bias add
+        slot_shape[t], slot_dtype[t] = slot_shape[s], slot_dtype[s]
     groups = [FusedGroup([part.steps[i] for i in ms], [part.specs[i] for i in ms],
                          part.in_slots[g], part.out_slots[g], g)
               for g, ms in enumerate(part.groups)]
@@ -100,15 +102,15 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
     if grad_inputs is None:
         grad_inputs = [n for n in names if n not in shapes]
 
-    def graded(steps):      # which steps run a gradient, and which slots need one
-        req = [False] * cop._nslots
+    def graded(steps, nslots):      # which steps run a gradient, and which slots need one
+        req = [False] * nslots
         for k, n in enumerate(names):
             req[k] = n in grad_inputs
         for st in steps:
             if not st.op.nondiff and any(req[s] for s in st.ins):
                 for s in st.outs:
                     req[s] = True
-        reach = [False] * cop._nslots
+        reach = [False] * nslots
         for h in cop._heads:
             reach[h] = True
         has_grad = [False] * len(steps)
@@ -123,6 +125,12 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
                     reach[s] = True
         return req, has_grad
 
+    def gemm_fwd(st):       # a GEMM op's bias add is a launch of its own
+        return 2 if st.op.capture == "gemm" and len(st.ins) > 2 else 1
+
+    def gemm_bwd(st, req):  # a GEMM op's gradient: a GEMM (or bias sum) per input asked
+        return max(1, sum(1 for s in st.ins if req[s])) if st.op.capture == "gemm" else 1
+
     def reductions(st, req):
         rec = st.op.pointwise
         if rec is None or rec.broadcast != "numpy" or _row_op(st, train):
@@ -131,19 +139,20 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
         return sum(1 for s in st.ins if req[s] and ss.get(s) != osh)
 
     steps = cop._steps
-    req, has_grad = graded(steps)
-    fwd_u = len(steps)
-    bwd_u = sum(1 + reductions(st, req) for i, st in enumerate(steps) if has_grad[i])
+    req, has_grad = graded(steps, cop._nslots)
+    fwd_u = sum(gemm_fwd(st) for st in steps)
+    bwd_u = sum(gemm_bwd(st, req) + reductions(st, req)
+                for i, st in enumerate(steps) if has_grad[i])
     # the fused plan: part.steps (Dropout split into its mask and a multiply)
     psteps = part.steps
-    req, has_grad = graded(psteps)
+    req, has_grad = graded(psteps, part.nslots)
     in_group = {i for ms in part.groups for i in ms}
     # view steps (NOTE [View steps]): a kernel only where a copy is still needed; a
     # reshape-like view's gradient is a view as well
     views = count_view_kernels(psteps, ss, part.views, in_group)
-    fwd_f = len(psteps) - sum(len(ms) - 1 for ms in part.groups) - \
+    fwd_f = sum(gemm_fwd(st) for st in psteps) - sum(len(ms) - 1 for ms in part.groups) - \
         sum(1 - k for k in views.values())
-    bwd_f = sum(1 + reductions(st, req) for i, st in enumerate(psteps)
+    bwd_f = sum(gemm_bwd(st, req) + reductions(st, req) for i, st in enumerate(psteps)
                 if has_grad[i] and i not in in_group and
                 not (i in views and st.op.view.reshape_grad))
     for g, ms in zip(groups, part.groups):
@@ -156,5 +165,5 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
                              and it is not None and tuple(ss[s]) != tuple(it))
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),
-            "split": part.splits, "views": len(views),
+            "split": part.splits, "epilogues": part.epilogues, "views": len(views),
             "view_copies": sum(views.values())}
