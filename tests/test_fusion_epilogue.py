@@ -20,20 +20,21 @@ def _cpu():
         yield
 
 
-def _run(cop, arrays):
+def _run(cop, arrays, train=True):
     args = [mx.nd.array(a) for a in arrays]
     for a in args:
         a.attach_grad()
-    with autograd.record():
+    with autograd.record(train_mode=train):
         out = cop(*args)
-    out.backward(mx.nd.array(np.linspace(-1, 1, out.size).reshape(out.shape)))
+    out.backward(mx.nd.array(np.linspace(-1, 1, out.size).reshape(out.shape)),
+                 train_mode=train)
     return [out.asnumpy()] + [a.grad.asnumpy() for a in args]
 
 
-def _compare(s, arrays):
+def _compare(s, arrays, train=True):
     cop = CachedOp(s, {"static_alloc": True})
-    view = cop._fused_view(True)
-    ref, got = _run(cop, arrays), _run(view, arrays)
+    view = cop._fused_view(train)
+    ref, got = _run(cop, arrays, train), _run(view, arrays, train)
     for a, b in zip(ref, got):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     return cop, view
@@ -58,7 +59,7 @@ def test_bias_add_joins_the_gelu_after_it(flatten, dshape):
     shapes = {"x": dshape, "fc_weight": (6, k), "fc_bias": (6,)}
     cop, view = _compare(s, _arrays(s, shapes))
     rep = cop.fusion_report(True)
-    assert [g["ops"] for g in rep["groups"]] == [["_fc_bias_add", "LeakyReLU", "_mul_scalar"]]
+    assert [g["ops"] for g in rep["groups"]] == [["_bias_add", "LeakyReLU", "_mul_scalar"]]
     # the GEMM runs without its bias; the add is inside the group's kernel
     gemm = [st for st in view._steps if st.op.name == "FullyConnected"]
     assert len(gemm) == 1 and gemm[0].p.no_bias and len(gemm[0].ins) == 2
@@ -107,7 +108,26 @@ def test_dropout_mask_reads_the_gemm_so_the_multiply_joins_the_add():
     for a, b in zip(ref, got):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
     groups = [g["ops"] for g in cop.fusion_report(True)["groups"]]
-    assert groups == [["_fc_bias_add", "_dropout_apply", "elemwise_add", "LayerNorm"]]
+    assert groups == [["_bias_add", "_dropout_apply", "elemwise_add", "LayerNorm"]]
+
+
+def test_convolution_bias_joins_an_inference_batchnorm():
+    """Predict mode: the convolution's bias add (along axis 1) joins BatchNorm and relu;
+    in training (BatchNorm's statistics are not element-wise) the split is undone."""
+    x = sym.var("x")
+    c = sym.Convolution(x, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+    s = sym.relu(sym.BatchNorm(c, fix_gamma=False, name="bn"))
+    shapes = {"x": (2, 3, 5, 5), "conv_weight": (4, 3, 3, 3), "conv_bias": (4,),
+              "bn_gamma": (4,), "bn_beta": (4,), "bn_moving_mean": (4,),
+              "bn_moving_var": (4,)}
+    arrays = _arrays(s, shapes)
+    arrays[-1] = np.abs(arrays[-1]) + 0.5           # a variance
+    cop, view = _compare(s, arrays, train=False)
+    assert [g["ops"] for g in cop.fusion_report(False)["groups"]] == \
+        [["_bias_add", "BatchNorm", "relu"]]
+    assert not any(g.fallbacks for g in view._fusion_groups)
+    assert cop.fusion_report(True)["groups"] == []
+    assert fusion.kernel_counts(s, {"x": (2, 3, 5, 5)}, train=True)["epilogues"] == 0
 
 
 def test_counts_charge_the_bias_add_and_sum():
@@ -159,6 +179,6 @@ def test_standin_gpu_runs_the_epilogue_kernels(standin_gpu):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
     rep = net.fusion_report(train=True)
     assert rep["fallbacks"] == {}
-    assert any(g["ops"][:2] == ["_fc_bias_add", "LeakyReLU"] for g in rep["groups"])
+    assert any(g["ops"][:2] == ["_bias_add", "LeakyReLU"] for g in rep["groups"])
     view = net._cached_op._fusion_views[True]
     assert all(g.launches > 0 for g in view._fusion_groups)

@@ -320,7 +320,8 @@ class OpDef:
     out_ctx = None      # callable(p) -> Context when outputs live on another context (_copyto)
     pointwise = None    # a Pointwise record (NOTE [Pointwise records]) for fusable ops
     view = None         # a ViewRule (NOTE [View steps] in _engine/fusion/views.py)
-    # callable(p) -> (params of the op without its bias, pointwise bias-add op name) or None:
+    # callable(p) -> (params of the op without its bias, the pointwise bias-add op's name,
+    # its params as a dict) or None:
     # how the fusion pass may split a GEMM's bias add off (NOTE [GEMM epilogues])
     epilogue = None
 

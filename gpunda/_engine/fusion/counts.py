@@ -3,14 +3,20 @@
 Counted from the plan, on the CPU: the unfused plan launches one kernel per op in the
 forward and one per op gradient in the backward (plus one sum per input a broadcast_ op
 broadcast, its gradient's reduction), which is what the issue's "one kernel per op"
-means; a fused group is one kernel forward and one backward, plus one sum per group
-input it broadcast that needs a gradient; a view step (NOTE [View steps]) is no kernel
-where its input is C-contiguous (graph inputs are taken so) and one (a copy) where it
-reshapes a strided value; a reshape-like view's gradient is a view, no kernel. Op bodies that launch several CuPy kernels
-(LayerNorm, softmax) count once on both sides, so the ratio understates fusion's effect
-on real launches only where element-wise work hides inside such ops.
+means, except that a GEMM op (FullyConnected, Convolution, dot, batch_dot) is charged
+the launches its body makes: its GEMM plus its bias add forward, one GEMM (or the bias
+sum) per input whose gradient is asked backward; a fused group is one kernel forward and
+one backward, plus one sum per group input it broadcast that needs a gradient (a split
+bias add's bias, LayerNorm's gamma and beta); a view step (NOTE [View steps]) is no
+kernel where its input is C-contiguous (graph inputs are taken so) and one (a copy)
+where it reshapes a strided value; a reshape-like view's gradient is a view, no kernel.
+Other op bodies that launch several CuPy kernels (LayerNorm, softmax) count once on both
+sides, so the ratio understates fusion's effect on real launches where element-wise work
+hides inside such ops. ``by_kind`` gives the fused plan's kernels per op kind.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 
@@ -150,20 +156,28 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
     # view steps (NOTE [View steps]): a kernel only where a copy is still needed; a
     # reshape-like view's gradient is a view as well
     views = count_view_kernels(psteps, ss, part.views, in_group)
-    fwd_f = sum(gemm_fwd(st) for st in psteps) - sum(len(ms) - 1 for ms in part.groups) - \
-        sum(1 - k for k in views.values())
-    bwd_f = sum(gemm_bwd(st, req) + reductions(st, req) for i, st in enumerate(psteps)
-                if has_grad[i] and i not in in_group and
-                not (i in views and st.op.view.reshape_grad))
+    fwd_k, bwd_k = Counter(), Counter()     # the fused plan's kernels by kind
+    for i, st in enumerate(psteps):
+        if i in in_group:
+            continue
+        fwd_k[st.op.name] += views[i] if i in views else gemm_fwd(st)
+        if has_grad[i] and not (i in views and st.op.view.reshape_grad):
+            bwd_k[st.op.name] += gemm_bwd(st, req) + reductions(st, req)
     for g, ms in zip(groups, part.groups):
+        fwd_k["fused group"] += 1
         if any(has_grad[i] for i in ms):
             lay = _layout(g, ss, sd)
             it = lay.shape if lay.reason is None else None
             graded_in = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
                          if t is not None}
-            bwd_f += 1 + sum(1 for s in g.in_slots if req[s] and s in graded_in
-                             and it is not None and tuple(ss[s]) != tuple(it))
+            bwd_k["fused group"] += 1
+            bwd_k["fused group input sum"] += sum(
+                1 for s in g.in_slots if req[s] and s in graded_in
+                and it is not None and tuple(ss[s]) != tuple(it))
+    fwd_f, bwd_f = sum(fwd_k.values()), sum(bwd_k.values())
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),
             "split": part.splits, "epilogues": part.epilogues, "views": len(views),
-            "view_copies": sum(views.values())}
+            "view_copies": sum(views.values()),
+            "by_kind": {"forward": {k: v for k, v in fwd_k.most_common() if v},
+                        "backward": {k: v for k, v in bwd_k.most_common() if v}}}

@@ -26,6 +26,21 @@ the unfused one. The mask step needs the data's shape and dtype only: it reads t
 earliest slot sure to have them (back through element-wise, channel and row steps that
 keep their first input's shape and dtype), so a multiply can join the group making its
 data (softmax's). ``Partition.steps`` is the step list the indices refer to.
+
+NOTE [GEMM epilogues]
+A GEMM op whose OpDef has an ``epilogue`` rule (FullyConnected, Convolution with a bias)
+is split the same way: the GEMM without its bias into a fresh slot (``Partition.nslots``
+counts it, ``Partition.like`` gives its shape and dtype: the op's output's), then a
+pointwise bias add (``_bias_add``: the bias a "channel" vector along the output's last
+axis, a convolution's axis 1) making the op's output, a candidate. The split is kept
+only where the add joins a group (the GELU or tanh after a Dense, the Dropout multiply
+and residual add after a projection, an LSTM's gate sum, an inference BatchNorm after a
+convolution): the add, a launch of its own inside the op, then costs nothing, and its
+gradient, the bias sum, is the group's sum over that broadcast input, as the op's own
+gradient sums it. A mask step after the op reads the GEMM's slot for its shape, so the
+Dropout multiply can join the add's group. A bias of another shape (FullyConnected's
+(H, 1)) or one read twice in a group runs that group member by member (NOTE [Fused
+steps]).
 """
 from __future__ import annotations
 
@@ -129,7 +144,7 @@ def _split_steps(steps, train, which, nslots):
             out.append(_derived(st, pw, tuple(st.ins) + (st.outs[-1],), st.outs[:-1], ""))
         elif ep is not None:
             # the GEMM into a fresh slot, then its bias added by a pointwise step
-            gp, pw = ep
+            gp, pw, pw_kw = ep
             t = nslots
             nslots += 1
             like[t] = st.outs[0]
@@ -140,7 +155,7 @@ def _split_steps(steps, train, which, nslots):
             half[i] = len(out)
             pop = get_op(pw)
             add = _derived(st, pop, (t, st.ins[2]), st.outs, "_bias")
-            add.p = pop.parse_params({})
+            add.p = pop.parse_params(pw_kw)
             out.append(add)
         else:
             out.append(st)

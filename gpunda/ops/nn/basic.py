@@ -145,31 +145,33 @@ register(OpDef(
 def _bias_along(p, x, b):
     """The shape bias ``b`` broadcasts as along data ``x``'s axis ``p.axis``."""
     shape = [1] * x.ndim
-    shape[norm_axis(p.axis, x.ndim, "_fc_bias_add")] = b.size
+    shape[norm_axis(p.axis, x.ndim, "_bias_add")] = b.size
     return tuple(shape)
 
 
-def _fc_bias_add(xp, p, x, b):
+def _bias_add(xp, p, x, b):
     return x + b.reshape(_bias_along(p, x, b))
 
 
-def _grad_fc_bias_add(F, p, ins, outs, og):
+def _grad_bias_add(F, p, ins, outs, og):
     x, b = ins
     gb = sum_to_shape(F, og[0], _bias_along(p, x, b))
     return [og[0], F.reshape(gb, shape=tuple(b.shape))]
 
 
-# FullyConnected's bias add on its own (NOTE [GEMM epilogues] in _engine/fusion/partition.py):
-# the fusion pass splits a Dense's GEMM from its bias add when the add can join a group
+# a GEMM op's bias add on its own (NOTE [GEMM epilogues] in _engine/fusion/partition.py):
+# the fusion pass splits a Dense's or a convolution's GEMM from its bias add when the add
+# can join a group
 register(OpDef(
-    "_fc_bias_add", _fc_bias_add, inputs=("data", "bias"), params=[Param("axis", "int", -1)],
-    gradient=_grad_fc_bias_add, save=("inputs",), hidden=True, family="nn",
+    "_bias_add", _bias_add, inputs=("data", "bias"), params=[Param("axis", "int", -1)],
+    gradient=_grad_bias_add, save=("inputs",), hidden=True, family="nn",
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
-    doc="data + bias along data's last axis (FullyConnected's bias add, split off by the "
+    doc="data + bias along data's axis `axis` (a GEMM op's bias add, split off by the "
         "fusion pass)."))
-declare_pointwise("_fc_bias_add", "data + bias", ("g", "g"), broadcast="channel")
+declare_pointwise("_bias_add", "data + bias", ("g", "g"), broadcast="channel")
 get_op("FullyConnected").epilogue = \
-    lambda p: None if p.no_bias else (p.replace(no_bias=True), "_fc_bias_add")
+    lambda p: None if p.no_bias else (p.replace(no_bias=True), "_bias_add", {"axis": -1})
+
 
 def _fc_data_grad(xp, p, g, w):
     g2 = g.reshape(-1, w.shape[0])
