@@ -64,6 +64,11 @@ def test_bias_add_joins_the_gelu_after_it(flatten, dshape):
     gemm = [st for st in view._steps if st.op.name == "FullyConnected"]
     assert len(gemm) == 1 and gemm[0].p.no_bias and len(gemm[0].ins) == 2
     assert not any(g.fallbacks for g in view._fusion_groups)
+    # the bias's gradient is its data's ("g"): the backward kernel stores it once and the
+    # bias sum reads that buffer
+    (g,) = view._fusion_groups
+    assert g.in_slots[0] == gemm[0].outs[0] and len(g.in_slots) == 2
+    assert list(g._stored.values()) == [[0, 0]]
 
 
 def test_split_is_undone_when_the_add_finds_no_group():

@@ -22,7 +22,7 @@ import numpy as np
 
 from gpunda._core import hooks
 from gpunda._engine.fusion.codegen import contiguous_strides, kernel_source
-from gpunda._engine.fusion.group import FusedGroup, Layout
+from gpunda._engine.fusion.group import FusedGroup, Layout, store_once
 from gpunda._engine.fusion.partition import partition
 from gpunda._engine.fusion.views import count_view_kernels
 
@@ -92,6 +92,7 @@ def graph_sources(symbol, shapes, dtypes=None, train=False, backward=True):
             red = [lay.slot_shape[s] != lay.shape for s in g.in_slots]
             gdt = [np.dtype(np.float64 if d == np.float64 else np.float32) if r else d
                    for d, r in zip(in_dt, red)]
+            prog, gdt, _ = store_once(prog, red, gdt)     # as FusedGroup.run_backward
             strides = list(lay.strides) + [contiguous_strides(lay.shape)] * len(out_dt)
             name, src = kernel_source(prog, in_dt + out_dt, gdt, lay.shape, strides)
             out[name] = src
