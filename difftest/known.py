@@ -204,16 +204,11 @@ RULES = [
      "reason": "mx.np.reshape(a, s, order='F') silently reshapes in C order in MXNet 1.9.1 "
                "(a wrong answer); gpunda raises NotImplementedError once the shape is valid"},
     # -- deliberate (docs/compat.md, "Deliberate differences") ---------------------------
-    {"tag": "quantize-rounding", "status": DELIBERATE, "what": {"value"},
-     "ops": {"_contrib_quantize", "_contrib_quantize_v2", "_contrib_requantize"},
-     "reason": "MXNet's CPU wheel quantizes with MKL-DNN (round to nearest, -128, uint8 from "
-               "zero); gpunda follows MXNet's reference kernels (+0.5 and truncate)"},
     {"tag": "mkldnn-cast", "status": DELIBERATE, "what": {"value"},
-     "ops": {"_contrib_dequantize", "amp_cast"},
-     "reason": "MXNet's CPU wheel runs these through MKL-DNN: dequantize scales by 127.5 / "
-               "255.5 and amp_cast to an integer type rounds to nearest and saturates; gpunda "
-               "follows MXNet's reference (GPU) kernels: / 127 (int8), min + x * range / 255 "
-               "(uint8) and a truncating cast"},
+     "ops": {"amp_cast"},
+     "reason": "MXNet's CPU wheel runs amp_cast to an integer type through MKL-DNN, which "
+               "rounds to nearest and saturates; gpunda follows MXNet's reference (GPU) "
+               "kernel, a truncating cast"},
     {"tag": "mxnet-bug-uninitialised", "status": DELIBERATE, "what": {"value"},
      "ops": {"_image_flip_left_right", "all_finite"},
      "reason": "MXNet bugs that return uninitialised memory: image.flip_left_right of float64 "

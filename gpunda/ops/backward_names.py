@@ -98,10 +98,6 @@ NP_BACKWARD_OPS = ("backward_ediff1d", "backward_nan_to_num", "backward_polyval"
 # ops that exist only inside MXNet's C++ library: MKL-DNN fused subgraphs its graph pass
 # makes, and the nodes of a thread-safe CachedOp and of an autograd.Function
 CPP_ONLY_OPS = {
-    "_sg_mkldnn_selfatt_qk": "an MKL-DNN fused subgraph op, made only by MXNet's MKL-DNN "
-                             "graph pass",
-    "_sg_mkldnn_selfatt_valatt": "an MKL-DNN fused subgraph op, made only by MXNet's "
-                                 "MKL-DNN graph pass",
     "_CachedOpThreadSafe": "it is the node of a thread-safe CachedOp, which MXNet's C API "
                            "creates (no parameters can build it); use _CachedOp "
                            "(mx.sym._internal._CachedOp(*inputs, subgraph=json)) or a "

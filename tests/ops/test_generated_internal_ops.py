@@ -273,7 +273,6 @@ def test_cv_ops_match_mxnet(tmp_path):
 # -- names that only say why they cannot work ---------------------------------------------
 
 @pytest.mark.parametrize("ns, name", [
-    ("nd", "_sg_mkldnn_selfatt_qk"), ("sym", "_sg_mkldnn_selfatt_valatt"),
     ("nd", "_CachedOpThreadSafe"), ("sym", "_CustomFunction"), ("nd", "_broadcast_backward"),
     ("sym", "_split_v2_backward"), ("ndnp", "backward_polyval"), ("symnp", "hsplit_backward")])
 def test_cpp_only_names_raise_naming_themselves(ns, name):

@@ -1,7 +1,9 @@
 """MXNet's quantization ops: ``contrib.quantize``, ``quantize_v2``, ``dequantize`` and
 ``requantize``, with MXNet's rounding and ranges (zero gradients, as MXNet's).
 
-int8 is zero-centred: a real range ``r = max(|min|, |max|)`` maps to [-127, 127] as
+On the CPU they compute what MXNet's CPU build computes through oneDNN (quantize_cpu.py,
+NOTE [CPU quantization through oneDNN]); what follows is MXNet's plain kernel, which its
+GPU build runs and gpunda runs on the GPU. There int8 is zero-centred: a real range ``r = max(|min|, |max|)`` maps to [-127, 127] as
 ``sign(x) * min(|x| * 127 / r + 0.5, 127)`` truncated toward zero; uint8 is affine:
 ``(x - min) * 255 / (max - min) + 0.5`` truncated. int32 (the accumulators of quantized
 matrix products) spans ``r`` with 2**31 - 1 steps. The ranges travel as two (1,)
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops.quantization import quantize_cpu as _cpu
 from gpunda.ops.registry import OpDef, Param, register
 
 _INT8_RANGE = 127.0
@@ -46,6 +49,8 @@ def _check_float(name, x):
 def _quantize(xp, p, x, min_range, max_range):
     _check_float("_contrib_quantize", x)
     lo, hi = _scalar(xp, min_range), _scalar(xp, max_range)
+    if xp is np:
+        return _cpu.quantize(xp, x, lo, hi, _U8 if p.out_type == "uint8" else _I8)
     if p.out_type == "uint8":
         return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
     r = max(abs(lo), abs(hi))
@@ -67,11 +72,17 @@ def _quantize_v2(xp, p, x):
         # already quantized: MXNet copies the bytes into an output of out_type's dtype
         # (uint8 200 read as int8 is -56)
         q = x.copy() if x.dtype == np.dtype(out_type) else x.view(np.dtype(out_type)).copy()
+        if xp is np:
+            calib = (p.min_calib_range, p.max_calib_range) if calibrated else None
+            return (q,) + _range_out(xp, *_cpu.passthrough_range(x.dtype, calib))
         if calibrated:
             return (q,) + _range_out(xp, p.min_calib_range, p.max_calib_range)
         return (q,) + _range_out(xp, *((0.0, 255.0) if x.dtype == np.uint8
                                        else (-127.0, 127.0)))
     _check_float("_contrib_quantize_v2", x)
+    if xp is np:
+        calib = (p.min_calib_range, p.max_calib_range) if calibrated else None
+        return _cpu.quantize_v2(xp, x, calib, np.dtype(out_type))
     if calibrated:
         lo, hi = float(p.min_calib_range), float(p.max_calib_range)
     elif x.size:
@@ -86,6 +97,8 @@ def _quantize_v2(xp, p, x):
 
 def _dequantize(xp, p, q, min_range, max_range):
     lo, hi = _scalar(xp, min_range), _scalar(xp, max_range)
+    if xp is np and q.dtype in (_I8, _U8):
+        return _cpu.dequantize(xp, q, lo, hi)
     if q.dtype == np.uint8:
         return q.astype(np.float32) * np.float32((hi - lo) / 255.0) + np.float32(lo)
     if q.dtype == np.int8:
@@ -96,6 +109,11 @@ def _dequantize(xp, p, q, min_range, max_range):
 def _requantize(xp, p, q, min_range, max_range):
     if q.dtype != np.int32:
         raise GpundaError(f"Operator _contrib_requantize: data must be int32, got {q.dtype}")
+    if xp is np:
+        calibrated = p.min_calib_range is not None and p.max_calib_range is not None
+        calib = (p.min_calib_range, p.max_calib_range) if calibrated else None
+        return _cpu.requantize(xp, q, _scalar(xp, min_range), _scalar(xp, max_range), calib,
+                               _out_dtype(p))
     r_in = max(abs(_scalar(xp, min_range)), abs(_scalar(xp, max_range)))
     x = q.astype(np.float32) * np.float32(r_in / _INT32_RANGE)
     if p.min_calib_range is not None and p.max_calib_range is not None:

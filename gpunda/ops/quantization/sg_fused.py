@@ -17,11 +17,13 @@ does with MXNet's scales (``scale(range) = L / max(|lo|, |hi|)``, ``L`` = 127.5 
 - FC: the weights come quantized (int8 with their range) or, with
   ``channel_wise_quantize``, in float to be quantized per channel here;
 - weights round half to even into int8, the bias into int32 steps of data x weight;
-  the int32 accumulator is exact here (float64);
+  the int32 accumulator is exact, except that on a CPU without VNNI u8 x s8 products
+  are summed in saturating int16 pairs as oneDNN does there (NOTE [int16 pair
+  saturation], int16_pairs.py);
 - a calibrated node (``min_calib_range``/``max_calib_range``) rescales to its output
-  type (uint8 after relu-like acts, int8 otherwise), the activation applied on the
-  rescaled value, then ``sum`` (rescaled from its own range), then the post-sum act,
-  rounding half to even and saturating; an uncalibrated one gives int32 with MXNet's
+  type (uint8 after relu-like acts, int8 otherwise) in float32, as oneDNN, the
+  activation applied on the rescaled value, then ``sum`` (rescaled from its own range,
+  added in float32), then the post-sum act, rounding half to even and saturating; an uncalibrated one gives int32 with MXNet's
   product range; an FC with ``enable_float_output`` gives float32.
 """
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunda.base import GpundaError
+from gpunda.ops.quantization import int16_pairs as _pairs
 from gpunda.ops.quantization.nn import _product_range, _saturate
 from gpunda.ops.quantization.quantize import _range_out, _scalar
 from gpunda.ops.registry import OpDef, Param, get_op, register
@@ -58,7 +61,8 @@ def s8s8_weight_adjust():
     CPU without AVX-512 VNNI, whose int8 dot product could overflow int16 otherwise, 1
     with it; the output scales undo it, at the cost of one bit of weight precision. So
     MXNet's quantized conv gives different numbers on different CPUs; gpunda takes the
-    CPU it runs on, as oneDNN does, or ``GPUNDA_MKLDNN_S8S8_ADJUST`` (1 or 0.5)."""
+    CPU it runs on, as oneDNN does, or ``GPUNDA_MKLDNN_S8S8_ADJUST`` (1 or 0.5). 0.5 (no
+    VNNI) also makes u8 x s8 products sum in saturating int16 pairs (_int16_pairs)."""
     import os
     env = os.environ.get("GPUNDA_MKLDNN_S8S8_ADJUST")
     if env is not None:
@@ -73,6 +77,13 @@ def s8s8_weight_adjust():
             vnni = True
         _ADJUST.append(1.0 if vnni else 0.5)
     return _ADJUST[0]
+
+
+def _int16_pairs(xp):
+    """Whether oneDNN on this CPU sums u8 x s8 products in saturating int16 pairs (NOTE
+    [int16 pair saturation]): a CPU without VNNI, the same trait as the half-scale s8s8
+    weights; only on the CPU, where MXNet runs these nodes."""
+    return xp is np and s8s8_weight_adjust() != 1.0
 
 
 def _subgraph(p, opname):
@@ -286,19 +297,27 @@ def _sg_conv(xp, p, *arrays):
     adj = s8s8_weight_adjust() if x.dtype == _I8 else 1.0
     wq, bq = _quantize_weight(xp, w, b, data_scale, scales, adj)
     f64 = np.float64
-    acc = conv(xp, cp.replace(no_bias=True), x.astype(f64), wq.astype(f64))
+    xf, wf = x.astype(f64), wq.astype(f64)
+    exact = lambda: conv(xp, cp.replace(no_bias=True), xf, wf)      # noqa: E731
+    if x.dtype == _U8 and _int16_pairs(xp):
+        from gpunda.ops.nn.conv import _conv_geo
+        _, stride, dilate, pad = _conv_geo(cp, xf.ndim, _CONV)
+        acc = _pairs.conv(xf, wf, stride, dilate, pad, int(cp.num_group), exact)
+    else:
+        acc = exact()
     shape = (1, -1) + (1,) * (acc.ndim - 2)
     if bq is not None:
         acc = acc + bq.astype(f64).reshape(shape) * adj
-    if adj != 1.0:
-        acc = acc / adj
     out_type = _conv_out_type(p)
     if calibrated:
         lo, hi = float(p.min_calib_range), float(p.max_calib_range)
         out_scale = quantize_scale(out_type, lo, hi)
         rq = np.float32(out_scale) / np.float32(data_scale) / scales.astype(np.float32)
-        y = acc * xp.asarray(rq.astype(f64)).reshape(shape)
+        # oneDNN scales the int32 sum in float32 (by 1/adj too, for the halved weights)
+        rq = rq / np.float32(adj)
+        y = (acc.astype(np.float32) * xp.asarray(rq).reshape(shape)).astype(f64)
     else:
+        acc = acc / adj
         flat = w_host.astype(np.float32)
         w_abs = max(abs(float(flat.min())), abs(float(flat.max())))
         hi = _product_range(x.dtype, max(abs(d_lo), abs(d_hi)), w_abs)
@@ -313,7 +332,9 @@ def _sg_conv(xp, p, *arrays):
         s = a["sum"]
         sum_scale = out_scale / quantize_scale(s.dtype, _scalar(xp, a["sum_min"]),
                                                _scalar(xp, a["sum_max"]))
-        y = y + s.astype(f64) * np.float32(sum_scale)
+        # oneDNN's sum post-op adds in float32: above 2**17 its steps are coarser than .5
+        f32 = np.float32
+        y = (y.astype(f32) + s.astype(f32) * f32(sum_scale)).astype(f64)
     if post and lay.postsum_act is not None:
         y = _apply(xp, lay.postsum_act, y)
     return (_round_out(xp, y, out_type),) + _range_out(xp, lo, hi)
@@ -451,7 +472,15 @@ def _sg_fc(xp, p, *arrays):
                            np.int32)
         scales = np.array([ws], np.float64)
     f64 = np.float64
-    acc = fc(xp, fcp.replace(no_bias=True), x.astype(f64), wq.astype(f64))
+    xf, wf = x.astype(f64), wq.astype(f64)
+    exact = lambda: fc(xp, fcp.replace(no_bias=True), xf, wf)       # noqa: E731
+    if _int16_pairs(xp):
+        lead = xf.shape[:1] if fcp.flatten else xf.shape[:-1]
+        shift = 128.0 if x.dtype == _I8 else 0.0
+        acc = _pairs.fc(xf.reshape(int(np.prod(lead)), -1), wf, shift, exact)
+        acc = acc.reshape(*lead, wf.shape[0])
+    else:
+        acc = exact()
     if bq is not None:
         acc = acc + bq.astype(f64)
     out_type = _fc_out_type(p)
@@ -470,8 +499,8 @@ def _sg_fc(xp, p, *arrays):
             tmp = out_scale / np.float32(data_scale)
     else:
         tmp = np.float32(1.0 / data_scale)
-    oscale = (tmp / scales.astype(np.float32)).astype(f64)
-    y = acc * xp.asarray(oscale)
+    oscale = tmp / scales.astype(np.float32)
+    y = (acc.astype(np.float32) * xp.asarray(oscale)).astype(f64)     # float32, as oneDNN
     if elt is not None:
         y = _apply(xp, elt, y) * float(elt_scale)
     out = _round_out(xp, y, out_type)

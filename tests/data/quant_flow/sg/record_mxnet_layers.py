@@ -1,7 +1,13 @@
 """Each fused node of MXNet's quantized CNN alone, on random int8/uint8 data: its inputs and
-MXNet's outputs (and the same node uncalibrated), for bit-level checks."""
+MXNet's outputs (and the same node uncalibrated), for bit-level checks.
+
+    python record_mxnet_layers.py FIXTURE_DIR NAME [full]
+
+uint8 data spans 0..63 (no int16 pair saturates in oneDNN's AVX2 u8 x s8 products), or with
+``full`` 0..255 (pairs saturate; written to layers_NAME_full.json)."""
 import json, sys, numpy as np, mxnet as mx
 fx, name = sys.argv[1], sys.argv[2]
+full = sys.argv[3:] == ['full']
 js = json.load(open(f'{fx}/{name}-symbol.json'))
 d = mx.nd.load(f'{fx}/{name}-0000.params')
 params = {k[4:]: v for k, v in d.items()}
@@ -36,7 +42,7 @@ for k, n in enumerate(nodes):
                 en = entry_name(e); shp = shape_of[en]; dt = np.dtype(type_of[en])
                 if shp == (1,):
                     continue
-                if dt == np.uint8: val = rs.randint(0, 64, shp)  # no int16 saturation in oneDNN's AVX2 u8 x s8 pairs
+                if dt == np.uint8: val = rs.randint(0, 256 if full else 64, shp)
                 elif dt == np.int8: val = rs.randint(-127, 128, shp)
                 else: val = rs.uniform(-1, 1, shp)
                 feed[vname] = mx.nd.array(val, dtype=dt)
@@ -69,4 +75,4 @@ for k, n in enumerate(nodes):
                     'dtypes': {v: str(feed[v].dtype.__name__ if hasattr(feed[v].dtype, '__name__') else feed[v].dtype) for v in vars_ if v.startswith('in')},
                     'outputs': [o.tolist() for o in outs], 'out_dtypes': [str(o.dtype) for o in outs]}
         print(key, [o.dtype for o in outs])
-json.dump(rec, open(f'{fx}/layers_{name}.json', 'w'))
+json.dump(rec, open(f'{fx}/layers_{name}{"_full" if full else ""}.json', 'w'))
