@@ -101,6 +101,10 @@ def test_gpunda_fuses_the_float_graph_as_mxnet():
 # arithmetic, GPUNDA_MKLDNN_S8S8_ADJUST=0.5); what remains is its float softmax, whose last
 # bit differs from MXNet's in some probabilities.
 _SOFTMAX_ULPS = dict(rtol=1e-6, atol=0)
+# gpunda's own entropy calibration of that CNN: on NumPy 1.x (value-based casting) a
+# calibrated range can differ from MXNet's in its last float bit, which moves the
+# dequantized logits by an ulp of their scale; far below one quantization step (1e-2).
+_OWN_CALIBRATION = dict(rtol=1e-5, atol=0)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -172,7 +176,7 @@ def test_gpunda_quantizes_as_mxnet(name):
         np.testing.assert_allclose(v.asnumpy().astype(np.float64),
                                    margs[k].asnumpy().astype(np.float64), atol=1, rtol=1e-5)
     got = _run(qsym, qargs, qauxs, _data()["test"])
-    np.testing.assert_allclose(got, _results()[name], **_SOFTMAX_ULPS)
+    np.testing.assert_allclose(got, _results()[name], **_OWN_CALIBRATION)
 
 
 @pytest.mark.parametrize("name", ["naive_auto_tensor", "entropy_auto_channel"])
@@ -181,7 +185,7 @@ def test_mxnet_runs_gpundas_quantized_cnn(name):
     outputs recorded): gpunda's own run of that model gives them."""
     qsym, qargs, qauxs = _quantize(name)
     got = _run(qsym, qargs, qauxs, _data()["test"])
-    np.testing.assert_allclose(got, _results()["mxnet_runs_gpunda_" + name], **_SOFTMAX_ULPS)
+    np.testing.assert_allclose(got, _results()["mxnet_runs_gpunda_" + name], **_OWN_CALIBRATION)
 
 
 def test_fused_node_without_subgraph_raises():
