@@ -30,6 +30,9 @@ CONFIGS = {"naive_auto_tensor": ("naive", "auto", "tensor-wise"),
 def _recording_cpu(monkeypatch):
     # the recording CPU's oneDNN halves int8 weights of convs over int8 data
     monkeypatch.setenv("GPUNDA_MKLDNN_S8S8_ADJUST", "0.5")
+    # the fused nodes are MXNet's CPU (oneDNN) arithmetic: cpu(0), also under --standin-gpu
+    with mx.cpu():
+        yield
 
 
 def _load(prefix):

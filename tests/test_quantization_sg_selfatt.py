@@ -18,6 +18,9 @@ _REC = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 @pytest.fixture(autouse=True)
 def _recording_cpu(monkeypatch):
     monkeypatch.setenv("GPUNDA_MKLDNN_S8S8_ADJUST", "0.5")     # no VNNI: int16 pairs
+    # the fused nodes are MXNet's CPU (oneDNN) arithmetic: cpu(0), also under --standin-gpu
+    with mx.cpu():
+        yield
 
 
 def test_fused_float_attention_loads_and_matches_mxnet():

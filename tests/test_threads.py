@@ -16,6 +16,13 @@ import pytest
 import gpunda as mx
 from gpunda._core import threads as T
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # CPU kernels (MXNet's CPU build) checked on cpu(0), also under --standin-gpu
+    with mx.cpu():
+        yield
+
 nd = mx.nd
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

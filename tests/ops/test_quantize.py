@@ -19,7 +19,13 @@ def _int8(x, r):
     return np.trunc(np.sign(x) * np.minimum(np.abs(x) * s + np.float32(0.5), 127)).astype(np.int8)
 
 
-def test_mxnets_own_quantize_dequantize_values():
+@pytest.fixture
+def on_the_cpu():
+    with mx.cpu():      # the CPU wheel's values: cpu(0), also under --standin-gpu
+        yield
+
+
+def test_mxnets_own_quantize_dequantize_values(on_the_cpu):
     a = nd.array([[0.1392, 0.5928], [0.6027, 0.8579]])
     qa, lo, hi = c.quantize(a, nd.array([0.0]), nd.array([1.0]), out_type="int8")
     assert qa.dtype == np.int8 and qa.asnumpy().tolist() == [[18, 75], [77, 109]]

@@ -16,6 +16,13 @@ import pytest
 
 import gpunda as mx
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    # CPU kernels (MXNet's CPU build) checked on cpu(0), also under --standin-gpu
+    with mx.cpu():
+        yield
+
 _NPZ = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
                     "quant_flow", "rounding", "cases.npz")
 _DATA = np.load(_NPZ)
