@@ -19,7 +19,7 @@ import numpy as np
 from gpunda.base import GpundaError
 from gpunda.ops.quantization import int16_pairs as _pairs
 from gpunda.ops.quantization.quantize import _range_out, _scalar
-from gpunda.ops.quantization.sg_fused import _int16_pairs, quantize_scale
+from gpunda.ops.quantization.sg_fused import _calibrated, _int16_pairs, quantize_scale
 from gpunda.ops.registry import OpDef, Param, register
 
 _I8, _U8, _I32, _F32 = (np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.float32))
@@ -31,10 +31,6 @@ _PARAMS = [Param("heads", "int", None, "number of heads"),
                  optional=True),
            Param("max_calib_range", "float", None, "max of the calibrated output range",
                  optional=True)]
-
-
-def _calibrated(p):
-    return p.min_calib_range is not None and p.max_calib_range is not None
 
 
 def _split(p, qkv, op):
