@@ -41,7 +41,7 @@ def test_readme_is_the_users_page_and_links_the_docs_it_names():
     first, second = text.split("\n")[:2]
     # .ci/run executes line 2 verbatim; line 1 is the install-and-demo command
     assert first.strip().endswith("pip install -e . && python -m gpunda demo")
-    assert second.strip().endswith("pip install -e '.[test]' && python -m pytest -q")
+    assert second.strip().endswith("pip install -e '.[test]' && python -m pytest -q -n auto")
     extras = _pyproject()["project"]["optional-dependencies"]
     for extra in ("gpu-cuda12", "gpu-cuda13"):
         assert f"'.[{extra}]'" in text and extra in extras
