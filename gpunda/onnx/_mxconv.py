@@ -287,7 +287,7 @@ def run_builtin(fn_name, jnode, kwargs):
         opdef = None
     if opdef is None or converter_for(opdef) is None:
         raise NotImplementedForGpunda(
-            f"{fn_name}: exporting op {op_name!r} to ONNX is not supported by gpunda yet "
+            f"{fn_name}: gpunda has no ONNX converter for op {op_name!r} "
             "(mx.onnx.get_operator_support() lists the ops it converts)")
     opset = kwargs.get("opset_version")
     if opset is None:

@@ -44,17 +44,34 @@ def gpu(standin_gpu):
         yield
 
 
-def test_int8_is_zero_centred_and_uint8_affine(gpu):
+def test_int8_is_zero_centred(gpu):
     q, lo, hi = c.quantize(nd.array(_X), nd.array([-2.5]), nd.array([4.0]), out_type="int8")
     np.testing.assert_array_equal(q.asnumpy(), _int8(_X, 4.0))
-    assert (lo.asnumpy().tolist(), hi.asnumpy().tolist()) == ([-4.0], [4.0])
-    x = np.abs(_X).clip(0.5, 6.0)
-    q, lo, hi = c.quantize(nd.array(x), nd.array([0.5]), nd.array([6.0]))   # uint8 default
-    ref = np.trunc((x - np.float32(0.5)) * np.float32(255 / 5.5) + np.float32(0.5))
-    assert q.dtype == np.uint8
-    np.testing.assert_array_equal(q.asnumpy(), ref.astype(np.uint8))
+    assert (lo.asscalar(), hi.asscalar()) == (-4.0, 4.0)
     back = c.dequantize(q, lo, hi).asnumpy()
-    np.testing.assert_allclose(back, x, atol=5.5 / 255)
+    np.testing.assert_allclose(back, _X.clip(-4.0, 4.0), atol=4.0 / 127)
+
+
+_NO_GPU_UINT8 = "uint8 quantization is only supported by CPU, please switch to the context of CPU"
+
+
+def test_uint8_outputs_are_refused_on_the_gpu_as_in_mxnets_gpu_build(gpu):
+    # quantize-inl.h, quantize_v2-inl.h and requantize-inl.h stop before any work on a GPU
+    # when the output type is (or 'auto' resolves to) uint8, already-quantized data included
+    x = nd.array(np.abs(_X))
+    with pytest.raises(GpundaError, match="_contrib_quantize: currently, " + _NO_GPU_UINT8):
+        c.quantize(x, nd.array([0.5]), nd.array([6.0]))     # uint8 is quantize's default
+    with pytest.raises(GpundaError, match="_contrib_quantize_v2: currently, " + _NO_GPU_UINT8):
+        c.quantize_v2(x, min_calib_range=0.0, max_calib_range=5.0, out_type="auto")
+    with pytest.raises(GpundaError, match="_contrib_quantize_v2: currently, " + _NO_GPU_UINT8):
+        c.quantize_v2(nd.array([3, 200], dtype="uint8"), out_type="uint8")
+    i32 = nd.array([[5, -7]], dtype="int32")
+    with pytest.raises(GpundaError, match="_contrib_requantize: currently, " + _NO_GPU_UINT8):
+        c.requantize(i32, nd.array([-1.0]), nd.array([1.0]), min_calib_range=0.0,
+                     max_calib_range=1.0, out_type="auto")
+    # 'auto' with a range below zero is int8, which the GPU computes
+    q, _, _ = c.quantize_v2(x, min_calib_range=-1.0, max_calib_range=5.0, out_type="auto")
+    assert q.dtype == np.int8
 
 
 def test_quantize_v2_uses_calibration_or_the_datas_range(gpu):
@@ -62,9 +79,9 @@ def test_quantize_v2_uses_calibration_or_the_datas_range(gpu):
     r = np.abs(_X).max()
     np.testing.assert_array_equal(q.asnumpy(), _int8(_X, r))
     np.testing.assert_allclose([lo.asscalar(), hi.asscalar()], [-r, r])
-    q, lo, hi = c.quantize_v2(nd.array(np.abs(_X)), min_calib_range=0.0, max_calib_range=5.0,
-                              out_type="auto")
-    assert q.dtype == np.uint8      # 'auto' with a non-negative calibrated range
+    q, lo, hi = c.quantize_v2(nd.array(_X), min_calib_range=-1.0, max_calib_range=5.0)
+    np.testing.assert_array_equal(q.asnumpy(), _int8(_X, 5.0))
+    assert (lo.asscalar(), hi.asscalar()) == (-5.0, 5.0)
     q8 = nd.array([[1, -3]], dtype="int8")
     q, lo, hi = c.quantize_v2(q8)
     assert q.dtype == np.int8 and (lo.asscalar(), hi.asscalar()) == (-127.0, 127.0)
@@ -82,7 +99,7 @@ def test_requantize_int32_to_int8(gpu):
     assert (lo.asscalar(), hi.asscalar()) == (-4.0, 4.0)
 
 
-def test_bad_dtypes_are_named():
+def test_bad_dtypes_are_named(on_the_cpu):
     with pytest.raises(GpundaError, match="_contrib_quantize.*float32"):
         c.quantize(nd.ones((2,), dtype="float64"), nd.array([0.0]), nd.array([1.0]))
     with pytest.raises(GpundaError, match="_contrib_dequantize.*uint8 or int8"):

@@ -3,10 +3,10 @@
 
 On the CPU they compute what MXNet's CPU build computes through oneDNN (quantize_cpu.py,
 NOTE [CPU quantization through oneDNN]); what follows is MXNet's plain kernel, which its
-GPU build runs and gpunda runs on the GPU. There int8 is zero-centred: a real range ``r = max(|min|, |max|)`` maps to [-127, 127] as
-``sign(x) * min(|x| * 127 / r + 0.5, 127)`` truncated toward zero; uint8 is affine:
-``(x - min) * 255 / (max - min) + 0.5`` truncated. int32 (the accumulators of quantized
-matrix products) spans ``r`` with 2**31 - 1 steps. The ranges travel as two (1,)
+GPU build runs and gpunda runs on the GPU. There int8 is zero-centred: a real range
+``r = max(|min|, |max|)`` maps to [-127, 127] as ``sign(x) * min(|x| * 127 / r + 0.5, 127)``
+truncated toward zero; uint8 outputs are refused there, as MXNet's GPU build refuses them.
+int32 (the accumulators of quantized matrix products) spans ``r`` with 2**31 - 1 steps. The ranges travel as two (1,)
 float32 arrays beside the data. The quantized layers themselves (quantized_conv,
 quantized_fully_connected, ...) are MKL-DNN/cuDNN kernels and are not built.
 """
@@ -36,9 +36,13 @@ def _to_int8(xp, x, real_range):
     return xp.trunc(q).astype(np.int8)
 
 
-def _to_uint8(xp, x, lo, hi):
-    scale = np.float32(255.0 / (hi - lo)) if hi != lo else np.float32(0.0)
-    return xp.trunc((x - np.float32(lo)) * scale + np.float32(0.5)).astype(np.uint8)
+def _refuse_gpu_uint8(name, xp, out_type):
+    """MXNet's GPU build has no uint8 kernels: quantize, quantize_v2 and requantize stop
+    with this message on a GPU context (before looking at the data)."""
+    if xp is not np and np.dtype(out_type) == _U8:
+        raise GpundaError(f"Operator {name}: currently, uint8 quantization is only supported "
+                          "by CPU, please switch to the context of CPU or int8 data type for "
+                          "GPU.")
 
 
 def _check_float(name, x):
@@ -47,12 +51,11 @@ def _check_float(name, x):
 
 
 def _quantize(xp, p, x, min_range, max_range):
+    _refuse_gpu_uint8("_contrib_quantize", xp, p.out_type)
     _check_float("_contrib_quantize", x)
     lo, hi = _scalar(xp, min_range), _scalar(xp, max_range)
     if xp is np:
         return _cpu.quantize(xp, x, lo, hi, _U8 if p.out_type == "uint8" else _I8)
-    if p.out_type == "uint8":
-        return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
     r = max(abs(lo), abs(hi))
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
 
@@ -68,6 +71,7 @@ def _quantize_v2_out_type(p, calibrated):
 def _quantize_v2(xp, p, x):
     calibrated = p.min_calib_range is not None and p.max_calib_range is not None
     out_type = _quantize_v2_out_type(p, calibrated)
+    _refuse_gpu_uint8("_contrib_quantize_v2", xp, out_type)
     if x.dtype in (np.int8, np.uint8):
         # already quantized: MXNet copies the bytes into an output of out_type's dtype
         # (uint8 200 read as int8 is -56)
@@ -89,8 +93,6 @@ def _quantize_v2(xp, p, x):
         lo, hi = float(x.min()), float(x.max())
     else:
         lo = hi = 0.0
-    if out_type == "uint8":
-        return (_to_uint8(xp, x, lo, hi),) + _range_out(xp, lo, hi)
     r = max(abs(lo), abs(hi))
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
 
@@ -109,6 +111,7 @@ def _dequantize(xp, p, q, min_range, max_range):
 def _requantize(xp, p, q, min_range, max_range):
     if q.dtype != np.int32:
         raise GpundaError(f"Operator _contrib_requantize: data must be int32, got {q.dtype}")
+    _refuse_gpu_uint8("_contrib_requantize", xp, _out_dtype(p))
     if xp is np:
         calibrated = p.min_calib_range is not None and p.max_calib_range is not None
         calib = (p.min_calib_range, p.max_calib_range) if calibrated else None
@@ -122,12 +125,6 @@ def _requantize(xp, p, q, min_range, max_range):
         r = max(abs(float(x.min())), abs(float(x.max())))
     else:
         r = 0.0
-    if _out_dtype(p) == _U8:
-        # only MXNet's CPU (oneDNN) kernel writes uint8 (its GPU build refuses): [0, r] in
-        # 255 steps, rounded to nearest and saturated, negative values at 0
-        scale = np.float32(255.0 / r) if r else np.float32(0.0)
-        q8 = xp.clip(xp.rint(x * scale), 0, 255).astype(np.uint8)
-        return (q8,) + _range_out(xp, 0.0, r)
     return (_to_int8(xp, x, r),) + _range_out(xp, -r, r)
 
 
