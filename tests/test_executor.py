@@ -39,6 +39,24 @@ def test_outputs_exist_at_bind_and_are_written_in_place():
     assert np.all(exe.outputs[0].asnumpy()[:3] == 4)
 
 
+def test_a_scalar_output_of_a_np_op_is_allocated_in_legacy_shape_mode():
+    # MXNet 1.9.1, legacy shapes: simple_bind of sym.np.sum(x * 2) with x=(2, 3) ones gives
+    # an NDArray of shape () holding 12.0; backward with a () head gradient of 3 gives 6s
+    x = sym.var("x")
+    ex = sym.np.sum(x.as_np_ndarray() * 2).simple_bind(mx.cpu(), x=(2, 3))
+    assert ex.outputs[0].shape == ()
+    ex.arg_dict["x"][:] = 1
+    out = ex.forward(is_train=True)[0]
+    assert type(out) is mx.nd.NDArray and out.shape == () and out.asnumpy() == 12.0
+    with mx.np_shape(True):
+        head = mx.nd.full((), 3.0)
+    ex.backward([head])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), np.full((2, 3), 6.0))
+    # a () the user asks for still reads as unknown outside np_shape, as in MXNet
+    with pytest.raises(GpundaError, match="unknown outside mx.np_shape"):
+        mx.nd.zeros(())
+
+
 def test_common_subexpressions_are_merged_unless_disabled(monkeypatch):
     a, b = sym.var("a"), sym.var("b")
     arrs = {"a": mx.nd.array([1.0, 2.0]), "b": mx.nd.array([3.0, 5.0])}

@@ -132,8 +132,12 @@ class Executor:
         keys = [(id(n), i) for n, i in self._symbol._outputs]
         if not all(known(s_map.get(k)) for k in keys):
             return []       # shapes known only once computed: the first forward allocates
-        return [nd.zeros(s_map[k], ctx=self._ctx, dtype=t_map.get(k) or np.float32)
-                for k in keys]
+        # an inferred () is a real scalar (a np op's output in a legacy graph), which MXNet
+        # allocates whatever the shape mode; only a user's () reads as unknown
+        from gpunda.util import np_shape
+        with np_shape(True):
+            return [nd.zeros(s_map[k], ctx=self._ctx, dtype=t_map.get(k) or np.float32)
+                    for k in keys]
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, array)`` after each forward for every op output (and, with
