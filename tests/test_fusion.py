@@ -90,8 +90,8 @@ def _inputs(op, p, rs, shape=(3, 4)):
     xs = []
     for k, n in enumerate(names):
         sh = shape
-        if op.pointwise.broadcast == "channel":     # BatchNorm: (2, 3, 4) data, (3,) vectors
-            sh = (2, 3, 4) if k == 0 else (3,)
+        if op.pointwise.broadcast == "channel":     # (2, 3, 4) data, vectors along p.axis
+            sh = (2, 3, 4) if k == 0 else ((2, 3, 4)[p.axis],)
         if op.name == "LayerNorm" and k:            # gamma, beta along the last axis
             sh = shape[-1:]
         x = rs.uniform(0.2, 2.0, sh) * rs.choice([-1, 1], sh)

@@ -180,6 +180,7 @@ class FusedGroup:
         self.index = index
         self._layouts = {}
         self._kernels = {}
+        self._stored = {}       # backward kernel key -> the stored buffer of each gradient
         self.fallbacks = {}
         self.launches = 0
         # members whose backward reads the backward's training mode (BatchNorm's rule uses
@@ -349,14 +350,18 @@ class FusedGroup:
             for g, s in zip(ograds, self.out_slots):
                 if g is not None:
                     strides.append(tuple(x // g.itemsize for x in g.strides))
-            return self.backward_program(lay, need, have), lay, in_dt, out_dt, strides
+            prog = self.backward_program(lay, need, have)
+            prog, out_dt, self._stored[key] = store_once(prog, red, out_dt)
+            return prog, lay, in_dt, out_dt, strides
         ogs = [g for g in ograds if g is not None]
         if any(g.shape != lay.shape or g.dtype != lay.slot_dtype[s]
                for g, s in zip(ograds, self.out_slots) if g is not None):
             return None
         key = ("b", lay.key, tuple(need), have, tuple(g.strides for g in ogs))
+        red = [r for r, n in zip(reduce, need) if n]
         fn, out_dt = self._kernel(xp, key, make)
-        outs = iter(self._launch(xp, fn, lay, list(arrays) + ogs, out_dt))
+        stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt)
+        outs = iter([stored[k] for k in self._stored[key]])
         res = []
         for a, n, r, sh in zip(arrays, need, reduce, in_shapes):
             if not n:
@@ -411,6 +416,29 @@ class FusedGroup:
                 if gr is not None:
                     g[s] = gr if g.get(s) is None else g[s] + gr
         return [g.get(s) if n else None for s, n in zip(self.in_slots, need)]
+
+
+def store_once(prog, reduced, out_dtypes):
+    """Backward Program ``prog`` without the outputs that would store again, at full
+    size, a value another output of the same dtype stores (a bias add's gradient "g" is
+    its data's: the bias sum reads that buffer); ``reduced`` flags the outputs summed
+    afterwards. Returns (program, its output dtypes, for each original output the index
+    of the buffer holding it)."""
+    full = {}
+    for k, (v, r, d) in enumerate(zip(prog.outputs, reduced, out_dtypes)):
+        if not r:
+            full.setdefault((v, d), k)
+    keep, src = [], []
+    for k, (v, r, d) in enumerate(zip(prog.outputs, reduced, out_dtypes)):
+        j = full.get((v, d)) if r else None
+        src.append(k if j is None else j)
+        if j is None:
+            keep.append(k)
+    if len(keep) == len(src):
+        return prog, list(out_dtypes), src
+    pos = {k: n for n, k in enumerate(keep)}
+    prog.outputs = [prog.outputs[k] for k in keep]
+    return prog.pruned(), [out_dtypes[k] for k in keep], [pos[k] for k in src]
 
 
 def _sum_to(g, shape):

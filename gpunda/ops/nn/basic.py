@@ -25,7 +25,7 @@ from gpunda._core import modes as _modes
 from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
+from gpunda.ops.registry import OpDef, Param, get_op, register, declare_pointwise
 from gpunda.ops._util import matmul, norm_axis, on_threads, sum_to_shape, require_same_dtype, not_real
 from gpunda.ops.kernels import norm as _nk
 from gpunda.ops.kernels.norm import _acc
@@ -140,6 +140,37 @@ register(OpDef(
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
     gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="gemm",
     family="nn", doc="y = x W^T + b; x is flattened to 2-D (flatten=True) or uses its last axis."))
+
+
+def _bias_along(p, x, b):
+    """The shape bias ``b`` broadcasts as along data ``x``'s axis ``p.axis``."""
+    shape = [1] * x.ndim
+    shape[norm_axis(p.axis, x.ndim, "_bias_add")] = b.size
+    return tuple(shape)
+
+
+def _bias_add(xp, p, x, b):
+    return x + b.reshape(_bias_along(p, x, b))
+
+
+def _grad_bias_add(F, p, ins, outs, og):
+    x, b = ins
+    gb = sum_to_shape(F, og[0], _bias_along(p, x, b))
+    return [og[0], F.reshape(gb, shape=tuple(b.shape))]
+
+
+# a GEMM op's bias add on its own (NOTE [GEMM epilogues] in _engine/fusion/partition.py):
+# the fusion pass splits a Dense's or a convolution's GEMM from its bias add when the add
+# can join a group
+register(OpDef(
+    "_bias_add", _bias_add, inputs=("data", "bias"), params=[Param("axis", "int", -1)],
+    gradient=_grad_bias_add, save=("inputs",), hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    doc="data + bias along data's axis `axis` (a GEMM op's bias add, split off by the "
+        "fusion pass)."))
+declare_pointwise("_bias_add", "data + bias", ("g", "g"), broadcast="channel")
+get_op("FullyConnected").epilogue = \
+    lambda p: None if p.no_bias else (p.replace(no_bias=True), "_bias_add", {"axis": -1})
 
 
 def _fc_data_grad(xp, p, g, w):
