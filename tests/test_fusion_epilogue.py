@@ -187,3 +187,48 @@ def test_standin_gpu_runs_the_epilogue_kernels(standin_gpu):
     assert any(g["ops"][:2] == ["_bias_add", "LeakyReLU"] for g in rep["groups"])
     view = net._cached_op._fusion_views[True]
     assert all(g.launches > 0 for g in view._fusion_groups)
+
+
+# -- a channel vector that spans the group's iteration shape --------------------------------
+# A Dense on one row: the bias (C,) is read as (1, C), the group's whole shape, so its
+# gradient needs no sum, only a reshape back to (C,) (a Module bound for batch 1 failed
+# here: "gradient of shape (1, 2) does not fit the gradient buffer of shape (2,)").
+
+def _single_row_cases():
+    x = sym.var("x")
+    fc = sym.Activation(sym.FullyConnected(x, num_hidden=2, name="fc"), act_type="sigmoid")
+    fc3 = sym.tanh(sym.FullyConnected(x, num_hidden=3, flatten=False, name="fc")) * 2
+    conv = sym.relu(sym.Convolution(x, kernel=(3, 3), num_filter=4, name="conv")) * 3
+    return [
+        ("dense", fc * 1, {"x": (1, 2), "fc_weight": (2, 2), "fc_bias": (2,)}, True),
+        ("dense_3d", fc3, {"x": (1, 1, 5), "fc_weight": (3, 5), "fc_bias": (3,)}, True),
+        ("conv_1x1_output", conv, {"x": (1, 2, 3, 3), "conv_weight": (4, 2, 3, 3),
+                                   "conv_bias": (4,)}, True),
+        ("batchnorm", sym.relu(sym.BatchNorm(x, fix_gamma=False, name="bn")) * 2,
+         {"x": (1, 3), "bn_gamma": (3,), "bn_beta": (3,), "bn_moving_mean": (3,),
+          "bn_moving_var": (3,)}, False),
+    ]
+
+
+@pytest.mark.parametrize("case", _single_row_cases(), ids=lambda c: c[0])
+def test_vector_spanning_the_group_gets_its_own_shape_back(case):
+    _, s, shapes, train = case
+    arrays = _arrays(s, shapes)
+    if "bn_moving_var" in shapes:
+        arrays[-1] = np.abs(arrays[-1]) + 0.5
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(train)
+    assert len(view._fusion_groups) == 1
+    ref, got = _run(cop, arrays, train), _run(view, arrays, train)
+    for a, b in zip(ref, got):
+        assert b.shape == a.shape
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert not any(g.fallbacks for g in view._fusion_groups)
+
+
+def test_counts_no_bias_sum_for_a_single_row():
+    x = sym.var("x")
+    s = sym.Activation(sym.FullyConnected(x, num_hidden=6, name="fc"), act_type="tanh") * 2
+    # fused backward: dW and the group; the bias's gradient is the group's, reshaped
+    assert fusion.kernel_counts(s, {"x": (1, 4)}, train=True)["backward"] == (4, 2)
+    assert fusion.kernel_counts(s, {"x": (2, 4)}, train=True)["backward"] == (4, 3)

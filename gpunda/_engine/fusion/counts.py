@@ -89,7 +89,7 @@ def graph_sources(symbol, shapes, dtypes=None, train=False, backward=True):
             need = [True] * len(g.in_slots)
             have = [True] * len(g.out_slots)
             prog = g.backward_program(lay, need, have)
-            red = [lay.slot_shape[s] != lay.shape for s in g.in_slots]
+            red = lay.reduced
             gdt = [np.dtype(np.float64 if d == np.float64 else np.float32) if r else d
                    for d, r in zip(in_dt, red)]
             prog, gdt, _ = store_once(prog, red, gdt)     # as FusedGroup.run_backward
@@ -168,13 +168,13 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
         fwd_k["fused group"] += 1
         if any(has_grad[i] for i in ms):
             lay = _layout(g, ss, sd)
-            it = lay.shape if lay.reason is None else None
             graded_in = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
                          if t is not None}
             bwd_k["fused group"] += 1
-            bwd_k["fused group input sum"] += sum(
-                1 for s in g.in_slots if req[s] and s in graded_in
-                and it is not None and tuple(ss[s]) != tuple(it))
+            if lay.reason is None:      # FusedGroup.run_backward's sums
+                bwd_k["fused group input sum"] += sum(
+                    1 for s, r in zip(g.in_slots, lay.reduced)
+                    if r and req[s] and s in graded_in)
     fwd_f, bwd_f = sum(fwd_k.values()), sum(bwd_k.values())
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),

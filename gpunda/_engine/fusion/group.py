@@ -7,7 +7,9 @@ generated kernel (NOTE [Fusion kernels]) computing the group's outputs, the valu
 outside the group, from its inputs; its gradient rule launches one more kernel that
 recomputes the group's values from the saved inputs and applies the members' gradient
 expressions in reverse (NOTE [Fusion IR]), giving each input that needs it its gradient
-(an input broadcast inside the group then gets one sum over its broadcast axes). So the
+(an input broadcast inside the group then gets one sum over its broadcast axes; every
+gradient comes back in its input's shape: a vector that spans the iteration shape, a
+Dense's bias on one row, is reshaped, not summed: ``Layout.reduced``). So the
 plan machinery (static buffers, CUDA graphs, TrainPlan, the tape) runs fused steps as it
 runs any op. Kernels are made per input signature (shapes, dtypes, strides); when a
 signature does not fit the kernel model (an integer dtype, unequal shapes where an
@@ -52,7 +54,8 @@ class Layout:
     """What one input signature makes of a group: shapes and dtypes of every slot, the
     iteration shape and each input's element strides; ``reason`` when it does not fit."""
 
-    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff", "key")
+    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff", "key",
+                 "in_shapes", "reduced")
 
     def __init__(self, group, shapes, dtypes, strides):
         self.reason = None
@@ -123,6 +126,12 @@ class Layout:
                     return
         self.shape = it
         self.n = int(np.prod(it, dtype=np.int64)) if it else 1
+        # the shape each input broadcasts as, and whether its gradient sums over broadcast
+        # axes; one that spans the iteration shape (a Dense's bias on a single row: (C,)
+        # read as (1, C)) takes the kernel's gradient reshaped to its own shape, no sum
+        self.in_shapes = [tuple(eff[s][0]) if s in eff else tuple(ss[s])
+                          for s in group.in_slots]
+        self.reduced = [(1,) * (len(it) - len(sh)) + sh != it for sh in self.in_shapes]
         st_list = []
         for s, sh, sv in zip(group.in_slots, shapes, strides):
             if s in eff:        # a vector along one axis: its one stride on that axis
@@ -333,9 +342,7 @@ class FusedGroup:
         if lay.reason is not None:
             return None
         have = tuple(g is not None for g in ograds)
-        in_shapes = [lay.eff[s][0] if s in lay.eff else lay.slot_shape[s]
-                     for s in self.in_slots]
-        reduce = [tuple(sh) != lay.shape for sh in in_shapes]
+        reduce = lay.reduced
 
         def make():
             in_dt = [lay.slot_dtype[s] for s in self.in_slots]
@@ -363,14 +370,14 @@ class FusedGroup:
         stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt)
         outs = iter([stored[k] for k in self._stored[key]])
         res = []
-        for a, n, r, sh in zip(arrays, need, reduce, in_shapes):
+        for a, n, r, sh in zip(arrays, need, reduce, lay.in_shapes):
             if not n:
                 res.append(None)
                 continue
             g = next(outs)
             if r:
-                g = _sum_to(g, sh).reshape(a.shape).astype(a.dtype, copy=False)
-            res.append(g)
+                g = _sum_to(g, sh).astype(a.dtype, copy=False)
+            res.append(g.reshape(a.shape))     # (a view: the kernel's buffer is fresh)
         return res
 
     # -- the members one by one -----------------------------------------------------------
