@@ -600,6 +600,34 @@ def test_dropout_split_float16():
     _compare(s, arrays, train=True, rtol=1e-3, atol=1e-3, seed=5)
 
 
+def test_dropout_split_bfloat16_multiplies_by_the_ops_scale():
+    """A bfloat16 Dropout computes on float32 and rounds once: x * float32(1 / (1 - p)).
+    Its split must not round the mask to bfloat16 first (1 / 0.7 is no bfloat16): the
+    mask stays float32 and the multiply rounds once, bit for bit the unfused values."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(sym.tanh(x), p=0.3) * y
+    rs = np.random.RandomState(2)
+    arrays = [rs.randn(6, 7) * 3, rs.randn(6, 7) * 3]
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    assert cop.fusion_report(True)["split"] == 1
+    outs = []
+    for c in (cop, view):
+        args = [mx.nd.array(a, dtype="bfloat16") for a in arrays]
+        mx.random.seed(5)
+        with autograd.record(train_mode=True):
+            outs.append(c(*args))
+    a, b = (o.asnumpy().astype(np.float32) for o in outs)
+    np.testing.assert_array_equal(b, a)
+    bf = outs[0].asnumpy().dtype
+    t = np.tanh(arrays[0].astype(bf).astype(np.float32)).astype(bf).astype(np.float32)
+    kept = a != 0
+    d = (t * np.float32(1 / 0.7)).astype(bf).astype(np.float32)
+    want = (d * arrays[1].astype(bf).astype(np.float32)).astype(bf).astype(np.float32)
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_array_equal(a[kept], want[kept])
+
+
 def test_dropout_split_counts():
     """Counted on the plan: the split Dropout's backward joins its group's kernel."""
     x, y = sym.var("x"), sym.var("y")

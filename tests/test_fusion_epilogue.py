@@ -20,14 +20,14 @@ def _cpu():
         yield
 
 
-def _run(cop, arrays, train=True):
-    args = [mx.nd.array(a) for a in arrays]
+def _run(cop, arrays, train=True, dtype="float32"):
+    args = [mx.nd.array(a, dtype=dtype) for a in arrays]
     for a in args:
         a.attach_grad()
     with autograd.record(train_mode=train):
         out = cop(*args)
-    out.backward(mx.nd.array(np.linspace(-1, 1, out.size).reshape(out.shape)),
-                 train_mode=train)
+    head = np.linspace(-1, 1, out.size).reshape(out.shape)
+    out.backward(mx.nd.array(head, dtype=dtype), train_mode=train)
     return [out.asnumpy()] + [a.grad.asnumpy() for a in args]
 
 
@@ -232,3 +232,69 @@ def test_counts_no_bias_sum_for_a_single_row():
     # fused backward: dW and the group; the bias's gradient is the group's, reshaped
     assert fusion.kernel_counts(s, {"x": (1, 4)}, train=True)["backward"] == (4, 2)
     assert fusion.kernel_counts(s, {"x": (2, 4)}, train=True)["backward"] == (4, 3)
+
+
+# -- the split rounds as the op does ---------------------------------------------------------
+# Unfused, FullyConnected and Convolution on float16 write the GEMM in float16 and add the
+# bias in float16; on bfloat16 they compute on float32 copies (the GEMM and the bias add)
+# and round once. The split must do the same: bitwise equal values and gradients, where the
+# group itself rounds as its ops do (relu commutes with rounding; a bfloat16 group runs its
+# ops one by one). One exception: a group sums a float16 input's gradient in float32 and
+# rounds once (as CuPy's float16 sum accumulates in float), where NumPy's float16 sum
+# along the batch axis rounds at each step, so the float16 bias gradient may differ there
+# by an ulp.
+
+def _bits(x):
+    return x.astype(np.float32)
+
+
+def _epilogue_graph(kind, act):
+    x = sym.var("x")
+    if kind == "dense":
+        y = sym.FullyConnected(x, num_hidden=6, flatten=False, name="fc")
+        shapes = {"x": (3, 4, 7), "fc_weight": (6, 7), "fc_bias": (6,)}
+    else:
+        y = sym.Convolution(x, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+        shapes = {"x": (2, 3, 5, 5), "conv_weight": (4, 3, 3, 3), "conv_bias": (4,)}
+    y = sym.LeakyReLU(y, act_type="gelu") if act == "gelu" else sym.Activation(y, act_type=act)
+    return y * 2, shapes
+
+
+@pytest.mark.parametrize("dtype,kind,act", [
+    ("float16", "dense", "relu"), ("float16", "conv", "relu"),
+    ("bfloat16", "dense", "relu"), ("bfloat16", "dense", "tanh"),
+    ("bfloat16", "dense", "sigmoid"), ("bfloat16", "dense", "gelu"),
+    ("bfloat16", "conv", "relu"), ("bfloat16", "conv", "tanh")])
+def test_split_rounds_as_the_op(dtype, kind, act):
+    s, shapes = _epilogue_graph(kind, act)
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    assert cop.fusion_report(True)["groups"][0]["ops"][0] == "_bias_add"
+    arrays = [a * 3 for a in _arrays(s, shapes, seed=5)]    # values whose sums round
+    ref, got = _run(cop, arrays, dtype=dtype), _run(view, arrays, dtype=dtype)
+    for k, (a, b) in enumerate(zip(ref, got)):
+        assert b.dtype == a.dtype
+        if dtype == "float16" and k == 3:       # the bias sum (see above)
+            np.testing.assert_allclose(_bits(b), _bits(a), rtol=2e-3)
+        else:
+            np.testing.assert_array_equal(_bits(b), _bits(a))
+
+
+def test_bfloat16_dense_then_dropout_keeps_the_dtype_and_the_ops_values():
+    """The Dropout mask after a split bfloat16 Dense reads the GEMM's float32 result for its
+    shape: the multiply still gives bfloat16, and the very values of the unfused plan."""
+    x = sym.var("x")
+    d = sym.Dropout(sym.FullyConnected(x, num_hidden=5, flatten=False, name="fc"), p=0.4)
+    s = x + d
+    shapes = {"x": (2, 3, 5), "fc_weight": (5, 5), "fc_bias": (5,)}
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    assert cop.fusion_report(True)["groups"][0]["ops"][:2] == ["_bias_add", "_dropout_apply"]
+    arrays = [a * 3 for a in _arrays(s, shapes, seed=5)]
+    mx.random.seed(3)
+    ref = _run(cop, arrays, dtype="bfloat16")
+    mx.random.seed(3)
+    got = _run(view, arrays, dtype="bfloat16")
+    assert [b.dtype for b in got] == [a.dtype for a in ref]
+    np.testing.assert_array_equal(_bits(got[0]), _bits(ref[0]))
+    np.testing.assert_array_equal(_bits(got[-1]), _bits(ref[-1]))     # the bias sum

@@ -41,9 +41,20 @@ gradient sums it. A mask step after the op reads the GEMM's slot for its shape, 
 Dropout multiply can join the add's group. A bias of another shape (FullyConnected's
 (H, 1)) or one read twice in a group runs that group member by member (NOTE [Fused
 steps]).
+The split adds no rounding to the op's. The GEMM half is the op's compute without the
+bias, in the op's dtype; a float16 op rounds its GEMM to float16 before its bias add as
+well, and the group then computes the add as any float16 member (in float, NOTE [Fusion
+IR]). A bfloat16 op computes on float32 copies and rounds once at the end (NOTE
+[bfloat16 compute] in ops/_bf16.py), so its GEMM half keeps the float32 result
+(``_gemm_half``: ``Partition.like``'s dtype is then not the slot's) and ``_bias_add``,
+whose type rule gives the bias's type, rounds once; a bfloat16 group runs its ops one by
+one (kernels fuse float16/32/64), so its values and gradients are the unfused ones, bit
+for bit. A Dropout mask reading that float32 slot is float32, as a bfloat16 Dropout's
+own mask is.
 """
 from __future__ import annotations
 
+import copy
 import heapq
 
 __all__ = ["partition", "Partition"]
@@ -125,6 +136,27 @@ def _epilogue(st):
     return None if rule is None or st.op.fwd_mutates else rule(st.p)
 
 
+_gemm_ops = {}       # id of a GEMM op -> its OpDef as the GEMM half of a split
+
+
+def _gemm_half(op):
+    """GEMM op ``op`` as the first half of its split (NOTE [GEMM epilogues]): the same
+    op, except that its result for bfloat16 inputs stays float32."""
+    got = _gemm_ops.get(id(op))
+    if got is None:
+        from gpunda.ops._bf16 import float32_result
+        got = copy.copy(op)
+        got.compute = float32_result(op)
+
+        def gradient(*args, **kw):      # the op's rule as it is at the call (bfloat16's
+            return op.gradient(*args, **kw)     # wrapper comes when the type is named)
+        if hasattr(op.gradient, "reads_ograds"):
+            gradient.reads_ograds = op.gradient.reads_ograds
+        got.gradient = gradient
+        _gemm_ops[id(op)] = got
+    return got
+
+
 def _split_steps(steps, train, which, nslots):
     """``steps`` with the splittable steps and GEMM epilogues whose index is in ``which``
     (None: all) split, new slots numbered from ``nslots``; returns (steps, original index
@@ -149,7 +181,7 @@ def _split_steps(steps, train, which, nslots):
             nslots += 1
             like[t] = st.outs[0]
             gemm_of[st.outs[0]] = t
-            gemm = _derived(st, st.op, st.ins[:2], (t,), "_gemm")
+            gemm = _derived(st, _gemm_half(st.op), st.ins[:2], (t,), "_gemm")
             gemm.p = gp
             out.append(gemm)
             half[i] = len(out)
