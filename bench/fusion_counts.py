@@ -1,16 +1,18 @@
 """Kernels per training step, fused against unfused (the fusion pass; counted on the CPU).
 
 Plan counts (``gpunda._engine.fusion.kernel_counts``): one kernel per op forward and one
-per op gradient backward (plus one sum per broadcast input's gradient), a fused group one
-kernel each way. No GPU is needed: the figure comes from the partition and shape
-inference of the hybridized graph.
+per op gradient backward (plus one sum per broadcast input's gradient), a GEMM op its
+bias add and one GEMM or bias sum per input gradient, a fused group one kernel each way,
+a view step no kernel unless it must copy (docs/benchmarks.md defines it). No GPU is
+needed: the figure comes from the partition and shape inference of the hybridized graph.
+``--kinds`` lists the fused training step's kernels by op kind.
 
 With ``--launches`` (needs CuPy importable, for the test stand-in GPU) it also runs one
 training step of each model, at small sizes with the same structure, on the stand-in
 gpu(0) and counts what the step asks CuPy for: every array operation and every kernel
 launch of a generated kernel, fused (MXNET_USE_FUSION on) against unfused.
 
-    python bench/fusion_counts.py [--launches]
+    python bench/fusion_counts.py [--launches] [--kinds]
 """
 from __future__ import annotations
 
@@ -108,6 +110,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--launches", action="store_true",
                     help="also count CuPy calls per step on the stand-in GPU")
+    ap.add_argument("--kinds", action="store_true",
+                    help="also list the fused training step's kernels by op kind")
     args = ap.parse_args(argv)
     print("kernels from the plan, unfused -> fused (ratio); training step = forward + "
           "backward in training mode; inference = forward in predict mode")
@@ -117,6 +121,12 @@ def main(argv=None):
         (su, sf), (fu, ff) = t["step"], p["forward"]
         print(f"{name:28} {su:>6} -> {sf:<5} {su / sf:4.2f}x {t['groups']:>6} "
               f"{fu:>6} -> {ff:<5} {fu / ff:4.2f}x {p['groups']:>6}")
+    if args.kinds:
+        for name, _, t in rows[::2]:
+            print(f"\n{name}: fused training step by kind")
+            for d in ("forward", "backward"):
+                kinds = ", ".join(f"{k} {n}" for k, n in t["by_kind"][d].items())
+                print(f"  {d} {sum(t['by_kind'][d].values())}: {kinds}")
     if args.launches:
         print("\nCuPy calls per training step on the stand-in gpu(0) (small sizes, same "
               "structure)")

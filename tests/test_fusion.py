@@ -90,8 +90,8 @@ def _inputs(op, p, rs, shape=(3, 4)):
     xs = []
     for k, n in enumerate(names):
         sh = shape
-        if op.pointwise.broadcast == "channel":     # BatchNorm: (2, 3, 4) data, (3,) vectors
-            sh = (2, 3, 4) if k == 0 else (3,)
+        if op.pointwise.broadcast == "channel":     # (2, 3, 4) data, vectors along p.axis
+            sh = (2, 3, 4) if k == 0 else ((2, 3, 4)[p.axis],)
         if op.name == "LayerNorm" and k:            # gamma, beta along the last axis
             sh = shape[-1:]
         x = rs.uniform(0.2, 2.0, sh) * rs.choice([-1, 1], sh)
@@ -598,6 +598,34 @@ def test_dropout_split_float16():
     rs = np.random.RandomState(2)
     arrays = [rs.randn(6, 7).astype(np.float16) for _ in range(2)]
     _compare(s, arrays, train=True, rtol=1e-3, atol=1e-3, seed=5)
+
+
+def test_dropout_split_bfloat16_multiplies_by_the_ops_scale():
+    """A bfloat16 Dropout computes on float32 and rounds once: x * float32(1 / (1 - p)).
+    Its split must not round the mask to bfloat16 first (1 / 0.7 is no bfloat16): the
+    mask stays float32 and the multiply rounds once, bit for bit the unfused values."""
+    x, y = sym.var("x"), sym.var("y")
+    s = sym.Dropout(sym.tanh(x), p=0.3) * y
+    rs = np.random.RandomState(2)
+    arrays = [rs.randn(6, 7) * 3, rs.randn(6, 7) * 3]
+    cop = CachedOp(s, {"static_alloc": True})
+    view = cop._fused_view(True)
+    assert cop.fusion_report(True)["split"] == 1
+    outs = []
+    for c in (cop, view):
+        args = [mx.nd.array(a, dtype="bfloat16") for a in arrays]
+        mx.random.seed(5)
+        with autograd.record(train_mode=True):
+            outs.append(c(*args))
+    a, b = (o.asnumpy().astype(np.float32) for o in outs)
+    np.testing.assert_array_equal(b, a)
+    bf = outs[0].asnumpy().dtype
+    t = np.tanh(arrays[0].astype(bf).astype(np.float32)).astype(bf).astype(np.float32)
+    kept = a != 0
+    d = (t * np.float32(1 / 0.7)).astype(bf).astype(np.float32)
+    want = (d * arrays[1].astype(bf).astype(np.float32)).astype(bf).astype(np.float32)
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_array_equal(a[kept], want[kept])
 
 
 def test_dropout_split_counts():

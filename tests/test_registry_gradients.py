@@ -279,6 +279,7 @@ SPECS = {
     "_contrib_BatchNormWithReLU": dict(inputs=[U(2, 3, 2), U(3), U(3), U(3), U(3)],
                                        params={"fix_gamma": False}),
     "LayerNorm": dict(inputs=[U(2, 3), U(3), U(3)]),
+    "_bias_add": dict(inputs=[U(2, 3, 4), U(3)], params={"axis": 1}),
     "InstanceNorm": dict(inputs=[U(2, 3, 4), U(3), U(3)]),
     "Crop": dict(inputs=[U(1, 2, 4, 5)], params={"num_args": 1, "h_w": (2, 3),
                                                  "offset": (1, 2)}),

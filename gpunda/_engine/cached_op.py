@@ -460,7 +460,7 @@ class CachedOp:
             return view
         part = self._partition(train)
         view = self
-        if part is not None and part.groups:
+        if part is not None and (part.groups or part.views):
             view = object.__new__(CachedOp)
             view.__dict__.update(self.__dict__)
             psteps = part.steps     # Dropout split into its mask and a multiply
@@ -472,6 +472,7 @@ class CachedOp:
                      _Step.fused(groups[i], "_fused%d(%s)" % (i, "+".join(
                          psteps[k].name for k in part.groups[i])))
                      for kind, i in _fusion.fused_order(self._steps, part)]
+            view._nslots = part.nslots  # a GEMM split from its bias add makes a slot
             view._derive(steps)
             view._plans, view._train_plans = OrderedDict(), OrderedDict()
             view._graphs, view._graph_calls = OrderedDict(), {}
@@ -503,14 +504,15 @@ class CachedOp:
         """What the fusion pass makes of this graph on a GPU, in training mode ``train``
         (default: the current mode): ``{"enabled", "reason", "groups": [{"nodes", "ops",
         "inputs", "outputs"}], "left_out": [{"node", "op", "reason"}], "steps",
-        "fused_steps", "split", "fallbacks"}``; ``split``: the Dropout steps split into a
+        "fused_steps", "views", "split", "fallbacks"}``; ``views``: the nodes run as views
+        of their input, no kernel (NOTE [View steps]); ``split``: the Dropout steps split into a
         random mask step and a multiply that fused. ``fallbacks`` counts the calls whose input
         signature ran a group op by op, by reason. The CPU never fuses."""
         train = _ag._is_train() if train is None else bool(train)
         part = self._partition(train)
         rep = {"enabled": _fusion.ENABLED, "reason": self._fusion_off, "groups": [],
                "left_out": [], "steps": len(self._steps), "fused_steps": len(self._steps),
-               "split": 0, "fallbacks": {}}
+               "views": [], "split": 0, "fallbacks": {}}
         if part is None:
             return rep
         rep["reason"] = part.graph_reason
@@ -523,6 +525,7 @@ class CachedOp:
         for i, why in sorted(part.reasons.items()):
             st = psteps[i]
             rep["left_out"].append({"node": st.name, "op": st.op.name, "reason": why})
+        rep["views"] = [psteps[i].name for i in sorted(part.views)]
         # Dropout steps split into a mask step and a multiply that fused
         rep["split"] = part.splits
         rep["fused_steps"] = len(psteps) - sum(len(ms) - 1 for ms in part.groups)

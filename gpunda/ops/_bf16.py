@@ -21,6 +21,10 @@ accumulating in float32. gpunda does the same, once for every op instead of per 
   gradient comes back in that input's bfloat16;
 - an input the op writes in place (optimizer updates, BatchNorm's moving statistics) gets its
   float32 copy's new value back, rounded;
+- a GEMM the fusion pass splits from its bias add (NOTE [GEMM epilogues] in
+  _engine/fusion/partition.py) keeps its float32 result (``float32_result``), and the add,
+  whose type rule gives the bias's type, rounds it: once, as the op itself does; Dropout's
+  mask (its type rule) stays float32 likewise, so its split multiplies by the op's scale;
 - the ops in ``NATIVE`` run on bfloat16 directly: casts (their result is the point), the
   finite checks, and data movement (reshape, transpose, slicing, concatenation: exact either
   way, and faster without the float32 round trip).
@@ -38,7 +42,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.ops import registry as _registry
 from gpunda.ops.registry import all_ops
 
-__all__ = ["install", "rewrap", "NATIVE"]
+__all__ = ["install", "rewrap", "NATIVE", "float32_result"]
 
 # ops that compute on bfloat16 arrays as they are (see the NOTE)
 NATIVE = frozenset({
@@ -55,6 +59,7 @@ NATIVE = frozenset({
 _F32 = np.dtype(np.float32)
 _NO = object()          # an argument not given
 _installed = []
+_unwrapped = {}         # op -> the compute its wrapper calls (a tool may wrap it again)
 
 
 def _out_types(op, p, in_t, n):
@@ -69,8 +74,7 @@ def _out_types(op, p, in_t, n):
 
 
 def _in_float32(op, compute, bf, xp, p, arrays, kw):
-    if op.infer_type is None and any(
-            getattr(a, "dtype", None) is not None and a.dtype.kind == "f" for a in arrays):
+    if not _float32_path(op, arrays, bf):
         # bfloat16 beside another float type: the op's own checks (MXNet refuses mixed
         # inputs) or NumPy's promotion (mx.np) decide, on the arrays as they are
         return compute(xp, p, *arrays, **kw)
@@ -88,6 +92,31 @@ def _in_float32(op, compute, bf, xp, p, arrays, kw):
     if not multi:
         return outs[0]
     return tuple(outs) if isinstance(res, tuple) else outs
+
+
+def _float32_path(op, arrays, bf):
+    """Whether ``op``'s wrapped compute takes the float32 path for ``arrays`` (see
+    ``_in_float32``): a bfloat16 input, and no other float type beside it unless the op
+    has a type rule."""
+    dts = [getattr(a, "dtype", None) for a in arrays]
+    return any(d is bf for d in dts) and (
+        op.infer_type is not None or not any(d is not None and d.kind == "f" for d in dts))
+
+
+def float32_result(op):
+    """A compute for ``op`` that gives, where its wrapped compute would compute on float32
+    copies of bfloat16 inputs, that float32 result unrounded, and otherwise calls the op's
+    current compute (errors included): the GEMM half of a split GEMM op (NOTE [GEMM
+    epilogues]), whose bias add then rounds once, as the whole op does."""
+    def compute(xp, p, *arrays, **kw):
+        raw = _unwrapped.get(op)   # none before bfloat16 is named, none for NATIVE ops
+        if raw is not None:
+            bf = _bf16.dtype()
+            if _float32_path(op, arrays, bf):
+                return raw(xp, p, *[a.astype(_F32) if getattr(a, "dtype", None) is bf
+                                    else a for a in arrays], **kw)
+        return op.compute(xp, p, *arrays, **kw)
+    return compute
 
 
 def _wrap(op, compute):
@@ -182,6 +211,8 @@ def _wrap_op(op):
     op.update = _wrap_update(op, op.update)
     if op.name in NATIVE:
         return
+    if getattr(op.compute, "_bf16_of", None) is None:
+        _unwrapped[op] = op.compute
     op.compute = _wrap(op, op.compute)
     raw = getattr(op, "raw_compute", None)
     if raw is not None:

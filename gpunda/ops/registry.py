@@ -47,7 +47,7 @@ from gpunda._core import bf16 as _bf16
 from gpunda.base import GpundaError, GpundaTypeError, np_dtype
 
 __all__ = ["Param", "OpDef", "register", "get_op", "all_ops", "REQUIRED", "parse_dtype",
-           "Params", "fill_positional_params", "Pointwise", "declare_pointwise"]
+           "Params", "fill_positional_params", "Pointwise", "declare_pointwise", "ViewRule", "declare_view"]
 
 
 class _Required:
@@ -319,6 +319,11 @@ class OpDef:
 
     out_ctx = None      # callable(p) -> Context when outputs live on another context (_copyto)
     pointwise = None    # a Pointwise record (NOTE [Pointwise records]) for fusable ops
+    view = None         # a ViewRule (NOTE [View steps] in _engine/fusion/views.py)
+    # callable(p) -> (params of the op without its bias, the pointwise bias-add op's name,
+    # its params as a dict) or None:
+    # how the fusion pass may split a GEMM's bias add off (NOTE [GEMM epilogues])
+    epilogue = None
 
     def __init__(self, name, compute, *, params=(), inputs=("data",), num_outputs=1,
                  num_visible=None, gradient=None, nondiff=False, aliases=(),
@@ -585,6 +590,28 @@ def declare_pointwise(names, fwd, grads=(), **kw):
     for n in ([names] if isinstance(names, str) else names):
         get_op(n).pointwise = rec
     return rec
+
+
+class ViewRule:
+    """How an op's result can share its input's memory (NOTE [View steps] in
+    _engine/fusion/views.py): ``compute(xp, p, *ins)`` returns the op's outputs as views
+    of input 0 where the array library can make them (it copies otherwise) and raises the
+    op's own errors; ``reshape_grad``: the gradient of input 0 is the output gradient
+    reshaped to input 0's shape (a view too), else the op's own rule makes it."""
+
+    __slots__ = ("compute", "reshape_grad")
+
+    def __init__(self, compute, reshape_grad=False):
+        self.compute, self.reshape_grad = compute, reshape_grad
+
+
+def declare_view(names, compute, reshape_grad=False):
+    """Attach a ``ViewRule`` to each op in ``names``; beside the ops' OpDefs, as
+    ``declare_pointwise``."""
+    rule = ViewRule(compute, reshape_grad)
+    for n in ([names] if isinstance(names, str) else names):
+        get_op(n).view = rule
+    return rule
 
 
 _REGISTRY: dict[str, OpDef] = {}

@@ -7,7 +7,9 @@ generated kernel (NOTE [Fusion kernels]) computing the group's outputs, the valu
 outside the group, from its inputs; its gradient rule launches one more kernel that
 recomputes the group's values from the saved inputs and applies the members' gradient
 expressions in reverse (NOTE [Fusion IR]), giving each input that needs it its gradient
-(an input broadcast inside the group then gets one sum over its broadcast axes). So the
+(an input broadcast inside the group then gets one sum over its broadcast axes; every
+gradient comes back in its input's shape: a vector that spans the iteration shape, a
+Dense's bias on one row, is reshaped, not summed: ``Layout.reduced``). So the
 plan machinery (static buffers, CUDA graphs, TrainPlan, the tape) runs fused steps as it
 runs any op. Kernels are made per input signature (shapes, dtypes, strides); when a
 signature does not fit the kernel model (an integer dtype, unequal shapes where an
@@ -52,7 +54,8 @@ class Layout:
     """What one input signature makes of a group: shapes and dtypes of every slot, the
     iteration shape and each input's element strides; ``reason`` when it does not fit."""
 
-    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff", "key")
+    __slots__ = ("slot_shape", "slot_dtype", "shape", "strides", "reason", "n", "eff", "key",
+                 "in_shapes", "reduced")
 
     def __init__(self, group, shapes, dtypes, strides):
         self.reason = None
@@ -123,6 +126,12 @@ class Layout:
                     return
         self.shape = it
         self.n = int(np.prod(it, dtype=np.int64)) if it else 1
+        # the shape each input broadcasts as, and whether its gradient sums over broadcast
+        # axes; one that spans the iteration shape (a Dense's bias on a single row: (C,)
+        # read as (1, C)) takes the kernel's gradient reshaped to its own shape, no sum
+        self.in_shapes = [tuple(eff[s][0]) if s in eff else tuple(ss[s])
+                          for s in group.in_slots]
+        self.reduced = [(1,) * (len(it) - len(sh)) + sh != it for sh in self.in_shapes]
         st_list = []
         for s, sh, sv in zip(group.in_slots, shapes, strides):
             if s in eff:        # a vector along one axis: its one stride on that axis
@@ -180,6 +189,7 @@ class FusedGroup:
         self.index = index
         self._layouts = {}
         self._kernels = {}
+        self._stored = {}       # backward kernel key -> the stored buffer of each gradient
         self.fallbacks = {}
         self.launches = 0
         # members whose backward reads the backward's training mode (BatchNorm's rule uses
@@ -332,9 +342,7 @@ class FusedGroup:
         if lay.reason is not None:
             return None
         have = tuple(g is not None for g in ograds)
-        in_shapes = [lay.eff[s][0] if s in lay.eff else lay.slot_shape[s]
-                     for s in self.in_slots]
-        reduce = [tuple(sh) != lay.shape for sh in in_shapes]
+        reduce = lay.reduced
 
         def make():
             in_dt = [lay.slot_dtype[s] for s in self.in_slots]
@@ -349,23 +357,27 @@ class FusedGroup:
             for g, s in zip(ograds, self.out_slots):
                 if g is not None:
                     strides.append(tuple(x // g.itemsize for x in g.strides))
-            return self.backward_program(lay, need, have), lay, in_dt, out_dt, strides
+            prog = self.backward_program(lay, need, have)
+            prog, out_dt, self._stored[key] = store_once(prog, red, out_dt)
+            return prog, lay, in_dt, out_dt, strides
         ogs = [g for g in ograds if g is not None]
         if any(g.shape != lay.shape or g.dtype != lay.slot_dtype[s]
                for g, s in zip(ograds, self.out_slots) if g is not None):
             return None
         key = ("b", lay.key, tuple(need), have, tuple(g.strides for g in ogs))
+        red = [r for r, n in zip(reduce, need) if n]
         fn, out_dt = self._kernel(xp, key, make)
-        outs = iter(self._launch(xp, fn, lay, list(arrays) + ogs, out_dt))
+        stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt)
+        outs = iter([stored[k] for k in self._stored[key]])
         res = []
-        for a, n, r, sh in zip(arrays, need, reduce, in_shapes):
+        for a, n, r, sh in zip(arrays, need, reduce, lay.in_shapes):
             if not n:
                 res.append(None)
                 continue
             g = next(outs)
             if r:
-                g = _sum_to(g, sh).reshape(a.shape).astype(a.dtype, copy=False)
-            res.append(g)
+                g = _sum_to(g, sh).astype(a.dtype, copy=False)
+            res.append(g.reshape(a.shape))     # (a view: the kernel's buffer is fresh)
         return res
 
     # -- the members one by one -----------------------------------------------------------
@@ -411,6 +423,29 @@ class FusedGroup:
                 if gr is not None:
                     g[s] = gr if g.get(s) is None else g[s] + gr
         return [g.get(s) if n else None for s, n in zip(self.in_slots, need)]
+
+
+def store_once(prog, reduced, out_dtypes):
+    """Backward Program ``prog`` without the outputs that would store again, at full
+    size, a value another output of the same dtype stores (a bias add's gradient "g" is
+    its data's: the bias sum reads that buffer); ``reduced`` flags the outputs summed
+    afterwards. Returns (program, its output dtypes, for each original output the index
+    of the buffer holding it)."""
+    full = {}
+    for k, (v, r, d) in enumerate(zip(prog.outputs, reduced, out_dtypes)):
+        if not r:
+            full.setdefault((v, d), k)
+    keep, src = [], []
+    for k, (v, r, d) in enumerate(zip(prog.outputs, reduced, out_dtypes)):
+        j = full.get((v, d)) if r else None
+        src.append(k if j is None else j)
+        if j is None:
+            keep.append(k)
+    if len(keep) == len(src):
+        return prog, list(out_dtypes), src
+    pos = {k: n for n, k in enumerate(keep)}
+    prog.outputs = [prog.outputs[k] for k in keep]
+    return prog.pruned(), [out_dtypes[k] for k in keep], [pos[k] for k in src]
 
 
 def _sum_to(g, shape):

@@ -26,9 +26,35 @@ the unfused one. The mask step needs the data's shape and dtype only: it reads t
 earliest slot sure to have them (back through element-wise, channel and row steps that
 keep their first input's shape and dtype), so a multiply can join the group making its
 data (softmax's). ``Partition.steps`` is the step list the indices refer to.
+
+NOTE [GEMM epilogues]
+A GEMM op whose OpDef has an ``epilogue`` rule (FullyConnected, Convolution with a bias)
+is split the same way: the GEMM without its bias into a fresh slot (``Partition.nslots``
+counts it, ``Partition.like`` gives its shape and dtype: the op's output's), then a
+pointwise bias add (``_bias_add``: the bias a "channel" vector along the output's last
+axis, a convolution's axis 1) making the op's output, a candidate. The split is kept
+only where the add joins a group (the GELU or tanh after a Dense, the Dropout multiply
+and residual add after a projection, an LSTM's gate sum, an inference BatchNorm after a
+convolution): the add, a launch of its own inside the op, then costs nothing, and its
+gradient, the bias sum, is the group's sum over that broadcast input, as the op's own
+gradient sums it. A mask step after the op reads the GEMM's slot for its shape, so the
+Dropout multiply can join the add's group. A bias of another shape (FullyConnected's
+(H, 1)) or one read twice in a group runs that group member by member (NOTE [Fused
+steps]).
+The split adds no rounding to the op's. The GEMM half is the op's compute without the
+bias, in the op's dtype; a float16 op rounds its GEMM to float16 before its bias add as
+well, and the group then computes the add as any float16 member (in float, NOTE [Fusion
+IR]). A bfloat16 op computes on float32 copies and rounds once at the end (NOTE
+[bfloat16 compute] in ops/_bf16.py), so its GEMM half keeps the float32 result
+(``_gemm_half``: ``Partition.like``'s dtype is then not the slot's) and ``_bias_add``,
+whose type rule gives the bias's type, rounds once; a bfloat16 group runs its ops one by
+one (kernels fuse float16/32/64), so its values and gradients are the unfused ones, bit
+for bit. A Dropout mask reading that float32 slot is float32, as a bfloat16 Dropout's
+own mask is.
 """
 from __future__ import annotations
 
+import copy
 import heapq
 
 __all__ = ["partition", "Partition"]
@@ -46,6 +72,10 @@ class Partition:
         self.steps = None       # the step list (splits applied) the indices refer to
         self.random = []        # indices of the steps that draw random numbers, in order
         self.splits = 0         # steps split (Dropout while it drops)
+        self.views = set()      # indices of the steps run as views (NOTE [View steps])
+        self.epilogues = 0      # GEMM bias adds split off into groups (NOTE [GEMM epilogues])
+        self.nslots = None      # slot count of ``steps`` (a split GEMM adds a slot)
+        self.like = {}          # a new slot -> the slot whose shape and dtype it has
 
 
 def _splittable(st, train):
@@ -65,20 +95,24 @@ def _derived(st, op, ins, outs, suffix):
     new.seq1 = False
     new.compute, new.wants_ctx = op.compute, op.wants_ctx
     why = op.capture if op.capture != "ok" else None
+    if op.capture == "gemm":    # as _Step: a graph takes it when its backend has a safe GEMM
+        why = "cuBLAS GEMM, and this backend has no capture-safe GEMM"
     new.capturable, new.why_not = why is None, why
-    new.gemm = False
+    new.gemm = op.capture == "gemm"
     return new
 
 
-def _shape_source(steps, producer, d, train):
+def _shape_source(steps, producer, d, train, gemm_of=None):
     """The earliest slot sure to have slot ``d``'s shape and dtype: back through the
     candidate steps whose first output has their first input's shape and dtype (equal
     shapes, a channel op, a row op; no dtype of their own). A split producer that needs
     only its data's shape reads it, so it does not wait for (nor close a cycle through) a
-    group making ``d``."""
+    group making ``d`` (``gemm_of``: a split GEMM's output slot -> its GEMM's slot)."""
     from gpunda._engine.fusion.expr import parse
     from gpunda._engine.fusion.group import _has_row
     while True:
+        if gemm_of and d in gemm_of:    # a split GEMM's output: its result before the bias
+            return gemm_of[d]
         j = producer.get(d)
         if j is None:
             return d
@@ -95,22 +129,69 @@ def _shape_source(steps, producer, d, train):
         d = st.ins[0]
 
 
-def _split_steps(steps, train, which):
-    """``steps`` with the splittable steps whose index is in ``which`` (None: all) split;
-    returns (steps, original index -> index of the pointwise half)."""
+def _epilogue(st):
+    """(GEMM params, pointwise op) when step ``st`` is a GEMM whose bias add may split off
+    (NOTE [GEMM epilogues]), else None."""
+    rule = st.op.epilogue
+    return None if rule is None or st.op.fwd_mutates else rule(st.p)
+
+
+_gemm_ops = {}       # id of a GEMM op -> its OpDef as the GEMM half of a split
+
+
+def _gemm_half(op):
+    """GEMM op ``op`` as the first half of its split (NOTE [GEMM epilogues]): the same
+    op, except that its result for bfloat16 inputs stays float32."""
+    got = _gemm_ops.get(id(op))
+    if got is None:
+        from gpunda.ops._bf16 import float32_result
+        got = copy.copy(op)
+        got.compute = float32_result(op)
+
+        def gradient(*args, **kw):      # the op's rule as it is at the call (bfloat16's
+            return op.gradient(*args, **kw)     # wrapper comes when the type is named)
+        if hasattr(op.gradient, "reads_ograds"):
+            gradient.reads_ograds = op.gradient.reads_ograds
+        got.gradient = gradient
+        _gemm_ops[id(op)] = got
+    return got
+
+
+def _split_steps(steps, train, which, nslots):
+    """``steps`` with the splittable steps and GEMM epilogues whose index is in ``which``
+    (None: all) split, new slots numbered from ``nslots``; returns (steps, original index
+    -> index of the pointwise half, the new slot count, new slot -> the slot whose shape
+    and dtype it has)."""
     from gpunda.ops.registry import get_op
-    out, half = [], {}
+    out, half, like, gemm_of = [], {}, {}, {}
     producer = {s: i for i, st in enumerate(steps) for s in st.outs}
     for i, st in enumerate(steps):
+        ep = _epilogue(st) if which is None or i in which else None
         if (which is None or i in which) and _splittable(st, train):
             prod, pw = (get_op(n) for n in st.op.pointwise.split)
-            src = (_shape_source(steps, producer, st.ins[0], train),) + tuple(st.ins[1:])
+            src = (_shape_source(steps, producer, st.ins[0], train, gemm_of),) + \
+                tuple(st.ins[1:])
             out.append(_derived(st, prod, src, st.outs[-1:], "_mask"))
             half[i] = len(out)
             out.append(_derived(st, pw, tuple(st.ins) + (st.outs[-1],), st.outs[:-1], ""))
+        elif ep is not None:
+            # the GEMM into a fresh slot, then its bias added by a pointwise step
+            gp, pw, pw_kw = ep
+            t = nslots
+            nslots += 1
+            like[t] = st.outs[0]
+            gemm_of[st.outs[0]] = t
+            gemm = _derived(st, _gemm_half(st.op), st.ins[:2], (t,), "_gemm")
+            gemm.p = gp
+            out.append(gemm)
+            half[i] = len(out)
+            pop = get_op(pw)
+            add = _derived(st, pop, (t, st.ins[2]), st.outs, "_bias")
+            add.p = pop.parse_params(pw_kw)
+            out.append(add)
         else:
             out.append(st)
-    return out, half
+    return out, half, nslots, like
 
 
 def _candidate(st, train):
@@ -136,27 +217,42 @@ def _candidate(st, train):
 
 def partition(steps, nin, heads, train):
     """Partition ``steps`` (a CachedOp's ``_Step`` list; slots < ``nin`` are inputs) for
-    training mode ``train`` (NOTE [Fusion partition])."""
+    training mode ``train`` (NOTE [Fusion partition]); shape-only steps outside the groups
+    become view steps (NOTE [View steps])."""
+    res = _partition_groups(steps, nin, heads, train)
+    if res.graph_reason is None:
+        from gpunda._engine.fusion.views import apply_views
+        apply_views(res, heads, _derived)
+    return res
+
+
+def _partition_groups(steps, nin, heads, train):
     if any(st.op.fwd_mutates for st in steps):
         res = Partition()
         res.steps = list(steps)
         res.graph_reason = "the graph has ops that write their inputs in the forward pass"
+        res.nslots = max([nin] + [s + 1 for st in steps for s in st.outs])
         for i in range(len(steps)):
             res.reasons[i] = res.graph_reason
         return res
-    if not any(_splittable(st, train) for st in steps):
-        return _partition(list(steps), nin, heads, train)
+    nslots = max([nin] + [s + 1 for st in steps for s in st.outs])
+    if not any(_splittable(st, train) or _epilogue(st) for st in steps):
+        res = _partition(list(steps), nin, heads, train)
+        res.nslots = nslots
+        return res
     # split every candidate, keep the splits whose pointwise half joined a group
-    split, half = _split_steps(steps, train, None)
+    split, half, n, like = _split_steps(steps, train, None, nslots)
     first = _partition(split, nin, heads, train)
     grouped = {i for ms in first.groups for i in ms}
     keep = {i for i, j in half.items() if j in grouped}
     if len(keep) == len(half):
-        first.splits = len(keep)
-        return first
-    split, _ = _split_steps(steps, train, keep)
-    res = _partition(split, nin, heads, train)
-    res.splits = len(keep)
+        res = first
+    else:
+        split, _, n, like = _split_steps(steps, train, keep, nslots)
+        res = _partition(split, nin, heads, train)
+    res.splits = sum(1 for i in keep if _epilogue(steps[i]) is None)
+    res.epilogues = len(keep) - res.splits
+    res.nslots, res.like = n, like
     return res
 
 

@@ -41,24 +41,60 @@ _ROW = {"rsum": np.sum, "rmax": np.max, "rmean": np.mean}
 _OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
 
 
+def _last_uses(prog):
+    """For each instruction, the values whose last reader it is (outputs are kept)."""
+    last = {}
+    for i, (kind, args, _) in enumerate(prog.instrs):
+        if kind in ("conv", "round16") or kind in _ROW:
+            last[args] = i
+        elif kind in ("cmp", "call"):
+            for v in args[1:]:
+                last[v] = i
+        elif kind not in ("load", "const"):
+            for v in args:
+                last[v] = i
+    for v in prog.outputs:
+        last.pop(v, None)
+    dies = [[] for _ in prog.instrs]
+    for v, i in last.items():
+        dies[i].append(v)
+    return dies
+
+
 def evaluate(prog, arrays, shape, in_strides, out_dtypes):
-    """The outputs of ``prog`` (C-contiguous arrays of ``shape``) for NumPy ``arrays``
-    read through element strides ``in_strides``, as the generated kernel computes them."""
+    """The outputs of ``prog`` (arrays of ``shape``) for NumPy ``arrays`` read through
+    element strides ``in_strides``, as the generated kernel computes them. Like the
+    kernel, it keeps few full-size values alive: inputs are read as strided views, a value
+    is dropped after its last reader, and an element-wise result is written into an
+    operand that dies with it (the stand-in GPU's memory then resembles the kernel's)."""
     shape = tuple(int(d) for d in shape)
-    vals = []
+    vals = [None] * len(prog.instrs)
+    owned = set()           # values that are arrays of their own (not views of inputs)
+    dies = _last_uses(prog)
+
+    def reuse(i, *ops):     # an operand buffer that dies here and can take the result
+        for v in ops:
+            a = vals[v]
+            if v in owned and v in dies[i] and a.shape == shape and a.dtype == _NP_CT[ct]:
+                return a
+        return None
     with np.errstate(all="ignore"):
-        for kind, args, ct in prog.instrs:
+        for i, (kind, args, ct) in enumerate(prog.instrs):
             t = _NP_CT[ct]
+            own = True
             if kind == "load":
                 a = arrays[args]
                 st = tuple(int(s) * a.itemsize for s in in_strides[args])
-                v = np.lib.stride_tricks.as_strided(a, shape, st).astype(t)
+                v = np.lib.stride_tricks.as_strided(a, shape, st, writeable=False)
+                own = v.dtype != t
+                v = v.astype(t, copy=False)
             elif kind == "const":
                 v = np.asarray(args, t)
+                own = False
             elif kind == "neg":
-                v = -vals[args[0]]
+                v = np.negative(vals[args[0]], out=reuse(i, args[0]))
             elif kind in _OPS:
-                v = _OPS[kind](vals[args[0]], vals[args[1]])
+                v = _OPS[kind](vals[args[0]], vals[args[1]], out=reuse(i, *args))
             elif kind == "cmp":
                 v = _CMP[args[0]](vals[args[1]], vals[args[2]]).astype(t)
             elif kind == "call":
@@ -71,8 +107,13 @@ def evaluate(prog, arrays, shape, in_strides, out_dtypes):
                 v = _ROW[kind](np.broadcast_to(vals[args], shape), axis=-1, keepdims=True)
             else:
                 raise AssertionError(kind)
-            vals.append(np.asarray(v, t))
-        return [np.broadcast_to(vals[v], shape).astype(np.dtype(d))
+            vals[i] = np.asarray(v, t)
+            if own:
+                owned.add(i)
+            for d in dies[i]:
+                if d != i:
+                    vals[d] = None
+        return [np.broadcast_to(vals[v], shape).astype(np.dtype(d), copy=False)
                 for v, d in zip(prog.outputs, out_dtypes)]
 
 
@@ -102,6 +143,6 @@ def make_emulation(prog, shape, in_strides, out_dtypes):
             inner = int(np.prod(shape[1:], dtype=np.int64))
             shp = (n // max(inner, 1),) + tuple(shape[1:])
         for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
-            o.reshape(-1)[...] = r.reshape(-1)
+            o.reshape(r.shape)[...] = r
     emu.out_index = tuple(range(nin, nin + nout))
     return emu

@@ -25,7 +25,7 @@ from gpunda._core import modes as _modes
 from gpunda._core import bf16 as _bf16
 from gpunda.ops.raw import RawF
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, declare_pointwise
+from gpunda.ops.registry import OpDef, Param, get_op, register, declare_pointwise
 from gpunda.ops._util import matmul, norm_axis, on_threads, sum_to_shape, require_same_dtype, not_real
 from gpunda.ops.kernels import norm as _nk
 from gpunda.ops.kernels.norm import _acc
@@ -140,6 +140,44 @@ register(OpDef(
     inputs=lambda p: ("data", "weight") if p.no_bias else ("data", "weight", "bias"),
     gradient=_grad_fc, grad_need=True, save=("inputs",), infer_shape=_infer_fc, capture="gemm",
     family="nn", doc="y = x W^T + b; x is flattened to 2-D (flatten=True) or uses its last axis."))
+
+
+def _bias_along(p, x, b):
+    """The shape bias ``b`` broadcasts as along data ``x``'s axis ``p.axis``."""
+    shape = [1] * x.ndim
+    shape[norm_axis(p.axis, x.ndim, "_bias_add")] = b.size
+    return tuple(shape)
+
+
+def _bias_add(xp, p, x, b):
+    return x + b.reshape(_bias_along(p, x, b))
+
+
+def _grad_bias_add(F, p, ins, outs, og):
+    x, b = ins
+    gb = sum_to_shape(F, og[0], _bias_along(p, x, b))
+    return [og[0], F.reshape(gb, shape=tuple(b.shape))]
+
+
+def _bias_add_type(p, t):
+    # the bias's type: the GEMM op's own (the GEMM half may hold a bfloat16 op's result in
+    # float32, and the add rounds it once, as the op does)
+    return list(t), [t[1]]
+
+
+# a GEMM op's bias add on its own (NOTE [GEMM epilogues] in _engine/fusion/partition.py):
+# the fusion pass splits a Dense's or a convolution's GEMM from its bias add when the add
+# can join a group
+register(OpDef(
+    "_bias_add", _bias_add, inputs=("data", "bias"), params=[Param("axis", "int", -1)],
+    gradient=_grad_bias_add, save=("inputs",), hidden=True, family="nn",
+    infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    infer_type=_bias_add_type,
+    doc="data + bias along data's axis `axis` (a GEMM op's bias add, split off by the "
+        "fusion pass)."))
+declare_pointwise("_bias_add", "data + bias", ("g", "g"), broadcast="channel")
+get_op("FullyConnected").epilogue = \
+    lambda p: None if p.no_bias else (p.replace(no_bias=True), "_bias_add", {"axis": -1})
 
 
 def _fc_data_grad(xp, p, g, w):
@@ -830,6 +868,17 @@ def _dropout_mask(xp, p, x, ctx=None):
     return xp.broadcast_to(mask, x.shape)
 
 
+def _mask_type(dt):
+    # a bfloat16 Dropout computes on float32 (NOTE [bfloat16 compute] in ops/_bf16.py): its
+    # mask, which the forward multiplies by and the gradient reads, stays float32, so the
+    # split ops (mask, then data * mask) and the gradient use the very scale the op does
+    return np.dtype(np.float32) if _bf16.is_bf16(dt) else dt
+
+
+def _dropout_type(p, t):
+    return None if t[0] is None else ([t[0]], [t[0], _mask_type(t[0])])
+
+
 _DROPOUT_PARAMS = [Param("p", "float", 0.5),
                    Param("mode", "enum", "training", choices=("training", "always")),
                    Param("axes", "shape", ()),
@@ -839,7 +888,7 @@ register(OpDef(
     params=_DROPOUT_PARAMS,
     num_outputs=2, num_visible=1, wants_ctx=True, random=True, output_names=("output", "mask"),
     gradient=lambda F, p, i, o, g: [g[0] * o[1]], save=("outputs",),
-    capture="random numbers (cuRAND)", family="nn",
+    capture="random numbers (cuRAND)", family="nn", infer_type=_dropout_type,
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0], s[0]]),
     doc="Zero elements with probability p and scale the rest by 1/(1-p) while training "
         "(or always with mode='always'); identity otherwise. `axes` shares the mask along them."))
@@ -866,6 +915,7 @@ register(OpDef(
     "_dropout_mask", _dropout_mask_op, params=_DROPOUT_PARAMS, wants_ctx=True, random=True,
     nondiff=True, capture="random numbers (cuRAND)", hidden=True, family="nn",
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    infer_type=lambda p, t: None if t[0] is None else ([t[0]], [_mask_type(t[0])]),
     doc="Dropout's mask of data's shape (the first half of Dropout split by the fusion "
         "pass): the same draws from the same generator as Dropout."))
 register(OpDef(
@@ -873,6 +923,7 @@ register(OpDef(
     params=_DROPOUT_PARAMS, gradient=lambda F, p, i, o, g: [g[0] * i[1], g[0] * i[0]],
     save=("inputs",), hidden=True, family="nn",
     infer_shape=lambda p, s: (list(s), None if s[0] is None else [s[0]]),
+    infer_type=lambda p, t: (list(t), [t[0]]),     # the data's type (a float32 mask beside)
     doc="data * mask (the second half of Dropout split by the fusion pass)."))
 # (the mask's gradient is never asked for: the mask step is not differentiable)
 declare_pointwise("_dropout_apply", "data * mask", ("g * mask", "g * data"))

@@ -184,6 +184,9 @@ register(OpDef(
     gradient=_grad_convolution, grad_need=True, save=("inputs",), infer_shape=_infer_conv,
     capture="gemm", family="nn", aliases=("Convolution_v1",),
     doc="N-d convolution (1-D, 2-D, 3-D), channel-first, with groups, dilation and padding."))
+# its bias add, along the channel axis, may join the group after it (NOTE [GEMM epilogues])
+get_op("Convolution").epilogue = \
+    lambda p: None if p.no_bias else (p.replace(no_bias=True), "_bias_add", {"axis": 1})
 
 _GEO_PARAMS = [Param("kernel", "shape"), Param("stride", "shape", ()), Param("dilate", "shape", ()),
                Param("pad", "shape", ()), Param("num_group", "int", 1)]

@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from gpunda.base import GpundaError
-from gpunda.ops.registry import OpDef, Param, register, parse_dtype, declare_pointwise
+from gpunda.ops.registry import OpDef, Param, register, parse_dtype, declare_pointwise, declare_view
 from gpunda.ops._util import (on_threads, special, scalar_for, sum_to_shape, dtype_mismatch,
                               require_same_dtype, no_bool, wrapped_int, c_cast_float)
 
@@ -667,6 +667,8 @@ for _kind, _bc in (("broadcast_", "numpy"), ("_", "same")):
                       ("g * rhs * pow(lhs, rhs - 1)", "g * pow(lhs, rhs) * log(lhs)"),
                       broadcast=_bc)
 declare_pointwise("_copy", "data", ("g",))
+# alone (no element-wise neighbour) in a fused plan, a copy is the input itself
+declare_view("_copy", lambda xp, p, x: x, reshape_grad=True)
 declare_pointwise("Cast", "data", ("g",), out_dtype=lambda p, dts: p.dtype)
 declare_pointwise(
     "clip", lambda p: ("where(data > a_max, a_max, where(data < a_min, a_min, data))",)

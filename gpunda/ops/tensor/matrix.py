@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpunda.base import GpundaError
 from gpunda.ops._util import norm_axis, no_bool
-from gpunda.ops.registry import OpDef, Param, register
+from gpunda.ops.registry import OpDef, Param, declare_view, register
 
 _FAMILY = "matrix"
 
@@ -161,7 +161,7 @@ def _legacy_target_shape(x, p):
     return tuple(oshape)
 
 
-def _reshape(xp, p, x):
+def _reshape_view(xp, p, x):
     if p.shape:
         shape = infer_reshape(x.shape, p.shape, p.reverse)
     elif p.target_shape:
@@ -169,7 +169,11 @@ def _reshape(xp, p, x):
     else:
         raise _err("Reshape", f"parameter shape is required (got shape={p.shape}); "
                               f"input shape {x.shape}")
-    return x.reshape(shape).copy()
+    return x.reshape(shape)
+
+
+def _reshape(xp, p, x):
+    return _reshape_view(xp, p, x).copy()
 
 
 def _g_reshape_exact(F, p, i, o, g):
@@ -185,10 +189,14 @@ _reg("Reshape", _reshape, aliases=("reshape",),
      doc="Reshape to `shape`, which may use MXNet's special codes 0, -1, -2, -3, -4.")
 
 
-def _reshape_exact(xp, p, x):
+def _reshape_exact_view(xp, p, x):
     if _prod(p.shape) != x.size:
         raise _err("_reshape_exact", f"shape={p.shape} does not fit input shape {x.shape}")
-    return x.reshape(p.shape).copy()
+    return x.reshape(p.shape)
+
+
+def _reshape_exact(xp, p, x):
+    return _reshape_exact_view(xp, p, x).copy()
 
 
 _reg("_reshape_exact", _reshape_exact, params=[Param("shape", "shape")],
@@ -227,28 +235,36 @@ _reg("reshape_like", _reshape_like, inputs=("lhs", "rhs"),
          "[rhs_begin, rhs_end)).")
 
 
-def _flatten(xp, p, x):
+def _flatten_view(xp, p, x):
     if x.ndim == 0:
-        return x.reshape(1, 1).copy()
-    return x.reshape(x.shape[0], _prod(x.shape[1:])).copy()
+        return x.reshape(1, 1)
+    return x.reshape(x.shape[0], _prod(x.shape[1:]))
+
+
+def _flatten(xp, p, x):
+    return _flatten_view(xp, p, x).copy()
 
 
 _reg("Flatten", _flatten, aliases=("flatten",), gradient=_g_reshape_exact, save=("inputs",),
      doc="Collapse all but the first axis: (d1, d2, ..., dk) -> (d1, d2*...*dk).")
 
 
-def _expand_dims(xp, p, x):
+def _expand_dims_view(xp, p, x):
     if not -x.ndim - 1 <= p.axis <= x.ndim:
         raise _err("expand_dims", f"axis={p.axis} must be in [{-x.ndim - 1}, {x.ndim}] for "
                                   f"input shape {x.shape}")
-    return xp.expand_dims(x, p.axis).copy()
+    return xp.expand_dims(x, p.axis)
+
+
+def _expand_dims(xp, p, x):
+    return _expand_dims_view(xp, p, x).copy()
 
 
 _reg("expand_dims", _expand_dims, params=[Param("axis", "int")],
      gradient=_g_reshape_exact, save=("inputs",), doc="Insert a new axis of size 1 at `axis`.")
 
 
-def _squeeze(xp, p, x):
+def _squeeze_view(xp, p, x):
     if p.axis is None:
         shape = tuple(d for d in x.shape if d != 1)
     else:
@@ -267,7 +283,11 @@ def _squeeze(xp, p, x):
         shape = tuple(d for i, d in enumerate(x.shape) if i not in norm)
     if not shape:
         shape = (1,)   # MXNet's squeeze keeps at least one dimension
-    return x.reshape(shape).copy()
+    return x.reshape(shape)
+
+
+def _squeeze(xp, p, x):
+    return _squeeze_view(xp, p, x).copy()
 
 
 _reg("squeeze", _squeeze, params=[Param("axis", "axis", None)],
@@ -446,9 +466,13 @@ def _slice_axis_range(x, p):
     return ax, b, e
 
 
-def _slice_axis(xp, p, x):
+def _slice_axis_view(xp, p, x):
     ax, b, e = _slice_axis_range(x, p)
-    return x[(slice(None),) * ax + (slice(b, e),)].copy()
+    return x[(slice(None),) * ax + (slice(b, e),)]
+
+
+def _slice_axis(xp, p, x):
+    return _slice_axis_view(xp, p, x).copy()
 
 
 def _g_slice_axis(F, p, i, o, g):
@@ -574,7 +598,7 @@ _reg("stack", _stack, inputs=lambda p: tuple(f"arg{i}" for i in range(p.num_args
      gradient=_g_stack, save=(), doc="Join same-shape arrays along a new axis.")
 
 
-def _split(xp, p, x):
+def _split_view(xp, p, x):
     if x.dtype.kind == "b":     # NOTE [Dtypes a kernel is instantiated for]
         raise no_bool('SliceChannel', "data")
     n = p.num_outputs
@@ -595,8 +619,12 @@ def _split(xp, p, x):
         part = x[lead + (slice(k * step, (k + 1) * step),)]
         if p.squeeze_axis:
             part = part.reshape(x.shape[:ax] + x.shape[ax + 1:])
-        parts.append(part.copy())
+        parts.append(part)
     return tuple(parts)
+
+
+def _split(xp, p, x):
+    return tuple(part.copy() for part in _split_view(xp, p, x))
 
 
 def _g_split(F, p, i, o, g):
@@ -1053,3 +1081,14 @@ _reg("shape_array", lambda xp, p, x: xp.asarray(x.shape, dtype="int64").reshape(
 _reg("size_array", lambda xp, p, x: xp.asarray([x.size], dtype="int64"),
      nondiff=True, save=(), capture=_HOST_COPY,
      doc="The number of elements of the input as a (1,) int64 array.")
+
+# ----------------------------------------------------------------------------
+# views: the same results sharing the input's memory, for CachedOp's fused plans on a GPU
+# (NOTE [View steps] in _engine/fusion/views.py); imperative calls keep MXNet's copies
+
+for _name, _fn in (("Reshape", _reshape_view), ("_reshape_exact", _reshape_exact_view),
+                  ("Flatten", _flatten_view), ("expand_dims", _expand_dims_view),
+                  ("squeeze", _squeeze_view)):
+    declare_view(_name, _fn, reshape_grad=True)
+declare_view("SliceChannel", _split_view)
+declare_view("slice_axis", _slice_axis_view)
