@@ -122,6 +122,21 @@ def blas_threads_env(jobs, environ=None):
     return env
 
 
+# Seconds each file took in CI's CPU ratchet (2026-12-07, 2 cores, -j 2); the rest take 4-10.
+# The harness hands files to its workers in the order given, so the longest go first and the
+# two workers finish together (alphabetical order started test_operator.py last but a dozen
+# files, and one worker ran it alone for about three minutes at the end).
+_SECONDS = {"test_operator.py": 521, "test_gluon.py": 168, "test_numpy_op.py": 84,
+            "test_random.py": 83, "test_module.py": 28, "test_ndarray.py": 26,
+            "test_metric_perf.py": 21, "test_io.py": 18, "test_loss.py": 16,
+            "test_sparse_ndarray.py": 16, "test_recordio.py": 16, "test_numpy_gluon.py": 14}
+
+
+def longest_first(files):
+    """``files`` in the order the harness should start them: longest first, then by name."""
+    return sorted(files, key=lambda f: (-_SECONDS.get(f, 0), f))
+
+
 def run_suite(suite, files, out_dir, jobs, context, only=None):
     """Run the harness on ``files``; returns {file: {test: status}}.
 
@@ -178,7 +193,7 @@ def main(argv=None):
         expected = defaultdict(set, {f: t for f, t in expected.items() if f in keep})
         excused = {k: v for k, v in excused.items() if k[0] in keep}
     given = {f if f.endswith(".py") else f + ".py" for f in args.files or []}
-    files = sorted(given | set(expected))
+    files = longest_first(given | set(expected))
     if not files:
         raise SystemExit("mxnet suite: no files to run (the expected list is empty; use --files)")
     out_dir = args.out or tempfile.mkdtemp(prefix="mxsuite-ci-")

@@ -72,3 +72,10 @@ def test_blas_threads_are_shared_among_parallel_files(ratchet, monkeypatch):
     assert env["OPENBLAS_NUM_THREADS"] == "1" and env["OMP_NUM_THREADS"] == "1"
     assert env["MKL_NUM_THREADS"] == "3" and env["PATH"] == "/bin"    # what was set stays
     assert ratchet.blas_threads_env(1, {})["OPENBLAS_NUM_THREADS"] == "2"
+
+
+def test_files_start_longest_first_then_by_name(ratchet):
+    order = ratchet.longest_first({"test_attr.py", "test_gluon.py", "test_base.py",
+                                   "test_operator.py", "test_random.py"})
+    assert order == ["test_operator.py", "test_gluon.py", "test_random.py", "test_attr.py",
+                     "test_base.py"]
