@@ -20,7 +20,7 @@ _FAMILY_MODULES = [
     "control_flow.loops", "numpy.creation", "numpy.extension", "optimizer.multi",
     "optimizer.lamb_adamw", "contrib.misc", "contrib.hawkes", "contrib.dgl_graph",
     "numpy.indexing", "quantization.nn", "quantization.math", "quantization.rnn",
-    "quantization.sg_fused", "quantization.sg_selfatt",
+    "quantization.sg_fused", "quantization.sg_fused_fc", "quantization.sg_selfatt",
     "contrib.backward", "contrib.dgl_sampling", "nn.loss", "control_flow.subgraph",
     "tensor.ndarray_funcs", "image.cv", "numpy.no_bool",
 ]
