@@ -451,12 +451,14 @@ class Trainer:
             for dev, upd in enumerate(self._updaters):
                 self._optimizer._set_current_context(dev)
                 flat = flat_update(self, dev, upd)     # NOTE [Flat buffers]
-                for i, p in enumerate(params):
-                    if p.grad_req == "null" or i in flat:
-                        continue
-                    if not p._fresh_grad(dev):
-                        continue          # only reachable with ignore_stale_grad
-                    upd(i, p._grad[dev], p._data[dev])
+                # the rest in one call, as MXNet's Trainer: the updater then hands an
+                # optimizer with aggregate_num > 0 its parameters in groups of that size
+                # (per dtype), which aggregated optimizers (multi_* ops) rely on
+                todo = [(i, p._grad[dev], p._data[dev]) for i, p in enumerate(params)
+                        if p.grad_req != "null" and i not in flat and p._fresh_grad(dev)]
+                if todo:
+                    index, grads, weights = zip(*todo)
+                    upd(index, grads, weights)
         for p in params:
             if p.grad_req != "null":
                 for dev in range(len(p._grad)):

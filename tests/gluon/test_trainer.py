@@ -384,3 +384,37 @@ def test_trainer_update_on_kvstore_save_load_and_reset(tmp_path):
     _backward_plus_one(x)
     t.step(1)
     np.testing.assert_allclose(x.data(mx.cpu(0)).asnumpy(), -0.2)
+
+
+def test_step_hands_the_updater_every_parameter_at_once_grouped_as_mxnet():
+    """MXNet 1.9.1's Trainer calls its updater once with every parameter; the updater hands
+    an optimizer with ``aggregate_num`` > 0 groups of that size per dtype. Recorded there
+    (this script's optimizer, three float32 Dense layers and a float64 one): the calls were
+    update_multi_precision((0, 1, 2, 3)), ((4, 5)), ((6, 7)), each with tuples."""
+    calls = []
+
+    class Recorder(opt.Optimizer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.aggregate_num = 4
+
+        def create_state(self, index, weight):
+            return None
+
+        def update_multi_precision(self, index, weight, grad, state):
+            calls.append((tuple(index), type(index).__name__, type(weight).__name__,
+                          len(weight)))
+
+    net = nn.HybridSequential()
+    for _ in range(3):
+        net.add(nn.Dense(2, in_units=2))
+    net.add(nn.Dense(2, in_units=2, dtype="float64"))
+    net.initialize()
+    tr = gluon.Trainer(net.collect_params(), Recorder())
+    with autograd.record():
+        y = net[2](net[1](net[0](nd.ones((1, 2)))))
+        loss = y.sum() + net[3](y.astype("float64")).sum().astype("float32")
+    loss.backward()
+    tr.step(1)
+    assert calls == [((0, 1, 2, 3), "tuple", "tuple", 4), ((4, 5), "tuple", "tuple", 2),
+                     ((6, 7), "tuple", "tuple", 2)]
