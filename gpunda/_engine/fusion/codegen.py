@@ -17,6 +17,11 @@ one pass over the row per reduction (each thread accumulates its columns, then a
 reduction in shared memory; the result is a register for the passes after it) and a last
 pass computing and storing the outputs. Element values a later pass needs are recomputed
 from the inputs (re-reading a row is cheaper than writing it out and back).
+A backward kernel with column sums (NOTE [Column sums] in group.py) prints as the same
+row loop, rows of the summed inputs' C trailing elements (a row group's own row), each
+thread's columns fixed (``threadIdx.x + k * THREADS``) so it keeps their running sums in
+registers, then the partial sums of the block to a workspace and the last block's
+in-order sum of the partials.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ means, except that a GEMM op (FullyConnected, Convolution, dot, batch_dot) is ch
 the launches its body makes: its GEMM plus its bias add forward, one GEMM (or the bias
 sum) per input whose gradient is asked backward; a fused group is one kernel forward and
 one backward, plus one sum per group input it broadcast that needs a gradient (a split
-bias add's bias, LayerNorm's gamma and beta); a view step (NOTE [View steps]) is no
+bias add's bias, LayerNorm's gamma and beta) unless the backward kernel makes the sums
+itself (NOTE [Column sums] in group.py: inputs broadcast over leading axes); a view step (NOTE [View steps]) is no
 kernel where its input is C-contiguous (graph inputs are taken so) and one (a copy)
 where it reshapes a strided value; a reshape-like view's gradient is a view, no kernel.
 Other op bodies that launch several CuPy kernels (LayerNorm, softmax) count once on both

@@ -7,8 +7,10 @@ generated kernel (NOTE [Fusion kernels]) computing the group's outputs, the valu
 outside the group, from its inputs; its gradient rule launches one more kernel that
 recomputes the group's values from the saved inputs and applies the members' gradient
 expressions in reverse (NOTE [Fusion IR]), giving each input that needs it its gradient
-(an input broadcast inside the group then gets one sum over its broadcast axes; every
-gradient comes back in its input's shape: a vector that spans the iteration shape, a
+(an input broadcast inside the group then gets its gradient summed over its broadcast
+axes: by the backward kernel itself where every such input broadcasts over leading axes,
+NOTE [Column sums], otherwise one sum per input after the kernel; every gradient comes
+back in its input's shape: a vector that spans the iteration shape, a
 Dense's bias on one row, is reshaped, not summed: ``Layout.reduced``). So the
 plan machinery (static buffers, CUDA graphs, TrainPlan, the tape) runs fused steps as it
 runs any op. Kernels are made per input signature (shapes, dtypes, strides); when a
