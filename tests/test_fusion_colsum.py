@@ -15,6 +15,7 @@ from gpunda._engine import fusion
 from gpunda._engine.cached_op import CachedOp
 from gpunda._engine.fusion.codegen import COLUMNS_PER_THREAD, THREADS
 from gpunda._engine.fusion.group import column_sums
+from gpunda._testing.fusion_models import WideRows, symbol_of
 
 
 class _Lay:
@@ -129,3 +130,26 @@ def test_kernel_source_has_the_column_tail():
     for src in tails:
         assert "*cnt_ = 0u;" in src and "__threadfence();" in src
     assert any("sh_float" in src for src in tails)
+
+
+def test_standin_gpu_rows_wider_than_a_block(standin_gpu):
+    """Rows of 600 and 300 elements: each thread sums several columns."""
+    x = np.random.RandomState(1).randn(2, 3, 300).astype(np.float32)
+    got = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        mx.random.seed(3)
+        net = WideRows()
+        net.initialize(mx.init.Xavier(), ctx=ctx)
+        net.hybridize(static_alloc=True)
+        with autograd.record():
+            y = net(mx.nd.array(x, ctx=ctx))
+        y.backward()
+        got.append([y.asnumpy()] + [p.grad(ctx).asnumpy()
+                                    for p in net.collect_params().values()])
+        if ctx.device_type == "gpu":
+            groups = net._cached_op._fusion_views[True]._fusion_groups
+            assert len(groups) == 2 and not any(g.fallbacks for g in groups)
+    for a, b in zip(*got):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    c = fusion.kernel_counts(symbol_of(WideRows(), "x"), {"x": (2, 3, 300)}, train=True)
+    assert c["by_kind"]["backward"].get("fused group input sum", 0) == 0

@@ -32,7 +32,7 @@ import numpy as np
 from gpunda._engine.fusion.expr import FUNCS, ROW_FUNCS
 
 __all__ = ["kernel_source", "PTR_TYPES", "contiguous_strides", "launch_dims", "row_launch_dims",
-           "column_launch_dims", "COLUMN_BLOCKS", "COLUMNS_PER_THREAD"]
+           "column_launch_dims", "column_lanes", "COLUMN_BLOCKS", "COLUMNS_PER_THREAD"]
 
 PTR_TYPES = {"float16": "unsigned short", "float32": "float", "float64": "double"}
 _MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
@@ -99,11 +99,19 @@ def row_launch_dims(n, row_len):
     return (max(1, min(rows, 1 << 16)),), (THREADS,)
 
 
-def column_launch_dims(n, cols):
+def column_lanes(cols, row):
+    """Rows a block of a column-sum kernel works on at once: a row kernel's block takes
+    one row; an element-wise kernel's rows narrower than the block share it, each thread
+    its column of one lane (``THREADS // cols`` lanes)."""
+    return 1 if row else max(1, THREADS // max(int(cols), 1))
+
+
+def column_launch_dims(n, cols, row):
     """(grid, block) of a kernel with column sums (NOTE [Column sums]) over ``n``
-    elements in rows of ``cols``: a block per row chunk, at most ``COLUMN_BLOCKS``."""
+    elements in rows of ``cols``: a block per chunk of rows, at most ``COLUMN_BLOCKS``."""
     rows = n // max(int(cols), 1)
-    return (max(1, min(rows, COLUMN_BLOCKS)),), (THREADS,)
+    lanes = column_lanes(cols, row)
+    return (max(1, min((rows + lanes - 1) // lanes, COLUMN_BLOCKS)),), (THREADS,)
 
 
 def _deps(kind, args):
@@ -216,6 +224,8 @@ def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset, columns=N
         C = max(int(shape[-1]), 1) if shape else 1     # (empty rows: never launched)
         flags = [False] * len(prog.outputs)
     K = (C + THREADS - 1) // THREADS
+    # lanes: rows a block takes at once (narrow rows of an element-wise kernel)
+    L = column_lanes(C, prog.is_row) if columns is not None else 1
     instrs = prog.instrs
 
     def element_lines(targets, done, ind):
@@ -246,7 +256,13 @@ def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset, columns=N
     for j, t in acc_t.items():     # this thread's columns: threadIdx.x + k * THREADS
         lines.append(f"  {t} cs{j}_[{K}];")
         lines.append(f"  for (int k_ = 0; k_ < {K}; ++k_) cs{j}_[k_] = ({t})0;")
-    lines.append(f"  for (long long row_ = blockIdx.x; row_ < n / {C}LL; row_ += gridDim.x) {{")
+    if L > 1:       # thread t: column t % C of lane t / C (threads past the lanes idle)
+        lines.append(f"  const long long lane_ = threadIdx.x / {C}LL;")
+        lines.append(f"  for (long long row_ = blockIdx.x * {L}LL + lane_; lane_ < {L}LL && "
+                     f"row_ < n / {C}LL; row_ += (long long)gridDim.x * {L}LL) {{")
+    else:
+        lines.append(f"  for (long long row_ = blockIdx.x; row_ < n / {C}LL; "
+                     f"row_ += gridDim.x) {{")
     done = set()
     for v, (kind, args, ct) in enumerate(instrs):
         if kind not in ROW_FUNCS:
@@ -275,8 +291,9 @@ def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset, columns=N
         lines.append("    }")
         done.add(v)
     if acc_t:       # the last pass: each thread its K columns, in registers
+        first = f"threadIdx.x % {C}LL" if L > 1 else "threadIdx.x"
         lines.append(f"      for (int k_ = 0; k_ < {K}; ++k_) {{\n"
-                     f"        const long long j_ = threadIdx.x + k_ * {THREADS}LL;\n"
+                     f"        const long long j_ = {first} + k_ * {THREADS}LL;\n"
                      f"        if (j_ >= {C}LL) break;\n"
                      f"        const long long i = row_ * {C}LL + j_;")
         lines += ["    " + ln for ln in index_lines]
@@ -293,20 +310,35 @@ def _row_loop(prog, shape, in_dtypes, out_dtypes, index_lines, offset, columns=N
     lines.append("      }")
     lines.append("  }")
     if acc_t:
-        lines += _column_tail(acc_t, C, K)
+        lines += _column_tail(acc_t, C, K, L)
     return "\n".join(lines) + "\n"
 
 
-def _column_tail(acc_t, C, K):
-    """Column sums' end (NOTE [Column sums]): each block writes its partial sums, and the
+def _column_tail(acc_t, C, K, L):
+    """Column sums' end (NOTE [Column sums]): each block writes its partial sums (with
+    lanes, ``L`` > 1: the lanes' sums added in lane order through shared memory), and the
     last block to finish adds the blocks' partials in block order (a fixed order: the
     result does not depend on which block finishes last) and resets the counter."""
-    lines = ["  __shared__ unsigned int last_;",
-             f"  for (int k_ = 0; k_ < {K}; ++k_) {{",
-             f"    const long long j_ = threadIdx.x + k_ * {THREADS}LL;",
-             f"    if (j_ >= {C}LL) break;"]
-    lines += [f"    ws{j}[blockIdx.x * {C}LL + j_] = cs{j}_[k_];" for j in acc_t]
-    lines += ["  }",
+    lines = ["  __shared__ unsigned int last_;"]
+    if L > 1:
+        for j, t in acc_t.items():
+            lines += [f"  __shared__ {t} shc{j}_[{THREADS}];",
+                      f"  shc{j}_[threadIdx.x] = threadIdx.x < {L * C} ? cs{j}_[0] : ({t})0;"]
+        lines += ["  __syncthreads();",
+                  f"  if (threadIdx.x < {C}) {{"]
+        for j, t in acc_t.items():
+            lines += [f"    {t} p{j}_ = ({t})0;",
+                      f"    for (int l_ = 0; l_ < {L}; ++l_) p{j}_ += shc{j}_[l_ * {C} + "
+                      f"threadIdx.x];",
+                      f"    ws{j}[blockIdx.x * {C}LL + threadIdx.x] = p{j}_;"]
+        lines.append("  }")
+    else:
+        lines += [f"  for (int k_ = 0; k_ < {K}; ++k_) {{",
+                  f"    const long long j_ = threadIdx.x + k_ * {THREADS}LL;",
+                  f"    if (j_ >= {C}LL) break;"]
+        lines += [f"    ws{j}[blockIdx.x * {C}LL + j_] = cs{j}_[k_];" for j in acc_t]
+        lines.append("  }")
+    lines += [
               "  __threadfence();",
               "  __syncthreads();",
               "  if (threadIdx.x == 0) last_ = atomicAdd(cnt_, 1u) == gridDim.x - 1;",

@@ -324,7 +324,7 @@ class FusedGroup:
             outs = [(xp.zeros if not lay.n else xp.empty)((C,) if f else lay.shape, d)
                     for d, f in zip(out_dtypes, flags)]
             if lay.n:
-                grid, block = column_launch_dims(lay.n, C)
+                grid, block = column_launch_dims(lay.n, C, self.row)
                 ws = tuple(xp.empty((grid[0], C), d) for d, f in zip(out_dtypes, flags) if f)
                 fn(grid, block, tuple(arrays) + tuple(outs) + ws + (self._counter(xp),
                                                                    np.int64(lay.n)))
@@ -464,7 +464,9 @@ def column_sums(lay, reduced, shapes, row):
     trailing axes: the C trailing elements, the same C for all), the backward kernel makes
     the sums itself, in the same launch: rows of C elements, a block per chunk of rows
     (at most ``COLUMN_BLOCKS``), each thread holding the running sums of its columns in
-    registers, the rows in order; each block writes its partial sums to a workspace and
+    registers, the rows in order (rows narrower than the block share it: an element-wise
+    kernel's block takes ``THREADS // C`` rows at once, lanes whose sums it adds in lane
+    order through shared memory); each block writes its partial sums to a workspace and
     the last block to finish (a ticket from one atomic counter, reset by that block)
     adds the partials in block order. The order of every addition is fixed by the launch
     shape, so the sums are deterministic (MXNET_ENFORCE_DETERMINISM needs no fallback);
