@@ -193,6 +193,7 @@ class FusedGroup:
         self._kernels = {}
         self._stored = {}       # backward kernel key -> the stored buffer of each gradient
         self._counters = {}     # (xp, device) -> the column-sum kernels' block counter
+        self._columns = {}      # backward kernel key -> its column sums (C, flags) or None
         self.fallbacks = {}
         self.launches = 0
         # members whose backward reads the backward's training mode (BatchNorm's rule uses
@@ -225,9 +226,10 @@ class FusedGroup:
         if lay is None:
             lay = Layout(self, [tuple(a.shape) for a in arrays], [a.dtype for a in arrays],
                          [tuple(s // a.itemsize for s in a.strides) for a in arrays])
-            if len(self._layouts) > 16:     # kernels are keyed by layout: both go
+            if len(self._layouts) > 16:     # kernels are keyed by layout: all go
                 self._layouts.clear()
                 self._kernels.clear()
+                self._columns.clear()
             lay.key = key
             self._layouts[key] = lay
         return lay
@@ -395,8 +397,11 @@ class FusedGroup:
             return None
         key = ("b", lay.key, tuple(need), have, tuple(g.strides for g in ogs))
         red = [r for r, n in zip(reduce, need) if n]
-        C = column_sums(lay, red, [sh for sh, n in zip(lay.in_shapes, need) if n], self.row)
-        cols = (C, tuple(red)) if C is not None else None
+        cols = self._columns.get(key, False)
+        if cols is False:
+            C = column_sums(lay, red, [sh for sh, n in zip(lay.in_shapes, need) if n],
+                            self.row)
+            cols = self._columns[key] = (C, tuple(red)) if C is not None else None
         fn, out_dt = self._kernel(xp, key, make)
         stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt, cols)
         outs = iter([stored[k] for k in self._stored[key]])
