@@ -10,7 +10,10 @@ needed: the figure comes from the partition and shape inference of the hybridize
 With ``--launches`` (needs CuPy importable, for the test stand-in GPU) it also runs one
 training step of each model, at small sizes with the same structure, on the stand-in
 gpu(0) and counts what the step asks CuPy for: every array operation and every kernel
-launch of a generated kernel, fused (MXNET_USE_FUSION on) against unfused.
+launch of a generated kernel, fused (MXNET_USE_FUSION on) against unfused; and the kernel
+launches among them: the same less reshapes, the allocator (``cupy.empty``) and no-op
+casts (``astype`` to the array's dtype with ``copy=False``, ``ascontiguousarray`` of a
+C-contiguous array), which launch nothing on a GPU.
 
     python bench/fusion_counts.py [--launches] [--kinds]
 """
@@ -54,17 +57,35 @@ def plan_counts():
     return rows
 
 
+_NO_KERNEL = ("cupy.ndarray.reshape", "cupy.empty")
+
+
+def _launches(where, args, kwargs):
+    """Whether CuPy call ``where`` (stand-in arguments) launches a kernel on a GPU."""
+    import numpy as np
+    if where in _NO_KERNEL:
+        return False
+    if where == "cupy.ndarray.astype":
+        dt = args[1] if len(args) > 1 else kwargs.get("dtype")
+        return not (np.dtype(dt) == args[0]._a.dtype and kwargs.get("copy", True) is False)
+    if where == "cupy.ascontiguousarray":
+        return not (len(args) == 1 and not kwargs and args[0]._a.flags.c_contiguous)
+    return True
+
+
 def launch_counts():
-    """CuPy calls of one training step on the stand-in gpu(0), unfused and fused."""
+    """(name, CuPy calls unfused, fused, kernel launches unfused, fused) of one training
+    step on the stand-in gpu(0)."""
     import numpy as np
     from gpunda import autograd
     from gpunda.backends import _standin, _standin_array
-    counter = {"n": 0}
+    counter = {"n": 0, "k": 0}
     orig_call = _standin_array._call
 
-    def counting(*a, **k):
+    def counting(fn, args, kwargs, where, *a, **k):
         counter["n"] += 1
-        return orig_call(*a, **k)
+        counter["k"] += _launches(where, args, kwargs)
+        return orig_call(fn, args, kwargs, where, *a, **k)
     raw_get = _standin._RawModule.get_function
 
     def get_function(self, name):
@@ -72,6 +93,7 @@ def launch_counts():
 
         def launch(*a, **k):
             counter["n"] += 1
+            counter["k"] += 1
             return fn(*a, **k)
         return launch
     rows = []
@@ -87,18 +109,19 @@ def launch_counts():
                 rs = np.random.RandomState(0)
                 data = [mx.nd.array(rs.randint(0, 2, sh) if tokens else rs.randn(*sh),
                                     ctx=ctx) for sh in shapes]
-                got = []
+                got, kern = [], []
                 for on in (False, True):
                     fusion.ENABLED = on
                     block._cached_op = None     # a fresh CachedOp for each setting
                     for _ in range(2):          # the first step builds plans and kernels
-                        counter["n"] = 0
+                        counter["n"] = counter["k"] = 0
                         with autograd.record():
                             out = block(*data)
                         out.backward()
                         mx.nd.waitall()
                     got.append(counter["n"])
-                rows.append((name, got[0], got[1]))
+                    kern.append(counter["k"])
+                rows.append((name, got[0], got[1], kern[0], kern[1]))
         finally:
             _standin_array._call = _standin._call = orig_call
             _standin._RawModule.get_function = raw_get
@@ -128,10 +151,11 @@ def main(argv=None):
                 kinds = ", ".join(f"{k} {n}" for k, n in t["by_kind"][d].items())
                 print(f"  {d} {sum(t['by_kind'][d].values())}: {kinds}")
     if args.launches:
-        print("\nCuPy calls per training step on the stand-in gpu(0) (small sizes, same "
-              "structure)")
-        for name, u, f in launch_counts():
-            print(f"{name:28} {u:>6} -> {f:<6} {u / f:4.2f}x")
+        print("\nPer training step on the stand-in gpu(0) (small sizes, same structure): "
+              "CuPy calls; kernel launches (less reshapes, allocations, no-op casts)")
+        for name, u, f, ku, kf in launch_counts():
+            print(f"{name:28} {u:>6} -> {f:<6} {u / f:4.2f}x   {ku:>6} -> {kf:<6} "
+                  f"{ku / kf:4.2f}x")
     return 0
 
 

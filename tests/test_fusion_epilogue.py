@@ -64,11 +64,28 @@ def test_bias_add_joins_the_gelu_after_it(flatten, dshape):
     gemm = [st for st in view._steps if st.op.name == "FullyConnected"]
     assert len(gemm) == 1 and gemm[0].p.no_bias and len(gemm[0].ins) == 2
     assert not any(g.fallbacks for g in view._fusion_groups)
-    # the bias's gradient is its data's ("g"): the backward kernel stores it once and the
-    # bias sum reads that buffer
+    # the bias broadcasts over leading axes: the backward kernel sums its gradient
+    # itself (NOTE [Column sums]), an output of its own
     (g,) = view._fusion_groups
     assert g.in_slots[0] == gemm[0].outs[0] and len(g.in_slots) == 2
+    assert list(g._stored.values()) == [[0, 1]]
+
+
+def test_convolution_bias_sum_reads_the_data_gradient_buffer():
+    """A convolution's bias runs along axis 1, no column sum: its gradient is its data's
+    ("g"), which the backward kernel stores once; the bias sum reads that buffer."""
+    x = sym.var("x")
+    c = sym.Convolution(x, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+    s = sym.tanh(c) * 2
+    shapes = {"x": (2, 3, 5, 5), "conv_weight": (4, 3, 3, 3), "conv_bias": (4,)}
+    _, view = _compare(s, _arrays(s, shapes))
+    (g,) = view._fusion_groups
+    assert [m.st.op.name for m in g.members][0] == "_bias_add"
     assert list(g._stored.values()) == [[0, 0]]
+    # counted: dX, dW, the group and the bias sum
+    assert fusion.kernel_counts(s, {"x": (2, 3, 5, 5)}, train=True,
+                                grad_inputs=["x", "conv_weight", "conv_bias"]
+                                )["backward"][1] == 4
 
 
 def test_split_is_undone_when_the_add_finds_no_group():
@@ -138,13 +155,14 @@ def test_convolution_bias_joins_an_inference_batchnorm():
 def test_counts_charge_the_bias_add_and_sum():
     """Counted: unfused, FullyConnected is its GEMM plus its bias add forward and a GEMM
     per gradient plus the bias sum backward; fused, the add is inside the group and the
-    sum is the group's sum over its broadcast bias."""
+    sum is the group's sum over its broadcast bias, made by the group's backward kernel
+    (NOTE [Column sums])."""
     x = sym.var("x")
     s = sym.Activation(sym.FullyConnected(x, num_hidden=6, name="fc"), act_type="tanh") * 2
     c = fusion.kernel_counts(s, {"x": (3, 4)}, train=True)    # x needs no gradient
     # unfused: GEMM + bias add, tanh, *2 forward; dW, db, tanh', *2' backward.
-    # fused: GEMM, group forward; dW, group, bias sum backward
-    assert c["forward"] == (4, 2) and c["backward"] == (4, 3) and c["epilogues"] == 1
+    # fused: GEMM, group forward; dW, group (with the bias sum) backward
+    assert c["forward"] == (4, 2) and c["backward"] == (4, 2) and c["epilogues"] == 1
     c = fusion.kernel_counts(s, {"x": (3, 4)}, train=True, grad_inputs=["x", "fc_weight"])
     # dX and dW GEMMs on both sides; the bias needs no gradient: no sum
     assert c["backward"] == (4, 3)
@@ -231,7 +249,8 @@ def test_counts_no_bias_sum_for_a_single_row():
     s = sym.Activation(sym.FullyConnected(x, num_hidden=6, name="fc"), act_type="tanh") * 2
     # fused backward: dW and the group; the bias's gradient is the group's, reshaped
     assert fusion.kernel_counts(s, {"x": (1, 4)}, train=True)["backward"] == (4, 2)
-    assert fusion.kernel_counts(s, {"x": (2, 4)}, train=True)["backward"] == (4, 3)
+    # two rows: the group's kernel sums them (NOTE [Column sums])
+    assert fusion.kernel_counts(s, {"x": (2, 4)}, train=True)["backward"] == (4, 2)
 
 
 # -- the split rounds as the op does ---------------------------------------------------------

@@ -122,7 +122,25 @@ def _graphs():
                    {n: (2, 8) for n in tok}, tok))
     graphs.append(("lstm_lm", symbol_of(LSTMLM(vocab=30, units=8, steps=5), "tokens"),
                    {"tokens": (2, 5)}, {"tokens": "int32"}))
+    graphs.append(("wide_rows", symbol_of(WideRows(), "x"), {"x": (2, 3, 300)}, {}))
     return graphs
+
+
+class WideRows(gluon.HybridBlock):
+    """Dense -> GELU and Dense -> residual add -> LayerNorm over rows wider than a block
+    (NOTE [Column sums]: a thread sums several columns of the bias and LayerNorm
+    gradients)."""
+
+    def __init__(self, units=300, hidden=600, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.ffn1 = nn.Dense(hidden, flatten=False, in_units=units)
+            self.ffn2 = nn.Dense(units, flatten=False, in_units=hidden)
+            self.norm = nn.LayerNorm(in_channels=units)
+
+    def hybrid_forward(self, F, x):
+        h = F.LeakyReLU(self.ffn1(x), act_type="gelu")
+        return self.norm(self.ffn2(h) + x) * 2
 
 
 def cuda_sources():

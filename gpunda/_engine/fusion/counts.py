@@ -7,7 +7,8 @@ means, except that a GEMM op (FullyConnected, Convolution, dot, batch_dot) is ch
 the launches its body makes: its GEMM plus its bias add forward, one GEMM (or the bias
 sum) per input whose gradient is asked backward; a fused group is one kernel forward and
 one backward, plus one sum per group input it broadcast that needs a gradient (a split
-bias add's bias, LayerNorm's gamma and beta); a view step (NOTE [View steps]) is no
+bias add's bias, LayerNorm's gamma and beta) unless the backward kernel makes the sums
+itself (NOTE [Column sums] in group.py: inputs broadcast over leading axes); a view step (NOTE [View steps]) is no
 kernel where its input is C-contiguous (graph inputs are taken so) and one (a copy)
 where it reshapes a strided value; a reshape-like view's gradient is a view, no kernel.
 Other op bodies that launch several CuPy kernels (LayerNorm, softmax) count once on both
@@ -22,7 +23,7 @@ import numpy as np
 
 from gpunda._core import hooks
 from gpunda._engine.fusion.codegen import contiguous_strides, kernel_source
-from gpunda._engine.fusion.group import FusedGroup, Layout, store_once
+from gpunda._engine.fusion.group import FusedGroup, Layout, column_sums, store_once
 from gpunda._engine.fusion.partition import partition
 from gpunda._engine.fusion.views import count_view_kernels
 
@@ -92,9 +93,12 @@ def graph_sources(symbol, shapes, dtypes=None, train=False, backward=True):
             red = lay.reduced
             gdt = [np.dtype(np.float64 if d == np.float64 else np.float32) if r else d
                    for d, r in zip(in_dt, red)]
-            prog, gdt, _ = store_once(prog, red, gdt)     # as FusedGroup.run_backward
+            C = column_sums(lay, red, lay.in_shapes, g.row)
+            cols = (C, tuple(red)) if C is not None else None
+            if cols is None:
+                prog, gdt, _ = store_once(prog, red, gdt)     # as FusedGroup.run_backward
             strides = list(lay.strides) + [contiguous_strides(lay.shape)] * len(out_dt)
-            name, src = kernel_source(prog, in_dt + out_dt, gdt, lay.shape, strides)
+            name, src = kernel_source(prog, in_dt + out_dt, gdt, lay.shape, strides, cols)
             out[name] = src
     return list(out.items())
 
@@ -171,10 +175,14 @@ def count_kernels(symbol, shapes, dtypes=None, train=True, grad_inputs=None):
             graded_in = {s for m in g.members for s, t in zip(m.st.ins, m.grads)
                          if t is not None}
             bwd_k["fused group"] += 1
-            if lay.reason is None:      # FusedGroup.run_backward's sums
-                bwd_k["fused group input sum"] += sum(
-                    1 for s, r in zip(g.in_slots, lay.reduced)
-                    if r and req[s] and s in graded_in)
+            if lay.reason is None:      # FusedGroup.run_backward's sums, unless the
+                need = [bool(req[s]) for s in g.in_slots]   # kernel makes them
+                red = [r for r, n in zip(lay.reduced, need) if n]
+                shs = [sh for sh, n in zip(lay.in_shapes, need) if n]
+                if column_sums(lay, red, shs, g.row) is None:
+                    bwd_k["fused group input sum"] += sum(
+                        1 for s, r in zip(g.in_slots, lay.reduced)
+                        if r and req[s] and s in graded_in)
     fwd_f, bwd_f = sum(fwd_k.values()), sum(bwd_k.values())
     return {"forward": (fwd_u, fwd_f), "backward": (bwd_u, bwd_f),
             "step": (fwd_u + bwd_u, fwd_f + bwd_f), "groups": len(part.groups),

@@ -7,8 +7,10 @@ generated kernel (NOTE [Fusion kernels]) computing the group's outputs, the valu
 outside the group, from its inputs; its gradient rule launches one more kernel that
 recomputes the group's values from the saved inputs and applies the members' gradient
 expressions in reverse (NOTE [Fusion IR]), giving each input that needs it its gradient
-(an input broadcast inside the group then gets one sum over its broadcast axes; every
-gradient comes back in its input's shape: a vector that spans the iteration shape, a
+(an input broadcast inside the group then gets its gradient summed over its broadcast
+axes: by the backward kernel itself where every such input broadcasts over leading axes,
+NOTE [Column sums], otherwise one sum per input after the kernel; every gradient comes
+back in its input's shape: a vector that spans the iteration shape, a
 Dense's bias on one row, is reshaped, not summed: ``Layout.reduced``). So the
 plan machinery (static buffers, CUDA graphs, TrainPlan, the tape) runs fused steps as it
 runs any op. Kernels are made per input signature (shapes, dtypes, strides); when a
@@ -27,14 +29,14 @@ import numpy as np
 from gpunda._core import hooks
 from gpunda._engine import autograd as _ag
 from gpunda._engine.cached_plan import step_gradient
-from gpunda._engine.fusion.codegen import PTR_TYPES, kernel_source, launch_dims, \
-    row_launch_dims
+from gpunda._engine.fusion.codegen import COLUMNS_PER_THREAD, PTR_TYPES, THREADS, \
+    column_launch_dims, kernel_source, launch_dims, row_launch_dims
 from gpunda._engine.fusion.expr import ROW_FUNCS, Program, ctype_of, parse
 from gpunda._engine.fusion.reference import make_emulation
 from gpunda.ops.raw import RawF
 from gpunda.ops.registry import OpDef
 
-__all__ = ["FusedGroup", "Layout"]
+__all__ = ["FusedGroup", "Layout", "column_sums"]
 
 _modules = {}       # (id of the cupy module, kernel name) -> compiled function
 
@@ -190,6 +192,8 @@ class FusedGroup:
         self._layouts = {}
         self._kernels = {}
         self._stored = {}       # backward kernel key -> the stored buffer of each gradient
+        self._counters = {}     # (xp, device) -> the column-sum kernels' block counter
+        self._columns = {}      # backward kernel key -> its column sums (C, flags) or None
         self.fallbacks = {}
         self.launches = 0
         # members whose backward reads the backward's training mode (BatchNorm's rule uses
@@ -222,9 +226,10 @@ class FusedGroup:
         if lay is None:
             lay = Layout(self, [tuple(a.shape) for a in arrays], [a.dtype for a in arrays],
                          [tuple(s // a.itemsize for s in a.strides) for a in arrays])
-            if len(self._layouts) > 16:     # kernels are keyed by layout: both go
+            if len(self._layouts) > 16:     # kernels are keyed by layout: all go
                 self._layouts.clear()
                 self._kernels.clear()
+                self._columns.clear()
             lay.key = key
             self._layouts[key] = lay
         return lay
@@ -297,23 +302,36 @@ class FusedGroup:
     def _kernel(self, xp, key, make):
         got = self._kernels.get(key)
         if got is None:
-            prog, lay, in_dtypes, out_dtypes, in_strides = make()
+            prog, lay, in_dtypes, out_dtypes, in_strides, cols = make()
             if xp is np:        # the CPU runs the NumPy evaluator of the same Program
-                emu = make_emulation(prog, lay.shape, in_strides, out_dtypes)
+                emu = make_emulation(prog, lay.shape, in_strides, out_dtypes, cols)
                 got = self._kernels[key] = (emu, out_dtypes)
                 return got
-            name, src = kernel_source(prog, in_dtypes, out_dtypes, lay.shape, in_strides)
+            name, src = kernel_source(prog, in_dtypes, out_dtypes, lay.shape, in_strides,
+                                      cols)
             mkey = (id(xp), name)
             fn = _modules.get(mkey)
             if fn is None:
                 emus = getattr(xp.RawModule, "emulations", None)
                 if isinstance(emus, dict):      # the test stand-in runs the NumPy evaluator
-                    emus[name] = make_emulation(prog, lay.shape, in_strides, out_dtypes)
+                    emus[name] = make_emulation(prog, lay.shape, in_strides, out_dtypes,
+                                                cols)
                 fn = _modules[mkey] = xp.RawModule(code=src).get_function(name)
             got = self._kernels[key] = (fn, out_dtypes)
         return got
 
-    def _launch(self, xp, fn, lay, arrays, out_dtypes):
+    def _launch(self, xp, fn, lay, arrays, out_dtypes, cols=None):
+        if cols is not None:        # NOTE [Column sums]
+            C, flags = cols
+            outs = [(xp.zeros if not lay.n else xp.empty)((C,) if f else lay.shape, d)
+                    for d, f in zip(out_dtypes, flags)]
+            if lay.n:
+                grid, block = column_launch_dims(lay.n, C, self.row)
+                ws = tuple(xp.empty((grid[0], C), d) for d, f in zip(out_dtypes, flags) if f)
+                fn(grid, block, tuple(arrays) + tuple(outs) + ws + (self._counter(xp),
+                                                                   np.int64(lay.n)))
+            self.launches += 1
+            return outs
         outs = [xp.empty(lay.shape, d) for d in out_dtypes]
         if lay.n:
             grid, block = row_launch_dims(lay.n, lay.shape[-1]) if self.row else \
@@ -321,6 +339,16 @@ class FusedGroup:
             fn(grid, block, tuple(arrays) + tuple(outs) + (np.int64(lay.n),))
         self.launches += 1
         return outs
+
+    def _counter(self, xp):
+        """The column-sum kernels' block counter on the current device: zero between
+        launches (the last block resets it), so it is made once."""
+        dev = getattr(getattr(xp, "cuda", None), "Device", None)
+        key = (id(xp), dev().id if dev is not None else 0)
+        c = self._counters.get(key)
+        if c is None:
+            c = self._counters[key] = xp.zeros((1,), np.uint32)
+        return c
 
     def run_forward(self, xp, arrays, ctx):
         lay = self.layout(arrays)
@@ -332,7 +360,7 @@ class FusedGroup:
             def make():
                 in_dt = [lay.slot_dtype[s] for s in self.in_slots]
                 out_dt = [lay.slot_dtype[s] for s in self.out_slots]
-                return self.forward_program(lay), lay, in_dt, out_dt, lay.strides
+                return self.forward_program(lay), lay, in_dt, out_dt, lay.strides, None
             fn, out_dt = self._kernel(xp, ("f", lay.key), make)
             outs = self._launch(xp, fn, lay, arrays, out_dt)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -358,16 +386,24 @@ class FusedGroup:
                 if g is not None:
                     strides.append(tuple(x // g.itemsize for x in g.strides))
             prog = self.backward_program(lay, need, have)
+            if cols is not None:    # the sums are the kernel's: every output stays
+                self._stored[key] = list(range(len(out_dt)))
+                return prog, lay, in_dt, out_dt, strides, cols
             prog, out_dt, self._stored[key] = store_once(prog, red, out_dt)
-            return prog, lay, in_dt, out_dt, strides
+            return prog, lay, in_dt, out_dt, strides, None
         ogs = [g for g in ograds if g is not None]
         if any(g.shape != lay.shape or g.dtype != lay.slot_dtype[s]
                for g, s in zip(ograds, self.out_slots) if g is not None):
             return None
         key = ("b", lay.key, tuple(need), have, tuple(g.strides for g in ogs))
         red = [r for r, n in zip(reduce, need) if n]
+        cols = self._columns.get(key, False)
+        if cols is False:
+            C = column_sums(lay, red, [sh for sh, n in zip(lay.in_shapes, need) if n],
+                            self.row)
+            cols = self._columns[key] = (C, tuple(red)) if C is not None else None
         fn, out_dt = self._kernel(xp, key, make)
-        stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt)
+        stored = self._launch(xp, fn, lay, list(arrays) + ogs, out_dt, cols)
         outs = iter([stored[k] for k in self._stored[key]])
         res = []
         for a, n, r, sh in zip(arrays, need, reduce, lay.in_shapes):
@@ -376,7 +412,7 @@ class FusedGroup:
                 continue
             g = next(outs)
             if r:
-                g = _sum_to(g, sh).astype(a.dtype, copy=False)
+                g = (g if cols is not None else _sum_to(g, sh)).astype(a.dtype, copy=False)
             res.append(g.reshape(a.shape))     # (a view: the kernel's buffer is fresh)
         return res
 
@@ -423,6 +459,48 @@ class FusedGroup:
                 if gr is not None:
                     g[s] = gr if g.get(s) is None else g[s] + gr
         return [g.get(s) if n else None for s, n in zip(self.in_slots, need)]
+
+
+def column_sums(lay, reduced, shapes, row):
+    """NOTE [Column sums]
+    A group's backward sums the gradient of every input it broadcast (a bias, LayerNorm's
+    gamma and beta) over the broadcast axes. Where every such input broadcasts over
+    leading axes only (its shape, ones padded, is ones then the iteration shape's
+    trailing axes: the C trailing elements, the same C for all), the backward kernel makes
+    the sums itself, in the same launch: rows of C elements, a block per chunk of rows
+    (at most ``COLUMN_BLOCKS``), each thread holding the running sums of its columns in
+    registers, the rows in order (rows narrower than the block share it: an element-wise
+    kernel's block takes ``THREADS // C`` rows at once, lanes whose sums it adds in lane
+    order through shared memory); each block writes its partial sums to a workspace and
+    the last block to finish (a ticket from one atomic counter, reset by that block)
+    adds the partials in block order. The order of every addition is fixed by the launch
+    shape, so the sums are deterministic (MXNET_ENFORCE_DETERMINISM needs no fallback);
+    no atomic add touches a value. A row group (softmax, LayerNorm) qualifies when C is
+    its row. Otherwise (a convolution's bias along axis 1, more than
+    ``COLUMNS_PER_THREAD * THREADS`` columns) each input keeps a sum of its own, a launch
+    after the kernel. The NumPy evaluator sums the same rows (``make_emulation``).
+
+    Returns C, or None where the sums stay separate. ``reduced`` flags the gradients
+    asked, ``shapes`` their inputs' broadcast shapes."""
+    if not any(reduced):
+        return None
+    it = lay.shape
+    C = None
+    for r, sh in zip(reduced, shapes):
+        if not r:
+            continue
+        pad = (1,) * (len(it) - len(sh)) + tuple(sh)
+        lead = next((m for m in range(len(it) + 1)
+                     if all(d == 1 for d in pad[:m]) and pad[m:] == it[m:]), None)
+        if lead is None:
+            return None
+        c = int(np.prod(it[lead:], dtype=np.int64))
+        if C is not None and c != C:
+            return None
+        C = c
+    if C < 1 or C > COLUMNS_PER_THREAD * THREADS or (row and (not it or C != it[-1])):
+        return None
+    return C
 
 
 def store_once(prog, reduced, out_dtypes):

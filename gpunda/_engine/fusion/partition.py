@@ -37,7 +37,8 @@ only where the add joins a group (the GELU or tanh after a Dense, the Dropout mu
 and residual add after a projection, an LSTM's gate sum, an inference BatchNorm after a
 convolution): the add, a launch of its own inside the op, then costs nothing, and its
 gradient, the bias sum, is the group's sum over that broadcast input, as the op's own
-gradient sums it. A mask step after the op reads the GEMM's slot for its shape, so the
+gradient sums it (made by the group's backward kernel itself where the bias runs along
+the trailing axis: NOTE [Column sums] in group.py). A mask step after the op reads the GEMM's slot for its shape, so the
 Dropout multiply can join the add's group. A bias of another shape (FullyConnected's
 (H, 1)) or one read twice in a group runs that group member by member (NOTE [Fused
 steps]).

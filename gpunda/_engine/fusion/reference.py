@@ -117,11 +117,14 @@ def evaluate(prog, arrays, shape, in_strides, out_dtypes):
                 for v, d in zip(prog.outputs, out_dtypes)]
 
 
-def make_emulation(prog, shape, in_strides, out_dtypes):
+def make_emulation(prog, shape, in_strides, out_dtypes, columns=None):
     """An emulation of the kernel for the stand-in's ``RawModule``: ``emu(grid, block,
-    args)`` with args = inputs, outputs, n (NumPy arrays, written in place)."""
+    args)`` with args = inputs, outputs, n (NumPy arrays, written in place); with
+    ``columns`` (C, flags: NOTE [Column sums]) a flagged output is its value summed over
+    rows of C elements, and the workspaces and counter after the outputs go unread."""
     nin = len(prog.in_ctypes)
     nout = len(out_dtypes)
+    cols, flags = columns if columns is not None else (None, [False] * nout)
     from gpunda._engine.fusion.codegen import contiguous_strides
     contig = contiguous_strides(shape)
     # a kernel whose inputs are all read at the flat index has no shape in its source,
@@ -142,7 +145,10 @@ def make_emulation(prog, shape, in_strides, out_dtypes):
             # their first axis share one name: the launch's n gives it
             inner = int(np.prod(shape[1:], dtype=np.int64))
             shp = (n // max(inner, 1),) + tuple(shape[1:])
-        for o, r in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes)):
-            o.reshape(r.shape)[...] = r
+        for o, r, f in zip(outs, evaluate(prog, ins, shp, strides, out_dtypes), flags):
+            if f:       # rows in order, as the kernel's blocks add theirs
+                o[...] = r.reshape(-1, cols).sum(axis=0)
+            else:
+                o.reshape(r.shape)[...] = r
     emu.out_index = tuple(range(nin, nin + nout))
     return emu
