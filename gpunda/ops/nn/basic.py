@@ -346,7 +346,11 @@ def _grad_leaky(F, p, ins, outs, og):
     if t == "selu":
         return [g * _SELU_LAMBDA * (pos + neg * _SELU_ALPHA * F.exp(F._minimum_scalar(x, scalar=0.0)))]
     if t == "gelu":
-        return [g * (0.5 * (1 + F.erf(x * _SQRT_HALF)) + x * F.exp(x * x * -0.5) * _INV_SQRT_2PI)]
+        # 0.5 * (1 + erf(x / sqrt 2)) is the output over x (within an ulp; 0.5 at x = 0):
+        # no second erf, the costliest part of GELU on the CPU (SciPy's erf, ~20 ns a value)
+        zero = F._equal_scalar(x, scalar=0.0)
+        cdf = F.where(zero, F.ones_like(x) * 0.5, outs[0] / (x + zero))
+        return [g * (cdf + x * F.exp(x * x * -0.5) * _INV_SQRT_2PI)]
     return [g * (pos + neg * outs[1])]
 
 
