@@ -11,9 +11,10 @@ With ``--launches`` (needs CuPy importable, for the test stand-in GPU) it also r
 training step of each model, at small sizes with the same structure, on the stand-in
 gpu(0) and counts what the step asks CuPy for: every array operation and every kernel
 launch of a generated kernel, fused (MXNET_USE_FUSION on) against unfused; and the kernel
-launches among them: the same less reshapes, the allocator (``cupy.empty``) and no-op
-casts (``astype`` to the array's dtype with ``copy=False``, ``ascontiguousarray`` of a
-C-contiguous array), which launch nothing on a GPU.
+launches among them: the same less the calls that launch nothing on a GPU: views
+(reshape, transpose, swapaxes, broadcast_to), the allocator (``cupy.empty``) and no-op
+conversions (``astype`` to the array's dtype with ``copy=False``, ``ascontiguousarray`` of a
+C-contiguous array, ``asarray`` of a device array of the dtype asked for).
 
     python bench/fusion_counts.py [--launches] [--kinds]
 """
@@ -57,7 +58,9 @@ def plan_counts():
     return rows
 
 
-_NO_KERNEL = ("cupy.ndarray.reshape", "cupy.empty")
+# calls that make a view or only allocate: CuPy launches nothing for them
+_NO_KERNEL = ("cupy.ndarray.reshape", "cupy.empty", "cupy.transpose", "cupy.ndarray.transpose",
+              "cupy.swapaxes", "cupy.ndarray.swapaxes", "cupy.broadcast_to")
 
 
 def _launches(where, args, kwargs):
@@ -65,6 +68,12 @@ def _launches(where, args, kwargs):
     import numpy as np
     if where in _NO_KERNEL:
         return False
+    if where == "cupy.asarray":
+        # a device array of the dtype asked for comes back as it is
+        a = args[0] if args else None
+        dt = args[1] if len(args) > 1 else kwargs.get("dtype")
+        return not (hasattr(a, "_a") and (dt is None or np.dtype(dt) == a._a.dtype)
+                    and set(kwargs) <= {"dtype"})
     if where == "cupy.ndarray.astype":
         dt = args[1] if len(args) > 1 else kwargs.get("dtype")
         return not (np.dtype(dt) == args[0]._a.dtype and kwargs.get("copy", True) is False)
@@ -152,7 +161,7 @@ def main(argv=None):
                 print(f"  {d} {sum(t['by_kind'][d].values())}: {kinds}")
     if args.launches:
         print("\nPer training step on the stand-in gpu(0) (small sizes, same structure): "
-              "CuPy calls; kernel launches (less reshapes, allocations, no-op casts)")
+              "CuPy calls; kernel launches (less views, allocations, no-op conversions)")
         for name, u, f, ku, kf in launch_counts():
             print(f"{name:28} {u:>6} -> {f:<6} {u / f:4.2f}x   {ku:>6} -> {kf:<6} "
                   f"{ku / kf:4.2f}x")

@@ -349,7 +349,7 @@ def _grad_leaky(F, p, ins, outs, og):
         # 0.5 * (1 + erf(x / sqrt 2)) is the output over x (within an ulp; 0.5 at x = 0):
         # no second erf, the costliest part of GELU on the CPU (SciPy's erf, ~20 ns a value)
         zero = F._equal_scalar(x, scalar=0.0)
-        cdf = F.where(zero, F.ones_like(x) * 0.5, outs[0] / (x + zero))
+        cdf = (outs[0] + zero * 0.5) / (x + zero)
         return [g * (cdf + x * F.exp(x * x * -0.5) * _INV_SQRT_2PI)]
     return [g * (pos + neg * outs[1])]
 
