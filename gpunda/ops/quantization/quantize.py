@@ -6,9 +6,10 @@ NOTE [CPU quantization through oneDNN]); what follows is MXNet's plain kernel, w
 GPU build runs and gpunda runs on the GPU. There int8 is zero-centred: a real range
 ``r = max(|min|, |max|)`` maps to [-127, 127] as ``sign(x) * min(|x| * 127 / r + 0.5, 127)``
 truncated toward zero; uint8 outputs are refused there, as MXNet's GPU build refuses them.
-int32 (the accumulators of quantized matrix products) spans ``r`` with 2**31 - 1 steps. The ranges travel as two (1,)
-float32 arrays beside the data. The quantized layers themselves (quantized_conv,
-quantized_fully_connected, ...) are MKL-DNN/cuDNN kernels and are not built.
+int32 (the accumulators of quantized matrix products) spans ``r`` with 2**31 - 1 steps. The
+ranges travel as two (1,) float32 arrays beside the data. The quantized layers themselves
+(quantized_conv, quantized_fully_connected, ...) are MKL-DNN/cuDNN kernels and are not
+built.
 """
 from __future__ import annotations
 
@@ -111,12 +112,13 @@ def _dequantize(xp, p, q, min_range, max_range):
 def _requantize(xp, p, q, min_range, max_range):
     if q.dtype != np.int32:
         raise GpundaError(f"Operator _contrib_requantize: data must be int32, got {q.dtype}")
-    _refuse_gpu_uint8("_contrib_requantize", xp, _out_dtype(p))
+    out_dtype = _out_dtype(p)
+    _refuse_gpu_uint8("_contrib_requantize", xp, out_dtype)
     if xp is np:
         calibrated = p.min_calib_range is not None and p.max_calib_range is not None
         calib = (p.min_calib_range, p.max_calib_range) if calibrated else None
         return _cpu.requantize(xp, q, _scalar(xp, min_range), _scalar(xp, max_range), calib,
-                               _out_dtype(p))
+                               out_dtype)
     r_in = max(abs(_scalar(xp, min_range)), abs(_scalar(xp, max_range)))
     x = q.astype(np.float32) * np.float32(r_in / _INT32_RANGE)
     if p.min_calib_range is not None and p.max_calib_range is not None:
